@@ -1,0 +1,32 @@
+#!/bin/sh
+# Compiles the in-sandbox agent as a static binary, so it runs in any image (no libc needed there).
+# Usage: build.sh <output path>
+set -eu
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 <output path>" >&2
+    exit 2
+fi
+out=$1
+src=$(dirname "$0")/agent.c
+warnings="-std=c11 -Wall -Wextra"
+
+# musl gives a small static binary; glibc works too, since the agent needs no NSS or dlopen.
+if command -v musl-gcc >/dev/null 2>&1; then
+    compile="musl-gcc -static -Os -s"
+elif command -v cc >/dev/null 2>&1; then
+    compile="cc -static -O2 -s"
+else
+    echo "build.sh: no C compiler found: install musl-tools (musl-gcc) or gcc to build the airlock agent" >&2
+    exit 1
+fi
+
+mkdir -p "$(dirname "$out")"
+# shellcheck disable=SC2086 # word splitting of the flag lists is intended
+if ! $compile $warnings -o "$out.tmp" "$src"; then
+    rm -f "$out.tmp"
+    echo "build.sh: compiling $src with '$compile' failed" >&2
+    exit 1
+fi
+chmod 0755 "$out.tmp"
+mv -f "$out.tmp" "$out"

@@ -1,0 +1,58 @@
+package dev.airlock.agent;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
+
+/**
+ * One frame of the agent protocol (docs/agent-protocol.md): a 4-byte big-endian length N, a
+ * 1-byte type, then N - 1 bytes of payload.
+ */
+record Frame(int type, ByteBuffer payload) {
+
+    static final int EXEC = 1;
+    static final int STDIN = 2;
+    static final int SIGNAL = 3;
+    static final int WRITE_FILE = 4;
+    static final int HELLO = 10;
+    static final int STARTED = 11;
+    static final int STDOUT = 12;
+    static final int STDERR = 13;
+    static final int EXIT = 14;
+    static final int FAILED = 15;
+    static final int DONE = 16;
+
+    /** Largest N (type and payload) either side may send. */
+    static final int MAX_LENGTH = 1024 * 1024 + 64;
+    /** Largest STDOUT or STDERR chunk the agent sends. */
+    static final int MAX_OUTPUT_CHUNK = 64 * 1024;
+
+    /**
+     * Reads one frame. The length is checked before anything is allocated, so a hostile peer
+     * cannot make us allocate more than {@link #MAX_LENGTH}.
+     */
+    static Frame read(ReadableByteChannel channel) throws IOException {
+        ByteBuffer header = ByteBuffer.allocate(4);
+        readFully(channel, header, true);
+        int length = header.getInt(0);
+        if (length < 1 || length > MAX_LENGTH) {
+            throw new AgentProtocolException("frame length " + Integer.toUnsignedString(length)
+                    + " is outside 1.." + MAX_LENGTH);
+        }
+        ByteBuffer body = ByteBuffer.allocate(length);
+        readFully(channel, body, false);
+        int type = body.get(0) & 0xff;
+        return new Frame(type, body.position(1).slice());
+    }
+
+    private static void readFully(ReadableByteChannel channel, ByteBuffer buffer, boolean atFrameStart) throws IOException {
+        while (buffer.hasRemaining()) {
+            if (channel.read(buffer) < 0) {
+                throw atFrameStart && buffer.position() == 0
+                        ? new EOFException("the agent closed the connection")
+                        : new AgentProtocolException("connection closed in the middle of a frame");
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+package dev.airlock.agent;
+
+import java.io.IOException;
+
+/** A request waiting for the agent's answer, keyed by its id. */
+sealed interface PendingRequest permits RemoteProcess, PendingFileWrite {
+
+    /** The connection broke before the answer came. */
+    void fail(IOException cause);
+}

@@ -1,0 +1,134 @@
+package dev.airlock.agent;
+
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.SandboxAgent.AgentProcess;
+import dev.airlock.core.SandboxAgent.ProcessExit;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One process started through the agent. The {@code on...} methods run on the client's reader
+ * thread only; they return false when the agent's frame does not fit this process's state.
+ */
+final class RemoteProcess implements AgentProcess, PendingRequest {
+
+    /** Exit code reported when the program could not be started, as a shell does. */
+    static final int START_FAILED_EXIT_CODE = 127;
+
+    private final AgentClient client;
+    private final int id;
+    private final OutputListener listener;
+    /** The pid, or -1 when the agent answered FAILED. */
+    private final CompletableFuture<Integer> started = new CompletableFuture<>();
+    private final CompletableFuture<ProcessExit> exit = new CompletableFuture<>();
+    /** Written by the reader thread before {@code exit} completes, so await sees it. */
+    private RuntimeException listenerFailure;
+
+    RemoteProcess(AgentClient client, int id, OutputListener listener) {
+        this.client = client;
+        this.id = id;
+        this.listener = listener;
+    }
+
+    int id() {
+        return id;
+    }
+
+    /** Waits for STARTED or FAILED. */
+    void awaitStarted(String command) throws IOException, InterruptedException {
+        client.awaitReply(started, "starting " + command);
+    }
+
+    boolean onStarted(int pid) {
+        return pid > 0 && started.complete(pid);
+    }
+
+    boolean onOutput(boolean stdout, byte[] chunk) {
+        if (!isRunning()) {
+            return false;
+        }
+        if (listenerFailure == null) {
+            // A failing listener must not take the connection, and every other process, down with it.
+            try {
+                if (stdout) {
+                    listener.stdout(chunk);
+                } else {
+                    listener.stderr(chunk);
+                }
+            } catch (RuntimeException e) {
+                listenerFailure = e;
+            }
+        }
+        return true;
+    }
+
+    boolean onExit(int exitCode, int signal) {
+        return isRunning() && exit.complete(new ProcessExit(exitCode, signal, null));
+    }
+
+    boolean onStartFailed(String message) {
+        if (started.isDone()) {
+            return false;
+        }
+        started.complete(-1);
+        return exit.complete(new ProcessExit(START_FAILED_EXIT_CODE, 0, message));
+    }
+
+    private boolean isRunning() {
+        return started.isDone() && !started.isCompletedExceptionally() && started.join() > 0 && !exit.isDone();
+    }
+
+    @Override
+    public void fail(IOException cause) {
+        started.completeExceptionally(cause);
+        exit.completeExceptionally(cause);
+    }
+
+    @Override
+    public int pid() {
+        return started.getNow(-1);
+    }
+
+    @Override
+    public void writeStdin(byte[] bytes) throws IOException {
+        // An empty STDIN frame means "close": never send one for an empty write.
+        int chunk = Frame.MAX_LENGTH - 64;
+        for (int offset = 0; offset < bytes.length; offset += chunk) {
+            int length = Math.min(chunk, bytes.length - offset);
+            client.send(new FrameBuilder(Frame.STDIN, "standard input").u32(id).bytes(bytes, offset, length).build());
+        }
+    }
+
+    @Override
+    public void closeStdin() throws IOException {
+        client.send(new FrameBuilder(Frame.STDIN, "standard input").u32(id).build());
+    }
+
+    @Override
+    public void signal(int signal) throws IOException {
+        if (signal < 1 || signal > 64) {
+            throw new IllegalArgumentException("signal " + signal + " is not between 1 and 64");
+        }
+        client.send(new FrameBuilder(Frame.SIGNAL, "signal").u32(id).u32(signal).build());
+    }
+
+    @Override
+    public ProcessExit await(Duration timeout) throws InterruptedException, IOException {
+        try {
+            exit.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            return null;
+        } catch (ExecutionException e) {
+            throw new IOException(e.getCause().getMessage(), e.getCause());
+        }
+        if (listenerFailure != null) {
+            throw new IllegalStateException("the output listener of process " + pid() + " failed", listenerFailure);
+        }
+        return exit.join();
+    }
+}

@@ -1,0 +1,234 @@
+package dev.airlock.agent;
+
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.SandboxAgent.AgentProcess;
+import dev.airlock.core.SandboxAgent.ProcessExit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Runs the real agent binary on the host, as an ordinary child process of the test. */
+@Timeout(120)
+class AgentClientTest {
+
+    private static final Map<String, String> ENV = Map.of("PATH", "/usr/bin:/bin", "LC_ALL", "C");
+    private static final Duration AWAIT = Duration.ofSeconds(30);
+
+    @TempDir
+    Path dir;
+    private RealAgent agent;
+
+    @BeforeEach
+    void startAgent() throws Exception {
+        agent = RealAgent.start(dir);
+    }
+
+    @AfterEach
+    void stopAgent() throws Exception {
+        agent.close();
+    }
+
+    private static ExecRequest command(String... argv) {
+        return new ExecRequest(List.of(argv), ENV, "/", null, null);
+    }
+
+    private ProcessExit run(ExecRequest request, OutputListener listener) throws Exception {
+        ProcessExit exit = agent.client.start(request, listener).await(AWAIT);
+        assertThat(exit).as("exit of %s", request.argv()).isNotNull();
+        return exit;
+    }
+
+    @Test
+    void forwardsStdoutAndStderr() throws Exception {
+        Output output = new Output();
+
+        ProcessExit exit = run(command("sh", "-c", "echo out; echo err >&2"), output);
+
+        assertThat(exit).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("out\n");
+        assertThat(output.stderr()).isEqualTo("err\n");
+    }
+
+    @Test
+    void passesExactlyTheRequestedEnvironmentAndCwd() throws Exception {
+        Output output = new Output();
+        ExecRequest request = new ExecRequest(List.of("sh", "-c", "pwd; env | sort"), Map.of("PATH", "/usr/bin:/bin", "ONE", "1"), "/tmp", null, null);
+
+        run(request, output);
+
+        // sh itself adds PWD (and maybe SHLVL and _); nothing from the agent's own environment gets through.
+        assertThat(output.stdout()).startsWith("/tmp\n").contains("ONE=1\n", "PATH=/usr/bin:/bin\n").doesNotContain("HOME=");
+    }
+
+    @Test
+    void roundTripsStdin() throws Exception {
+        Output output = new Output();
+        AgentProcess cat = agent.client.start(command("cat"), output);
+
+        cat.writeStdin("hello\n".getBytes(StandardCharsets.UTF_8));
+        cat.writeStdin(new byte[0]);   // an empty write must not close stdin
+        cat.writeStdin("world\n".getBytes(StandardCharsets.UTF_8));
+        cat.closeStdin();
+
+        assertThat(cat.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("hello\nworld\n");
+    }
+
+    @Test
+    void reportsExitCodes() throws Exception {
+        assertThat(run(command("sh", "-c", "exit 3"), OutputListener.NONE)).isEqualTo(new ProcessExit(3, 0, null));
+        assertThat(run(command("true"), OutputListener.NONE)).isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    @Test
+    void reportsTheSignalThatKilledAProcess() throws Exception {
+        AgentProcess sleep = agent.client.start(command("sleep", "100"), OutputListener.NONE);
+        assertThat(sleep.pid()).isPositive();
+
+        sleep.signal(9);
+
+        assertThat(sleep.await(AWAIT)).isEqualTo(new ProcessExit(137, 9, null));
+    }
+
+    @Test
+    void reportsAProgramThatIsNotFound() throws Exception {
+        ProcessExit exit = run(command("no-such-program-airlock"), OutputListener.NONE);
+
+        assertThat(exit).isEqualTo(new ProcessExit(127, 0, "no-such-program-airlock: No such file or directory"));
+    }
+
+    @Test
+    void reportsAWorkingDirectoryThatDoesNotExist() throws Exception {
+        ProcessExit exit = run(command("true").withCwd("/no/such/dir"), OutputListener.NONE);
+
+        assertThat(exit).isEqualTo(new ProcessExit(127, 0, "cannot change directory to /no/such/dir: No such file or directory"));
+    }
+
+    @Test
+    void aBackgroundChildHoldingStdoutDoesNotHoldTheExitBack() throws Exception {
+        Output output = new Output();
+
+        ProcessExit exit = run(command("sh", "-c", "sleep 30 & echo $! >&2; echo hi"), output);
+
+        assertThat(exit).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("hi\n");
+        // The agent kills what is left of the process group when the connection closes.
+        long background = Long.parseLong(output.stderr().strip());
+        assertThat(ProcessHandle.of(background).map(ProcessHandle::isAlive)).contains(true);
+        agent.close();
+        awaitGone(background);
+    }
+
+    @Test
+    void runsManyProcessesAtOnce() throws Exception {
+        List<AgentProcess> processes = new ArrayList<>();
+        List<Output> outputs = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            Output output = new Output();
+            outputs.add(output);
+            processes.add(agent.client.start(command("sh", "-c", "sleep 0.2; echo $0", "p" + i), output));
+        }
+        for (int i = 0; i < 20; i++) {
+            assertThat(processes.get(i).await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+            assertThat(outputs.get(i).stdout()).isEqualTo("p" + i + "\n");
+        }
+    }
+
+    @Test
+    void deliversLargeOutputIntactInBoundedChunks() throws Exception {
+        Output output = new Output();
+
+        run(command("seq", "1", "800000"), output);
+
+        String expected = IntStream.rangeClosed(1, 800000).mapToObj(Integer::toString).collect(Collectors.joining("\n", "", "\n"));
+        assertThat(expected.length()).isGreaterThan(5_000_000);
+        assertThat(output.stdout()).isEqualTo(expected);
+        assertThat(output.largestChunk.get()).isLessThanOrEqualTo(64 * 1024);
+    }
+
+    @Test
+    void writesAFileCreatingItsParents() throws Exception {
+        Path file = dir.resolve("a/b/c.txt");
+
+        agent.client.writeFile(file.toString(), "content".getBytes(StandardCharsets.UTF_8), 0640);
+
+        assertThat(file).hasContent("content");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("rw-r-----");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file.getParent()))).isEqualTo("rwxr-xr-x");
+    }
+
+    @Test
+    void replacesAnExistingFile() throws Exception {
+        Path file = dir.resolve("existing.txt");
+        Files.writeString(file, "a much longer old content");
+
+        agent.client.writeFile(file.toString(), "new".getBytes(StandardCharsets.UTF_8), 0600);
+
+        assertThat(file).hasContent("new");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("rw-------");
+    }
+
+    @Test
+    void refusesToWriteThroughASymlink() throws Exception {
+        Path target = dir.resolve("target.txt");
+        Files.writeString(target, "original");
+        Path link = Files.createSymbolicLink(dir.resolve("link"), target);
+
+        assertThatThrownBy(() -> agent.client.writeFile(link.toString(), "evil".getBytes(StandardCharsets.UTF_8), 0644))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining(link.toString())
+                .hasMessageContaining("symbolic link");
+
+        assertThat(target).hasContent("original");
+        assertThat(agent.client.isOpen()).isTrue();
+    }
+
+    @Test
+    void closingTheClientKillsRunningProcesses() throws Exception {
+        AgentProcess sleep = agent.client.start(command("sleep", "100"), OutputListener.NONE);
+        long pid = sleep.pid();
+        assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive)).contains(true);
+
+        agent.close();
+
+        awaitGone(pid);
+        assertThat(agent.client.isOpen()).isFalse();
+        assertThatThrownBy(() -> sleep.await(AWAIT)).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> agent.client.start(command("true"), OutputListener.NONE)).isInstanceOf(IOException.class);
+    }
+
+    /** Waits until {@code pid} is gone or a zombie (dead, waiting for whoever adopted it to reap it). */
+    private static void awaitGone(long pid) throws Exception {
+        Path stat = Path.of("/proc/" + pid + "/stat");
+        for (int i = 0; i < 200; i++) {
+            try {
+                String s = Files.readString(stat);
+                if (s.substring(s.lastIndexOf(')') + 2).startsWith("Z")) {
+                    return;
+                }
+            } catch (IOException gone) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("process " + pid + " is still running 10 s after the agent's connection closed");
+    }
+}

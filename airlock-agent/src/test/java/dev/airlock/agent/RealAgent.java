@@ -1,0 +1,74 @@
+package dev.airlock.agent;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real agent binary run directly on the host, connected as the engine connects it: the test
+ * listens, the agent connects. Not PID 1 here, so on close the agent kills only its own process
+ * groups.
+ */
+final class RealAgent implements AutoCloseable {
+
+    final Path dir;
+    final Process process;
+    final AgentClient client;
+
+    private RealAgent(Path dir, Process process, AgentClient client) {
+        this.dir = dir;
+        this.process = process;
+        this.client = client;
+    }
+
+    static RealAgent start(Path dir) throws Exception {
+        Path binary = AgentBinary.installTo(dir);
+        Path socket = dir.resolve("agent.sock");
+        try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            listener.bind(UnixDomainSocketAddress.of(socket));
+            Process process = new ProcessBuilder(binary.toString(), socket.toString())
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("agent.log").toFile())
+                    .start();
+            try {
+                // accept() has no timeout: a broken agent would hang the test instead of failing it.
+                SocketChannel channel = CompletableFuture.supplyAsync(() -> accept(listener))
+                        .get(10, TimeUnit.SECONDS);
+                Files.delete(socket);
+                return new RealAgent(dir, process, AgentClient.connect(channel, Duration.ofSeconds(10)));
+            } catch (Exception e) {
+                process.destroyForcibly();
+                throw e;
+            }
+        }
+    }
+
+    private static SocketChannel accept(ServerSocketChannel listener) {
+        try {
+            return listener.accept();
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    String log() throws IOException {
+        return Files.readString(dir.resolve("agent.log"));
+    }
+
+    /** Closes the connection; the agent then kills what it started and exits. */
+    @Override
+    public void close() throws Exception {
+        client.close();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("the agent did not exit within 10 s after the connection closed");
+        }
+    }
+}

@@ -1,0 +1,32 @@
+package dev.airlock.cli;
+
+import dev.airlock.core.Engine;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.OciDriver;
+import dev.airlock.oci.OciDriverConfig;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+
+/** Options shared by every command that starts an engine. Environment variables give defaults. */
+final class EngineOptions {
+
+    @Option(names = "--runtime", paramLabel = "NAME",
+            description = "OCI runtime: runc, crun or runsc (env AIRLOCK_RUNTIME; default runc).")
+    String runtime = System.getenv().getOrDefault("AIRLOCK_RUNTIME", "runc");
+
+    @Option(names = "--state-dir", paramLabel = "DIR",
+            description = "Where sandbox bundles live (env AIRLOCK_STATE_DIR; default /run/airlock).")
+    Path stateDir = Path.of(System.getenv().getOrDefault("AIRLOCK_STATE_DIR", "/run/airlock"));
+
+    OciDriverConfig driverConfig() {
+        return OciDriverConfig.defaults().withRuntime(runtime).withStateRoot(stateDir);
+    }
+
+    /** An engine whose sandboxes all die with this process, also on Ctrl-C or SIGTERM. */
+    Engine open(int poolSize, SandboxSpec poolSpec) {
+        Engine engine = new Engine(new OciDriver(driverConfig()), poolSize, poolSpec);
+        Runtime.getRuntime().addShutdownHook(new Thread(engine::close, "airlock-shutdown"));
+        return engine;
+    }
+}

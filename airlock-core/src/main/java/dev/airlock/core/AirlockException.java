@@ -1,0 +1,53 @@
+package dev.airlock.core;
+
+/**
+ * A refusal or failure a user can act on. The message says what was refused or what failed and
+ * what to change; {@link #kind()} says which class of problem it is, so that every interface (CLI
+ * exit status, HTTP status, MCP error) can translate it the same way.
+ */
+public class AirlockException extends RuntimeException {
+
+    /** Closed set of failure classes; interfaces map each to one status. */
+    public enum Kind {
+        /** The request itself is wrong: fix the input. */
+        INVALID_ARGUMENT,
+        /** A named thing does not exist. */
+        NOT_FOUND,
+        /** The thing exists but is in the wrong state for the request. */
+        CONFLICT,
+        /** A configured limit or quota refused the request. */
+        LIMIT_EXCEEDED,
+        /** This host cannot provide a required control (runtime missing, no user namespaces...). */
+        UNAVAILABLE,
+        /** A bug or an unexpected host failure. */
+        INTERNAL
+    }
+
+    private final Kind kind;
+
+    public AirlockException(Kind kind, String message) {
+        super(message);
+        this.kind = kind;
+    }
+
+    public AirlockException(Kind kind, String message, Throwable cause) {
+        super(message, cause);
+        this.kind = kind;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    public static AirlockException invalid(String message) {
+        return new AirlockException(Kind.INVALID_ARGUMENT, message);
+    }
+
+    public static AirlockException unavailable(String message) {
+        return new AirlockException(Kind.UNAVAILABLE, message);
+    }
+
+    public static AirlockException internal(String message, Throwable cause) {
+        return new AirlockException(Kind.INTERNAL, message, cause);
+    }
+}

@@ -1,0 +1,148 @@
+package dev.airlock.core;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Turns requests into sandboxes: creates them through the isolation driver (from the warm pool
+ * when the spec allows), runs one-shot code, and destroys what it created. On start it reaps what
+ * earlier, crashed instances left behind; on close it destroys every sandbox it still holds.
+ */
+public final class Engine implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+
+    private final IsolationDriver driver;
+    private final WarmPool pool;
+    private final Set<Sandbox> live = ConcurrentHashMap.newKeySet();
+    private final Map<SandboxId, Future<?>> destroying = new ConcurrentHashMap<>();
+    private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
+    private final List<String> reaped;
+    private volatile boolean closed;
+
+    /**
+     * @param poolSize how many never-used sandboxes of {@code poolSpec} to keep ready (0: none)
+     */
+    public Engine(IsolationDriver driver, int poolSize, SandboxSpec poolSpec) {
+        this.driver = driver;
+        this.reaped = driver.reapOrphans();
+        this.pool = new WarmPool(driver, poolSpec, poolSize);
+    }
+
+    public Engine(IsolationDriver driver) {
+        this(driver, 0, SandboxSpec.defaults());
+    }
+
+    public IsolationDriver driver() {
+        return driver;
+    }
+
+    /** What was reaped when this engine started, one line per item. */
+    public List<String> reapedAtStart() {
+        return reaped;
+    }
+
+    /** Creates a running sandbox. A pooled one is used when {@code spec} is the pool's spec. */
+    public Sandbox create(SandboxSpec spec) {
+        ensureOpen();
+        IsolationDriver.DriverSandbox ds = pool.take(spec);
+        if (ds == null) {
+            ds = driver.create(SandboxId.random(driver.instance()), spec);
+        }
+        Sandbox sandbox = new Sandbox(ds, spec, this);
+        live.add(sandbox);
+        if (closed) {
+            sandbox.close();
+            ensureOpen();
+        }
+        return sandbox;
+    }
+
+    /**
+     * Runs code once in a fresh sandbox and destroys the sandbox. Interrupting the calling thread
+     * cancels the run; the result then carries the output produced so far.
+     */
+    public RunResult run(RunRequest request, OutputListener listener) {
+        ensureOpen();
+        driver.check(request.spec(), List.of(request.language().interpreter()));
+        Sandbox sandbox = create(request.spec());
+        try {
+            sandbox.writeFile(request.language().codePath(), request.code().getBytes(StandardCharsets.UTF_8));
+            ExecResult result = sandbox.exec(new ExecRequest(request.language().command(), Map.of(),
+                    ExecRequest.DEFAULT_CWD, request.stdin(), null), listener);
+            return new RunResult(sandbox.id(), result);
+        } finally {
+            sandbox.closeInBackground();
+        }
+    }
+
+    public RunResult run(RunRequest request) {
+        return run(request, OutputListener.NONE);
+    }
+
+    /** How many sandboxes are handed out and not yet destroyed. */
+    public int liveCount() {
+        return live.size();
+    }
+
+    void destroy(Sandbox sandbox, IsolationDriver.DriverSandbox ds, boolean wait) {
+        live.remove(sandbox);
+        if (wait) {
+            ds.destroy();
+            return;
+        }
+        destroying.put(ds.id(), background.submit(() -> {
+            try {
+                ds.destroy();
+            } catch (RuntimeException e) {
+                LOG.warn("could not destroy sandbox {}: {}", ds.id(), e.getMessage());
+            } finally {
+                destroying.remove(ds.id());
+            }
+        }));
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "the engine is shutting down");
+        }
+    }
+
+    /** Destroys every sandbox this engine holds, waits for background destruction, closes the driver. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            pool.close();
+            for (Sandbox sandbox : List.copyOf(live)) {
+                try {
+                    sandbox.close();
+                } catch (RuntimeException e) {
+                    LOG.warn("could not destroy sandbox {}: {}", sandbox.id(), e.getMessage());
+                }
+            }
+            for (Future<?> f : List.copyOf(destroying.values())) {
+                try {
+                    f.get();
+                } catch (Exception e) {
+                    LOG.warn("background destroy failed: {}", e.getMessage());
+                }
+            }
+            background.shutdown();
+        } finally {
+            driver.close();
+        }
+    }
+}

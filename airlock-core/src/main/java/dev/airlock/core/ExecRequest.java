@@ -1,0 +1,68 @@
+package dev.airlock.core;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One process to start inside a running sandbox.
+ *
+ * @param argv    program and arguments; the program is looked up on the sandbox's PATH
+ * @param env     variables added to the sandbox's environment for this process
+ * @param cwd     working directory inside the sandbox
+ * @param stdin   bytes fed to standard input, then closed (empty: stdin is closed at once)
+ * @param timeout wall-clock budget; {@code null} takes the sandbox's limit
+ */
+public record ExecRequest(List<String> argv, Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+
+    public static final String DEFAULT_CWD = "/workspace";
+    public static final int MAX_STDIN_BYTES = 16 * 1024 * 1024;
+
+    public ExecRequest {
+        if (argv == null || argv.isEmpty() || argv.getFirst().isEmpty()) {
+            throw AirlockException.invalid("command is empty: give the program to run and its arguments");
+        }
+        argv = List.copyOf(argv);
+        for (String a : argv) {
+            if (a.indexOf('\0') >= 0) {
+                throw AirlockException.invalid("command argument contains a NUL byte");
+            }
+        }
+        env = env == null ? Map.of() : Map.copyOf(env);
+        SandboxSpec.validateEnv(env);
+        if (cwd == null || cwd.isEmpty()) {
+            cwd = DEFAULT_CWD;
+        }
+        if (!cwd.startsWith("/") || cwd.indexOf('\0') >= 0) {
+            throw AirlockException.invalid("working directory '" + cwd + "' must be an absolute path inside the sandbox");
+        }
+        stdin = stdin == null ? new byte[0] : stdin;
+        if (stdin.length > MAX_STDIN_BYTES) {
+            throw new AirlockException(AirlockException.Kind.LIMIT_EXCEEDED,
+                    "stdin is " + stdin.length + " bytes, over the limit of " + MAX_STDIN_BYTES + ": write large inputs as files instead");
+        }
+        if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+            throw AirlockException.invalid("timeout must be positive");
+        }
+    }
+
+    public static ExecRequest of(String... argv) {
+        return new ExecRequest(List.of(argv), Map.of(), DEFAULT_CWD, null, null);
+    }
+
+    public ExecRequest withStdin(byte[] bytes) {
+        return new ExecRequest(argv, env, cwd, bytes, timeout);
+    }
+
+    public ExecRequest withTimeout(Duration t) {
+        return new ExecRequest(argv, env, cwd, stdin, t);
+    }
+
+    public ExecRequest withCwd(String dir) {
+        return new ExecRequest(argv, env, dir, stdin, timeout);
+    }
+
+    public ExecRequest withEnv(Map<String, String> e) {
+        return new ExecRequest(argv, e, cwd, stdin, timeout);
+    }
+}

@@ -1,0 +1,48 @@
+package dev.airlock.core;
+
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * What a sandbox is made of: the image its root comes from, its resource budgets, and the
+ * environment every execution starts with. Validated at construction.
+ */
+public record SandboxSpec(String image, Limits limits, Map<String, String> env) {
+
+    public static final String SYSTEM_IMAGE = "system";
+    private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
+
+    public SandboxSpec {
+        if (image == null || image.isBlank()) {
+            image = SYSTEM_IMAGE;
+        }
+        if (limits == null) {
+            limits = Limits.DEFAULTS;
+        }
+        env = env == null ? Map.of() : Map.copyOf(env);
+        validateEnv(env);
+    }
+
+    public static SandboxSpec defaults() {
+        return new SandboxSpec(SYSTEM_IMAGE, Limits.DEFAULTS, Map.of());
+    }
+
+    public SandboxSpec withLimits(Limits l) {
+        return new SandboxSpec(image, l, env);
+    }
+
+    public SandboxSpec withEnv(Map<String, String> e) {
+        return new SandboxSpec(image, limits, e);
+    }
+
+    static void validateEnv(Map<String, String> env) {
+        env.forEach((k, v) -> {
+            if (!ENV_NAME.matcher(k).matches()) {
+                throw AirlockException.invalid("environment variable name '" + k + "' is not valid: use letters, digits and _, not starting with a digit");
+            }
+            if (v.indexOf('\0') >= 0) {
+                throw AirlockException.invalid("environment variable " + k + " contains a NUL byte");
+            }
+        });
+    }
+}

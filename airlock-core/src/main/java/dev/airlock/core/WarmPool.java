@@ -1,0 +1,89 @@
+package dev.airlock.core;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Keeps a few never-used sandboxes of one spec running, so that creating one is a hand-over
+ * instead of a container start. A pooled sandbox is handed out once and never comes back: after
+ * use it is destroyed like any other. One virtual thread refills the pool after each hand-over.
+ */
+final class WarmPool implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(WarmPool.class);
+
+    private final IsolationDriver driver;
+    private final SandboxSpec spec;
+    private final int size;
+    private final LinkedBlockingDeque<IsolationDriver.DriverSandbox> ready = new LinkedBlockingDeque<>();
+    private final Semaphore refill = new Semaphore(0);
+    private final Thread filler;
+    private volatile boolean closed;
+
+    WarmPool(IsolationDriver driver, SandboxSpec spec, int size) {
+        if (size < 0 || size > 1000) {
+            throw AirlockException.invalid("pool size " + size + " is out of range: give 0 to 1000");
+        }
+        this.driver = driver;
+        this.spec = spec;
+        this.size = size;
+        this.filler = size == 0 ? null : Thread.ofVirtual().name("airlock-warm-pool").start(this::fill);
+        refill.release();
+    }
+
+    /** A ready sandbox if {@code wanted} is the pool's spec and one is ready; otherwise null. */
+    IsolationDriver.DriverSandbox take(SandboxSpec wanted) {
+        if (size == 0 || closed || !spec.equals(wanted)) {
+            return null;
+        }
+        IsolationDriver.DriverSandbox ds = ready.pollFirst();
+        refill.release();
+        return ds;
+    }
+
+    int readyCount() {
+        return ready.size();
+    }
+
+    private void fill() {
+        while (!closed) {
+            try {
+                refill.tryAcquire(1, TimeUnit.SECONDS);
+                refill.drainPermits();
+                while (!closed && ready.size() < size) {
+                    ready.addLast(driver.create(SandboxId.random(driver.instance()), spec));
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                LOG.warn("warm pool could not create a sandbox: {}", e.getMessage());
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        if (filler != null) {
+            filler.interrupt();
+            try {
+                filler.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        IsolationDriver.DriverSandbox ds;
+        while ((ds = ready.pollFirst()) != null) {
+            ds.destroy();
+        }
+    }
+}

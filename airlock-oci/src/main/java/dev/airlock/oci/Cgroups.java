@@ -1,0 +1,90 @@
+package dev.airlock.oci;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Where the runtime puts a sandbox's cgroups on this host, and the little Airlock reads from them
+ * itself (the OOM-kill counter). Sandboxes live under one parent, {@value #PARENT}, in every
+ * hierarchy, so leftovers are easy to find. The runtime creates and removes them.
+ */
+final class Cgroups {
+
+    static final String PARENT = "airlock";
+    private static final Path ROOT = Path.of("/sys/fs/cgroup");
+
+    private Cgroups() {
+    }
+
+    /** The OCI {@code cgroupsPath} of a sandbox. */
+    static String pathOf(String id) {
+        return "/" + PARENT + "/" + id;
+    }
+
+    static boolean isV2() {
+        return Files.exists(ROOT.resolve("cgroup.controllers"));
+    }
+
+    /** Kernel OOM kills inside the sandbox's memory cgroup so far; 0 when it cannot be read. */
+    static long oomKills(String id) {
+        Path file = isV2()
+                ? ROOT.resolve(PARENT).resolve(id).resolve("memory.events")
+                : ROOT.resolve("memory").resolve(PARENT).resolve(id).resolve("memory.oom_control");
+        try {
+            for (String line : Files.readAllLines(file)) {
+                if (line.startsWith("oom_kill ")) {
+                    return Long.parseLong(line.substring("oom_kill ".length()).trim());
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return 0;
+        }
+        return 0;
+    }
+
+    /** Every sandbox cgroup directory on the host whose name starts with {@code prefix}. */
+    static List<Path> find(String prefix) {
+        List<Path> found = new ArrayList<>();
+        List<Path> parents = new ArrayList<>();
+        if (isV2()) {
+            parents.add(ROOT.resolve(PARENT));
+        } else {
+            try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(ROOT)) {
+                for (Path h : hierarchies) {
+                    parents.add(h.resolve(PARENT));
+                }
+            } catch (IOException e) {
+                return found;
+            }
+        }
+        for (Path parent : parents) {
+            if (!Files.isDirectory(parent)) {
+                continue;
+            }
+            try (DirectoryStream<Path> children = Files.newDirectoryStream(parent, Files::isDirectory)) {
+                for (Path child : children) {
+                    if (child.getFileName().toString().startsWith(prefix)) {
+                        found.add(child);
+                    }
+                }
+            } catch (IOException e) {
+                // a hierarchy we cannot read holds nothing we created
+            }
+        }
+        return found;
+    }
+
+    /** Removes an empty cgroup directory left by a runtime that died before deleting it. */
+    static boolean remove(Path cgroup) {
+        try {
+            Files.deleteIfExists(cgroup);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,149 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.Limits;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes the OCI runtime configuration of one sandbox. Every hardening choice of the OCI driver is
+ * made here, in one place: namespaces, id mappings, capabilities, seccomp, mounts, masked paths
+ * and cgroup limits. The same bundle serves runc, crun and runsc.
+ */
+final class OciConfig {
+
+    /** One OCI mount entry. */
+    record Mount(String destination, String type, String source, List<String> options) {
+
+        static Mount bindReadOnly(Path source, String destination) {
+            return new Mount(destination, "bind", source.toString(),
+                    List.of("bind", "ro", "nosuid", "nodev"));
+        }
+
+        static Mount tmpfs(String destination, long sizeBytes, int mode, int uid, boolean readOnly) {
+            List<String> options = new ArrayList<>(List.of("nosuid", "nodev",
+                    "size=" + sizeBytes, "mode=" + Integer.toOctalString(mode), "uid=" + uid, "gid=" + uid));
+            if (readOnly) {
+                options.add("ro");
+            }
+            return new Mount(destination, "tmpfs", "tmpfs", options);
+        }
+    }
+
+    /** Host ids that sandbox ids 0..{@value #ID_RANGE}-1 map to: unused by any host account. */
+    static final long DEFAULT_HOST_ID_BASE = 2_000_000_000L;
+    static final int ID_RANGE = 65536;
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** Paths of /proc that disclose the host or let a process poke at the kernel. */
+    private static final List<String> MASKED_PATHS = List.of(
+            "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+            "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/kallsyms",
+            "/proc/kmsg", "/proc/modules", "/proc/config.gz", "/proc/sysrq-trigger", "/sys/firmware");
+    private static final List<String> READONLY_PATHS = List.of(
+            "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys");
+
+    private OciConfig() {
+    }
+
+    /**
+     * @param agentArgs   the agent's command line (PID 1 of the sandbox)
+     * @param runDir      the host directory mounted at /run/airlock (the agent's socket)
+     * @param cgroupsPath where the runtime creates the sandbox's cgroup
+     */
+    static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
+                        Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("ociVersion", "1.0.2");
+
+        ObjectNode process = root.putObject("process");
+        process.put("terminal", false);
+        ObjectNode user = process.putObject("user");
+        user.put("uid", SystemImage.SANDBOX_UID);
+        user.put("gid", SystemImage.SANDBOX_UID);
+        ArrayNode args = process.putArray("args");
+        agentArgs.forEach(args::add);
+        ArrayNode envs = process.putArray("env");
+        env.forEach((k, v) -> envs.add(k + "=" + v));
+        process.put("cwd", "/workspace");
+        // No capability in any set: the sandbox user has none, and cannot gain any.
+        ObjectNode caps = process.putObject("capabilities");
+        for (String set : List.of("bounding", "effective", "inheritable", "permitted", "ambient")) {
+            caps.putArray(set);
+        }
+        ArrayNode rlimits = process.putArray("rlimits");
+        rlimit(rlimits, "RLIMIT_NOFILE", limits.openFiles());
+        rlimit(rlimits, "RLIMIT_FSIZE", limits.fileSizeBytes());
+        rlimit(rlimits, "RLIMIT_CORE", 0);
+        process.put("noNewPrivileges", true);
+
+        ObjectNode rootfs = root.putObject("root");
+        rootfs.put("path", image.rootfs().toString());
+        rootfs.put("readonly", true);
+        root.put("hostname", "sandbox");
+
+        ArrayNode mounts = root.putArray("mounts");
+        mount(mounts, new Mount("/proc", "proc", "proc", List.of("nosuid", "noexec", "nodev")));
+        mount(mounts, new Mount("/dev", "tmpfs", "tmpfs", List.of("nosuid", "strictatime", "mode=755", "size=65536")));
+        // The runtime creates /dev/shm with mode 0755, whatever the options say: owning it makes it usable.
+        mount(mounts, Mount.tmpfs("/dev/shm", Math.min(limits.diskBytes(), 64L << 20), 01777, SystemImage.SANDBOX_UID, false));
+        image.mounts().forEach(m -> mount(mounts, m));
+        mount(mounts, Mount.tmpfs("/tmp", limits.diskBytes(), 01777, 0, false));
+        mount(mounts, Mount.tmpfs("/workspace", limits.diskBytes(), 0755, SystemImage.SANDBOX_UID, false));
+        mount(mounts, Mount.bindReadOnly(runDir, "/run/airlock"));
+
+        ObjectNode linux = root.putObject("linux");
+        ArrayNode namespaces = linux.putArray("namespaces");
+        // A fresh network namespace holds only lo: no route out exists.
+        for (String ns : List.of("pid", "network", "ipc", "uts", "mount", "user", "cgroup")) {
+            namespaces.addObject().put("type", ns);
+        }
+        idMapping(linux.putArray("uidMappings"), hostIdBase);
+        idMapping(linux.putArray("gidMappings"), hostIdBase);
+        linux.put("cgroupsPath", cgroupsPath);
+        ObjectNode resources = linux.putObject("resources");
+        ObjectNode memory = resources.putObject("memory");
+        memory.put("limit", limits.memoryBytes());
+        memory.put("swap", limits.memoryBytes());
+        resources.putObject("pids").put("limit", limits.pids());
+        ObjectNode cpu = resources.putObject("cpu");
+        long period = 100_000;
+        cpu.put("period", period);
+        cpu.put("quota", Math.max(1000, Math.round(limits.cpus() * period)));
+        ArrayNode masked = linux.putArray("maskedPaths");
+        MASKED_PATHS.forEach(masked::add);
+        ArrayNode readonly = linux.putArray("readonlyPaths");
+        READONLY_PATHS.forEach(readonly::add);
+        linux.set("seccomp", seccomp);
+        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
+    private static void rlimit(ArrayNode rlimits, String type, long value) {
+        ObjectNode r = rlimits.addObject();
+        r.put("type", type);
+        r.put("hard", value);
+        r.put("soft", value);
+    }
+
+    private static void mount(ArrayNode mounts, Mount m) {
+        ObjectNode node = mounts.addObject();
+        node.put("destination", m.destination());
+        node.put("type", m.type());
+        node.put("source", m.source());
+        ArrayNode options = node.putArray("options");
+        m.options().forEach(options::add);
+    }
+
+    private static void idMapping(ArrayNode mappings, long hostIdBase) {
+        ObjectNode m = mappings.addObject();
+        m.put("containerID", 0);
+        m.put("hostID", hostIdBase);
+        m.put("size", ID_RANGE);
+    }
+}

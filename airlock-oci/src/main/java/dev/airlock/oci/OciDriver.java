@@ -1,0 +1,209 @@
+package dev.airlock.oci;
+
+import dev.airlock.agent.AgentBinary;
+import dev.airlock.agent.AgentClient;
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.SandboxId;
+import dev.airlock.core.SandboxSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The OCI isolation driver: each sandbox is a container of runc (or crun, or runsc) whose PID 1 is
+ * the Airlock agent. The host reaches the agent through a unix socket in a per-sandbox directory
+ * mounted at /run/airlock, so the sandbox needs no network interface for it.
+ */
+public final class OciDriver implements IsolationDriver {
+
+    private static final Logger LOG = LoggerFactory.getLogger(OciDriver.class);
+    static final String SOCKET_NAME = "agent.sock";
+
+    private final OciDriverConfig config;
+    private final OciRuntime runtime;
+    private final StateDirectory state;
+    private final SystemImage systemImage;
+    private final ObjectNode seccomp;
+    private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
+
+    public OciDriver(OciDriverConfig config) {
+        this.config = config;
+        this.runtime = OciRuntime.find(config.runtime());
+        this.seccomp = Seccomp.defaultProfile();
+        this.state = StateDirectory.create(config.stateRoot());
+        try {
+            this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
+            AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
+        } catch (IOException | RuntimeException e) {
+            state.close();
+            if (e instanceof RuntimeException re) {
+                throw re;
+            }
+            throw AirlockException.internal("cannot install the agent into the system image: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String name() {
+        return "oci/" + runtime.name();
+    }
+
+    @Override
+    public String instance() {
+        return state.instance();
+    }
+
+    OciRuntime runtime() {
+        return runtime;
+    }
+
+    @Override
+    public void check(SandboxSpec spec, List<String> requiredPrograms) {
+        if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
+            throw AirlockException.invalid("unknown image '" + spec.image() + "': this driver serves the image 'system'");
+        }
+        for (String program : requiredPrograms) {
+            if (!systemImage.hasExecutable(program)) {
+                throw AirlockException.unavailable("the image 'system' has no '" + program
+                        + "': install it on the host under /usr (apt-get install), or choose another language");
+            }
+        }
+    }
+
+    @Override
+    public DriverSandbox create(SandboxId id, SandboxSpec spec) {
+        check(spec, List.of());
+        Path dir = state.sandboxDir(id.value());
+        Path runDir = dir.resolve("run");
+        Path socket = runDir.resolve(SOCKET_NAME);
+        boolean started = false;
+        try {
+            StateDirectory.createTraversable(dir);
+            StateDirectory.createTraversable(runDir);
+            try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+                listener.bind(UnixDomainSocketAddress.of(socket));
+                // Only the sandbox's user (and host root) may connect.
+                long sandboxHostUid = config.hostIdBase() + SystemImage.SANDBOX_UID;
+                Files.setAttribute(socket, "unix:uid", (int) sandboxHostUid);
+                Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
+                Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+                Files.write(dir.resolve("config.json"), OciConfig.write(systemImage, spec.limits(),
+                        List.of(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME, "/run/airlock/" + SOCKET_NAME),
+                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), config.hostIdBase(), seccomp));
+                started = true;
+                runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                SocketChannel channel = acceptOne(listener, id);
+                // The socket file goes at once: no second channel can ever be opened into the host.
+                Files.deleteIfExists(socket);
+                AgentClient agent = AgentClient.connect(channel, config.startTimeout());
+                OciSandbox sandbox = new OciSandbox(id, agent, this);
+                live.put(id, sandbox);
+                return sandbox;
+            }
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            if (started) {
+                // The runtime may have created the container before it failed or was cancelled.
+                runtime.delete(id.value());
+            }
+            StateDirectory.deleteTree(dir);
+            if (e instanceof AirlockException ae) {
+                throw ae;
+            }
+            throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    private SocketChannel acceptOne(ServerSocketChannel listener, SandboxId id) throws IOException {
+        listener.configureBlocking(false);
+        try (Selector selector = Selector.open()) {
+            listener.register(selector, SelectionKey.OP_ACCEPT);
+            if (selector.select(config.startTimeout().toMillis()) == 0) {
+                throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "sandbox " + id + " started but its agent did not connect within "
+                        + config.startTimeout().toSeconds() + "s");
+            }
+            SocketChannel channel = listener.accept();
+            channel.configureBlocking(true);
+            return channel;
+        }
+    }
+
+    private static Map<String, String> agentEnvironment() {
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("PATH", "/usr/bin:/bin:/usr/sbin:/sbin");
+        return env;
+    }
+
+    long oomKills(SandboxId id) {
+        return Cgroups.oomKills(id.value());
+    }
+
+    /** Kills and removes one sandbox. The agent first, so the runtime has less to kill. */
+    void destroy(OciSandbox sandbox) {
+        live.remove(sandbox.id());
+        sandbox.agent().close();
+        runtime.delete(sandbox.id().value());
+        StateDirectory.deleteTree(state.sandboxDir(sandbox.id().value()));
+    }
+
+    @Override
+    public List<String> reapOrphans() {
+        List<String> reaped = new ArrayList<>();
+        List<String> dead = state.deadInstances();
+        if (dead.isEmpty()) {
+            return reaped;
+        }
+        List<String> containers = runtime.list();
+        for (String instance : dead) {
+            String prefix = "al-" + instance + "-";
+            for (String container : containers) {
+                if (container.startsWith(prefix) && runtime.delete(container)) {
+                    reaped.add("container " + container);
+                }
+            }
+            for (Path cgroup : Cgroups.find(prefix)) {
+                if (Cgroups.remove(cgroup)) {
+                    reaped.add("cgroup " + cgroup);
+                }
+            }
+            state.removeInstance(instance);
+            reaped.add("state of instance " + instance);
+        }
+        reaped.forEach(line -> LOG.info("reaped orphan {}", line));
+        return reaped;
+    }
+
+    @Override
+    public void close() {
+        try {
+            for (OciSandbox sandbox : List.copyOf(live.values())) {
+                try {
+                    sandbox.destroy();
+                } catch (RuntimeException e) {
+                    LOG.warn("could not destroy sandbox {}: {}", sandbox.id(), e.getMessage());
+                }
+            }
+        } finally {
+            state.close();
+        }
+    }
+}

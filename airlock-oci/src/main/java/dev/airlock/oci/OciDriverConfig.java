@@ -1,0 +1,47 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * Settings of the OCI driver.
+ *
+ * @param runtime      runc (default), crun or runsc: the same bundle serves all three
+ * @param stateRoot    where bundles and the instance lock live; a tmpfs such as /run is best,
+ *                     since a reboot then leaves nothing to reap
+ * @param hostIdBase   the host uid and gid that sandbox uid 0 maps to; 65536 ids from there on
+ *                     must belong to no host account
+ * @param startTimeout how long a sandbox may take from the runtime's start to its agent's hello
+ */
+public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
+
+    public OciDriverConfig {
+        if (runtime == null || runtime.isBlank()) {
+            runtime = "runc";
+        }
+        if (stateRoot == null) {
+            stateRoot = Path.of("/run/airlock");
+        }
+        if (hostIdBase < 100_000 || hostIdBase + OciConfig.ID_RANGE > 4_294_967_294L) {
+            throw AirlockException.invalid("host id base " + hostIdBase + " is out of range: give 100000 to "
+                    + (4_294_967_294L - OciConfig.ID_RANGE) + ", above every host account");
+        }
+        if (startTimeout == null) {
+            startTimeout = Duration.ofSeconds(20);
+        }
+    }
+
+    public static OciDriverConfig defaults() {
+        return new OciDriverConfig("runc", Path.of("/run/airlock"), OciConfig.DEFAULT_HOST_ID_BASE, Duration.ofSeconds(20));
+    }
+
+    public OciDriverConfig withRuntime(String name) {
+        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout);
+    }
+
+    public OciDriverConfig withStateRoot(Path root) {
+        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout);
+    }
+}

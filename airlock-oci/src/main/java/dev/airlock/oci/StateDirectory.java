@@ -1,0 +1,180 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The host directories of one driver instance, {@code <root>/engines/<instance>/}: the shared image
+ * root, one bundle directory per sandbox, and a lock file held for the instance's whole life. An
+ * instance whose lock can be taken is dead, and everything under its directory is an orphan.
+ *
+ * <p>Directories are mode 0711: the sandbox's mapped root must traverse them to reach its bundle,
+ * but no other host user may list them.
+ */
+final class StateDirectory implements AutoCloseable {
+
+    /** Instances alive in this JVM: POSIX locks are per process, so they cannot tell us. */
+    private static final Set<String> LIVE_IN_THIS_PROCESS = ConcurrentHashMap.newKeySet();
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path root;
+    private final String instance;
+    private final Path dir;
+    private final FileChannel lockChannel;
+
+    private StateDirectory(Path root, String instance, Path dir, FileChannel lockChannel) {
+        this.root = root;
+        this.instance = instance;
+        this.dir = dir;
+        this.lockChannel = lockChannel;
+    }
+
+    static StateDirectory create(Path root) {
+        String instance = newInstanceName();
+        Path dir = root.resolve("engines").resolve(instance);
+        try {
+            createTraversable(root);
+            createTraversable(root.resolve("engines"));
+            createTraversable(dir);
+            createTraversable(dir.resolve("sandboxes"));
+            FileChannel channel = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            if (channel.tryLock() == null) {
+                channel.close();
+                throw new IOException("lock of new instance " + instance + " is already held");
+            }
+            LIVE_IN_THIS_PROCESS.add(instance);
+            return new StateDirectory(root, instance, dir, channel);
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot create Airlock's state directory under " + root + ": " + e.getMessage()
+                    + " (Airlock needs root, or a state directory it may write)");
+        }
+    }
+
+    private static String newInstanceName() {
+        String alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 8; i++) {
+            sb.append(alphabet.charAt(RANDOM.nextInt(alphabet.length())));
+        }
+        return sb.toString();
+    }
+
+    static void createTraversable(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
+    }
+
+    String instance() {
+        return instance;
+    }
+
+    Path imageRoot() {
+        return dir.resolve("rootfs");
+    }
+
+    Path sandboxDir(String id) {
+        return dir.resolve("sandboxes").resolve(id);
+    }
+
+    /**
+     * Names of instances, other than this one, that are no longer alive. Taking the lock of a dead
+     * instance is what tells it is dead; the lock is released again at once.
+     */
+    List<String> deadInstances() {
+        List<String> dead = new ArrayList<>();
+        Path engines = root.resolve("engines");
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(engines)) {
+            for (Path entry : entries) {
+                String name = entry.getFileName().toString();
+                if (LIVE_IN_THIS_PROCESS.contains(name) || !Files.isDirectory(entry)) {
+                    continue;
+                }
+                if (isDead(entry.resolve("lock"))) {
+                    dead.add(name);
+                }
+            }
+        } catch (IOException e) {
+            return dead;
+        }
+        return dead;
+    }
+
+    private static boolean isDead(Path lockFile) {
+        if (!Files.exists(lockFile)) {
+            return true;
+        }
+        try (FileChannel ch = FileChannel.open(lockFile, StandardOpenOption.WRITE)) {
+            FileLock lock = ch.tryLock();
+            if (lock == null) {
+                return false;
+            }
+            lock.release();
+            return true;
+        } catch (OverlappingFileLockException e) {
+            return false;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Removes the directory of a dead instance. */
+    void removeInstance(String name) {
+        deleteTree(root.resolve("engines").resolve(name));
+    }
+
+    /** Deletes a tree without following any symbolic link in it. */
+    static void deleteTree(Path top) {
+        if (!Files.exists(top, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        try {
+            Files.walkFileTree(top, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+                    Files.deleteIfExists(d);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot remove " + top + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Releases the instance: removes its directory and lets its name go. */
+    @Override
+    public void close() {
+        try {
+            deleteTree(dir);
+        } finally {
+            try {
+                lockChannel.close();
+            } catch (IOException ignored) {
+                // the lock goes with the process anyway
+            }
+            LIVE_IN_THIS_PROCESS.remove(instance);
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The default image, {@code system}, assembled from the host instead of downloaded: the host's
+ * {@code /usr} read-only (with the merged-/usr links), {@code /usr/local} hidden, and a
+ * synthesized {@code /etc} that holds a {@code sandbox} user, no host accounts and no resolver.
+ *
+ * <p>The root directory it builds is shared, read-only, by every sandbox of one engine: all
+ * writable places ({@code /tmp}, {@code /workspace}, {@code /dev/shm}) are fresh tmpfs mounts per
+ * sandbox, so nothing one sandbox writes is seen by the next.
+ */
+final class SystemImage {
+
+    static final int SANDBOX_UID = 1000;
+    /** Where the agent binary sits in the image (the driver installs it there). */
+    static final String AGENT_DIR = "/.airlock";
+
+    /**
+     * Host files under /etc that programs need and that hold no secrets: the alternatives links
+     * (java, editor...), the dynamic linker cache, CA certificates and per-package configuration
+     * that /usr links into (a JDK's conf/security, for one). Never passwd, shadow, resolv.conf,
+     * hosts or ssl/private.
+     */
+    private static final List<String> HOST_ETC = List.of(
+            "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ca-certificates",
+            "mime.types", "os-release", "debian_version", "localtime");
+    private static final List<String> HOST_ETC_PREFIXES = List.of("java-", "python3");
+
+    private final Path hostRoot;
+    private final Path rootfs;
+    private final List<OciConfig.Mount> mounts;
+
+    private SystemImage(Path hostRoot, Path rootfs, List<OciConfig.Mount> mounts) {
+        this.hostRoot = hostRoot;
+        this.rootfs = rootfs;
+        this.mounts = mounts;
+    }
+
+    /** Lays out the shared root under {@code rootfs} (which must not exist yet). */
+    static SystemImage build(Path hostRoot, Path rootfs) {
+        try {
+            Files.createDirectories(rootfs);
+            List<OciConfig.Mount> mounts = new ArrayList<>();
+            mounts.add(OciConfig.Mount.bindReadOnly(hostRoot.resolve("usr"), "/usr"));
+            // Hide /usr/local: it is where a host keeps its own, unpackaged tools and secrets.
+            mounts.add(OciConfig.Mount.tmpfs("/usr/local", 4096, 0755, 0, true));
+            for (String dir : List.of("usr", "etc", "proc", "dev", "tmp", "workspace", "run/airlock", ".airlock")) {
+                Files.createDirectories(rootfs.resolve(dir));
+            }
+            // Merged /usr: /bin, /lib... are links into /usr, exactly as on the host.
+            for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {
+                Path target = hostRoot.resolve(link);
+                if (Files.isSymbolicLink(target)) {
+                    Files.createSymbolicLink(rootfs.resolve(link), Files.readSymbolicLink(target));
+                } else if (Files.isDirectory(target)) {
+                    Files.createDirectories(rootfs.resolve(link));
+                    mounts.add(OciConfig.Mount.bindReadOnly(target, "/" + link));
+                }
+            }
+            // The runtime gives a tmpfs the mode of the directory it is mounted on: /tmp must be sticky.
+            Files.setPosixFilePermissions(rootfs.resolve("tmp"), PosixFilePermissions.fromString("rwxrwxrwx"));
+            Files.setAttribute(rootfs.resolve("tmp"), "unix:mode", 01777);
+            writeEtc(rootfs.resolve("etc"));
+            mounts.addAll(hostEtcMounts(hostRoot, rootfs));
+            return new SystemImage(hostRoot, rootfs, List.copyOf(mounts));
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot lay out the system image under " + rootfs + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void writeEtc(Path etc) throws IOException {
+        Files.writeString(etc.resolve("passwd"),
+                "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                        + "sandbox:x:" + SANDBOX_UID + ":" + SANDBOX_UID + ":sandbox:/workspace:/bin/sh\n"
+                        + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+        Files.writeString(etc.resolve("group"),
+                "root:x:0:\nsandbox:x:" + SANDBOX_UID + ":\nnogroup:x:65534:\n");
+        Files.writeString(etc.resolve("hostname"), "sandbox\n");
+        Files.writeString(etc.resolve("hosts"), "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n");
+        // No resolver: names are never resolved inside a sandbox.
+        Files.writeString(etc.resolve("resolv.conf"), "");
+        Files.writeString(etc.resolve("nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n");
+    }
+
+    private static List<OciConfig.Mount> hostEtcMounts(Path hostRoot, Path rootfs) throws IOException {
+        Path hostEtc = hostRoot.resolve("etc");
+        List<String> names = new ArrayList<>(HOST_ETC);
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(hostEtc)) {
+            for (Path entry : entries) {
+                String name = entry.getFileName().toString();
+                if (HOST_ETC_PREFIXES.stream().anyMatch(name::startsWith) && Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
+                    names.add(name);
+                }
+            }
+        }
+        List<OciConfig.Mount> mounts = new ArrayList<>();
+        for (String name : names) {
+            Path source = hostEtc.resolve(name);
+            Path target = rootfs.resolve("etc").resolve(name);
+            if (Files.isSymbolicLink(source)) {
+                Files.createDirectories(target.getParent());
+                Files.createSymbolicLink(target, Files.readSymbolicLink(source));
+            } else if (Files.isDirectory(source)) {
+                Files.createDirectories(target);
+                mounts.add(OciConfig.Mount.bindReadOnly(source, "/etc/" + name));
+            } else if (Files.isRegularFile(source)) {
+                Files.createDirectories(target.getParent());
+                Files.createFile(target);
+                mounts.add(OciConfig.Mount.bindReadOnly(source, "/etc/" + name));
+            }
+        }
+        return mounts;
+    }
+
+    Path rootfs() {
+        return rootfs;
+    }
+
+    /** The read-only mounts that make up the image, in mount order. */
+    List<OciConfig.Mount> mounts() {
+        return mounts;
+    }
+
+    /**
+     * Whether {@code program} resolves on the sandbox's PATH. The sandbox sees the host's /usr
+     * (without /usr/local) and /etc/alternatives, so the host's view of those answers it.
+     */
+    boolean hasExecutable(String program) {
+        for (String dir : List.of("usr/bin", "usr/sbin", "bin", "sbin")) {
+            Path candidate = hostRoot.resolve(dir).resolve(program);
+            try {
+                if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)
+                        && !candidate.toRealPath().startsWith(hostRoot.resolve("usr/local"))) {
+                    return true;
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return false;
+    }
+}
