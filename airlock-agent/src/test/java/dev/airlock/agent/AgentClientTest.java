@@ -1,5 +1,6 @@
 package dev.airlock.agent;
 
+import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent.AgentProcess;
@@ -90,6 +91,18 @@ class AgentClientTest {
 
         assertThat(cat.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
         assertThat(output.stdout()).isEqualTo("hello\nworld\n");
+    }
+
+    @Test
+    void feedsStdinLargerThanAPipeAndAFrame() throws Exception {
+        Output output = new Output();
+        AgentProcess wc = agent.client.start(command("wc", "-c"), output);
+
+        wc.writeStdin(new byte[3 * 1024 * 1024 + 17]);
+        wc.closeStdin();
+
+        assertThat(wc.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout().strip()).isEqualTo(Integer.toString(3 * 1024 * 1024 + 17));
     }
 
     @Test
@@ -198,6 +211,14 @@ class AgentClientTest {
                 .hasMessageContaining("symbolic link");
 
         assertThat(target).hasContent("original");
+        assertThat(agent.client.isOpen()).isTrue();
+    }
+
+    @Test
+    void refusesAFileLargerThanOneFrame() {
+        assertThatThrownBy(() -> agent.client.writeFile(dir.resolve("big").toString(), new byte[2 * 1024 * 1024], 0644))
+                .isInstanceOf(AirlockException.class)
+                .hasMessageContaining("over the 1048640 bytes");
         assertThat(agent.client.isOpen()).isTrue();
     }
 

@@ -29,6 +29,20 @@ final class RealAgent implements AutoCloseable {
     }
 
     static RealAgent start(Path dir) throws Exception {
+        Connection connection = launch(dir);
+        try {
+            return new RealAgent(dir, connection.process(), AgentClient.connect(connection.channel(), Duration.ofSeconds(10)));
+        } catch (Exception e) {
+            connection.process().destroyForcibly();
+            throw e;
+        }
+    }
+
+    /** The agent process and its raw connection, for tests that speak the protocol themselves. */
+    record Connection(Process process, SocketChannel channel) {
+    }
+
+    static Connection launch(Path dir) throws Exception {
         Path binary = AgentBinary.installTo(dir);
         Path socket = dir.resolve("agent.sock");
         try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
@@ -42,7 +56,7 @@ final class RealAgent implements AutoCloseable {
                 SocketChannel channel = CompletableFuture.supplyAsync(() -> accept(listener))
                         .get(10, TimeUnit.SECONDS);
                 Files.delete(socket);
-                return new RealAgent(dir, process, AgentClient.connect(channel, Duration.ofSeconds(10)));
+                return new Connection(process, channel);
             } catch (Exception e) {
                 process.destroyForcibly();
                 throw e;
@@ -56,10 +70,6 @@ final class RealAgent implements AutoCloseable {
         } catch (IOException e) {
             throw new RuntimeException(e);
         }
-    }
-
-    String log() throws IOException {
-        return Files.readString(dir.resolve("agent.log"));
     }
 
     /** Closes the connection; the agent then kills what it started and exits. */

@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "airlock 0.1.0",
         description = "Runs untrusted code in disposable, isolated sandboxes.",
-        subcommands = {RunCommand.class, DoctorCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RunCommand.class, DoctorCommand.class, BenchCommand.class, LeaksCommand.class, CommandLine.HelpCommand.class})
 public final class AirlockCli {
 
     /** Exit status for a request Airlock refused as invalid. */

@@ -1,0 +1,127 @@
+package dev.airlock.agent;
+
+import dev.airlock.core.ExecRequest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The real agent, spoken to frame by frame: a malformed frame from the host makes it kill what it
+ * started and exit, whatever else is going on.
+ */
+@Timeout(60)
+class AgentValidationTest {
+
+    @TempDir
+    Path dir;
+    private RealAgent.Connection agent;
+    private DataInputStream fromAgent;
+
+    @BeforeEach
+    void launch() throws Exception {
+        agent = RealAgent.launch(dir);
+        fromAgent = new DataInputStream(Channels.newInputStream(agent.channel()));
+        assertThat(readFrame()).isEqualTo(frame(Frame.HELLO, ints(1)));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        agent.channel().close();
+        if (!agent.process().waitFor(10, TimeUnit.SECONDS)) {
+            agent.process().destroyForcibly();
+        }
+    }
+
+    @Test
+    void aNulByteInAStringEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.WRITE_FILE, "test").u32(2).u32(5).bytes("/a\0b".getBytes(StandardCharsets.UTF_8), 0, 4)
+                .u32(0644).build());
+
+        assertEndsAndKills(sleep, "NUL byte");
+    }
+
+    @Test
+    void anOversizedLengthEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(ByteBuffer.allocate(4).putInt(0, Integer.MIN_VALUE));
+
+        assertEndsAndKills(sleep, "length 2147483648");
+    }
+
+    @Test
+    void aStringLongerThanItsFrameEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.EXEC, "test").u32(2).u32(1).u32(1000).bytes(new byte[8], 0, 8).build());
+
+        assertEndsAndKills(sleep, "string longer than the frame");
+    }
+
+    @Test
+    void anUnknownTypeEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(42, "test").u32(2).build());
+
+        assertEndsAndKills(sleep, "unknown type 42");
+    }
+
+    private long startSleep() throws Exception {
+        ExecRequest request = new ExecRequest(List.of("sleep", "100"), Map.of("PATH", "/usr/bin:/bin"), "/", null, null);
+        send(new FrameBuilder(Frame.EXEC, "test").u32(1).strings(request.argv()).strings(List.of("PATH=/usr/bin:/bin"))
+                .string("/").build());
+        ByteBuffer started = ByteBuffer.wrap(readFrame());
+        assertThat(started.get()).isEqualTo((byte) Frame.STARTED);
+        assertThat(started.getInt()).isEqualTo(1);
+        return started.getInt();
+    }
+
+    private void assertEndsAndKills(long pid, String logged) throws Exception {
+        assertThat(agent.process().waitFor(10, TimeUnit.SECONDS)).as("agent exited").isTrue();
+        assertThat(agent.process().exitValue()).isEqualTo(1);
+        assertThat(Files.readString(dir.resolve("agent.log"))).contains("malformed frame from host", logged);
+        assertThat(Path.of("/proc/" + pid)).doesNotExist();   // killed and reaped by the agent before it exited
+    }
+
+    private void send(ByteBuffer frame) throws IOException {
+        while (frame.hasRemaining()) {
+            agent.channel().write(frame);
+        }
+    }
+
+    private byte[] readFrame() throws IOException {
+        byte[] frame = new byte[fromAgent.readInt()];
+        fromAgent.readFully(frame);
+        return frame;
+    }
+
+    private static byte[] frame(int type, byte[] payload) {
+        return ByteBuffer.allocate(1 + payload.length).put((byte) type).put(payload).array();
+    }
+
+    private static byte[] ints(int... values) {
+        ByteBuffer b = ByteBuffer.allocate(4 * values.length);
+        for (int v : values) {
+            b.putInt(v);
+        }
+        return b.array();
+    }
+}

@@ -1,0 +1,141 @@
+package dev.airlock.oci;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Finds what sandboxes left on this host: processes running as a sandbox uid, runtime state,
+ * cgroups, mounts and state directories. Used after every test class, at the end of the test
+ * suite ({@code airlock leaks}), and by operators. An empty list means nothing leaked.
+ */
+public final class LeakCheck {
+
+    private final OciDriverConfig config;
+
+    public LeakCheck(OciDriverConfig config) {
+        this.config = config;
+    }
+
+    /** How long leftovers get to disappear: a killed sandbox's PID 1 is reaped by the host's init. */
+    private static final long SETTLE_MILLIS = 15_000;
+
+    /**
+     * Everything left behind by sandboxes whose ids start with {@code prefix} ("al-" for all),
+     * after giving exiting processes time to be reaped.
+     */
+    public List<String> find(String prefix) {
+        long deadline = System.currentTimeMillis() + SETTLE_MILLIS;
+        List<String> leaks = findNow(prefix);
+        while (!leaks.isEmpty() && System.currentTimeMillis() < deadline) {
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            leaks = findNow(prefix);
+        }
+        return leaks;
+    }
+
+    private List<String> findNow(String prefix) {
+        List<String> leaks = new ArrayList<>();
+        leaks.addAll(sandboxProcesses());
+        OciRuntime runtime = OciRuntime.locate(config.runtime()) == null ? null : OciRuntime.find(config.runtime());
+        if (runtime != null) {
+            runtime.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: container " + id));
+        }
+        Cgroups.find(prefix).forEach(p -> leaks.add("cgroup: " + p));
+        leaks.addAll(mounts());
+        leaks.addAll(sandboxDirectories(prefix));
+        return leaks;
+    }
+
+    /**
+     * Everything any sandbox left, plus state directories of engine instances: to be run when no
+     * engine is running, such as at the end of the test suite.
+     */
+    public List<String> findAll() {
+        List<String> leaks = find("al-");
+        Path engines = config.stateRoot().resolve("engines");
+        if (Files.isDirectory(engines)) {
+            try (DirectoryStream<Path> instances = Files.newDirectoryStream(engines)) {
+                instances.forEach(i -> leaks.add("engine state: " + i));
+            } catch (IOException e) {
+                leaks.add("cannot list " + engines + ": " + e.getMessage());
+            }
+        }
+        return leaks;
+    }
+
+    /** Any host process whose uid is in the sandbox id range is a sandbox process. */
+    private List<String> sandboxProcesses() {
+        List<String> found = new ArrayList<>();
+        long low = config.hostIdBase(), high = config.hostIdBase() + OciConfig.ID_RANGE;
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
+            for (Path proc : procs) {
+                try {
+                    for (String line : Files.readAllLines(proc.resolve("status"))) {
+                        if (line.startsWith("Uid:")) {
+                            long uid = Long.parseLong(line.split("\\s+")[1]);
+                            if (uid >= low && uid < high) {
+                                String cmd = Files.readString(proc.resolve("cmdline")).replace('\0', ' ').trim();
+                                found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
+                            }
+                            break;
+                        }
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // the process ended while we looked
+                }
+            }
+        } catch (IOException e) {
+            found.add("cannot list /proc: " + e.getMessage());
+        }
+        return found;
+    }
+
+    private List<String> mounts() {
+        List<String> found = new ArrayList<>();
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+                if (line.contains(config.stateRoot().toString() + "/")) {
+                    found.add("mount: " + line);
+                }
+            }
+        } catch (IOException e) {
+            found.add("cannot read mountinfo: " + e.getMessage());
+        }
+        return found;
+    }
+
+    private List<String> sandboxDirectories(String prefix) {
+        List<String> found = new ArrayList<>();
+        Path engines = config.stateRoot().resolve("engines");
+        if (!Files.isDirectory(engines)) {
+            return found;
+        }
+        try (DirectoryStream<Path> instances = Files.newDirectoryStream(engines)) {
+            for (Path instance : instances) {
+                Path sandboxes = instance.resolve("sandboxes");
+                if (!Files.isDirectory(sandboxes)) {
+                    continue;
+                }
+                try (DirectoryStream<Path> dirs = Files.newDirectoryStream(sandboxes)) {
+                    for (Path dir : dirs) {
+                        if (dir.getFileName().toString().startsWith(prefix)) {
+                            found.add("directory: " + dir);
+                        }
+                    }
+                }
+            }
+        } catch (IOException e) {
+            found.add("cannot list " + engines + ": " + e.getMessage());
+        }
+        return found;
+    }
+}
