@@ -9,11 +9,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 
-/** The agent executable, shipped as a class-path resource and placed next to each sandbox's socket. */
+/** The agent executable, shipped as a class-path resource and placed into an image by its driver. */
 public final class AgentBinary {
 
-    /** Where the agent is inside a sandbox: the host's {@code <sandbox dir>/run} is mounted at /run/airlock. */
-    public static final String SANDBOX_PATH = "/run/airlock/airlock-agent";
     public static final String FILE_NAME = "airlock-agent";
 
     private static final String RESOURCE = "/dev/airlock/agent/airlock-agent";

@@ -17,6 +17,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,8 +26,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * The host side of the agent protocol (docs/agent-protocol.md) over one connected unix socket.
  *
- * <p>One virtual thread reads every frame and hands it to the request it answers; writers share
- * the socket under a lock. Everything the agent sends is hostile input: a frame that is too long,
+ * <p>One virtual thread reads every frame and hands it to the request it answers; another writes
+ * the frames callers queue, in order. Everything the agent sends is hostile input: a frame that is too long,
  * of an unknown type, for an unknown id, or of the wrong shape closes the connection and fails
  * every pending request with an {@link IOException}.
  */
@@ -38,7 +39,8 @@ public final class AgentClient implements SandboxAgent {
     private static final int MAX_MESSAGE_CHARS = 200;
 
     private final SocketChannel channel;
-    private final Object writeLock = new Object();
+    private final LinkedBlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
+    private volatile Thread writer;
     private final Map<Integer, PendingRequest> pending = new ConcurrentHashMap<>();
     private final AtomicInteger nextId = new AtomicInteger(1);
     private final CompletableFuture<Integer> hello = new CompletableFuture<>();
@@ -59,6 +61,7 @@ public final class AgentClient implements SandboxAgent {
         channel.configureBlocking(true);
         AgentClient client = new AgentClient(channel);
         Thread.ofVirtual().name("airlock-agent-reader").start(client::readLoop);
+        client.writer = Thread.ofVirtual().name("airlock-agent-writer").start(client::writeLoop);
         try {
             client.await(client.hello, helloTimeout, "HELLO");
         } catch (IOException | InterruptedException e) {
@@ -119,21 +122,31 @@ public final class AgentClient implements SandboxAgent {
         shutDown(new IOException("the connection to the agent was closed"));
     }
 
-    /** Sends one frame whole; frames from different threads never interleave. */
+    /**
+     * Queues one frame for the writer thread. Callers never write to the channel themselves: an
+     * interrupted caller (a cancelled execution) would close a channel it was blocked in, and with
+     * it every other execution of the sandbox.
+     */
     void send(ByteBuffer frame) throws IOException {
-        synchronized (writeLock) {
-            IOException why = closed.get();
-            if (why != null) {
-                throw new IOException(why.getMessage(), why);
-            }
-            try {
+        IOException why = closed.get();
+        if (why != null) {
+            throw new IOException(why.getMessage(), why);
+        }
+        outbox.add(frame);
+    }
+
+    private void writeLoop() {
+        try {
+            while (closed.get() == null) {
+                ByteBuffer frame = outbox.take();
                 while (frame.hasRemaining()) {
                     channel.write(frame);
                 }
-            } catch (IOException e) {
-                shutDown(new IOException("cannot write to the agent: " + e.getMessage(), e));
-                throw e;
             }
+        } catch (InterruptedException e) {
+            shutDown(new IOException("the writer to the agent was stopped"));
+        } catch (IOException e) {
+            shutDown(new IOException("cannot write to the agent: " + e.getMessage(), e));
         }
     }
 
@@ -174,6 +187,10 @@ public final class AgentClient implements SandboxAgent {
             channel.close();
         } catch (IOException ignored) {
             // Closing is all that is left to do; there is no one to tell.
+        }
+        Thread w = writer;
+        if (w != null) {
+            w.interrupt();
         }
         hello.completeExceptionally(why);
         pending.values().forEach(request -> request.fail(why));

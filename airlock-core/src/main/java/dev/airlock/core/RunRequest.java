@@ -9,7 +9,8 @@ import java.nio.charset.StandardCharsets;
  */
 public record RunRequest(Language language, String code, byte[] stdin, SandboxSpec spec) {
 
-    public static final int MAX_CODE_BYTES = 16 * 1024 * 1024;
+    /** Code travels to the sandbox in one agent frame (at most 1 MiB with its path). */
+    public static final int MAX_CODE_BYTES = 1000 * 1000;
 
     public RunRequest {
         if (language == null) {
@@ -20,7 +21,7 @@ public record RunRequest(Language language, String code, byte[] stdin, SandboxSp
         }
         if (code.getBytes(StandardCharsets.UTF_8).length > MAX_CODE_BYTES) {
             throw new AirlockException(AirlockException.Kind.LIMIT_EXCEEDED,
-                    "code is larger than " + MAX_CODE_BYTES + " bytes: place large programs as files");
+                    "code is larger than " + MAX_CODE_BYTES + " bytes: split the program, or place large parts as files in a long-lived sandbox");
         }
         stdin = stdin == null ? new byte[0] : stdin;
         spec = spec == null ? SandboxSpec.defaults() : spec;
