@@ -94,6 +94,21 @@ public final class Engine implements AutoCloseable {
         return live.size();
     }
 
+    /**
+     * Waits until background destruction is done and the warm pool is full again, or
+     * {@code timeout} passed. For benchmarks that measure one request at a time on a quiet host.
+     */
+    public boolean awaitQuiet(java.time.Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (destroying.isEmpty() && pool.isFull()) {
+                return true;
+            }
+            Thread.sleep(5);
+        }
+        return false;
+    }
+
     void destroy(Sandbox sandbox, IsolationDriver.DriverSandbox ds, boolean wait) {
         live.remove(sandbox);
         if (wait) {

@@ -45,8 +45,8 @@ final class WarmPool implements AutoCloseable {
         return ds;
     }
 
-    int readyCount() {
-        return ready.size();
+    boolean isFull() {
+        return ready.size() >= size;
     }
 
     private void fill() {

@@ -1,0 +1,85 @@
+package dev.airlock.cli;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The real CLI in its own JVM, as a user runs it, with its output captured. */
+final class CliProcess {
+
+    final Process process;
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private final Thread outPump;
+    private final Thread errPump;
+
+    private CliProcess(Process process) {
+        this.process = process;
+        this.outPump = pump(process.getInputStream(), out);
+        this.errPump = pump(process.getErrorStream(), err);
+    }
+
+    static CliProcess start(String... args) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElse("java"));
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(AirlockCli.class.getName());
+        command.addAll(List.of(args));
+        return new CliProcess(new ProcessBuilder(command).start());
+    }
+
+    /** Runs the CLI to its end (at most two minutes). */
+    static CliProcess run(String... args) throws IOException, InterruptedException {
+        CliProcess cli = start(args);
+        cli.process.getOutputStream().close();
+        cli.await();
+        return cli;
+    }
+
+    int await() throws InterruptedException {
+        if (!process.waitFor(2, TimeUnit.MINUTES)) {
+            process.destroyForcibly();
+            throw new AssertionError("the CLI did not finish within two minutes");
+        }
+        outPump.join();
+        errPump.join();
+        return process.exitValue();
+    }
+
+    int exitCode() {
+        return process.exitValue();
+    }
+
+    String stdout() {
+        synchronized (out) {
+            return out.toString(StandardCharsets.UTF_8);
+        }
+    }
+
+    String stderr() {
+        synchronized (err) {
+            return err.toString(StandardCharsets.UTF_8);
+        }
+    }
+
+    private static Thread pump(InputStream in, ByteArrayOutputStream sink) {
+        return Thread.ofVirtual().start(() -> {
+            byte[] buf = new byte[8192];
+            try {
+                int n;
+                while ((n = in.read(buf)) > 0) {
+                    synchronized (sink) {
+                        sink.write(buf, 0, n);
+                    }
+                }
+            } catch (IOException ignored) {
+                // the process ended
+            }
+        });
+    }
+}

@@ -1,0 +1,69 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.Limits;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A baseline for benchmarks: the runtime's own {@code run} of a command in the very bundle
+ * Airlock would use (same image, mounts, namespaces, seccomp and limits), with no agent, no pool
+ * and no Java in the way. What Airlock adds on top is measured against this.
+ */
+public final class RuncBaseline implements AutoCloseable {
+
+    private final OciRuntime runtime;
+    private final StateDirectory state;
+    private final Path bundle;
+    private int runs;
+
+    public RuncBaseline(OciDriverConfig config, List<String> command) {
+        this.runtime = OciRuntime.find(config.runtime());
+        this.state = StateDirectory.create(config.stateRoot());
+        try {
+            SystemImage image = SystemImage.build(Path.of("/"), state.imageRoot());
+            bundle = state.sandboxDir("baseline");
+            StateDirectory.createTraversable(bundle);
+            Path runDir = bundle.resolve("run");
+            StateDirectory.createTraversable(runDir);
+            Files.write(bundle.resolve("config.json"), OciConfig.write(image, Limits.DEFAULTS, command,
+                    Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.instance() + "-baseline"),
+                    config.hostIdBase(), Seccomp.defaultProfile()));
+        } catch (IOException | RuntimeException e) {
+            state.close();
+            throw e instanceof RuntimeException re ? re : AirlockException.internal("cannot prepare the baseline bundle", e);
+        }
+    }
+
+    /** {@code runtime run} in the foreground, then {@code runtime delete}: one cold container. */
+    public void runOnce() {
+        String id = "al-" + state.instance() + "-" + String.format("%016x", runs++);
+        List<String> command = new ArrayList<>(List.of(runtime.binary().toString(), "run", "--bundle", bundle.toString(), id));
+        try {
+            Process p = new ProcessBuilder(command).redirectInput(new File("/dev/null"))
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            int exit = p.waitFor();
+            runtime.delete(id);
+            if (exit != 0) {
+                throw AirlockException.internal(runtime.name() + " run exited with " + exit, null);
+            }
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot run " + runtime.binary() + ": " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            runtime.delete(id);
+            throw new AirlockException(AirlockException.Kind.INTERNAL, "interrupted");
+        }
+    }
+
+    @Override
+    public void close() {
+        state.close();
+    }
+}
