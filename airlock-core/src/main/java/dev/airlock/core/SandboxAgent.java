@@ -23,6 +23,52 @@ public interface SandboxAgent extends AutoCloseable {
      */
     void writeFile(String path, byte[] content, int mode) throws IOException;
 
+    /**
+     * Streams {@code content} into a regular file inside the sandbox, creating missing parents and
+     * replacing what was there; refuses a symlink as the last component. Fails with
+     * {@link FileTooLargeException} once more than {@code maxBytes} were read from
+     * {@code content} (the partial file is removed).
+     *
+     * @return the number of bytes written
+     */
+    default long writeFile(String path, java.io.InputStream content, long maxBytes, int mode) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /**
+     * Streams a file's content to {@code sink}, in order, as the agent reads it. Refuses anything
+     * that is not a regular file (a FIFO or device planted by the code cannot stall the agent) and
+     * fails with {@link FileTooLargeException} if the file is larger than {@code maxBytes}.
+     */
+    default void readFile(String path, long maxBytes, java.io.OutputStream sink) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /** Describes one path without following a final symlink. */
+    default FileInfo stat(String path) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /** The entries of a directory (not recursive), without following symlinks; at most 10000. */
+    default java.util.List<FileInfo> list(String directory) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /** Creates a directory; with {@code parents}, missing parents too and no error if it exists. */
+    default void mkdir(String path, boolean parents) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /** Removes a file, symlink or empty directory; with {@code recursive}, a whole tree (never following symlinks). */
+    default void remove(String path, boolean recursive) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
+    /** Renames within the sandbox; the target is replaced if it is a file. */
+    default void rename(String from, String to) throws IOException {
+        throw new UnsupportedOperationException("not implemented by this agent");
+    }
+
     /** Whether the channel to the agent is still open. */
     boolean isOpen();
 
@@ -51,6 +97,37 @@ public interface SandboxAgent extends AutoCloseable {
          * @throws IOException if the channel to the agent broke before the exit was reported
          */
         ProcessExit await(Duration timeout) throws InterruptedException, IOException;
+    }
+
+    /** What stat and list report about one path. {@code linkTarget} is set for symlinks only. */
+    record FileInfo(String path, FileType type, long size, int mode, long modifiedMillis, String linkTarget) {
+    }
+
+    enum FileType { FILE, DIRECTORY, SYMLINK, OTHER }
+
+    /**
+     * A file operation the agent refused, with the errno it saw, so callers can tell "not found"
+     * from "not allowed" without parsing text.
+     */
+    class FileOperationException extends IOException {
+        private final String errno;
+
+        public FileOperationException(String errno, String message) {
+            super(message);
+            this.errno = errno;
+        }
+
+        /** The symbolic errno, such as {@code ENOENT}, {@code EEXIST}, {@code EISDIR}. */
+        public String errno() {
+            return errno;
+        }
+    }
+
+    /** A file was larger than the caller's limit. */
+    class FileTooLargeException extends IOException {
+        public FileTooLargeException(String message) {
+            super(message);
+        }
     }
 
     /**
