@@ -17,6 +17,8 @@ public class AirlockException extends RuntimeException {
         CONFLICT,
         /** A configured limit or quota refused the request. */
         LIMIT_EXCEEDED,
+        /** A body, upload or file is larger than its limit. */
+        TOO_LARGE,
         /** This host cannot provide a required control (runtime missing, no user namespaces...). */
         UNAVAILABLE,
         /** A bug or an unexpected host failure. */

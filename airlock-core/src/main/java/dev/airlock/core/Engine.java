@@ -3,7 +3,6 @@ package dev.airlock.core;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -76,9 +75,8 @@ public final class Engine implements AutoCloseable {
         driver.check(request.spec(), List.of(request.language().interpreter()));
         Sandbox sandbox = create(request.spec());
         try {
-            sandbox.writeFile(request.language().codePath(), request.code().getBytes(StandardCharsets.UTF_8));
-            ExecResult result = sandbox.exec(new ExecRequest(request.language().command(), Map.of(),
-                    ExecRequest.DEFAULT_CWD, request.stdin(), null), listener);
+            ExecRequest code = sandbox.codeRequest(request.language(), request.code());
+            ExecResult result = sandbox.exec(code.withStdin(request.stdin()), listener);
             return new RunResult(sandbox.id(), result);
         } finally {
             sandbox.closeInBackground();
@@ -87,6 +85,11 @@ public final class Engine implements AutoCloseable {
 
     public RunResult run(RunRequest request) {
         return run(request, OutputListener.NONE);
+    }
+
+    /** How many never-used sandboxes the warm pool holds ready. */
+    public int warmPoolReady() {
+        return pool.readyCount();
     }
 
     /** How many sandboxes are handed out and not yet destroyed. */

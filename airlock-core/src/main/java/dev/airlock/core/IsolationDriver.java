@@ -36,6 +36,9 @@ public interface IsolationDriver extends AutoCloseable {
      */
     List<String> reapOrphans();
 
+    /** Whether the driver instance named {@code instance} (this one or another) is still alive. */
+    boolean isAlive(String instance);
+
     /** Destroys every sandbox this instance still holds and releases the instance. */
     @Override
     void close();

@@ -13,10 +13,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Sandbox implements AutoCloseable {
 
-    private static final int SIGKILL = 9;
-    /** How long a killed process tree gets to report its exit before the result is made anyway. */
-    private static final Duration KILL_GRACE = Duration.ofSeconds(5);
-
     private final IsolationDriver.DriverSandbox driverSandbox;
     private final SandboxSpec spec;
     private final Engine engine;
@@ -50,91 +46,29 @@ public final class Sandbox implements AutoCloseable {
      * the calling thread cancels the execution: its process group is killed.
      */
     public ExecResult exec(ExecRequest request, OutputListener listener) {
+        return start(request, listener).await();
+    }
+
+    /**
+     * Starts a process and returns at once; its stdin is fed and closed. The timeout counts from
+     * now; it is enforced by whoever calls {@link Execution#await()}.
+     */
+    public Execution start(ExecRequest request, OutputListener listener) {
         ensureOpen();
         Duration timeout = request.timeout() != null ? request.timeout() : spec.limits().timeout();
         CappedOutput output = new CappedOutput(spec.limits().outputBytes(), listener);
         long oomBefore = driverSandbox.oomKills();
         long start = System.nanoTime();
-        SandboxAgent.AgentProcess process;
         try {
-            process = driverSandbox.agent().start(request.withEnv(environment(request)), output);
-        } catch (IOException e) {
-            throw closedOrBroken(e);
-        }
-        EndReason forced = null;
-        SandboxAgent.ProcessExit exit = null;
-        try {
+            SandboxAgent.AgentProcess process = driverSandbox.agent().start(request.withEnv(environment(request)), output);
             if (request.stdin().length > 0) {
                 process.writeStdin(request.stdin());
             }
             process.closeStdin();
-            exit = process.await(timeout);
-            if (exit == null) {
-                forced = EndReason.TIMED_OUT;
-            }
-        } catch (InterruptedException e) {
-            forced = EndReason.CANCELLED;
-            Thread.currentThread().interrupt();
+            return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start);
         } catch (IOException e) {
-            // The channel broke: the sandbox was destroyed or shut down under the execution.
-            forced = EndReason.CANCELLED;
+            throw closedOrBroken(e);
         }
-        if (forced != null) {
-            exit = kill(process);
-        }
-        Duration duration = Duration.ofNanos(System.nanoTime() - start);
-        return result(exit, forced, output, duration, oomBefore, timeout);
-    }
-
-    private SandboxAgent.ProcessExit kill(SandboxAgent.AgentProcess process) {
-        boolean interrupted = Thread.interrupted();
-        try {
-            process.signal(SIGKILL);
-            return process.await(KILL_GRACE);
-        } catch (IOException | InterruptedException e) {
-            return null;
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private ExecResult result(SandboxAgent.ProcessExit exit, EndReason forced, CappedOutput output, Duration duration,
-                              long oomBefore, Duration timeout) {
-        byte[] out = output.stdout();
-        byte[] err = output.stderr();
-        boolean truncated = output.truncated();
-        if (forced == EndReason.TIMED_OUT) {
-            return new ExecResult(out, err, exitCode(exit, -1), forced, truncated, duration,
-                    "timed out after " + format(timeout) + " and was killed");
-        }
-        if (forced == EndReason.CANCELLED) {
-            return new ExecResult(out, err, exitCode(exit, -1), forced, truncated, duration, "cancelled");
-        }
-        if (exit.startError() != null) {
-            return new ExecResult(out, err, 127, EndReason.START_FAILED, truncated, duration, exit.startError());
-        }
-        if (exit.signal() != 0) {
-            if (exit.signal() == SIGKILL && driverSandbox.oomKills() > oomBefore) {
-                return new ExecResult(out, err, 128 + SIGKILL, EndReason.OOM_KILLED, truncated, duration,
-                        "killed by the kernel: the sandbox reached its memory limit of " + Limits.formatBytes(spec.limits().memoryBytes()));
-            }
-            return new ExecResult(out, err, 128 + exit.signal(), EndReason.SIGNALED, truncated, duration,
-                    "killed by signal " + exit.signal());
-        }
-        return new ExecResult(out, err, exit.exitCode(), EndReason.EXITED, truncated, duration, null);
-    }
-
-    private static int exitCode(SandboxAgent.ProcessExit exit, int unknown) {
-        if (exit == null) {
-            return unknown;
-        }
-        return exit.signal() != 0 ? 128 + exit.signal() : exit.exitCode();
-    }
-
-    private static String format(Duration d) {
-        return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
     }
 
     private Map<String, String> environment(ExecRequest request) {
@@ -147,6 +81,22 @@ public final class Sandbox implements AutoCloseable {
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;
+    }
+
+    /**
+     * Places {@code code} where {@code language} expects it and returns the request that runs it.
+     * The code goes into a file rather than onto the command line, so its size is not bounded by
+     * the kernel's argument limit.
+     */
+    public ExecRequest codeRequest(Language language, String code) {
+        writeFile(language.codePath(), code.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return new ExecRequest(language.command(), Map.of(), ExecRequest.DEFAULT_CWD, null, null);
+    }
+
+    /** The agent, for file operations; every path is resolved inside the sandbox. */
+    public SandboxAgent files() {
+        ensureOpen();
+        return driverSandbox.agent();
     }
 
     /** Creates or replaces a file inside the sandbox (parents are created). */

@@ -45,6 +45,10 @@ final class WarmPool implements AutoCloseable {
         return ds;
     }
 
+    int readyCount() {
+        return ready.size();
+    }
+
     boolean isFull() {
         return ready.size() >= size;
     }

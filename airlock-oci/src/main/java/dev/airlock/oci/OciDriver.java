@@ -193,6 +193,11 @@ public final class OciDriver implements IsolationDriver {
     }
 
     @Override
+    public boolean isAlive(String instance) {
+        return state.isAlive(instance);
+    }
+
+    @Override
     public void close() {
         try {
             for (OciSandbox sandbox : List.copyOf(live.values())) {

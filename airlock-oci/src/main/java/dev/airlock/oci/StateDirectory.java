@@ -116,6 +116,15 @@ final class StateDirectory implements AutoCloseable {
         return dead;
     }
 
+    /** Whether the instance named {@code name} still holds its lock. */
+    boolean isAlive(String name) {
+        if (LIVE_IN_THIS_PROCESS.contains(name)) {
+            return true;
+        }
+        Path lock = root.resolve("engines").resolve(name).resolve("lock");
+        return Files.exists(lock) && !isDead(lock);
+    }
+
     private static boolean isDead(Path lockFile) {
         if (!Files.exists(lockFile)) {
             return true;

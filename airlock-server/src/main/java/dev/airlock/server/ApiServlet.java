@@ -1,0 +1,437 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.SandboxSpec;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The REST API (docs/rest-api.md). It parses and authenticates requests, calls the
+ * {@link SandboxService}, and writes JSON; it holds no policy of its own.
+ */
+final class ApiServlet extends HttpServlet {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ApiServlet.class);
+    /** JSON bodies are small; files go through the streaming files endpoint. */
+    private static final int MAX_JSON_BODY = 32 * 1024 * 1024;
+    private static final String NDJSON = "application/x-ndjson";
+
+    private static final Set<String> CREATE_FIELDS = Set.of("image", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds");
+    private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
+    private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
+
+    private final SandboxService service;
+    private final TokenStore tokens;
+    private final ServerConfig config;
+    private final ServerMetrics metrics;
+    private final byte[] openApi;
+
+    ApiServlet(SandboxService service, TokenStore tokens, ServerConfig config, ServerMetrics metrics, byte[] openApi) {
+        this.service = service;
+        this.tokens = tokens;
+        this.config = config;
+        this.metrics = metrics;
+        this.openApi = openApi;
+    }
+
+    @Override
+    protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        String path = req.getRequestURI();
+        try {
+            if (path.equals("/health") && req.getMethod().equals("GET")) {
+                send(resp, 200, Json.object().put("status", "ok").put("sandboxes", service.size()));
+                return;
+            }
+            if (path.equals("/openapi.json") && req.getMethod().equals("GET")) {
+                resp.setStatus(200);
+                resp.setContentType("application/json");
+                resp.getOutputStream().write(openApi);
+                return;
+            }
+            if (!tokens.accepts(req.getHeader("Authorization"))) {
+                resp.setHeader("WWW-Authenticate", "Bearer");
+                error(resp, 401, "unauthenticated", "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the token from "
+                        + config.dataDir().resolve("token"));
+                return;
+            }
+            route(req, resp, path);
+        } catch (AirlockException e) {
+            if (!resp.isCommitted()) {
+                if (e instanceof MethodNotAllowed) {
+                    error(resp, 405, "method_not_allowed", e.getMessage());
+                } else {
+                    error(resp, status(e.kind()), code(e.kind()), e.getMessage());
+                }
+            }
+            if (e.kind() == Kind.INTERNAL) {
+                LOG.warn("{} {} failed: {}", req.getMethod(), Json.printable(path), e.getMessage(), e);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("{} {} failed", req.getMethod(), Json.printable(path), e);
+            if (!resp.isCommitted()) {
+                error(resp, 500, "internal", "internal error: " + e);
+            }
+        }
+    }
+
+    private void route(HttpServletRequest req, HttpServletResponse resp, String path) throws IOException {
+        String method = req.getMethod();
+        if (path.equals("/metrics")) {
+            only(method, "GET");
+            resp.setStatus(200);
+            resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
+            resp.getOutputStream().write(metrics.scrape().getBytes(StandardCharsets.UTF_8));
+            return;
+        }
+        List<String> parts = segments(path);
+        if (parts.size() < 2 || !parts.get(0).equals("v1") || !parts.get(1).equals("sandboxes")) {
+            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
+        }
+        if (parts.size() == 2) {
+            switch (method) {
+                case "GET" -> listSandboxes(req, resp);
+                case "POST" -> createSandbox(req, resp);
+                default -> only(method, "GET, POST");
+            }
+            return;
+        }
+        String id = parts.get(2);
+        String rest = String.join("/", parts.subList(3, parts.size()));
+        switch (rest) {
+            case "" -> {
+                switch (method) {
+                    case "GET" -> send(resp, 200, Json.sandbox(service.get(id)));
+                    case "DELETE" -> {
+                        service.destroy(id);
+                        resp.setStatus(204);
+                    }
+                    default -> only(method, "GET, DELETE");
+                }
+            }
+            case "ttl" -> {
+                only(method, "POST");
+                JsonNode body = Json.parseObject(body(req), Set.of("ttlSeconds"));
+                send(resp, 200, Json.sandbox(service.extendTtl(id, ttl(Json.number(body, "ttlSeconds"), null))));
+            }
+            case "exec" -> {
+                only(method, "POST");
+                exec(req, resp, id);
+            }
+            case "processes" -> {
+                only(method, "GET");
+                ArrayNode list = Json.MAPPER.createArrayNode();
+                service.get(id).processes().forEach(p -> list.add(Json.process(p)));
+                send(resp, 200, Json.object().set("processes", list));
+            }
+            case "files" -> files(req, resp, id, method);
+            case "files/stat" -> {
+                only(method, "GET");
+                send(resp, 200, Json.file(service.stat(id, req.getParameter("path"))));
+            }
+            case "files/list" -> {
+                only(method, "GET");
+                ArrayNode entries = Json.MAPPER.createArrayNode();
+                service.list(id, req.getParameter("path")).forEach(f -> entries.add(Json.file(f)));
+                send(resp, 200, Json.object().set("entries", entries));
+            }
+            case "files/mkdir" -> {
+                only(method, "POST");
+                JsonNode body = Json.parseObject(body(req), Set.of("path", "parents"));
+                send(resp, 201, Json.file(service.mkdir(id, Json.string(body, "path"), Json.bool(body, "parents"))));
+            }
+            case "files/rename" -> {
+                only(method, "POST");
+                JsonNode body = Json.parseObject(body(req), Set.of("from", "to"));
+                send(resp, 200, Json.file(service.rename(id, Json.string(body, "from"), Json.string(body, "to"))));
+            }
+            default -> processRoute(req, resp, id, parts, method);
+        }
+    }
+
+    private void processRoute(HttpServletRequest req, HttpServletResponse resp, String id, List<String> parts, String method) throws IOException {
+        if (parts.size() < 5 || !parts.get(3).equals("processes") || parts.size() > 6) {
+            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
+        }
+        BackgroundProcess p = service.get(id).process(parts.get(4));
+        if (parts.size() == 5) {
+            switch (method) {
+                case "GET" -> send(resp, 200, Json.process(p));
+                case "DELETE" -> {
+                    p.execution().signal(9);
+                    resp.setStatus(204);
+                }
+                default -> only(method, "GET, DELETE");
+            }
+            return;
+        }
+        if (!parts.get(5).equals("signal")) {
+            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()));
+        }
+        only(method, "POST");
+        JsonNode body = Json.parseObject(body(req), Set.of("signal"));
+        Double signal = Json.number(body, "signal");
+        if (signal == null || signal != Math.rint(signal)) {
+            throw AirlockException.invalid("field 'signal' must be a signal number, such as 15 (TERM) or 9 (KILL)");
+        }
+        p.execution().signal(signal.intValue());
+        send(resp, 202, Json.process(p));
+    }
+
+    private void listSandboxes(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        Map<String, String> filter = new LinkedHashMap<>();
+        String[] labels = req.getParameterValues("label");
+        if (labels != null) {
+            for (String label : labels) {
+                int eq = label.indexOf('=');
+                if (eq <= 0) {
+                    throw AirlockException.invalid("label filter '" + Json.printable(label) + "' is not key=value");
+                }
+                filter.put(label.substring(0, eq), label.substring(eq + 1));
+            }
+        }
+        ArrayNode list = Json.MAPPER.createArrayNode();
+        service.list(filter).forEach(s -> list.add(Json.sandbox(s)));
+        send(resp, 200, Json.object().set("sandboxes", list));
+    }
+
+    private void createSandbox(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        JsonNode body = Json.parseObject(body(req), CREATE_FIELDS);
+        Limits limits = Limits.DEFAULTS;
+        JsonNode l = body.get("limits");
+        if (l != null && !l.isNull()) {
+            JsonNode ln = Json.parseObject(l.toString().getBytes(StandardCharsets.UTF_8), LIMIT_FIELDS);
+            limits = limits(ln, limits);
+        }
+        String image = Json.string(body, "image");
+        SandboxSpec spec = new SandboxSpec(image, limits, Json.stringMap(body, "env"));
+        Map<String, String> labels = Json.stringMap(body, "labels");
+        if (labels.size() > 64) {
+            throw AirlockException.invalid("a sandbox takes at most 64 labels");
+        }
+        Duration ttl = ttl(Json.number(body, "ttlSeconds"), config.defaultTtl());
+        Duration idle = seconds("idleTimeoutSeconds", Json.number(body, "idleTimeoutSeconds"), config.defaultIdle(), config.maxTtl());
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(spec, labels, ttl, idle));
+        send(resp, 201, Json.sandbox(s));
+    }
+
+    private static Limits limits(JsonNode n, Limits base) {
+        Limits l = base;
+        Long memory = Json.size(n, "memory");
+        if (memory != null) l = l.withMemoryBytes(memory);
+        Double pids = Json.number(n, "pids");
+        if (pids != null) l = l.withPids(pids.intValue());
+        Double cpus = Json.number(n, "cpus");
+        if (cpus != null) l = l.withCpus(cpus);
+        Double timeout = Json.number(n, "timeoutSeconds");
+        if (timeout != null) l = l.withTimeout(seconds("limits.timeoutSeconds", timeout, null, Duration.ofHours(24)));
+        Long output = Json.size(n, "outputLimit");
+        if (output != null) l = l.withOutputBytes(output);
+        Long fileSize = Json.size(n, "fileSize");
+        if (fileSize != null) l = l.withFileSizeBytes(fileSize);
+        Double openFiles = Json.number(n, "openFiles");
+        if (openFiles != null) l = l.withOpenFiles(openFiles.intValue());
+        Long disk = Json.size(n, "disk");
+        if (disk != null) l = l.withDiskBytes(disk);
+        return l;
+    }
+
+    private Duration ttl(Double seconds, Duration fallback) {
+        return seconds("ttlSeconds", seconds, fallback, config.maxTtl());
+    }
+
+    private static Duration seconds(String field, Double value, Duration fallback, Duration max) {
+        if (value == null) {
+            if (fallback == null) {
+                throw AirlockException.invalid("field '" + field + "' is required");
+            }
+            return fallback;
+        }
+        if (value.isNaN() || value <= 0 || value > max.toSeconds()) {
+            throw AirlockException.invalid("field '" + field + "' is " + value + ": give more than 0 and at most " + max.toSeconds() + " seconds");
+        }
+        return Duration.ofMillis(Math.round(value * 1000));
+    }
+
+    private void exec(HttpServletRequest req, HttpServletResponse resp, String id) throws IOException {
+        JsonNode body = Json.parseObject(body(req), EXEC_FIELDS);
+        ExecRequest request = execRequest(id, body);
+        if (Json.bool(body, "background")) {
+            send(resp, 202, Json.process(service.startBackground(id, request)));
+            return;
+        }
+        String accept = req.getHeader("Accept");
+        if (accept != null && accept.contains(NDJSON)) {
+            ManagedSandbox s = service.get(id);
+            resp.setStatus(200);
+            resp.setContentType(NDJSON);
+            s.executionStarted();
+            try {
+                ExecResult r = new NdjsonExecStream().run(listener -> s.sandbox().start(request, listener), resp.getOutputStream());
+                metrics.execEnded(r);
+            } finally {
+                s.executionEnded();
+            }
+            return;
+        }
+        send(resp, 200, Json.result(service.exec(id, request, OutputListener.NONE)));
+    }
+
+    private ExecRequest execRequest(String id, JsonNode body) {
+        JsonNode command = body.get("command");
+        String language = Json.string(body, "language");
+        String code = Json.string(body, "code");
+        ExecRequest base;
+        if (command != null && !command.isNull()) {
+            if (language != null || code != null) {
+                throw AirlockException.invalid("give either 'command' or 'language' with 'code', not both");
+            }
+            if (!command.isArray() || command.isEmpty()) {
+                throw AirlockException.invalid("field 'command' must be a non-empty array of strings, such as [\"python3\", \"-c\", \"print(1)\"]");
+            }
+            List<String> argv = new ArrayList<>();
+            for (JsonNode a : command) {
+                if (!a.isString()) {
+                    throw AirlockException.invalid("field 'command' must hold only strings");
+                }
+                argv.add(a.asString());
+            }
+            base = new ExecRequest(argv, Map.of(), null, null, null);
+        } else if (language != null && code != null) {
+            base = service.codeRequest(id, Language.parse(language), code);
+        } else {
+            throw AirlockException.invalid("give 'command' (an array of strings), or 'language' and 'code'");
+        }
+        String stdin = Json.string(body, "stdin");
+        String stdinBase64 = Json.string(body, "stdinBase64");
+        if (stdin != null && stdinBase64 != null) {
+            throw AirlockException.invalid("give 'stdin' or 'stdinBase64', not both");
+        }
+        byte[] input;
+        try {
+            input = stdinBase64 != null ? Base64.getDecoder().decode(stdinBase64) : stdin != null ? stdin.getBytes(StandardCharsets.UTF_8) : null;
+        } catch (IllegalArgumentException e) {
+            throw AirlockException.invalid("field 'stdinBase64' is not valid base64");
+        }
+        Double timeout = Json.number(body, "timeoutSeconds");
+        return new ExecRequest(base.argv(), Json.stringMap(body, "env"), Json.string(body, "cwd"), input,
+                timeout == null ? null : seconds("timeoutSeconds", timeout, null, Duration.ofHours(24)));
+    }
+
+    private void files(HttpServletRequest req, HttpServletResponse resp, String id, String method) throws IOException {
+        String path = req.getParameter("path");
+        switch (method) {
+            case "PUT" -> {
+                try (InputStream in = req.getInputStream()) {
+                    send(resp, 201, Json.file(service.writeFile(id, path, in)));
+                }
+            }
+            case "GET" -> {
+                // Stat first, so that a missing file is a 404 and not a half-sent body.
+                service.stat(id, path);
+                resp.setStatus(200);
+                resp.setContentType("application/octet-stream");
+                service.readFile(id, path, resp.getOutputStream());
+            }
+            case "DELETE" -> {
+                service.remove(id, path, "true".equals(req.getParameter("recursive")));
+                resp.setStatus(204);
+            }
+            default -> only(method, "GET, PUT, DELETE");
+        }
+    }
+
+    private static byte[] body(HttpServletRequest req) throws IOException {
+        if (req.getContentLengthLong() > MAX_JSON_BODY) {
+            throw new AirlockException(Kind.TOO_LARGE, "request body is " + req.getContentLengthLong() + " bytes, over the limit of "
+                    + MAX_JSON_BODY + ": send files with PUT /v1/sandboxes/{id}/files");
+        }
+        byte[] bytes = req.getInputStream().readNBytes(MAX_JSON_BODY + 1);
+        if (bytes.length > MAX_JSON_BODY) {
+            throw new AirlockException(Kind.TOO_LARGE, "request body is over the limit of " + MAX_JSON_BODY
+                    + " bytes: send files with PUT /v1/sandboxes/{id}/files");
+        }
+        return bytes;
+    }
+
+    private static List<String> segments(String path) {
+        List<String> parts = new ArrayList<>();
+        for (String p : path.split("/")) {
+            if (!p.isEmpty()) {
+                parts.add(p);
+            }
+        }
+        return parts;
+    }
+
+    private static void only(String method, String allowed) {
+        if (!List.of(allowed.split(", ")).contains(method)) {
+            throw new MethodNotAllowed(allowed);
+        }
+    }
+
+    /** 405, with the methods that are allowed. */
+    private static final class MethodNotAllowed extends AirlockException {
+        MethodNotAllowed(String allowed) {
+            super(Kind.INVALID_ARGUMENT, "method not allowed here: use " + allowed);
+        }
+    }
+
+    private static void send(HttpServletResponse resp, int status, ObjectNode body) throws IOException {
+        resp.setStatus(status);
+        resp.setContentType("application/json");
+        resp.getOutputStream().write(body.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void error(HttpServletResponse resp, int status, String code, String message) throws IOException {
+        resp.setStatus(status);
+        resp.setContentType("application/json");
+        resp.getOutputStream().write(Json.error(code, message));
+    }
+
+    static int status(Kind kind) {
+        return switch (kind) {
+            case INVALID_ARGUMENT -> 400;
+            case NOT_FOUND -> 404;
+            case CONFLICT -> 409;
+            case LIMIT_EXCEEDED -> 429;
+            case TOO_LARGE -> 413;
+            case UNAVAILABLE -> 503;
+            case INTERNAL -> 500;
+        };
+    }
+
+    static String code(Kind kind) {
+        return switch (kind) {
+            case INVALID_ARGUMENT -> "invalid_argument";
+            case NOT_FOUND -> "not_found";
+            case CONFLICT -> "conflict";
+            case LIMIT_EXCEEDED -> "quota_exceeded";
+            case TOO_LARGE -> "too_large";
+            case UNAVAILABLE -> "unavailable";
+            case INTERNAL -> "internal";
+        };
+    }
+}

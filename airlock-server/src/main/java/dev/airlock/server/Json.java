@@ -1,0 +1,215 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Limits;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.core.SandboxSpec;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The REST API's JSON: strict parsing of request bodies (unknown fields are errors that name the
+ * field) and the shapes of responses. docs/rest-api.md is the contract.
+ */
+final class Json {
+
+    static final JsonMapper MAPPER = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
+
+    private Json() {
+    }
+
+    static ObjectNode object() {
+        return MAPPER.createObjectNode();
+    }
+
+    /** Parses a request body that must be a JSON object with only {@code allowed} fields. */
+    static JsonNode parseObject(byte[] body, Set<String> allowed) {
+        JsonNode node;
+        try {
+            node = body.length == 0 ? MAPPER.createObjectNode() : MAPPER.readTree(body);
+        } catch (JacksonException e) {
+            throw AirlockException.invalid("request body is not valid JSON: " + printable(e.getOriginalMessage()));
+        }
+        if (node == null || !node.isObject()) {
+            throw AirlockException.invalid("request body must be a JSON object");
+        }
+        for (Iterator<String> it = node.propertyNames().iterator(); it.hasNext(); ) {
+            String field = it.next();
+            if (!allowed.contains(field)) {
+                throw AirlockException.invalid("unknown field '" + printable(field) + "': allowed fields are " + String.join(", ", allowed));
+            }
+        }
+        return node;
+    }
+
+    static String string(JsonNode node, String field) {
+        JsonNode v = node.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.isString()) {
+            throw AirlockException.invalid("field '" + field + "' must be a string");
+        }
+        return v.asString();
+    }
+
+    static Double number(JsonNode node, String field) {
+        JsonNode v = node.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.isNumber()) {
+            throw AirlockException.invalid("field '" + field + "' must be a number");
+        }
+        return v.asDouble();
+    }
+
+    static boolean bool(JsonNode node, String field) {
+        JsonNode v = node.get(field);
+        if (v == null || v.isNull()) {
+            return false;
+        }
+        if (!v.isBoolean()) {
+            throw AirlockException.invalid("field '" + field + "' must be true or false");
+        }
+        return v.asBoolean();
+    }
+
+    static Map<String, String> stringMap(JsonNode node, String field) {
+        JsonNode v = node.get(field);
+        Map<String, String> map = new LinkedHashMap<>();
+        if (v == null || v.isNull()) {
+            return map;
+        }
+        if (!v.isObject()) {
+            throw AirlockException.invalid("field '" + field + "' must be an object of strings");
+        }
+        for (Map.Entry<String, JsonNode> e : v.properties()) {
+            if (!e.getValue().isString()) {
+                throw AirlockException.invalid("field '" + field + "." + printable(e.getKey()) + "' must be a string");
+            }
+            map.put(e.getKey(), e.getValue().asString());
+        }
+        return map;
+    }
+
+    /** A size given as a byte count or as text such as "256m". */
+    static Long size(JsonNode node, String field) {
+        JsonNode v = node.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (v.isIntegralNumber()) {
+            return v.asLong();
+        }
+        if (v.isString()) {
+            return Limits.parseSize(field, v.asString());
+        }
+        throw AirlockException.invalid("field '" + field + "' must be a size such as \"256m\" or a byte count");
+    }
+
+    static ObjectNode limits(Limits l) {
+        ObjectNode n = object();
+        n.put("memoryBytes", l.memoryBytes());
+        n.put("pids", l.pids());
+        n.put("cpus", l.cpus());
+        n.put("timeoutSeconds", l.timeout().toMillis() / 1000.0);
+        n.put("outputBytes", l.outputBytes());
+        n.put("fileSizeBytes", l.fileSizeBytes());
+        n.put("openFiles", l.openFiles());
+        n.put("diskBytes", l.diskBytes());
+        return n;
+    }
+
+    static String specJson(SandboxSpec spec) {
+        ObjectNode n = object();
+        n.put("image", spec.image());
+        n.set("limits", limits(spec.limits()));
+        return n.toString();
+    }
+
+    static ObjectNode sandbox(ManagedSandbox s) {
+        ObjectNode n = object();
+        n.put("id", s.id());
+        n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
+        n.put("image", s.sandbox().spec().image());
+        n.set("limits", limits(s.sandbox().spec().limits()));
+        n.set("env", MAPPER.valueToTree(s.sandbox().spec().env()));
+        n.set("labels", MAPPER.valueToTree(s.labels()));
+        n.put("createdAt", s.createdAt().toString());
+        n.put("expiresAt", s.expiresAt().toString());
+        n.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
+        n.put("lastActivityAt", s.lastActivity().toString());
+        return n;
+    }
+
+    static ObjectNode result(ExecResult r) {
+        ObjectNode n = object();
+        n.put("stdout", r.stdoutText());
+        n.put("stderr", r.stderrText());
+        n.put("exitCode", r.exitCode());
+        n.put("endReason", r.endReason().name().toLowerCase());
+        n.put("timedOut", r.timedOut());
+        n.put("oomKilled", r.oomKilled());
+        n.put("truncated", r.truncated());
+        n.put("durationMs", r.duration().toMillis());
+        n.put("message", r.message());
+        return n;
+    }
+
+    static ObjectNode process(BackgroundProcess p) {
+        ObjectNode n = object();
+        n.put("id", p.id());
+        n.set("command", MAPPER.valueToTree(p.command()));
+        n.put("state", p.running() ? "running" : "exited");
+        n.put("pid", p.execution().pid());
+        n.put("startedAt", p.startedAt().toString());
+        if (p.result() == null) {
+            n.putNull("result");
+        } else {
+            n.set("result", result(p.result()));
+        }
+        return n;
+    }
+
+    static ObjectNode file(FileInfo f) {
+        ObjectNode n = object();
+        n.put("path", f.path());
+        n.put("type", f.type().name().toLowerCase());
+        n.put("size", f.size());
+        n.put("mode", f.mode());
+        n.put("modifiedAt", Instant.ofEpochMilli(f.modifiedMillis()).toString());
+        n.put("linkTarget", f.linkTarget());
+        return n;
+    }
+
+    static byte[] error(String code, String message) {
+        ObjectNode n = object();
+        ObjectNode e = n.putObject("error");
+        e.put("code", code);
+        e.put("message", message);
+        return n.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Untrusted text made safe for messages and logs: printable ASCII, at most 200 characters. */
+    static String printable(String s) {
+        if (s == null) {
+            return "null";
+        }
+        String cut = s.length() > 200 ? s.substring(0, 200) + "..." : s;
+        return cut.replaceAll("[^\\x20-\\x7e]", "?");
+    }
+}

@@ -1,0 +1,121 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.Sandbox;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A sandbox as the server holds it: the running sandbox plus what clients attached to it (labels,
+ * lifetime, idle timeout) and the background processes started in it.
+ */
+final class ManagedSandbox {
+
+    private final Sandbox sandbox;
+    private final Map<String, String> labels;
+    private final Instant createdAt;
+    private final Duration idleTimeout;
+    private final Map<String, BackgroundProcess> processes = new ConcurrentHashMap<>();
+    private final AtomicInteger nextProcess = new AtomicInteger(1);
+    private final AtomicInteger running = new AtomicInteger();
+    private volatile Instant expiresAt;
+    private volatile Instant lastActivity;
+
+    ManagedSandbox(Sandbox sandbox, Map<String, String> labels, Instant createdAt, Duration ttl, Duration idleTimeout) {
+        this.sandbox = sandbox;
+        this.labels = Map.copyOf(labels);
+        this.createdAt = createdAt;
+        this.idleTimeout = idleTimeout;
+        this.expiresAt = createdAt.plus(ttl);
+        this.lastActivity = createdAt;
+    }
+
+    Sandbox sandbox() {
+        return sandbox;
+    }
+
+    String id() {
+        return sandbox.id().value();
+    }
+
+    Map<String, String> labels() {
+        return labels;
+    }
+
+    Instant createdAt() {
+        return createdAt;
+    }
+
+    Instant expiresAt() {
+        return expiresAt;
+    }
+
+    Duration idleTimeout() {
+        return idleTimeout;
+    }
+
+    Instant lastActivity() {
+        return lastActivity;
+    }
+
+    void touch() {
+        lastActivity = Instant.now();
+    }
+
+    void extend(Duration ttl) {
+        expiresAt = Instant.now().plus(ttl);
+        touch();
+    }
+
+    /** Marks an execution as running: a sandbox that is working is not idle. */
+    void executionStarted() {
+        running.incrementAndGet();
+        touch();
+    }
+
+    void executionEnded() {
+        running.decrementAndGet();
+        touch();
+    }
+
+    /** Why the sandbox should be destroyed at {@code now}, or null if it should live on. */
+    String expiryReason(Instant now) {
+        if (!now.isBefore(expiresAt)) {
+            return "its time-to-live ran out";
+        }
+        if (running.get() == 0 && !now.isBefore(lastActivity.plus(idleTimeout))) {
+            return "it was idle for " + idleTimeout.toSeconds() + "s";
+        }
+        return null;
+    }
+
+    boolean matches(Map<String, String> filter) {
+        return filter.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
+    }
+
+    String newProcessId() {
+        return "p-" + nextProcess.getAndIncrement();
+    }
+
+    void addProcess(BackgroundProcess process) {
+        processes.put(process.id(), process);
+    }
+
+    List<BackgroundProcess> processes() {
+        return processes.values().stream().sorted((a, b) -> a.startedAt().compareTo(b.startedAt())).toList();
+    }
+
+    BackgroundProcess process(String processId) {
+        BackgroundProcess p = processes.get(processId);
+        if (p == null) {
+            throw new AirlockException(AirlockException.Kind.NOT_FOUND, "process " + Json.printable(processId)
+                    + " does not exist in sandbox " + id() + ": list them with GET /v1/sandboxes/" + id() + "/processes");
+        }
+        return p;
+    }
+}

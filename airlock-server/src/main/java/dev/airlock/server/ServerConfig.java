@@ -1,0 +1,76 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.oci.OciDriverConfig;
+
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * Settings of {@code airlock serve}. Every field has an embedded default, so the server starts
+ * with no configuration at all.
+ *
+ * @param host          interface to bind; loopback by default, since the API runs code
+ * @param port          TCP port; 0 picks a free one (tests)
+ * @param dataDir       the token and the state database live here
+ * @param driver        the OCI driver's settings
+ * @param poolSize      warm sandboxes of the default spec kept ready
+ * @param maxSandboxes  live sandboxes at once; one more is refused with 429
+ * @param defaultTtl    lifetime of a sandbox created without one
+ * @param maxTtl        the longest lifetime a client may ask for
+ * @param defaultIdle   idle timeout of a sandbox created without one
+ */
+public record ServerConfig(
+        String host,
+        int port,
+        Path dataDir,
+        OciDriverConfig driver,
+        int poolSize,
+        int maxSandboxes,
+        Duration defaultTtl,
+        Duration maxTtl,
+        Duration defaultIdle) {
+
+    public static final int DEFAULT_PORT = 7700;
+
+    public ServerConfig {
+        if (port < 0 || port > 65535) {
+            throw AirlockException.invalid("port " + port + " is out of range: give 1 to 65535 (0 for any free port)");
+        }
+        if (maxSandboxes < 1 || maxSandboxes > 100_000) {
+            throw AirlockException.invalid("max sandboxes " + maxSandboxes + " is out of range: give 1 to 100000");
+        }
+        if (poolSize < 0 || poolSize > 1000) {
+            throw AirlockException.invalid("pool size " + poolSize + " is out of range: give 0 to 1000");
+        }
+    }
+
+    public static ServerConfig defaults() {
+        return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), OciDriverConfig.defaults(),
+                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5));
+    }
+
+    public ServerConfig withPort(int p) {
+        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+    }
+
+    public ServerConfig withHost(String h) {
+        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+    }
+
+    public ServerConfig withDataDir(Path d) {
+        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+    }
+
+    public ServerConfig withDriver(OciDriverConfig d) {
+        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+    }
+
+    public ServerConfig withPoolSize(int n) {
+        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+    }
+
+    public ServerConfig withMaxSandboxes(int n) {
+        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle);
+    }
+}
