@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +40,14 @@ extern char **environ;
 enum {
     T_EXEC = 1, T_STDIN = 2, T_SIGNAL = 3, T_WRITE_FILE = 4,
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
+    T_DATA = 17, T_FILEINFO = 18,
+    T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
 };
 
-#define PROTOCOL_VERSION 1
+enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1 };
+enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
+
+#define PROTOCOL_VERSION 2
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
 #define MAX_EXECS 64
@@ -50,6 +56,9 @@ enum {
 #define MAX_MESSAGE 512                /* FAILED message */
 #define MAX_DRAIN (32 * CHUNK)         /* bound on the final drain of one pipe, see finish_exec */
 #define MAX_TEST_GROUPS 1024
+#define MAX_READS 16                   /* READ_FILE streams in progress at once */
+#define MAX_LIST 10000                 /* entries one LIST may report */
+#define MAX_REMOVE_DEPTH 128           /* directory levels a recursive REMOVE descends (one fd each) */
 
 struct exec {
     int used;
@@ -62,6 +71,16 @@ struct exec {
 };
 
 static struct exec execs[MAX_EXECS];
+
+/* A READ_FILE being streamed: one chunk per loop iteration, so other executions keep flowing. */
+struct read_stream {
+    int used;
+    uint32_t id;
+    int fd;
+    uint64_t max, sent;
+};
+
+static struct read_stream reads[MAX_READS];
 static int sock = -1;
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 
@@ -79,7 +98,10 @@ static char arena[MAX_FRAME];
 static char *argv_buf[MAX_STRINGS + 1];
 static char *env_buf[MAX_STRINGS + 1];
 
+/* Large enough for every frame we send: STDOUT/DATA (id + CHUNK), FAILED (id, errno, message)
+ * and FILEINFO (two strings below PATH_MAX each, plus fixed fields). */
 static unsigned char out_frame[4 + 1 + 8 + CHUNK + MAX_MESSAGE];
+_Static_assert(sizeof out_frame > 5 + 4 + 2 * (4 + PATH_MAX) + 1 + 8 + 4 + 8, "out_frame too small for FILEINFO");
 
 /* ---------------------------------------------------------------- shutdown */
 
@@ -165,12 +187,18 @@ static void send_ids(int type, uint32_t a, uint32_t b, uint32_t c, int count) {
     send_frame(type, 4 * (size_t) count);
 }
 
-static void send_failed(uint32_t id, const char *message) {
+/* FAILED: u32 id, i32 errno (0 when no system call failed), string message. */
+static void send_failed_errno(uint32_t id, int err, const char *message) {
     size_t len = strnlen(message, MAX_MESSAGE);
     put_u32(out_frame + 5, id);
-    put_u32(out_frame + 9, (uint32_t) len);
-    memcpy(out_frame + 13, message, len);
-    send_frame(T_FAILED, 8 + len);
+    put_u32(out_frame + 9, (uint32_t) err);
+    put_u32(out_frame + 13, (uint32_t) len);
+    memcpy(out_frame + 17, message, len);
+    send_frame(T_FAILED, 12 + len);
+}
+
+static void send_failed(uint32_t id, const char *message) {
+    send_failed_errno(id, 0, message);
 }
 
 /* ---------------------------------------------------------------- execs */
@@ -412,6 +440,62 @@ static void queue_stdin(struct exec *e, const unsigned char *data, size_t len) {
 
 /* ---------------------------------------------------------------- files */
 
+/*
+ * Paths resolve in the sandbox's own mount namespace, so nothing sandboxed code builds can point
+ * outside its view. What the code can do is race us: swap a file for a symlink, a FIFO or a device
+ * between our calls. So nothing that changes the filesystem follows a symlink in the last
+ * component, reads refuse anything but regular files, and a recursive remove walks directory fds,
+ * never path strings.
+ *
+ * Failures are FAILED with the errno and a short reason; the host adds the operation and path.
+ */
+
+static void put_u64(unsigned char *p, uint64_t v) {
+    put_u32(p, (uint32_t) (v >> 32));
+    put_u32(p + 4, (uint32_t) v);
+}
+
+static void fail_with_reason(uint32_t id, int err, const char *step, const char *reason) {
+    char message[MAX_MESSAGE];
+    if (step != NULL) {
+        snprintf(message, sizeof message, "%s: %s", step, reason);
+    } else {
+        snprintf(message, sizeof message, "%s", reason);
+    }
+    send_failed_errno(id, err, message);
+}
+
+/* FAILED with errno `err`: "<step>: <strerror>", or just the strerror text when step is NULL. */
+static void fail_op(uint32_t id, int err, const char *step) {
+    fail_with_reason(id, err, step, strerror(err));
+}
+
+/* As fail_op, after an open with O_NOFOLLOW, where ELOOP means the last component is a symlink. */
+static void fail_nofollow(uint32_t id, int err, const char *step) {
+    fail_with_reason(id, err, step, err == ELOOP ? "it is a symbolic link" : strerror(err));
+}
+
+static int is_absolute(uint32_t id, const char *path) {
+    if (path[0] == '/') {
+        return 1;
+    }
+    send_failed_errno(id, EINVAL, "the path must be absolute");
+    return 0;
+}
+
+static int is_dot(const char *name) {
+    return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+/* Refuses a FIFO, socket or device (EINVAL) or a directory (EISDIR) where a regular file belongs. */
+static void fail_not_regular(uint32_t id, mode_t mode) {
+    if (S_ISDIR(mode)) {
+        send_failed_errno(id, EISDIR, "it is a directory");
+    } else {
+        send_failed_errno(id, EINVAL, "it is not a regular file (a FIFO, socket or device)");
+    }
+}
+
 static int make_parents(char *path) {
     for (char *slash = strchr(path + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
         *slash = '\0';
@@ -426,47 +510,403 @@ static int make_parents(char *path) {
     return 0;
 }
 
-static void write_file(uint32_t id, char *path, mode_t mode, const unsigned char *data, size_t len) {
-    char message[MAX_MESSAGE];
-    if (path[0] != '/') {
-        snprintf(message, sizeof message, "%.300s: path must be absolute", path);
-        send_failed(id, message);
-        return;
+static int write_all(int fd, const unsigned char *data, size_t len) {
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            return -1;
+        }
+        done += (size_t) n;
     }
+    return 0;
+}
+
+/*
+ * Opens the file for one WRITE_FILE frame. The first frame creates or truncates it; an APPEND frame
+ * continues the file an earlier frame created, and fails if it has gone meanwhile. O_NOFOLLOW: a
+ * symlink planted by sandboxed code is refused. O_NONBLOCK: a planted FIFO fails to open instead of
+ * blocking the agent (or opens and is refused by the S_ISREG check).
+ */
+static int open_for_write(char *path, mode_t mode, uint32_t flags, const char **step) {
+    int common = O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC;
+    if (flags & WRITE_APPEND) {
+        *step = "cannot open the file to append";
+        return open(path, common | O_APPEND);
+    }
+    *step = "cannot create the parent directories";
     if (make_parents(path) < 0) {
-        snprintf(message, sizeof message, "cannot create parent directories of %.300s: %s", path, strerror(errno));
-        send_failed(id, message);
-        return;
+        return -1;
     }
-    /* O_NOFOLLOW: a symlink planted by sandboxed code is refused. O_NONBLOCK: a planted FIFO
-     * fails to open instead of blocking the agent; the S_ISREG check refuses it otherwise. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+    *step = "cannot open the file for writing";
+    return open(path, common | O_CREAT | O_TRUNC, mode);
+}
+
+static void write_file(uint32_t id, char *path, mode_t mode, uint32_t flags, const unsigned char *data, size_t len) {
+    if (!is_absolute(id, path)) return;
+    const char *step;
+    int fd = open_for_write(path, mode, flags, &step);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
-        snprintf(message, sizeof message, "cannot open %.300s for writing: %s", path,
-                errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        int err = errno;
         if (fd >= 0) close(fd);
-        send_failed(id, message);
+        fail_nofollow(id, err, step);
         return;
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        snprintf(message, sizeof message, "cannot write %.300s: not a regular file", path);
-        send_failed(id, message);
+        fail_not_regular(id, st.st_mode);
         return;
     }
-    /* An existing file keeps its old mode through O_TRUNC; the caller asked for `mode`. */
-    int ok = fchmod(fd, mode) == 0;
-    for (size_t done = 0; ok && done < len;) {
-        ssize_t n = write(fd, data + done, len - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += (size_t) n;
+    /* An existing file keeps its old mode through O_TRUNC; the caller asked for `mode`. Our own
+     * open fd stays writable whatever the mode says. */
+    int ok = fchmod(fd, mode) == 0 && write_all(fd, data, len) == 0;
+    int err = errno;
+    if (close(fd) < 0 && ok) {
+        ok = 0;
+        err = errno;
     }
-    if (!ok || close(fd) < 0) {
-        snprintf(message, sizeof message, "cannot write %.300s: %s", path, strerror(errno));
-        if (!ok) close(fd);
-        send_failed(id, message);
+    if (!ok) {
+        fail_op(id, err, "cannot write the file");
+        return;
+    }
+    send_ids(T_DONE, id, 0, 0, 1);
+}
+
+/* ---- READ_FILE: streamed one chunk per loop iteration */
+
+static struct read_stream *find_read(uint32_t id) {
+    for (int i = 0; i < MAX_READS; i++) {
+        if (reads[i].used && reads[i].id == id) {
+            return &reads[i];
+        }
+    }
+    return NULL;
+}
+
+static int reads_active(void) {
+    for (int i = 0; i < MAX_READS; i++) {
+        if (reads[i].used) return 1;
+    }
+    return 0;
+}
+
+static void start_read(uint32_t id, const char *path, uint64_t max) {
+    if (!is_absolute(id, path)) return;
+    struct read_stream *r = NULL;
+    for (int i = 0; i < MAX_READS && r == NULL; i++) {
+        if (!reads[i].used) r = &reads[i];
+    }
+    if (r == NULL) {
+        send_failed_errno(id, EBUSY, "too many files are being read at once (the limit is 16)");
+        return;
+    }
+    /* Reads may follow symlinks: the code could read the target itself. O_NONBLOCK: opening a FIFO
+     * must not wait for a writer; fstat then refuses it, and devices such as /dev/zero too. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        fail_op(id, err, NULL);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        fail_not_regular(id, st.st_mode);
+        return;
+    }
+    if ((uint64_t) st.st_size > max) {
+        close(fd);
+        char message[MAX_MESSAGE];
+        snprintf(message, sizeof message, "the file has %lld bytes, over the limit of %llu",
+                (long long) st.st_size, (unsigned long long) max);
+        send_failed_errno(id, EFBIG, message);
+        return;
+    }
+    *r = (struct read_stream) { .used = 1, .id = id, .fd = fd, .max = max };
+}
+
+static void end_read(struct read_stream *r) {
+    close(r->fd);
+    r->used = 0;
+}
+
+/*
+ * Sends the next chunk of one read, or DONE at end of file. The size was checked at open, but the
+ * code may append to the file while we read it: past the limit the read fails with EFBIG, after
+ * the chunks that fit.
+ */
+static void pump_read(struct read_stream *r) {
+    uint32_t id = r->id;
+    ssize_t n = read(r->fd, out_frame + 9, CHUNK);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return;                        /* next iteration */
+    }
+    if (n < 0) {
+        int err = errno;
+        end_read(r);
+        fail_op(id, err, "cannot read the file");
+    } else if (n == 0) {
+        end_read(r);
+        send_ids(T_DONE, id, 0, 0, 1);
+    } else if ((uint64_t) n > r->max - r->sent) {
+        end_read(r);
+        send_failed_errno(id, EFBIG, "the file grew over the limit while it was read");
+    } else {
+        r->sent += (uint64_t) n;
+        put_u32(out_frame + 5, id);
+        send_frame(T_DATA, 4 + (size_t) n);
+    }
+}
+
+static void pump_reads(void) {
+    for (int i = 0; i < MAX_READS; i++) {
+        if (reads[i].used) pump_read(&reads[i]);
+    }
+}
+
+/* ---- STAT and LIST */
+
+static int file_type(mode_t mode) {
+    if (S_ISREG(mode)) return FT_FILE;
+    if (S_ISDIR(mode)) return FT_DIRECTORY;
+    if (S_ISLNK(mode)) return FT_SYMLINK;
+    return FT_OTHER;
+}
+
+static size_t put_string(unsigned char *p, const char *s, size_t len) {
+    put_u32(p, (uint32_t) len);
+    memcpy(p + 4, s, len);
+    return 4 + len;
+}
+
+/* FILEINFO: u32 id, string name, u8 type, u64 size, u32 mode, i64 mtime ms, string link target. */
+static void send_info(uint32_t id, const char *name, const struct stat *st, const char *link, size_t link_len) {
+    unsigned char *start = out_frame + 5, *p = start;
+    put_u32(p, id);
+    p += 4;
+    p += put_string(p, name, strlen(name));
+    *p++ = (unsigned char) file_type(st->st_mode);
+    put_u64(p, (uint64_t) st->st_size);
+    p += 8;
+    put_u32(p, (uint32_t) (st->st_mode & 07777));
+    p += 4;
+    int64_t millis = (int64_t) st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+    put_u64(p, (uint64_t) millis);
+    p += 8;
+    p += put_string(p, link, link_len);
+    send_frame(T_FILEINFO, (size_t) (p - start));
+}
+
+/* Sends FILEINFO for `name` relative to `dirfd`, never following it. 0, or -1 with errno. */
+static int describe(uint32_t id, int dirfd, const char *name, const char *reported) {
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        return -1;
+    }
+    char link[PATH_MAX];
+    ssize_t link_len = 0;
+    if (S_ISLNK(st.st_mode)) {
+        link_len = readlinkat(dirfd, name, link, sizeof link);
+        if (link_len < 0) return -1;   /* EINVAL: it stopped being a symlink since fstatat */
+        if ((size_t) link_len == sizeof link) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+    }
+    send_info(id, reported, &st, link, (size_t) link_len);
+    return 0;
+}
+
+static void stat_path(uint32_t id, const char *path) {
+    if (!is_absolute(id, path)) return;
+    if (describe(id, AT_FDCWD, path, "") < 0) {
+        fail_op(id, errno, NULL);
+    }
+}
+
+/*
+ * FILEINFO per entry, then DONE. The directory itself may be reached through a symlink (the code
+ * could list it itself); its entries are described, not followed. An entry that vanishes while we
+ * list (the code is racing us) is left out. More than MAX_LIST entries fail with E2BIG.
+ */
+static void list_dir(uint32_t id, const char *path) {
+    if (!is_absolute(id, path)) return;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+    if (dir == NULL) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        fail_op(id, err, NULL);
+        return;
+    }
+    int count = 0;
+    struct dirent *entry;
+    while ((errno = 0, entry = readdir(dir)) != NULL) {
+        if (is_dot(entry->d_name)) continue;
+        if (++count > MAX_LIST) {
+            closedir(dir);
+            send_failed_errno(id, E2BIG, "the directory has more than 10000 entries");
+            return;
+        }
+        if (describe(id, dirfd(dir), entry->d_name, entry->d_name) < 0 && errno != ENOENT && errno != EINVAL) {
+            int err = errno;
+            char step[MAX_MESSAGE / 2];
+            snprintf(step, sizeof step, "cannot describe the entry '%.200s'", entry->d_name);
+            closedir(dir);
+            fail_op(id, err, step);
+            return;
+        }
+    }
+    int err = errno;
+    closedir(dir);
+    if (err != 0) {
+        fail_op(id, err, "cannot read the directory");
+        return;
+    }
+    send_ids(T_DONE, id, 0, 0, 1);
+}
+
+/* ---- MKDIR, REMOVE, RENAME */
+
+static void make_directory(uint32_t id, char *path, uint32_t flags) {
+    if (!is_absolute(id, path)) return;
+    if ((flags & MKDIR_PARENTS) && make_parents(path) < 0) {
+        fail_op(id, errno, "cannot create the parent directories");
+        return;
+    }
+    if (mkdir(path, 0755) < 0) {
+        int err = errno;
+        struct stat st;
+        /* With PARENTS an existing directory is fine, but not a symlink to one (lstat), nor a file. */
+        int exists_as_dir = err == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        if (!(flags & MKDIR_PARENTS) || !exists_as_dir) {
+            fail_op(id, err, NULL);
+            return;
+        }
+    }
+    send_ids(T_DONE, id, 0, 0, 1);
+}
+
+/* Where a recursive remove failed, for the message: the entry name, and whether it was too deep. */
+static char remove_failed_at[NAME_MAX + 1];
+static int remove_too_deep;
+
+static int remove_entry(int dirfd, const char *name, int recursive, int depth);
+
+/*
+ * Removes everything inside directory `name` of `parent`. O_NOFOLLOW|O_DIRECTORY: if the code
+ * swapped the directory for a symlink after unlinkat saw a directory, this fails instead of
+ * emptying wherever the link points. Removing entries while reading a directory may make readdir
+ * skip some, so a pass that removed something is followed by another.
+ */
+static int empty_directory(int parent, const char *name, int depth) {
+    if (depth >= MAX_REMOVE_DEPTH) {
+        remove_too_deep = 1;
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+    if (dir == NULL) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        errno = err;
+        return -1;
+    }
+    int result = 0;
+    for (int pass = 0, removed = 1; result == 0 && removed && pass < 3; pass++) {
+        removed = 0;
+        rewinddir(dir);
+        struct dirent *entry;
+        while (result == 0 && (errno = 0, entry = readdir(dir)) != NULL) {
+            if (is_dot(entry->d_name)) continue;
+            if (remove_entry(dirfd(dir), entry->d_name, 1, depth + 1) == 0) {
+                removed = 1;
+            } else if (errno != ENOENT) {          /* ENOENT: the code removed it first */
+                result = -1;
+                if (remove_failed_at[0] == '\0') {
+                    snprintf(remove_failed_at, sizeof remove_failed_at, "%s", entry->d_name);
+                }
+            }
+        }
+        if (result == 0 && errno != 0) {
+            result = -1;                           /* readdir failed */
+        }
+    }
+    int err = errno;
+    closedir(dir);
+    errno = err;
+    return result;
+}
+
+/* unlinkat never follows a symlink: a link is removed itself, whatever it points to. */
+static int remove_entry(int dirfd, const char *name, int recursive, int depth) {
+    if (unlinkat(dirfd, name, 0) == 0) {
+        return 0;
+    }
+    if (errno != EISDIR) {             /* Linux answers EISDIR when unlinking a directory */
+        return -1;
+    }
+    if (recursive && empty_directory(dirfd, name, depth) < 0) {
+        return -1;
+    }
+    return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* Splits "/a/b/" into parent "/a" and name "b", in place. */
+static const char *split_last(char *path, char **name) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') {
+        path[--len] = '\0';
+    }
+    char *slash = strrchr(path, '/');
+    *name = slash + 1;
+    if (slash == path) {
+        return "/";
+    }
+    *slash = '\0';
+    return path;
+}
+
+static void remove_path(uint32_t id, char *path, uint32_t flags) {
+    if (!is_absolute(id, path)) return;
+    char *name;
+    const char *parent = split_last(path, &name);
+    if (name[0] == '\0' || is_dot(name)) {
+        send_failed_errno(id, EINVAL, "refusing to remove '/', '.' or '..'");
+        return;
+    }
+    int dirfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        fail_op(id, errno, "cannot open the parent directory");
+        return;
+    }
+    remove_failed_at[0] = '\0';
+    remove_too_deep = 0;
+    int result = remove_entry(dirfd, name, flags & REMOVE_RECURSIVE, 0);
+    int err = errno;
+    close(dirfd);
+    if (result == 0) {
+        send_ids(T_DONE, id, 0, 0, 1);
+    } else if (remove_too_deep) {
+        send_failed_errno(id, ELOOP, "the tree is more than 128 directories deep");
+    } else if (remove_failed_at[0] != '\0') {
+        char step[MAX_MESSAGE / 2];
+        snprintf(step, sizeof step, "cannot remove '%.200s' inside it", remove_failed_at);
+        fail_op(id, err, step);
+    } else {
+        fail_op(id, err, NULL);
+    }
+}
+
+/* rename() acts on the names themselves: a symlink at either end is moved or replaced, never followed. */
+static void rename_path(uint32_t id, const char *from, const char *to) {
+    if (!is_absolute(id, from) || !is_absolute(id, to)) return;
+    if (rename(from, to) < 0) {
+        fail_op(id, errno, NULL);
         return;
     }
     send_ids(T_DONE, id, 0, 0, 1);
@@ -502,6 +942,33 @@ static char *read_string(struct reader *r) {
     return s;
 }
 
+static uint64_t read_u64(struct reader *r) {
+    uint64_t high = read_u32(r);
+    return high << 32 | read_u32(r);
+}
+
+/* A path: non-empty and shorter than PATH_MAX. Relative paths are refused later, with FAILED. */
+static char *read_path(struct reader *r, const char *frame) {
+    char *path = read_string(r);
+    if (path[0] == '\0' || strlen(path) >= PATH_MAX) die("malformed frame from host: bad %s path", frame);
+    return path;
+}
+
+static uint32_t read_flags(struct reader *r, uint32_t known, const char *frame) {
+    uint32_t flags = read_u32(r);
+    if (flags & ~known) die("malformed frame from host: unknown %s flags %u", frame, flags);
+    return flags;
+}
+
+static void expect_end(struct reader *r, const char *frame) {
+    if (r->left != 0) die("malformed frame from host: trailing bytes after %s", frame);
+}
+
+/* Ids of requests that outlive their frame (EXEC, READ_FILE) must be unique among live ones. */
+static void expect_new_id(uint32_t id) {
+    if (find_exec(id) != NULL || find_read(id) != NULL) die("malformed frame from host: id %u is already in use", id);
+}
+
 static void read_list(struct reader *r, char **list, const char *what) {
     uint32_t count = read_u32(r);
     if (count > MAX_STRINGS || count > r->left / 4) die("malformed frame from host: %s has too many entries", what);
@@ -516,7 +983,7 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
     uint32_t id = read_u32(&r);
     switch (type) {
     case T_EXEC: {
-        if (find_exec(id) != NULL) die("malformed frame from host: exec id %u is already running", id);
+        expect_new_id(id);
         read_list(&r, argv_buf, "argv");
         read_list(&r, env_buf, "env");
         char *cwd = read_string(&r);
@@ -546,11 +1013,52 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         break;
     }
     case T_WRITE_FILE: {
-        char *path = read_string(&r);
+        char *path = read_path(&r, "WRITE_FILE");
         uint32_t mode = read_u32(&r);
-        if (path[0] == '\0' || strlen(path) >= PATH_MAX) die("malformed frame from host: bad WRITE_FILE path");
+        uint32_t flags = read_flags(&r, WRITE_APPEND, "WRITE_FILE");
         if (mode > 07777) die("malformed frame from host: bad WRITE_FILE mode");
-        write_file(id, path, (mode_t) mode, r.p, r.left);
+        write_file(id, path, (mode_t) mode, flags, r.p, r.left);
+        break;
+    }
+    case T_READ_FILE: {
+        expect_new_id(id);
+        char *path = read_path(&r, "READ_FILE");
+        uint64_t max = read_u64(&r);
+        expect_end(&r, "READ_FILE");
+        start_read(id, path, max);
+        break;
+    }
+    case T_STAT: {
+        char *path = read_path(&r, "STAT");
+        expect_end(&r, "STAT");
+        stat_path(id, path);
+        break;
+    }
+    case T_LIST: {
+        char *path = read_path(&r, "LIST");
+        expect_end(&r, "LIST");
+        list_dir(id, path);
+        break;
+    }
+    case T_MKDIR: {
+        char *path = read_path(&r, "MKDIR");
+        uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");
+        expect_end(&r, "MKDIR");
+        make_directory(id, path, flags);
+        break;
+    }
+    case T_REMOVE: {
+        char *path = read_path(&r, "REMOVE");
+        uint32_t flags = read_flags(&r, REMOVE_RECURSIVE, "REMOVE");
+        expect_end(&r, "REMOVE");
+        remove_path(id, path, flags);
+        break;
+    }
+    case T_RENAME: {
+        char *from = read_path(&r, "RENAME");
+        char *to = read_path(&r, "RENAME");
+        expect_end(&r, "RENAME");
+        rename_path(id, from, to);
         break;
     }
     default:
@@ -607,9 +1115,16 @@ int main(int argc, char **argv) {
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
     /* Keep 0-2 occupied so no pipe we create lands there and gets clobbered by dup2 in a child. */
-    for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR)) {
+    for (int fd = open("/dev/null", O_RDWR); fd >= 0; fd = open("/dev/null", O_RDWR)) {
+        if (fd > 2) {
+            close(fd);   /* 0-2 are taken now; this one would leak into every child */
+            break;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
+    /* Under an RLIMIT_FSIZE set for the sandbox, a big WRITE_FILE must fail with EFBIG, not kill
+     * us. Children get default dispositions back before exec. */
+    signal(SIGXFSZ, SIG_IGN);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -639,7 +1154,8 @@ int main(int argc, char **argv) {
             if (e->err_fd >= 0) { owner[n].e = e; owner[n].kind = T_STDERR; fds[n++] = (struct pollfd) { .fd = e->err_fd, .events = POLLIN }; }
             if (e->in_fd >= 0 && e->pending != NULL) { owner[n].e = e; owner[n].kind = T_STDIN; fds[n++] = (struct pollfd) { .fd = e->in_fd, .events = POLLOUT }; }
         }
-        if (poll(fds, (nfds_t) n, -1) < 0) {
+        /* While files are being read, do not sleep: each iteration sends one chunk of each. */
+        if (poll(fds, (nfds_t) n, reads_active() ? 0 : -1) < 0) {
             if (errno == EINTR) continue;
             die("poll: %s", strerror(errno));
         }
@@ -664,5 +1180,6 @@ int main(int argc, char **argv) {
         if (fds[0].revents) {
             read_control();
         }
+        pump_reads();
     }
 }

@@ -1,17 +1,20 @@
 package dev.airlock.agent;
 
-import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent;
 
+import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -33,10 +36,13 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    static final int PROTOCOL_VERSION = 1;
-    /** How long the agent may take to answer EXEC or WRITE_FILE before the connection is given up. */
+    /** 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25, DATA and FILEINFO. */
+    static final int PROTOCOL_VERSION = 2;
+    /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     private static final int MAX_MESSAGE_CHARS = 200;
+    /** Longest name or link target a FILEINFO may carry, in bytes: bounds what a LIST can make us hold. */
+    private static final int MAX_FILEINFO_STRING = Frame.PATH_MAX;
 
     private final SocketChannel channel;
     private final LinkedBlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
@@ -46,6 +52,7 @@ public final class AgentClient implements SandboxAgent {
     private final CompletableFuture<Integer> hello = new CompletableFuture<>();
     /** Why the connection ended; null while open. */
     private final AtomicReference<IOException> closed = new AtomicReference<>();
+    private final AgentFiles files = new AgentFiles(this);
 
     private AgentClient(SocketChannel channel) {
         this.channel = channel;
@@ -80,36 +87,64 @@ public final class AgentClient implements SandboxAgent {
                 .u32(id).strings(request.argv()).strings(env).string(request.cwd()).build();
         RemoteProcess process = new RemoteProcess(this, id, listener);
         register(id, process);
+        send(frame);
+        // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
+        // interrupt waits for the (quick) answer and is passed on afterwards.
+        boolean interrupted = false;
         try {
-            send(frame);
-            process.awaitStarted(request.argv().getFirst());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while starting " + request.argv().getFirst(), e);
+            while (true) {
+                try {
+                    process.awaitStarted(request.argv().getFirst());
+                    return process;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
-        return process;
     }
 
     @Override
     public void writeFile(String path, byte[] content, int mode) throws IOException {
-        if (!path.startsWith("/")) {
-            throw AirlockException.invalid("file path '" + path + "' must be absolute");
-        }
-        if ((mode & ~07777) != 0) {
-            throw AirlockException.invalid("file mode " + Integer.toOctalString(mode) + " is not a permission mode");
-        }
-        int id = nextId.getAndIncrement();
-        ByteBuffer frame = new FrameBuilder(Frame.WRITE_FILE, "file " + path)
-                .u32(id).string(path).u32(mode).bytes(content, 0, content.length).build();
-        PendingFileWrite write = new PendingFileWrite(path);
-        register(id, write);
-        try {
-            send(frame);
-            awaitReply(write.result(), "writing " + path);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while writing " + path, e);
-        }
+        files.writeFile(path, new ByteArrayInputStream(content), content.length, mode);
+    }
+
+    @Override
+    public long writeFile(String path, InputStream content, long maxBytes, int mode) throws IOException {
+        return files.writeFile(path, content, maxBytes, mode);
+    }
+
+    @Override
+    public void readFile(String path, long maxBytes, OutputStream sink) throws IOException {
+        files.readFile(path, maxBytes, sink);
+    }
+
+    @Override
+    public FileInfo stat(String path) throws IOException {
+        return files.stat(path);
+    }
+
+    @Override
+    public List<FileInfo> list(String directory) throws IOException {
+        return files.list(directory);
+    }
+
+    @Override
+    public void mkdir(String path, boolean parents) throws IOException {
+        files.mkdir(path, parents);
+    }
+
+    @Override
+    public void remove(String path, boolean recursive) throws IOException {
+        files.remove(path, recursive);
+    }
+
+    @Override
+    public void rename(String from, String to) throws IOException {
+        files.rename(from, to);
     }
 
     @Override
@@ -120,6 +155,26 @@ public final class AgentClient implements SandboxAgent {
     @Override
     public void close() {
         shutDown(new IOException("the connection to the agent was closed"));
+    }
+
+    int newId() {
+        return nextId.getAndIncrement();
+    }
+
+    /** Registers what waits for the answer, then sends the request. */
+    void request(int id, PendingRequest request, ByteBuffer frame) throws IOException {
+        register(id, request);
+        try {
+            send(frame);
+        } catch (IOException e) {
+            pending.remove(id);
+            throw e;
+        }
+    }
+
+    /** Gives the connection up, e.g. when the agent stopped answering. */
+    void abort(IOException why) {
+        shutDown(why);
     }
 
     /**
@@ -150,7 +205,7 @@ public final class AgentClient implements SandboxAgent {
         }
     }
 
-    /** Waits for an answer to EXEC or WRITE_FILE. An agent that does not answer is given up on. */
+    /** Waits for an answer to a request. An agent that does not answer is given up on. */
     <T> T awaitReply(CompletableFuture<T> reply, String what) throws IOException, InterruptedException {
         return await(reply, REPLY_TIMEOUT, what);
     }
@@ -163,9 +218,22 @@ public final class AgentClient implements SandboxAgent {
             shutDown(failure);
             throw failure;
         } catch (ExecutionException e) {
-            // A fresh exception, so the caller's stack shows where it waited.
-            throw new IOException(e.getCause().getMessage(), e.getCause());
+            throw forCaller(e.getCause());
         }
+    }
+
+    /**
+     * A fresh exception for a failure that happened on another thread, so the caller's stack shows
+     * where it waited; of the same type for the file errors callers tell apart.
+     */
+    static IOException forCaller(Throwable cause) {
+        IOException fresh = switch (cause) {
+            case FileOperationException e -> new FileOperationException(e.errno(), e.getMessage());
+            case FileTooLargeException e -> new FileTooLargeException(e.getMessage());
+            default -> new IOException(cause.getMessage());
+        };
+        fresh.initCause(cause);
+        return fresh;
     }
 
     private void register(int id, PendingRequest request) throws IOException {
@@ -248,18 +316,35 @@ public final class AgentClient implements SandboxAgent {
                 yield ok;
             }
             case Frame.FAILED -> {
+                int errno = u32(payload, frame);
                 String message = sanitize(string(payload, frame));
                 exactly(payload, 0, frame);
                 yield switch (pending.remove(id)) {
                     case RemoteProcess process -> process.onStartFailed(message);
-                    case PendingFileWrite write -> write.result().completeExceptionally(
-                            new IOException("cannot write " + write.path() + " in the sandbox: " + message));
+                    case FileRequest request -> request.onFailed(errno, message);
                     case null -> throw unknownId(id, frame);
                 };
             }
             case Frame.DONE -> {
                 exactly(payload, 0, frame);
-                yield pending.remove(id) instanceof PendingFileWrite write && write.result().complete(null);
+                yield pending.remove(id) instanceof FileRequest request && request.onDone();
+            }
+            case Frame.DATA -> {
+                if (payload.remaining() < 1 || payload.remaining() > Frame.MAX_DATA_CHUNK) {
+                    throw new AgentProtocolException("DATA chunk of " + payload.remaining() + " bytes is outside 1.."
+                            + Frame.MAX_DATA_CHUNK);
+                }
+                byte[] chunk = new byte[payload.remaining()];
+                payload.get(chunk);
+                yield fileRequest(id, frame).onData(chunk);
+            }
+            case Frame.FILEINFO -> {
+                FileInfo info = fileInfo(payload, frame);
+                FileRequest request = fileRequest(id, frame);
+                if (request instanceof PendingStat) {
+                    pending.remove(id);   // STAT is answered by this one frame
+                }
+                yield request.onFileInfo(info);
             }
             default -> throw new AgentProtocolException("unknown frame type " + frame.type());
         };
@@ -273,6 +358,55 @@ public final class AgentClient implements SandboxAgent {
             return process;
         }
         throw unknownId(id, frame);
+    }
+
+    private FileRequest fileRequest(int id, Frame frame) throws AgentProtocolException {
+        return switch (pending.get(id)) {
+            case FileRequest request -> request;
+            case RemoteProcess ignored -> throw new AgentProtocolException("frame type " + frame.type()
+                    + " for request " + Integer.toUnsignedString(id) + ", which is a process");
+            case null -> throw unknownId(id, frame);
+        };
+    }
+
+    /**
+     * FILEINFO after its id: string name, u8 type, u64 size, u32 mode, i64 mtime ms, string link
+     * target. The name is returned as the path; the request it answers makes the real path.
+     */
+    private static FileInfo fileInfo(ByteBuffer payload, Frame frame) throws AgentProtocolException {
+        String name = boundedString(payload, frame);
+        if (payload.remaining() < 1 + 8 + 4 + 8) {
+            throw new AgentProtocolException("FILEINFO is too short");
+        }
+        int typeCode = payload.get();
+        long size = payload.getLong();
+        int mode = payload.getInt();
+        long modified = payload.getLong();
+        String link = boundedString(payload, frame);
+        exactly(payload, 0, frame);
+        FileType type = switch (typeCode) {
+            case 0 -> FileType.FILE;
+            case 1 -> FileType.DIRECTORY;
+            case 2 -> FileType.SYMLINK;
+            case 3 -> FileType.OTHER;
+            default -> throw new AgentProtocolException("FILEINFO has the unknown file type " + typeCode);
+        };
+        if (size < 0 || (mode & ~07777) != 0) {
+            throw new AgentProtocolException("FILEINFO has the size " + Long.toUnsignedString(size) + " or mode "
+                    + Integer.toOctalString(mode) + ", which cannot be");
+        }
+        if (link.isEmpty() == (type == FileType.SYMLINK)) {
+            throw new AgentProtocolException("FILEINFO of type " + type + " has a link target of " + link.length()
+                    + " characters: symlinks, and only they, have a non-empty one");
+        }
+        return new FileInfo(name, type, size, mode, modified, type == FileType.SYMLINK ? link : null);
+    }
+
+    private static String boundedString(ByteBuffer payload, Frame frame) throws AgentProtocolException {
+        if (payload.remaining() >= 4 && payload.getInt(payload.position()) > MAX_FILEINFO_STRING) {
+            throw new AgentProtocolException("string in frame type " + frame.type() + " is over " + MAX_FILEINFO_STRING + " bytes");
+        }
+        return string(payload, frame);
     }
 
     private static AgentProtocolException unknownId(int id, Frame frame) {

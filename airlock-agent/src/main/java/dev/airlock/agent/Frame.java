@@ -22,11 +22,34 @@ record Frame(int type, ByteBuffer payload) {
     static final int EXIT = 14;
     static final int FAILED = 15;
     static final int DONE = 16;
+    static final int DATA = 17;
+    static final int FILEINFO = 18;
+    static final int READ_FILE = 20;
+    static final int STAT = 21;
+    static final int LIST = 22;
+    static final int MKDIR = 23;
+    static final int REMOVE = 24;
+    static final int RENAME = 25;
+
+    /** WRITE_FILE flag: append to the file an earlier frame created instead of replacing it. */
+    static final int WRITE_APPEND = 1;
+    /** MKDIR flag: create missing parents, and accept an existing directory. */
+    static final int MKDIR_PARENTS = 1;
+    /** REMOVE flag: remove a directory with everything in it. */
+    static final int REMOVE_RECURSIVE = 1;
 
     /** Largest N (type and payload) either side may send. */
     static final int MAX_LENGTH = 1024 * 1024 + 64;
     /** Largest STDOUT or STDERR chunk the agent sends. */
     static final int MAX_OUTPUT_CHUNK = 64 * 1024;
+    /** Largest DATA chunk the agent sends. */
+    static final int MAX_DATA_CHUNK = 64 * 1024;
+    /** Content per WRITE_FILE frame: half a frame, so one in flight never gets near the limit. */
+    static final int WRITE_CHUNK = 512 * 1024;
+    /** Longest path the agent accepts, in bytes (Linux PATH_MAX, including the terminator). */
+    static final int PATH_MAX = 4096;
+    /** Most entries one LIST reports; the agent fails a larger directory. */
+    static final int MAX_LIST = 10_000;
 
     /**
      * Reads one frame. The length is checked before anything is allocated, so a hostile peer

@@ -28,6 +28,11 @@ final class FrameBuilder {
         return this;
     }
 
+    FrameBuilder u64(long value) {
+        out.writeBytes(ByteBuffer.allocate(8).putLong(value).array());
+        return this;
+    }
+
     FrameBuilder string(String value) {
         if (value.indexOf('\0') >= 0) {
             throw AirlockException.invalid(what + " contains a NUL byte");

@@ -1,6 +1,5 @@
 package dev.airlock.agent;
 
-import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent.AgentProcess;
@@ -20,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -215,11 +215,14 @@ class AgentClientTest {
     }
 
     @Test
-    void refusesAFileLargerThanOneFrame() {
-        assertThatThrownBy(() -> agent.client.writeFile(dir.resolve("big").toString(), new byte[2 * 1024 * 1024], 0644))
-                .isInstanceOf(AirlockException.class)
-                .hasMessageContaining("over the 1048640 bytes");
-        assertThat(agent.client.isOpen()).isTrue();
+    void writesAByteArrayLargerThanOneFrame() throws Exception {
+        byte[] content = new byte[2 * 1024 * 1024 + 3];
+        new Random(7).nextBytes(content);
+        Path file = dir.resolve("big");
+
+        agent.client.writeFile(file.toString(), content, 0644);
+
+        assertThat(Files.readAllBytes(file)).isEqualTo(content);
     }
 
     @Test

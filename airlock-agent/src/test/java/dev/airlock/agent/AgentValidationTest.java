@@ -36,7 +36,7 @@ class AgentValidationTest {
     void launch() throws Exception {
         agent = RealAgent.launch(dir);
         fromAgent = new DataInputStream(Channels.newInputStream(agent.channel()));
-        assertThat(readFrame()).isEqualTo(frame(Frame.HELLO, ints(1)));
+        assertThat(readFrame()).isEqualTo(frame(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION)));
     }
 
     @AfterEach
@@ -82,6 +82,44 @@ class AgentValidationTest {
         send(new FrameBuilder(42, "test").u32(2).build());
 
         assertEndsAndKills(sleep, "unknown type 42");
+    }
+
+    @Test
+    void unknownWriteFileFlagsEndTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.WRITE_FILE, "test").u32(2).string(dir.resolve("x").toString()).u32(0644).u32(2).build());
+
+        assertEndsAndKills(sleep, "unknown WRITE_FILE flags 2");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    @Test
+    void trailingBytesAfterAFileRequestEndTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.STAT, "test").u32(2).string("/").u32(0).build());
+
+        assertEndsAndKills(sleep, "trailing bytes after STAT");
+    }
+
+    @Test
+    void aReadWithTheIdOfARunningProcessEndsTheAgent() throws Exception {
+        long sleep = startSleep();   // id 1
+
+        send(new FrameBuilder(Frame.READ_FILE, "test").u32(1).string("/etc/hostname").u64(100).build());
+
+        assertEndsAndKills(sleep, "id 1 is already in use");
+    }
+
+    @Test
+    void aRelativePathIsRefusedWithoutEndingTheAgent() throws Exception {
+        send(new FrameBuilder(Frame.MKDIR, "test").u32(5).string("relative").u32(0).build());
+
+        byte[] failed = "the path must be absolute".getBytes(StandardCharsets.UTF_8);
+        assertThat(readFrame()).isEqualTo(frame(Frame.FAILED, ByteBuffer.allocate(12 + failed.length)
+                .putInt(5).putInt(22).putInt(failed.length).put(failed).array()));   // 22: EINVAL
+        assertThat(agent.process().isAlive()).isTrue();
     }
 
     private long startSleep() throws Exception {

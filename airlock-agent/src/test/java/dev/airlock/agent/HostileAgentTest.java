@@ -3,12 +3,17 @@ package dev.airlock.agent;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent.AgentProcess;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.core.SandboxAgent.FileOperationException;
+import dev.airlock.core.SandboxAgent.FileTooLargeException;
+import dev.airlock.core.SandboxAgent.FileType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -17,13 +22,18 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * A fake agent that breaks the protocol: the client must fail what is pending with an
@@ -105,7 +115,7 @@ class HostileAgentTest {
 
     @Test
     void aHugeLengthFailsPendingAwaits() throws Exception {
-        send(Frame.HELLO, ints(1));
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
@@ -119,7 +129,7 @@ class HostileAgentTest {
 
     @Test
     void aZeroLengthFailsPendingAwaits() throws Exception {
-        send(Frame.HELLO, ints(1));
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
@@ -132,7 +142,7 @@ class HostileAgentTest {
 
     @Test
     void anUnknownFrameTypeFailsPendingAwaits() throws Exception {
-        send(Frame.HELLO, ints(1));
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
@@ -145,7 +155,7 @@ class HostileAgentTest {
 
     @Test
     void outputForAnUnknownIdFailsPendingAwaits() throws Exception {
-        send(Frame.HELLO, ints(1));
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
@@ -158,7 +168,7 @@ class HostileAgentTest {
 
     @Test
     void anExitOfTheWrongShapeFailsPendingAwaits() throws Exception {
-        send(Frame.HELLO, ints(1));
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
@@ -169,13 +179,213 @@ class HostileAgentTest {
                 .hasMessageContaining("agent protocol violation");
     }
 
+    // ------------------------------------------------------------ file frames
+
+    /** What a client call does in the background, so the fake agent can answer it. */
+    private interface ClientCall<T> {
+        T call() throws Exception;
+    }
+
+    private static <T> CompletableFuture<T> inBackground(ClientCall<T> call) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return call.call();
+            } catch (Exception e) {
+                throw new CompletionException(e);
+            }
+        });
+    }
+
+    /** Reads the client's next request, checks its type, and returns its id. */
+    private int nextRequest(int type) throws IOException {
+        byte[] frame = new byte[fromClient.readInt()];
+        fromClient.readFully(frame);
+        assertThat(frame[0]).isEqualTo((byte) type);
+        return ByteBuffer.wrap(frame, 1, 4).getInt();
+    }
+
+    /** The exception a background call ended with. */
+    private static Throwable failureOf(CompletableFuture<?> call) {
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> call.get(10, TimeUnit.SECONDS));
+        return e.getCause();
+    }
+
+    private CompletableFuture<byte[]> readInBackground(AgentClient client, long maxBytes) {
+        return inBackground(() -> {
+            ByteArrayOutputStream sink = new ByteArrayOutputStream();
+            client.readFile("/f", maxBytes, sink);
+            return sink.toByteArray();
+        });
+    }
+
+    private static byte[] data(int id, int length) {
+        return ByteBuffer.allocate(4 + length).putInt(id).array();
+    }
+
+    private static byte[] fileInfo(int id, String name, int type, String link) {
+        byte[] nameBytes = name.getBytes(StandardCharsets.UTF_8);
+        byte[] linkBytes = link.getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(4 + 4 + nameBytes.length + 1 + 8 + 4 + 8 + 4 + linkBytes.length)
+                .putInt(id).putInt(nameBytes.length).put(nameBytes).put((byte) type).putLong(5).putInt(0644).putLong(1000)
+                .putInt(linkBytes.length).put(linkBytes).array();
+    }
+
+    private static byte[] failed(int id, int errno, String message) {
+        byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(12 + bytes.length).putInt(id).putInt(errno).putInt(bytes.length).put(bytes).array();
+    }
+
+    @Test
+    void readsWhatTheAgentStreams() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<byte[]> read = readInBackground(client, 10);
+        int id = nextRequest(Frame.READ_FILE);
+
+        send(Frame.DATA, ByteBuffer.allocate(7).putInt(id).put(new byte[] {1, 2, 3}).array());
+        send(Frame.DATA, ByteBuffer.allocate(11).putInt(id).put(new byte[] {4, 5, 6, 7, 8, 9, 10}).array());
+        send(Frame.DONE, ints(id));
+
+        assertThat(read.get(10, TimeUnit.SECONDS)).containsExactly(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+        assertThat(client.isOpen()).isTrue();
+    }
+
+    @Test
+    void anOversizedDataChunkFailsTheRead() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<byte[]> read = readInBackground(client, Long.MAX_VALUE);
+        int id = nextRequest(Frame.READ_FILE);
+
+        send(Frame.DATA, data(id, Frame.MAX_DATA_CHUNK + 1));
+
+        assertThat(failureOf(read)).isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: DATA chunk of 65537 bytes");
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    @Test
+    void dataPastTheLimitFailsTheRead() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<byte[]> read = readInBackground(client, 10);
+        int id = nextRequest(Frame.READ_FILE);
+
+        send(Frame.DATA, data(id, 8));
+        send(Frame.DATA, data(id, 8));
+
+        assertThat(failureOf(read)).isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: the agent sent more than the 10 bytes asked for reading /f");
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    @Test
+    void dataForAnUnknownIdOrForAProcessIsAViolation() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        AgentProcess process = startedProcess(client);
+
+        send(Frame.DATA, data(1, 4));   // id 1 is the process
+
+        assertThatThrownBy(() -> process.await(Duration.ofSeconds(10)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: frame type 17 for request 1, which is a process");
+    }
+
+    @Test
+    void fileInfoForAnUnknownIdFailsPendingRequests() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<FileInfo> stat = inBackground(() -> client.stat("/f"));
+        nextRequest(Frame.STAT);
+
+        send(Frame.FILEINFO, fileInfo(777, "", 0, ""));
+
+        assertThat(failureOf(stat)).isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: frame type 18 for unknown id 777");
+    }
+
+    @Test
+    void statAndListTakeTheirPathsFromTheRequestNotTheAgent() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<FileInfo> stat = inBackground(() -> client.stat("/dir/f"));
+        int statId = nextRequest(Frame.STAT);
+        send(Frame.FILEINFO, fileInfo(statId, "", 2, "/target"));
+        CompletableFuture<List<FileInfo>> list = inBackground(() -> client.list("/dir"));
+        int listId = nextRequest(Frame.LIST);
+        send(Frame.FILEINFO, fileInfo(listId, "b", 1, ""));
+        send(Frame.FILEINFO, fileInfo(listId, "a", 0, ""));
+        send(Frame.DONE, ints(listId));
+
+        assertThat(stat.get(10, TimeUnit.SECONDS)).isEqualTo(new FileInfo("/dir/f", FileType.SYMLINK, 5, 0644, 1000, "/target"));
+        assertThat(list.get(10, TimeUnit.SECONDS)).containsExactly(
+                new FileInfo("/dir/a", FileType.FILE, 5, 0644, 1000, null),
+                new FileInfo("/dir/b", FileType.DIRECTORY, 5, 0644, 1000, null));
+    }
+
+    @Test
+    void aListEntryThatIsAPathIsAViolation() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<List<FileInfo>> list = inBackground(() -> client.list("/dir"));
+        int id = nextRequest(Frame.LIST);
+
+        send(Frame.FILEINFO, fileInfo(id, "../etc", 0, ""));
+
+        assertThat(failureOf(list)).isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: LIST of /dir reported the entry name '../etc'");
+    }
+
+    @Test
+    void anOverlongLinkTargetIsAViolation() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<List<FileInfo>> list = inBackground(() -> client.list("/dir"));
+        int id = nextRequest(Frame.LIST);
+
+        send(Frame.FILEINFO, fileInfo(id, "link", 2, "x".repeat(100_000)));
+
+        assertThat(failureOf(list)).isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: string in frame type 18 is over 4096 bytes");
+    }
+
+    @Test
+    void failuresCarryTheirErrnoAndKeepTheConnection() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+
+        CompletableFuture<byte[]> tooLarge = readInBackground(client, 10);
+        send(Frame.FAILED, failed(nextRequest(Frame.READ_FILE), 27, "the file has 11 bytes, over the limit of 10"));
+        assertThat(failureOf(tooLarge)).isInstanceOf(FileTooLargeException.class)
+                .hasMessage("cannot read /f in the sandbox: the file has 11 bytes, over the limit of 10");
+
+        CompletableFuture<Void> missing = inBackground(() -> {
+            client.remove("/gone", false);
+            return null;
+        });
+        send(Frame.FAILED, failed(nextRequest(Frame.REMOVE), 2, "No such file or directory"));
+        assertThat(failureOf(missing)).isInstanceOfSatisfying(FileOperationException.class, e -> assertThat(e.errno()).isEqualTo("ENOENT"))
+                .hasMessage("cannot remove /gone in the sandbox: No such file or directory (ENOENT)");
+
+        CompletableFuture<Void> odd = inBackground(() -> {
+            client.mkdir("/odd", false);
+            return null;
+        });
+        send(Frame.FAILED, failed(nextRequest(Frame.MKDIR), 999, "strange"));
+        assertThat(failureOf(odd)).isInstanceOfSatisfying(FileOperationException.class, e -> assertThat(e.errno()).isEqualTo("ERRNO_999"));
+
+        assertThat(client.isOpen()).isTrue();
+    }
+
     @Test
     void aWrongProtocolVersionIsRefused() throws Exception {
-        send(Frame.HELLO, ints(2));
+        send(Frame.HELLO, ints(1));   // an agent from before the file operations
 
         assertThatThrownBy(this::client)
                 .isInstanceOf(IOException.class)
-                .hasMessageContaining("protocol version 2");
+                .hasMessageContaining("protocol version 1");
     }
 
     @Test

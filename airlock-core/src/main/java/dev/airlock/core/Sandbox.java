@@ -59,16 +59,22 @@ public final class Sandbox implements AutoCloseable {
         CappedOutput output = new CappedOutput(spec.limits().outputBytes(), listener);
         long oomBefore = driverSandbox.oomKills();
         long start = System.nanoTime();
+        SandboxAgent.AgentProcess process;
         try {
-            SandboxAgent.AgentProcess process = driverSandbox.agent().start(request.withEnv(environment(request)), output);
+            process = driverSandbox.agent().start(request.withEnv(environment(request)), output);
+        } catch (IOException e) {
+            throw closedOrBroken(e);
+        }
+        try {
             if (request.stdin().length > 0) {
                 process.writeStdin(request.stdin());
             }
             process.closeStdin();
-            return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start);
         } catch (IOException e) {
-            throw closedOrBroken(e);
+            // The process started, then the channel broke (the sandbox is being destroyed): the
+            // execution reports that as cancelled, with whatever output it produced.
         }
+        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start);
     }
 
     private Map<String, String> environment(ExecRequest request) {

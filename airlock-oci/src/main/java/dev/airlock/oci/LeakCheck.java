@@ -50,6 +50,7 @@ public final class LeakCheck {
             runtime.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: container " + id));
         }
         Cgroups.find(prefix).forEach(p -> leaks.add("cgroup: " + p));
+        new UidSlots(config.stateRoot(), config.hostIdBase()).held(prefix).forEach(p -> leaks.add("host id range: " + p));
         leaks.addAll(mounts());
         leaks.addAll(sandboxDirectories(prefix));
         return leaks;
@@ -72,10 +73,10 @@ public final class LeakCheck {
         return leaks;
     }
 
-    /** Any host process whose uid is in the sandbox id range is a sandbox process. */
+    /** Any host process whose uid is in the sandbox id ranges is a sandbox process. */
     private List<String> sandboxProcesses() {
         List<String> found = new ArrayList<>();
-        long low = config.hostIdBase(), high = config.hostIdBase() + OciConfig.ID_RANGE;
+        long low = config.hostIdBase(), high = UidSlots.end(config.hostIdBase());
         try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
             for (Path proc : procs) {
                 try {

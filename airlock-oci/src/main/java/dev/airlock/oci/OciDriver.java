@@ -42,12 +42,14 @@ public final class OciDriver implements IsolationDriver {
     private final SystemImage systemImage;
     private final ObjectNode seccomp;
     private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
+    private final UidSlots uidSlots;
 
     public OciDriver(OciDriverConfig config) {
         this.config = config;
         this.runtime = OciRuntime.find(config.runtime());
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());
+        this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
         try {
             this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
             AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
@@ -94,26 +96,27 @@ public final class OciDriver implements IsolationDriver {
         Path runDir = dir.resolve("run");
         Path socket = runDir.resolve(SOCKET_NAME);
         boolean started = false;
+        long hostIdBase = uidSlots.allocate(id.value());
         try {
             StateDirectory.createTraversable(dir);
             StateDirectory.createTraversable(runDir);
             try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
                 listener.bind(UnixDomainSocketAddress.of(socket));
                 // Only the sandbox's user (and host root) may connect.
-                long sandboxHostUid = config.hostIdBase() + SystemImage.SANDBOX_UID;
+                long sandboxHostUid = hostIdBase + SystemImage.SANDBOX_UID;
                 Files.setAttribute(socket, "unix:uid", (int) sandboxHostUid);
                 Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
                 Files.write(dir.resolve("config.json"), OciConfig.write(systemImage, spec.limits(),
                         List.of(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME, "/run/airlock/" + SOCKET_NAME),
-                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), config.hostIdBase(), seccomp));
+                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), hostIdBase, seccomp));
                 started = true;
                 runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, this);
+                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase);
                 live.put(id, sandbox);
                 return sandbox;
             }
@@ -126,6 +129,7 @@ public final class OciDriver implements IsolationDriver {
                 runtime.delete(id.value());
             }
             StateDirectory.deleteTree(dir);
+            uidSlots.release(hostIdBase);
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
@@ -163,6 +167,7 @@ public final class OciDriver implements IsolationDriver {
         sandbox.agent().close();
         runtime.delete(sandbox.id().value());
         StateDirectory.deleteTree(state.sandboxDir(sandbox.id().value()));
+        uidSlots.release(sandbox.hostIdBase());
     }
 
     @Override
@@ -184,6 +189,10 @@ public final class OciDriver implements IsolationDriver {
                 if (Cgroups.remove(cgroup)) {
                     reaped.add("cgroup " + cgroup);
                 }
+            }
+            for (Path slot : uidSlots.held(prefix)) {
+                StateDirectory.deleteTree(slot);
+                reaped.add("host id range " + slot.getFileName());
             }
             state.removeInstance(instance);
             reaped.add("state of instance " + instance);

@@ -11,8 +11,9 @@ import java.time.Duration;
  * @param runtime      runc (default), crun or runsc: the same bundle serves all three
  * @param stateRoot    where bundles and the instance lock live; a tmpfs such as /run is best,
  *                     since a reboot then leaves nothing to reap
- * @param hostIdBase   the host uid and gid that sandbox uid 0 maps to; 65536 ids from there on
- *                     must belong to no host account
+ * @param hostIdBase   where the sandboxes' host ids start: each live sandbox gets its own
+ *                     range of 65536 from here on, {@link UidSlots#SLOTS} ranges in all, and none of
+ *                     them may belong to a host account
  * @param startTimeout how long a sandbox may take from the runtime's start to its agent's hello
  */
 public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
@@ -24,9 +25,9 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
         if (stateRoot == null) {
             stateRoot = Path.of("/run/airlock");
         }
-        if (hostIdBase < 100_000 || hostIdBase + OciConfig.ID_RANGE > 4_294_967_294L) {
+        if (hostIdBase < 100_000 || UidSlots.end(hostIdBase) > 4_294_967_294L) {
             throw AirlockException.invalid("host id base " + hostIdBase + " is out of range: give 100000 to "
-                    + (4_294_967_294L - OciConfig.ID_RANGE) + ", above every host account");
+                    + (4_294_967_294L - UidSlots.end(0)) + ", above every host account");
         }
         if (startTimeout == null) {
             startTimeout = Duration.ofSeconds(20);

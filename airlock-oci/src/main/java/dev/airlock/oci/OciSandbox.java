@@ -13,12 +13,19 @@ final class OciSandbox implements DriverSandbox {
     private final SandboxId id;
     private final AgentClient agent;
     private final OciDriver driver;
+    private final long hostIdBase;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver) {
+    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase) {
         this.id = id;
         this.agent = agent;
         this.driver = driver;
+        this.hostIdBase = hostIdBase;
+    }
+
+    /** The host id that this sandbox's uid 0 maps to; its own range of 65536. */
+    long hostIdBase() {
+        return hostIdBase;
     }
 
     @Override

@@ -21,11 +21,15 @@ public final class RuncBaseline implements AutoCloseable {
     private final OciRuntime runtime;
     private final StateDirectory state;
     private final Path bundle;
+    private final UidSlots uidSlots;
+    private final long hostIdBase;
     private int runs;
 
     public RuncBaseline(OciDriverConfig config, List<String> command) {
         this.runtime = OciRuntime.find(config.runtime());
         this.state = StateDirectory.create(config.stateRoot());
+        this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
+        this.hostIdBase = uidSlots.allocate("al-" + state.instance() + "-baseline");
         try {
             SystemImage image = SystemImage.build(Path.of("/"), state.imageRoot());
             bundle = state.sandboxDir("baseline");
@@ -34,8 +38,9 @@ public final class RuncBaseline implements AutoCloseable {
             StateDirectory.createTraversable(runDir);
             Files.write(bundle.resolve("config.json"), OciConfig.write(image, Limits.DEFAULTS, command,
                     Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.instance() + "-baseline"),
-                    config.hostIdBase(), Seccomp.defaultProfile()));
+                    hostIdBase, Seccomp.defaultProfile()));
         } catch (IOException | RuntimeException e) {
+            uidSlots.release(hostIdBase);
             state.close();
             throw e instanceof RuntimeException re ? re : AirlockException.internal("cannot prepare the baseline bundle", e);
         }
@@ -64,6 +69,7 @@ public final class RuncBaseline implements AutoCloseable {
 
     @Override
     public void close() {
+        uidSlots.release(hostIdBase);
         state.close();
     }
 }

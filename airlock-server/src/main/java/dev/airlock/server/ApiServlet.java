@@ -149,12 +149,12 @@ final class ApiServlet extends HttpServlet {
             case "files" -> files(req, resp, id, method);
             case "files/stat" -> {
                 only(method, "GET");
-                send(resp, 200, Json.file(service.stat(id, req.getParameter("path"))));
+                send(resp, 200, Json.file(service.stat(id, first(query(req, "path")))));
             }
             case "files/list" -> {
                 only(method, "GET");
                 ArrayNode entries = Json.MAPPER.createArrayNode();
-                service.list(id, req.getParameter("path")).forEach(f -> entries.add(Json.file(f)));
+                service.list(id, first(query(req, "path"))).forEach(f -> entries.add(Json.file(f)));
                 send(resp, 200, Json.object().set("entries", entries));
             }
             case "files/mkdir" -> {
@@ -202,7 +202,7 @@ final class ApiServlet extends HttpServlet {
 
     private void listSandboxes(HttpServletRequest req, HttpServletResponse resp) throws IOException {
         Map<String, String> filter = new LinkedHashMap<>();
-        String[] labels = req.getParameterValues("label");
+        String[] labels = query(req, "label").toArray(String[]::new);
         if (labels != null) {
             for (String label : labels) {
                 int eq = label.indexOf('=');
@@ -341,7 +341,7 @@ final class ApiServlet extends HttpServlet {
     }
 
     private void files(HttpServletRequest req, HttpServletResponse resp, String id, String method) throws IOException {
-        String path = req.getParameter("path");
+        String path = first(query(req, "path"));
         switch (method) {
             case "PUT" -> {
                 try (InputStream in = req.getInputStream()) {
@@ -356,7 +356,7 @@ final class ApiServlet extends HttpServlet {
                 service.readFile(id, path, resp.getOutputStream());
             }
             case "DELETE" -> {
-                service.remove(id, path, "true".equals(req.getParameter("recursive")));
+                service.remove(id, path, query(req, "recursive").contains("true"));
                 resp.setStatus(204);
             }
             default -> only(method, "GET, PUT, DELETE");
@@ -374,6 +374,30 @@ final class ApiServlet extends HttpServlet {
                     + " bytes: send files with PUT /v1/sandboxes/{id}/files");
         }
         return bytes;
+    }
+
+    /**
+     * Values of a query parameter, from the query string only: the servlet API's getParameter would
+     * also parse an upload body sent as a form, consuming the file.
+     */
+    private static List<String> query(HttpServletRequest req, String name) {
+        List<String> values = new ArrayList<>();
+        String q = req.getQueryString();
+        if (q == null) {
+            return values;
+        }
+        for (String pair : q.split("&")) {
+            int eq = pair.indexOf('=');
+            String key = java.net.URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+            if (key.equals(name)) {
+                values.add(eq < 0 ? "" : java.net.URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+            }
+        }
+        return values;
+    }
+
+    private static String first(List<String> values) {
+        return values.isEmpty() ? null : values.getFirst();
     }
 
     private static List<String> segments(String path) {

@@ -1,0 +1,122 @@
+package dev.airlock.client;
+
+import tools.jackson.databind.JsonNode;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Turns an HTTP error answer into the typed exception for its status. The server's text is
+ * untrusted: control characters are replaced and it is cut to {@link #MAX_MESSAGE} characters
+ * before it reaches an exception message.
+ */
+final class Errors {
+
+    static final int MAX_MESSAGE = 500;
+
+    private Errors() {
+    }
+
+    /**
+     * @param status the HTTP status
+     * @param body   at most a few KiB of the answer's body
+     * @param what   the request, such as {@code GET /v1/sandboxes/x}, named when the body is unreadable
+     */
+    static AirlockException fromResponse(int status, byte[] body, String what) {
+        String code = null;
+        String message = null;
+        try {
+            JsonNode error = Json.MAPPER.readTree(body).path("error");
+            if (error.path("code").isString()) {
+                code = error.path("code").stringValue();
+            }
+            if (error.path("message").isString()) {
+                message = error.path("message").stringValue();
+            }
+        } catch (RuntimeException notJson) {
+            // fall through: described below
+        }
+        if (code == null || message == null) {
+            String text = new String(body, StandardCharsets.UTF_8).strip();
+            message = what + " answered HTTP " + status + " without an Airlock error body"
+                    + (text.isEmpty() ? "" : ": " + sanitize(text, 200));
+            code = code == null ? defaultCode(status) : code;
+        }
+        return forStatus(status, sanitize(code, 40), sanitize(message, MAX_MESSAGE));
+    }
+
+    /** Maps a code carried in an NDJSON {@code error} line, where there is no status of its own. */
+    static AirlockException fromCode(String code, String message) {
+        int status = switch (code == null ? "" : code) {
+            case "invalid_argument" -> 400;
+            case "unauthenticated" -> 401;
+            case "not_found" -> 404;
+            case "conflict" -> 409;
+            case "too_large" -> 413;
+            case "quota_exceeded" -> 429;
+            case "unavailable" -> 503;
+            default -> 500;
+        };
+        return forStatus(status, sanitize(code == null ? "internal" : code, 40),
+                sanitize(message == null ? "the server reported an error without a message" : message, MAX_MESSAGE));
+    }
+
+    static AirlockException forStatus(int status, String code, String message) {
+        return switch (status) {
+            case 400 -> new BadRequestException(status, code, message);
+            case 401 -> new UnauthorizedException(status, code, message);
+            case 404 -> new NotFoundException(status, code, message);
+            case 409 -> new ConflictException(status, code, message);
+            case 413 -> new PayloadTooLargeException(status, code, message);
+            case 429 -> new QuotaExceededException(status, code, message);
+            case 503 -> new UnavailableException(status, code, message);
+            default -> new ServerException(status, code, message);
+        };
+    }
+
+    /** The answer was 2xx but not what the contract promises. */
+    static ServerException unreadable(int status, String what, String problem) {
+        return new ServerException(status, "invalid_response", sanitize(what + " answered something this client cannot read: " + problem, MAX_MESSAGE));
+    }
+
+    private static String defaultCode(int status) {
+        return switch (status) {
+            case 400 -> "invalid_argument";
+            case 401 -> "unauthenticated";
+            case 404 -> "not_found";
+            case 409 -> "conflict";
+            case 413 -> "too_large";
+            case 429 -> "quota_exceeded";
+            case 503 -> "unavailable";
+            default -> "internal";
+        };
+    }
+
+    /** Replaces control and format characters and cuts {@code s} to {@code max} characters. */
+    static String sanitize(String s, int max) {
+        if (s == null) {
+            return null;
+        }
+        int limit = Math.min(s.length(), max);
+        StringBuilder b = new StringBuilder(limit + 1);
+        for (int i = 0; i < limit; i++) {
+            char c = s.charAt(i);
+            int type = Character.getType(c);
+            boolean unsafe = Character.isISOControl(c) || type == Character.FORMAT
+                    || type == Character.LINE_SEPARATOR || type == Character.PARAGRAPH_SEPARATOR
+                    || (Character.isSurrogate(c) && !validSurrogateAt(s, i, limit));
+            b.append(unsafe ? (c == '\n' || c == '\t' ? ' ' : '?') : c);
+        }
+        if (s.length() > max) {
+            b.append('…');
+        }
+        return b.toString();
+    }
+
+    private static boolean validSurrogateAt(String s, int i, int limit) {
+        char c = s.charAt(i);
+        if (Character.isHighSurrogate(c)) {
+            return i + 1 < limit && Character.isLowSurrogate(s.charAt(i + 1));
+        }
+        return i > 0 && Character.isHighSurrogate(s.charAt(i - 1));
+    }
+}

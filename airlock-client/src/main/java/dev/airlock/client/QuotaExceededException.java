@@ -1,0 +1,11 @@
+package dev.airlock.client;
+
+/** HTTP 429 {@code quota_exceeded}: too many sandboxes or running processes; close some, or retry later. */
+public final class QuotaExceededException extends AirlockException {
+
+    private static final long serialVersionUID = 1L;
+
+    QuotaExceededException(int status, String code, String message) {
+        super(status, code, message);
+    }
+}

@@ -1,0 +1,163 @@
+package dev.airlock.client;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One sandbox on an Airlock server: run commands and code in it, move files in and out, and
+ * destroy it with {@link #close()}. Use it in try-with-resources so that it is destroyed even when
+ * your code fails; if your process dies first, the server destroys it when its ttl or idle timeout
+ * runs out. Safe to use from several threads.
+ *
+ * <pre>{@code
+ * try (RemoteSandbox sandbox = airlock.create(SandboxSpec.builder().memory("256m").build())) {
+ *     sandbox.files().write("/workspace/in.txt", data);
+ *     ExecResult r = sandbox.run(Language.PYTHON, "print(open('/workspace/in.txt').read())");
+ * }
+ * }</pre>
+ */
+public final class RemoteSandbox implements AutoCloseable {
+
+    private final Transport transport;
+    private final String id;
+    private final SandboxInfo created;
+    private final SandboxFiles files;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    RemoteSandbox(Transport transport, SandboxInfo info) {
+        this.transport = transport;
+        this.id = info.id();
+        this.created = info;
+        this.files = new SandboxFiles(transport, id);
+    }
+
+    /** The sandbox id, such as {@code al-ab12cd34-0123456789abcdef}. */
+    public String id() {
+        return id;
+    }
+
+    /** What the server said when this handle was made (created or attached); see {@link #info()}. */
+    public SandboxInfo initialInfo() {
+        return created;
+    }
+
+    /** The sandbox as it is now: state, expiry, last activity. */
+    public SandboxInfo info() {
+        return transport.json("GET", path(), null, false, Json::sandbox);
+    }
+
+    /** Runs {@code program} with {@code args} (no shell) and waits for its end. */
+    public ExecResult exec(String program, String... args) {
+        return exec(Exec.command(program, args));
+    }
+
+    /**
+     * Runs {@code exec} and waits for its end. A process that fails or times out is a normal
+     * result, not an exception: check {@link ExecResult#endReason()} and the exit code.
+     */
+    public ExecResult exec(Exec exec) {
+        Objects.requireNonNull(exec, "exec");
+        return transport.json("POST", path("exec"), Json.exec(exec, false), true, Json::result);
+    }
+
+    /**
+     * Runs {@code exec}, handing its output to {@code handler} while it runs, and returns the
+     * result at its end. Interrupting the calling thread abandons the request, which kills the
+     * process, and throws {@link AirlockInterruptedException}.
+     */
+    public ExecResult exec(Exec exec, OutputHandler handler) {
+        Objects.requireNonNull(exec, "exec");
+        Objects.requireNonNull(handler, "handler");
+        return ExecStream.run(transport, path("exec"), exec, handler);
+    }
+
+    /** Runs source code with the language's interpreter and waits for its end. */
+    public ExecResult run(Language language, String code) {
+        return exec(Exec.code(language, code));
+    }
+
+    /** Runs source code, streaming its output to {@code handler}. */
+    public ExecResult run(Language language, String code, OutputHandler handler) {
+        return exec(Exec.code(language, code), handler);
+    }
+
+    /**
+     * Starts {@code exec} in the background and returns at once. The process runs until it ends or
+     * its timeout; it is killed with the sandbox.
+     */
+    public BackgroundProcess start(Exec exec) {
+        Objects.requireNonNull(exec, "exec");
+        return new BackgroundProcess(transport, id,
+                transport.json("POST", path("exec"), Json.exec(exec, true), false, Json::process));
+    }
+
+    /** The background processes of this sandbox, running or ended. */
+    public List<BackgroundProcess> processes() {
+        return transport.json("GET", path("processes"), null, false, n -> {
+            List<BackgroundProcess> out = new ArrayList<>();
+            for (var p : new Json.Fields(n, "process list").array("processes")) {
+                out.add(new BackgroundProcess(transport, id, Json.process(p)));
+            }
+            return out;
+        });
+    }
+
+    /** One background process by its id (such as {@code p-3}). */
+    public BackgroundProcess process(String processId) {
+        Objects.requireNonNull(processId, "processId");
+        return new BackgroundProcess(transport, id,
+                transport.json("GET", path("processes", processId), null, false, Json::process));
+    }
+
+    /** The sandbox's files. */
+    public SandboxFiles files() {
+        return files;
+    }
+
+    /**
+     * Sets the sandbox to expire {@code ttl} from now (not added to the time left), for work
+     * that takes longer than planned. At most {@link SandboxSpec#MAX_TTL}.
+     */
+    public SandboxInfo extendTtl(Duration ttl) {
+        Objects.requireNonNull(ttl, "ttl");
+        if (ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(SandboxSpec.MAX_TTL) > 0) {
+            throw new IllegalArgumentException("ttl " + ttl + " is out of range: give 1 s to 24 h");
+        }
+        return transport.json("POST", path("ttl"), Json.object("ttlSeconds", Json.wholeSecondsUp(ttl)), false, Json::sandbox);
+    }
+
+    /**
+     * Destroys the sandbox and kills every process in it. Idempotent; a sandbox that is already
+     * gone (expired, deleted elsewhere) is not an error. Also destroys a sandbox this handle
+     * merely attached to with {@link Airlock#get(String)}.
+     */
+    @Override
+    public void close() {
+        if (closed.get()) {
+            return;
+        }
+        try {
+            transport.noContent("DELETE", path(), null);
+        } catch (NotFoundException alreadyGone) {
+            // expired or deleted elsewhere: the goal is reached
+        }
+        closed.set(true);
+    }
+
+    private String path(String... rest) {
+        String[] segments = new String[3 + rest.length];
+        segments[0] = "v1";
+        segments[1] = "sandboxes";
+        segments[2] = id;
+        System.arraycopy(rest, 0, segments, 3, rest.length);
+        return Transport.path(segments);
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteSandbox[" + id + "]";
+    }
+}

@@ -1,0 +1,339 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.EndReason;
+import dev.airlock.core.ExecResult;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import static dev.airlock.oci.Hostile.py;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The sandbox's view of the file system: only the image (host /usr without /usr/local, a
+ * synthesized /etc), read-only; writable tmpfs at /tmp, /workspace and /dev/shm only; nothing of
+ * the host's own files, accounts or Airlock state; masked /proc files; no /sys.
+ */
+class FilesystemIsolationTest extends SandboxTestBase {
+
+    private static ExecResult ok(ExecResult r) {
+        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
+        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
+        return r;
+    }
+
+    @Test
+    void sandboxCannotSeeHostRootOrHomeDirectories() {
+        assertThat(Path.of("/root")).as("the host has a /root to hide").isDirectory();
+        ExecResult r = ok(python(py("""
+                attempt("/root", lambda: os.listdir("/root"))
+                attempt("/home", lambda: os.listdir("/home"))
+                attempt("/var", lambda: os.listdir("/var"))
+                attempt("/opt", lambda: os.listdir("/opt"))
+                attempt("/srv", lambda: os.listdir("/srv"))
+                attempt("/mnt", lambda: os.listdir("/mnt"))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                /root: ENOENT No such file or directory
+                /home: ENOENT No such file or directory
+                /var: ENOENT No such file or directory
+                /opt: ENOENT No such file or directory
+                /srv: ENOENT No such file or directory
+                /mnt: ENOENT No such file or directory
+                """);
+    }
+
+    /**
+     * A file the host creates after the engine started, in places an attacker would look, is
+     * visible nowhere in the sandbox: neither at its path nor anywhere in a walk of the whole tree.
+     */
+    @ParameterizedTest(name = "host marker in {0}")
+    @ValueSource(strings = {"/root", "/var/tmp", "/usr/local", "/usr/local/bin", "/etc", "/run", "/tmp", "/"})
+    void hostFileIsNotVisibleInTheSandbox(String hostDir) throws IOException {
+        Path dir = Path.of(hostDir);
+        Files.createDirectories(dir);
+        String name = Hostile.token("marker");
+        Path marker = dir.resolve(name);
+        Files.writeString(marker, "secret " + name + "\n");
+        try {
+            ExecResult r = ok(python(py("""
+                    name = "%s"
+                    attempt("open", lambda: open("%s").read())
+                    hits = []
+                    for root, dirs, files in os.walk("/"):
+                        if root == "/":
+                            dirs[:] = [d for d in dirs if d != "proc"]
+                        hits += [os.path.join(root, n) for n in dirs + files if name in n]
+                    print("hits", hits)
+                    """.formatted(name, marker))));
+            assertThat(r.stdoutText()).isEqualTo("open: ENOENT No such file or directory\nhits []\n");
+        } finally {
+            Files.deleteIfExists(marker);
+        }
+    }
+
+    @Test
+    void usrLocalIsEmpty() throws IOException {
+        assertThat(Path.of("/usr/local")).isDirectory();
+        try (var host = Files.list(Path.of("/usr/local"))) {
+            assertThat(host.count()).as("the host's /usr/local has something to hide").isPositive();
+        }
+        ExecResult r = ok(python("import os; print(os.listdir('/usr/local'))"));
+        assertThat(r.stdoutText()).isEqualTo("[]\n");
+    }
+
+    @Test
+    void etcPasswdAndGroupHoldNoHostAccounts() throws IOException {
+        List<String> hostAccounts = Files.readAllLines(Path.of("/etc/passwd")).stream()
+                .map(l -> l.split(":")[0])
+                .filter(n -> !n.isEmpty() && !Set.of("root", "nobody", "sandbox").contains(n))
+                .toList();
+        assertThat(hostAccounts).as("the host has accounts of its own").isNotEmpty();
+        ExecResult r = ok(python(py("""
+                print(open("/etc/passwd").read(), end="")
+                print("--")
+                print(open("/etc/group").read(), end="")
+                print("--")
+                for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/etc/pam.d", "/etc/security"]:
+                    attempt(p, lambda: os.stat(p))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                root:x:0:0:root:/root:/usr/sbin/nologin
+                sandbox:x:1000:1000:sandbox:/workspace:/bin/sh
+                nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+                --
+                root:x:0:
+                sandbox:x:1000:
+                nogroup:x:65534:
+                --
+                /etc/shadow: ENOENT No such file or directory
+                /etc/gshadow: ENOENT No such file or directory
+                /etc/sudoers: ENOENT No such file or directory
+                /etc/ssh: ENOENT No such file or directory
+                /etc/pam.d: ENOENT No such file or directory
+                /etc/security: ENOENT No such file or directory
+                """);
+        for (String account : hostAccounts) {
+            assertThat(r.stdoutText()).as("host account %s", account).doesNotContain(account + ":");
+        }
+    }
+
+    /**
+     * The host's Airlock state (bundles of every sandbox, the engine lock, the image root) is not
+     * reachable: /run holds only the sandbox's own directory, which cannot be listed and no longer
+     * holds the agent's socket once the sandbox is started.
+     */
+    @Test
+    void airlockStateIsInvisibleBeyondTheSandboxsOwnSocketDirectory() {
+        assertThat(CONFIG.stateRoot().resolve("engines")).as("the host state the sandbox must not see").isDirectory();
+        ExecResult r = ok(python(py("""
+                import stat
+                print("run", os.listdir("/run"))
+                attempt("list /run/airlock", lambda: os.listdir("/run/airlock"))
+                st = os.stat("/run/airlock")
+                print("mode", oct(stat.S_IMODE(st.st_mode)), "uid", st.st_uid)
+                for p in ["/run/airlock/agent.sock", "/run/airlock/engines", "/run/airlock/config.json",
+                          "/run/airlock/runtime.log", "/run/airlock/../config.json", "/run/airlock/lock"]:
+                    print(p, os.path.lexists(p))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                run ['airlock']
+                list /run/airlock: EACCES Permission denied
+                mode 0o711 uid 65534
+                /run/airlock/agent.sock False
+                /run/airlock/engines False
+                /run/airlock/config.json False
+                /run/airlock/runtime.log False
+                /run/airlock/../config.json False
+                /run/airlock/lock False
+                """);
+    }
+
+    /** Creating anything outside the writable tmpfs mounts fails: the root and its binds are read-only. */
+    @ParameterizedTest(name = "create in {0}")
+    @ValueSource(strings = {"/", "/etc", "/usr", "/usr/bin", "/usr/lib", "/usr/local", "/bin", "/lib", "/run",
+            "/run/airlock", "/.airlock", "/etc/ssl/certs", "/etc/alternatives"})
+    void creatingFilesOutsideWorkspaceAndTmpFailsWithReadOnlyFileSystem(String dir) {
+        ExecResult r = ok(python(py("""
+                d = "%s"
+                attempt("create", lambda: write_to(os.path.join(d, "airlock-probe")))
+                attempt("mkdir", lambda: os.mkdir(os.path.join(d, "airlock-probe-dir")))
+                attempt("symlink", lambda: os.symlink("/tmp", os.path.join(d, "airlock-probe-link")))
+                """.formatted(dir))));
+        assertThat(r.stdoutText()).isEqualTo("""
+                create: EROFS Read-only file system
+                mkdir: EROFS Read-only file system
+                symlink: EROFS Read-only file system
+                """);
+    }
+
+    /**
+     * Existing files of the image cannot be changed: opening them for writing is refused (they
+     * belong to a host user the sandbox has no mapping for), renaming and chmod hit the read-only
+     * mount.
+     */
+    @ParameterizedTest(name = "modify {0}")
+    @ValueSource(strings = {"/etc/passwd", "/etc/hosts", "/etc/resolv.conf", "/etc/ld.so.cache", "/.airlock/airlock-agent",
+            "/usr/bin/python3.11", "/usr/bin/sh"})
+    void existingImageFilesCannotBeModified(String file) {
+        ExecResult r = ok(python(py("""
+                p = "%s"
+                attempt("append", lambda: write_to(p, "a"))
+                attempt("truncate", lambda: os.truncate(p, 0))
+                attempt("chmod", lambda: os.chmod(p, 0o777))
+                attempt("rename", lambda: os.rename(p, p + ".moved"))
+                attempt("unlink", lambda: os.unlink(p))
+                """.formatted(file))));
+        assertThat(r.stdoutText()).isEqualTo("""
+                append: EACCES Permission denied
+                truncate: EACCES Permission denied
+                chmod: EROFS Read-only file system
+                rename: EROFS Read-only file system
+                unlink: EROFS Read-only file system
+                """);
+    }
+
+    /** The counterpart of the refusals: the three writable places do accept files (the probe itself works). */
+    @Test
+    void workspaceTmpAndDevShmAreWritable() {
+        ExecResult r = ok(python(py("""
+                for d in ["/workspace", "/tmp", "/dev/shm"]:
+                    attempt(d, lambda: write_to(os.path.join(d, "airlock-probe")))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("/workspace: ok\n/tmp: ok\n/dev/shm: ok\n");
+    }
+
+    /**
+     * /dev is a tiny tmpfs the sandbox user cannot write to, holding only the harmless character
+     * devices (null, zero, full, random, urandom, tty) and links; no block device, and mknod is
+     * refused.
+     */
+    @Test
+    void devHoldsOnlyHarmlessDevicesAndCannotBeExtended() {
+        ExecResult r = ok(python(py("""
+                import stat
+                for n in sorted(os.listdir("/dev")):
+                    st = os.lstat("/dev/" + n)
+                    if stat.S_ISCHR(st.st_mode):
+                        print(n, "chr", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+                    elif stat.S_ISBLK(st.st_mode):
+                        print(n, "BLOCK", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+                    elif stat.S_ISLNK(st.st_mode):
+                        print(n, "link", os.readlink("/dev/" + n))
+                    else:
+                        print(n, "dir" if stat.S_ISDIR(st.st_mode) else "other")
+                attempt("create /dev/x", lambda: write_to("/dev/x"))
+                attempt("mknod /tmp/mem", lambda: os.mknod("/tmp/mem", 0o600 | stat.S_IFCHR, os.makedev(1, 1)))
+                attempt("mknod /tmp/vda", lambda: os.mknod("/tmp/vda", 0o600 | stat.S_IFBLK, os.makedev(254, 0)))
+                for p in ["/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg", "/dev/vda", "/dev/sda", "/dev/fuse", "/dev/net/tun", "/dev/vsock", "/dev/kvm"]:
+                    attempt(p, lambda: os.stat(p))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                fd link /proc/self/fd
+                full chr 1:7
+                null chr 1:3
+                ptmx link pts/ptmx
+                random chr 1:8
+                shm dir
+                stderr link /proc/self/fd/2
+                stdin link /proc/self/fd/0
+                stdout link /proc/self/fd/1
+                tty chr 5:0
+                urandom chr 1:9
+                zero chr 1:5
+                create /dev/x: EACCES Permission denied
+                mknod /tmp/mem: EPERM Operation not permitted
+                mknod /tmp/vda: EPERM Operation not permitted
+                /dev/mem: ENOENT No such file or directory
+                /dev/kmem: ENOENT No such file or directory
+                /dev/port: ENOENT No such file or directory
+                /dev/kmsg: ENOENT No such file or directory
+                /dev/vda: ENOENT No such file or directory
+                /dev/sda: ENOENT No such file or directory
+                /dev/fuse: ENOENT No such file or directory
+                /dev/net/tun: ENOENT No such file or directory
+                /dev/vsock: ENOENT No such file or directory
+                /dev/kvm: ENOENT No such file or directory
+                """);
+    }
+
+    /**
+     * Masked /proc files reveal nothing: those the host kernel has read empty in the sandbox (they
+     * are /dev/null), those it lacks do not exist. The host's own copies are not empty, so the
+     * masking is what hides them.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"/proc/kcore", "/proc/keys", "/proc/kallsyms", "/proc/timer_list", "/proc/sched_debug",
+            "/proc/kmsg", "/proc/sysrq-trigger", "/proc/modules", "/proc/config.gz", "/proc/latency_stats", "/proc/timer_stats"})
+    void maskedProcFileRevealsNothing(String path) throws IOException {
+        boolean onHost = Files.exists(Path.of(path));
+        if (onHost && !path.equals("/proc/kmsg") && !path.equals("/proc/sysrq-trigger") && !path.equals("/proc/kcore")) {
+            try (var in = Files.newInputStream(Path.of(path))) {
+                assertThat(in.read()).as("host's %s has content", path).isNotEqualTo(-1);
+            }
+        }
+        ExecResult r = ok(python(py("""
+                def read():
+                    with open("%s", "rb") as f:
+                        print("read", len(f.read(65536)), "bytes", flush=True)
+                attempt("%s", read)
+                """.formatted(path, path))));
+        assertThat(r.stdoutText()).isEqualTo(onHost
+                ? "read 0 bytes\n" + path + ": ok\n"
+                : path + ": ENOENT No such file or directory\n");
+    }
+
+    @Test
+    void maskedProcDirectoriesAreEmptyOrAbsent() {
+        List<String> expected = new ArrayList<>();
+        for (String dir : List.of("/proc/acpi", "/proc/asound", "/proc/scsi")) {
+            expected.add(Files.isDirectory(Path.of(dir)) ? dir + " []" : dir + ": ENOENT No such file or directory");
+        }
+        ExecResult r = ok(python(py("""
+                for d in ["/proc/acpi", "/proc/asound", "/proc/scsi"]:
+                    attempt(d, lambda: print(d, os.listdir(d), flush=True))
+                """)));
+        String out = Arrays.stream(r.stdoutText().split("\n")).filter(l -> !l.endsWith(": ok")).collect(Collectors.joining("\n"));
+        assertThat(out).isEqualTo(String.join("\n", expected));
+    }
+
+    /** /proc/sys is read-only: no core_pattern escape, no sysctl changes. */
+    @Test
+    void procSysCannotBeWritten() {
+        ExecResult r = ok(python(py("""
+                for p in ["/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches",
+                          "/proc/sys/kernel/randomize_va_space", "/proc/sys/net/ipv4/ip_forward"]:
+                    attempt(p, lambda: write_to(p, "a"))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                /proc/sys/kernel/core_pattern: EACCES Permission denied
+                /proc/sys/kernel/hostname: EACCES Permission denied
+                /proc/sys/vm/drop_caches: EACCES Permission denied
+                /proc/sys/kernel/randomize_va_space: EACCES Permission denied
+                /proc/sys/net/ipv4/ip_forward: EACCES Permission denied
+                """);
+    }
+
+    @Test
+    void sysIsAbsent() {
+        ExecResult r = ok(python(py("""
+                attempt("/sys", lambda: os.listdir("/sys"))
+                attempt("/sys/fs/cgroup", lambda: os.listdir("/sys/fs/cgroup"))
+                attempt("/sys/kernel", lambda: os.listdir("/sys/kernel"))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                /sys: ENOENT No such file or directory
+                /sys/fs/cgroup: ENOENT No such file or directory
+                /sys/kernel: ENOENT No such file or directory
+                """);
+    }
+}

@@ -1,0 +1,184 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.EndReason;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Language;
+import dev.airlock.core.RunRequest;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Test;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static dev.airlock.oci.Hostile.py;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The sandbox's own pid namespace: it sees only its processes, its agent (PID 1) cannot be
+ * killed or inspected from inside, and nothing it starts survives the sandbox. No state carries
+ * from one sandbox to the next.
+ */
+class ProcessIsolationTest extends SandboxTestBase {
+
+    private static final String AGENT_CMDLINE = "/.airlock/airlock-agent\0/run/airlock/agent.sock\0";
+
+    private static ExecResult ok(ExecResult r) {
+        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
+        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
+        return r;
+    }
+
+    @Test
+    void onlyTheSandboxsOwnProcessesAreVisible() {
+        long hostPid = ProcessHandle.current().pid();
+        ExecResult r = ok(python("""
+                import os
+                pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+                print(pids == [1, os.getpid()], pids, os.getpid())
+                print(repr(open("/proc/1/cmdline").read()))
+                print(os.getppid())
+                print(os.path.exists("/proc/%d"))
+                """.formatted(hostPid)));
+        String[] lines = r.stdoutText().split("\n");
+        assertThat(lines[0]).as("numeric /proc entries: only the agent and the program itself").startsWith("True ");
+        assertThat(lines[1]).isEqualTo("'" + AGENT_CMDLINE.replace("\0", "\\x00") + "'");
+        assertThat(lines[2]).as("the program's parent is the agent").isEqualTo("1");
+        assertThat(lines[3]).as("the host JVM's pid %s", hostPid).isEqualTo("False");
+    }
+
+    /** ps, too, lists only the agent, the shell and ps itself. */
+    @Test
+    void psShowsNoHostProcesses() {
+        ExecResult r = ok(sh("ps -e -o pid=,user=,comm= > /tmp/ps.txt; cat /tmp/ps.txt"));
+        assertThat(r.stdoutText().lines().map(l -> l.trim().replaceAll("^\\d+\\s+", "").replaceAll("\\s+", " ")).toList())
+                .as(r.stdoutText())
+                .containsExactly("sandbox airlock-agent", "sandbox sh", "sandbox ps");
+        assertThat(r.stdoutText().trim()).startsWith("1 ");
+    }
+
+    /**
+     * The agent is PID 1 of the sandbox's pid namespace and shares its uid with the code: every
+     * signal the code sends it is dropped by the kernel, so the sandbox keeps working.
+     */
+    @Test
+    void agentSurvivesEverySignalFromInside() {
+        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            ExecResult attack = ok(sandbox.exec(ExecRequest.of("python3", "-c", """
+                    import os, signal, time
+                    sent = []
+                    for s in [signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
+                              signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+                              signal.SIGPIPE, signal.SIGCHLD, signal.SIGTRAP, signal.SIGSYS]:
+                        os.kill(1, s)
+                        sent.append(s.name)
+                    time.sleep(0.2)
+                    state = [l for l in open("/proc/1/status") if l.startswith("State:")][0].split()[1]
+                    print(len(sent), "signals sent; agent state", state)
+                    """)));
+            assertThat(attack.stdoutText()).isEqualTo("16 signals sent; agent state S\n");
+            ExecResult after = ok(sandbox.exec(ExecRequest.of("echo", "still served")));
+            assertThat(after.stdoutText()).isEqualTo("still served\n");
+        }
+    }
+
+    /**
+     * A background process a one-shot run leaves behind (nohup, its own session, stdio closed)
+     * dies with the run's sandbox. It is seen on the host while the run lives, so its absence
+     * afterwards is meaningful.
+     */
+    @Test
+    void backgroundProcessDoesNotOutliveItsOneShotRun() throws Exception {
+        String marker = "1001." + (System.nanoTime() % 1_000_000);
+        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> engine.run(RunRequest.of(Language.SH, """
+                nohup setsid sleep %s </dev/null >/dev/null 2>&1 &
+                echo started
+                sleep 2
+                """.formatted(marker))).result());
+        assertThat(Hostile.eventually(10_000, () -> Hostile.hostProcessesWith("sleep " + marker).stream().anyMatch(p -> !p.state().equals("Z"))))
+                .as("the escaped sleep is seen on the host while the run lives").isTrue();
+        assertThat(Hostile.hostProcessesWith("sleep " + marker))
+                .as("and it runs as the sandbox's unprivileged host uid")
+                .allSatisfy(p -> assertThat(Hostile.isSandboxUid(p.uid(), 1000)).as("host uid %d", p.uid()).isTrue());
+        ExecResult r = ok(run.get(30, TimeUnit.SECONDS));
+        assertThat(r.stdoutText()).isEqualTo("started\n");
+        assertThat(Hostile.eventually(15_000, () -> Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
+                .as("no process of the run remains on the host: %s", Hostile.hostProcessesWith("sleep " + marker)).isTrue();
+    }
+
+    /** In a persistent sandbox a daemonized process lives on between executions, and dies when it is closed. */
+    @Test
+    void daemonOfAPersistentSandboxDiesWhenTheSandboxIsClosed() {
+        String marker = "1002." + (System.nanoTime() % 1_000_000);
+        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            ok(sandbox.exec(ExecRequest.of("sh", "-c", "nohup setsid sleep " + marker + " </dev/null >/dev/null 2>&1 &")));
+            assertThat(Hostile.eventually(5_000, () -> !Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
+                    .as("the daemon runs on the host").isTrue();
+            assertThat(Hostile.hostProcessesWith("sleep " + marker))
+                    .allSatisfy(p -> assertThat(Hostile.isSandboxUid(p.uid(), 1000)).as("host uid of the daemon: %d", p.uid()).isTrue());
+        }
+        assertThat(Hostile.eventually(15_000, () -> Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
+                .as("no process of the closed sandbox remains: %s", Hostile.hostProcessesWith("sleep " + marker)).isTrue();
+    }
+
+    @Test
+    void filesOfOneRunAreAbsentInTheNext() {
+        String name = Hostile.token("leftover");
+        ExecResult first = ok(python(py("""
+                for d in ["/tmp", "/workspace", "/dev/shm"]:
+                    write_to(os.path.join(d, "%s"))
+                    print(d, os.path.exists(os.path.join(d, "%s")))
+                """.formatted(name, name))));
+        assertThat(first.stdoutText()).isEqualTo("/tmp True\n/workspace True\n/dev/shm True\n");
+        ExecResult second = ok(python(py("""
+                for d in ["/tmp", "/workspace", "/dev/shm"]:
+                    print(d, os.path.exists(os.path.join(d, "%s")), sorted(os.listdir(d)))
+                """.formatted(name))));
+        assertThat(second.stdoutText()).isEqualTo("/tmp False ['airlock']\n/workspace False []\n/dev/shm False []\n");
+    }
+
+    /** The agent's control socket never reaches the program: no inherited descriptor is a socket. */
+    @Test
+    void programInheritsNoSocketOfTheAgent() {
+        ExecResult r = ok(python("""
+                import os, stat
+                socks = []
+                for fd in range(3, 1024):
+                    try:
+                        st = os.fstat(fd)
+                    except OSError:
+                        continue
+                    if stat.S_ISSOCK(st.st_mode):
+                        socks.append((fd, os.readlink(f"/proc/self/fd/{fd}")))
+                print("sockets", socks)
+                """));
+        assertThat(r.stdoutText()).isEqualTo("sockets []\n");
+    }
+
+    @Test
+    void programStartsWithOnlyStdio() {
+        ExecResult r = ok(python("""
+                import os
+                extra = []
+                for fd in range(3, 1024):
+                    try:
+                        os.fstat(fd)
+                        extra.append((fd, os.readlink(f"/proc/self/fd/{fd}")))
+                    except OSError:
+                        pass
+                print("inherited", extra)
+                """));
+        assertThat(r.stdoutText()).isEqualTo("inherited []\n");
+    }
+
+    @Test
+    void hostnameIsTheSandboxsOwn() {
+        ExecResult r = ok(python(py("""
+                import socket
+                print(socket.gethostname(), os.uname().nodename)
+                attempt("sethostname", lambda: print(sc(170, 0, 0)))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("sandbox sandbox\nresult=-1 errno=1\nsethostname: ok\n");
+    }
+}

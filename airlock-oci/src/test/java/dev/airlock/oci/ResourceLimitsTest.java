@@ -1,0 +1,324 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.EndReason;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Map;
+
+import static dev.airlock.oci.Hostile.py;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Bombs against every budget of {@link Limits}: each is stopped by its limit with the precise
+ * error or end reason, and the run ends.
+ */
+class ResourceLimitsTest extends SandboxTestBase {
+
+    private static final long MIB = 1024 * 1024;
+
+    private static ExecResult ok(ExecResult r) {
+        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
+        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
+        return r;
+    }
+
+    /** The pids limit counts the agent and the program: with 16, the program gets 14 children, then EAGAIN. */
+    @Test
+    void forkBombIsStoppedByPidsLimit() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os, sys, time
+                n = 0
+                try:
+                    while True:
+                        if os.fork() == 0:
+                            time.sleep(30)
+                            os._exit(0)
+                        n += 1
+                except OSError as e:
+                    print(n, type(e).__name__, e.errno, e.strerror, flush=True)
+                """, Limits.DEFAULTS.withPids(16)));
+        assertThat(r.stdoutText()).isEqualTo("14 BlockingIOError 11 Resource temporarily unavailable\n");
+    }
+
+    /** Threads count against the same limit. */
+    @Test
+    void threadBombIsStoppedByPidsLimit() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os, threading, time
+                threads = []
+                try:
+                    while True:
+                        t = threading.Thread(target=time.sleep, args=(30,), daemon=True)
+                        t.start()
+                        threads.append(t)
+                except RuntimeError as e:
+                    print(len(threads), e, flush=True)
+                os._exit(0)
+                """, Limits.DEFAULTS.withPids(16)));
+        assertThat(r.stdoutText()).isEqualTo("14 can't start new thread\n");
+    }
+
+    /** A real bomb (every child forks too) never holds more processes than the limit allows. */
+    @Test
+    void exponentialForkBombStaysUnderPidsLimit() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os, time
+                start = os.getpid()
+                failures = 0
+                for _ in range(12):
+                    try:
+                        os.fork()
+                    except OSError as e:
+                        failures += 1
+                        assert e.errno == 11, e
+                if os.getpid() != start:
+                    time.sleep(30)
+                    os._exit(0)
+                time.sleep(0.5)
+                pids = [p for p in os.listdir("/proc") if p.isdigit()]
+                print("processes", len(pids), "refused forks in main", failures, flush=True)
+                """, Limits.DEFAULTS.withPids(24)));
+        String[] words = r.stdoutText().trim().split(" ");
+        assertThat(words[0]).isEqualTo("processes");
+        assertThat(Integer.parseInt(words[1])).as("processes in the sandbox, agent included").isBetween(2, 24);
+        assertThat(Integer.parseInt(words[6])).as("forks refused to the main process").isPositive();
+    }
+
+    @Test
+    void memoryBombIsOomKilled() {
+        ExecResult r = run(Language.PYTHON, """
+                print("allocating", flush=True)
+                hog = []
+                while True:
+                    hog.append(bytearray(1 << 20))
+                """, Limits.DEFAULTS.withMemoryBytes(64 * MIB));
+        assertThat(r.endReason()).as(r.stderrText()).isEqualTo(EndReason.OOM_KILLED);
+        assertThat(r.exitCode()).isEqualTo(137);
+        assertThat(r.message()).isEqualTo("killed by the kernel: the sandbox reached its memory limit of 64m");
+        assertThat(r.stdoutText()).isEqualTo("allocating\n");
+    }
+
+    /** tmpfs pages are charged to the sandbox: a disk larger than memory is no way around the memory limit. */
+    @Test
+    void tmpfsCannotBeUsedToExceedTheMemoryLimit() {
+        ExecResult r = run(Language.PYTHON, """
+                with open("/dev/shm/hog", "wb", buffering=0) as f:
+                    while True:
+                        f.write(b"x" * (1 << 20))
+                """, Limits.DEFAULTS.withMemoryBytes(32 * MIB).withDiskBytes(256 * MIB));
+        assertThat(r.endReason()).as(r.stderrText()).isEqualTo(EndReason.OOM_KILLED);
+        assertThat(r.exitCode()).isEqualTo(137);
+    }
+
+    @Test
+    void fillingTheWritableMountsStopsWithNoSpaceLeftOnDevice() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os
+                for d in ["/tmp", "/workspace", "/dev/shm"]:
+                    n = 0
+                    try:
+                        with open(d + "/fill", "wb", buffering=0) as f:
+                            while True:
+                                n += f.write(b"x" * 65536)
+                    except OSError as e:
+                        print(d, n, e.errno, e.strerror, flush=True)
+                    os.unlink(d + "/fill")
+                """, Limits.DEFAULTS.withDiskBytes(4 * MIB)));
+        String[] lines = r.stdoutText().split("\n");
+        assertThat(lines).hasSize(3);
+        for (String line : lines) {
+            String[] w = line.split(" ", 4);
+            assertThat(w[2] + " " + w[3]).as(line).isEqualTo("28 No space left on device");
+            assertThat(Long.parseLong(w[1])).as(line).isBetween(3 * MIB, 4 * MIB);
+        }
+        assertThat(lines[1]).as("/workspace holds exactly its 4m").isEqualTo("/workspace 4194304 28 No space left on device");
+    }
+
+    /** Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action kills the writer. */
+    @Test
+    void writingPastFileSizeLimitIsKilledBySigxfsz() {
+        ExecResult r = run(Language.PYTHON, """
+                import signal
+                signal.signal(signal.SIGXFSZ, signal.SIG_DFL)   # Python ignores it by default
+                print("writing", flush=True)
+                with open("/tmp/big", "wb") as f:
+                    f.write(b"x" * (2 << 20))
+                print("not reached", flush=True)
+                """, Limits.DEFAULTS.withFileSizeBytes(MIB));
+        assertThat(r.endReason()).as(r.stderrText()).isEqualTo(EndReason.SIGNALED);
+        assertThat(r.exitCode()).isEqualTo(128 + 25);
+        assertThat(r.message()).isEqualTo("killed by signal 25");
+        assertThat(r.stdoutText()).isEqualTo("writing\n");
+    }
+
+    @Test
+    void shellRedirectPastFileSizeLimitIsKilledBySigxfsz() {
+        ExecResult r = ok(run(Language.SH, """
+                head -c 2000000 /dev/zero > /tmp/big
+                echo "status $?"
+                stat -c %s /tmp/big
+                """, Limits.DEFAULTS.withFileSizeBytes(MIB)));
+        assertThat(r.stdoutText()).isEqualTo("status 153\n1048576\n");
+    }
+
+    /** With SIGXFSZ ignored the write fails with EFBIG and the file stops at exactly the limit. */
+    @Test
+    void writingPastFileSizeLimitWithSigxfszIgnoredFailsWithEfbig() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os
+                n = 0
+                try:
+                    with open("/workspace/big", "wb", buffering=0) as f:
+                        while True:
+                            n += f.write(b"x" * 4096)
+                except OSError as e:
+                    print(n, e.errno, e.strerror)
+                print(os.path.getsize("/workspace/big"))
+                """, Limits.DEFAULTS.withFileSizeBytes(MIB)));
+        assertThat(r.stdoutText()).isEqualTo("1048576 27 File too large\n1048576\n");
+    }
+
+    /** The hard limits are set: the program cannot raise them back. */
+    @Test
+    void fileSizeAndOpenFilesLimitsCannotBeRaised() {
+        ExecResult r = ok(run(Language.PYTHON, py("""
+                import resource
+                class rlimit(ctypes.Structure):
+                    _fields_ = [("cur", ctypes.c_ulong), ("max", ctypes.c_ulong)]
+                def setrlimit(res, value):
+                    if libc.prlimit(0, res, ctypes.byref(rlimit(value, value)), None) != 0:
+                        e = ctypes.get_errno()
+                        raise OSError(e, os.strerror(e))
+                print(resource.getrlimit(resource.RLIMIT_FSIZE), resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_CORE))
+                attempt("raise fsize", lambda: setrlimit(resource.RLIMIT_FSIZE, 2 << 20))
+                attempt("raise fsize to infinity", lambda: setrlimit(resource.RLIMIT_FSIZE, 2**64 - 1))
+                attempt("raise nofile", lambda: setrlimit(resource.RLIMIT_NOFILE, 4096))
+                attempt("raise core", lambda: setrlimit(resource.RLIMIT_CORE, 1 << 30))
+                """), Limits.DEFAULTS.withFileSizeBytes(MIB).withOpenFiles(64)));
+        assertThat(r.stdoutText()).isEqualTo("""
+                (1048576, 1048576) (64, 64) (0, 0)
+                raise fsize: EPERM Operation not permitted
+                raise fsize to infinity: EPERM Operation not permitted
+                raise nofile: EPERM Operation not permitted
+                raise core: EPERM Operation not permitted
+                """);
+    }
+
+    /** The open-files limit: the last descriptor handed out is limit - 1, then EMFILE. */
+    @Test
+    void openFilesLimitGivesEmfile() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import os
+                fds = []
+                try:
+                    while True:
+                        fds.append(os.open("/dev/null", os.O_RDONLY))
+                except OSError as e:
+                    print(max(fds), e.errno, e.strerror)
+                """, Limits.DEFAULTS.withOpenFiles(32)));
+        assertThat(r.stdoutText()).isEqualTo("31 24 Too many open files\n");
+    }
+
+    @Test
+    void cpuSpinPastTimeoutIsTimedOutAndKeepsOutputProducedBefore() {
+        ExecResult r = run(Language.PYTHON, """
+                print("spinning", flush=True)
+                import sys
+                sys.stderr.write("on stderr too\\n"); sys.stderr.flush()
+                while True:
+                    pass
+                """, Limits.DEFAULTS.withTimeout(Duration.ofSeconds(2)));
+        assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
+        assertThat(r.timedOut()).isTrue();
+        assertThat(r.exitCode()).as("killed by SIGKILL").isEqualTo(137);
+        assertThat(r.message()).isEqualTo("timed out after 2s and was killed");
+        assertThat(r.stdoutText()).isEqualTo("spinning\n");
+        assertThat(r.stderrText()).isEqualTo("on stderr too\n");
+    }
+
+    /** A timed-out program that ignores SIGTERM and sits in its own process group is still killed. */
+    @Test
+    void timeoutCannotBeDodgedByIgnoringSignals() {
+        ExecResult r = run(Language.PYTHON, """
+                import os, signal, time
+                for s in [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT]:
+                    signal.signal(s, signal.SIG_IGN)
+                print("armoured", flush=True)
+                while True:
+                    time.sleep(1)
+                """, Limits.DEFAULTS.withTimeout(Duration.ofSeconds(1)));
+        assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
+        assertThat(r.exitCode()).isEqualTo(137);
+        assertThat(r.stdoutText()).isEqualTo("armoured\n");
+    }
+
+    @Test
+    void outputPastTheLimitIsTruncatedToExactlyTheLimit() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import sys
+                sys.stdout.write("a" * 10000)
+                sys.stderr.write("b" * 5000)
+                """, Limits.DEFAULTS.withOutputBytes(1000)));
+        assertThat(r.truncated()).isTrue();
+        assertThat(r.stdout()).hasSize(1000);
+        assertThat(r.stderr()).hasSize(1000);
+        assertThat(r.stdoutText()).isEqualTo("a".repeat(1000));
+        assertThat(r.stderrText()).isEqualTo("b".repeat(1000));
+    }
+
+    /** 200 MB of stdout with the default 1 MiB limit: the run ends on its own, the output is cut. */
+    @Test
+    void hugeStdoutFloodDoesNotHang() {
+        ExecResult r = ok(run(Language.SH, "head -c 200000000 /dev/zero; echo done >&2", Limits.DEFAULTS));
+        assertThat(r.truncated()).isTrue();
+        assertThat(r.stdout()).hasSize((int) Limits.DEFAULTS.outputBytes());
+        assertThat(r.stderrText()).isEqualTo("done\n");
+    }
+
+    /** An endless flood ends at the timeout with the limit's worth of output kept. */
+    @Test
+    void endlessStdoutFloodEndsAtTheTimeout() {
+        ExecResult r = run(Language.SH, "cat /dev/zero", Limits.DEFAULTS.withTimeout(Duration.ofSeconds(2)));
+        assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
+        assertThat(r.truncated()).isTrue();
+        assertThat(r.stdout()).hasSize((int) Limits.DEFAULTS.outputBytes());
+    }
+
+    /**
+     * With a tenth of a core, a spinning process is throttled by the CPU quota: the kernel counts
+     * throttled periods in the sandbox's cgroup, and the process gets far less CPU time than the
+     * time it spun.
+     */
+    @Test
+    void cpuQuotaThrottlesASpinningProcess() throws IOException {
+        try (Sandbox sandbox = engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, Limits.DEFAULTS.withCpus(0.1), Map.of()))) {
+            ExecResult r = ok(sandbox.exec(ExecRequest.of("python3", "-c", """
+                    import os, time
+                    t0, c0 = time.monotonic(), os.times()
+                    while time.monotonic() - t0 < 1.0:
+                        pass
+                    c1 = os.times()
+                    print(round((c1.user + c1.system) - (c0.user + c0.system), 3), round(time.monotonic() - t0, 3))
+                    """)));
+            double[] v = Arrays.stream(r.stdoutText().trim().split(" ")).mapToDouble(Double::parseDouble).toArray();
+            assertThat(v[0]).as("CPU seconds used while spinning %s s", v[1]).isLessThan(v[1] * 0.5);
+            Path cpuStat = Cgroups.isV2()
+                    ? Path.of("/sys/fs/cgroup", Cgroups.pathOf(sandbox.id().value()).substring(1), "cpu.stat")
+                    : Path.of("/sys/fs/cgroup/cpu", Cgroups.pathOf(sandbox.id().value()).substring(1), "cpu.stat");
+            long throttled = Files.readAllLines(cpuStat).stream().filter(l -> l.startsWith("nr_throttled "))
+                    .mapToLong(l -> Long.parseLong(l.split(" ")[1])).findFirst().orElseThrow();
+            assertThat(throttled).as("nr_throttled of %s", cpuStat).isPositive();
+        }
+    }
+}
