@@ -31,43 +31,29 @@ public interface SandboxAgent extends AutoCloseable {
      *
      * @return the number of bytes written
      */
-    default long writeFile(String path, java.io.InputStream content, long maxBytes, int mode) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    long writeFile(String path, java.io.InputStream content, long maxBytes, int mode) throws IOException;
 
     /**
      * Streams a file's content to {@code sink}, in order, as the agent reads it. Refuses anything
      * that is not a regular file (a FIFO or device planted by the code cannot stall the agent) and
      * fails with {@link FileTooLargeException} if the file is larger than {@code maxBytes}.
      */
-    default void readFile(String path, long maxBytes, java.io.OutputStream sink) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    void readFile(String path, long maxBytes, java.io.OutputStream sink) throws IOException;
 
     /** Describes one path without following a final symlink. */
-    default FileInfo stat(String path) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    FileInfo stat(String path) throws IOException;
 
     /** The entries of a directory (not recursive), without following symlinks; at most 10000. */
-    default java.util.List<FileInfo> list(String directory) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    java.util.List<FileInfo> list(String directory) throws IOException;
 
     /** Creates a directory; with {@code parents}, missing parents too and no error if it exists. */
-    default void mkdir(String path, boolean parents) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    void mkdir(String path, boolean parents) throws IOException;
 
     /** Removes a file, symlink or empty directory; with {@code recursive}, a whole tree (never following symlinks). */
-    default void remove(String path, boolean recursive) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    void remove(String path, boolean recursive) throws IOException;
 
     /** Renames within the sandbox; the target is replaced if it is a file. */
-    default void rename(String from, String to) throws IOException {
-        throw new UnsupportedOperationException("not implemented by this agent");
-    }
+    void rename(String from, String to) throws IOException;
 
     /** Whether the channel to the agent is still open. */
     boolean isOpen();
