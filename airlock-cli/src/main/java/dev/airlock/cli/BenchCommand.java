@@ -9,6 +9,8 @@ import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.OciDriver;
 import dev.airlock.oci.RuncBaseline;
+import dev.airlock.server.AirlockServer;
+import dev.airlock.server.ServerConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -95,6 +97,7 @@ final class BenchCommand implements Callable<Integer> {
             created.forEach(Sandbox::close);
             results.add(create);
         }
+        results.addAll(serverCases(bare));
         try (Engine cold = new Engine(new OciDriver(engineOptions.driverConfig()))) {
             results.add(measure("airlock one-shot, cold: python pass", () -> {
                 cold.awaitQuiet(Duration.ofSeconds(30));
@@ -108,6 +111,43 @@ final class BenchCommand implements Callable<Integer> {
                     s.median() / bare.median());
         }
         return 0;
+    }
+
+    /** The same requests through the REST API of a real server on a loopback socket. */
+    private List<Stats> serverCases(Stats bare) throws Exception {
+        List<Stats> stats = new ArrayList<>();
+        Path dataDir = Files.createTempDirectory("airlock-bench");
+        ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1)
+                .withDriver(engineOptions.driverConfig());
+        try (AirlockServer server = AirlockServer.start(config)) {
+            BenchClient client = new BenchClient(server.uri(), server.token());
+            Case quiet = () -> client.awaitPoolReady();
+            List<String> created = new ArrayList<>();
+            stats.add(measure("server: create from warm pool (POST /v1/sandboxes)", () -> created.add(client.create()), () -> {
+                for (String id : created) {
+                    client.delete(id);
+                }
+                created.clear();
+                quiet.once();
+            }));
+            for (String id : created) {
+                client.delete(id);
+            }
+            String id = client.create();
+            stats.add(measure("server: exec true (POST .../exec)", () -> client.exec(id, "true")));
+            stats.add(measure("server: exec python3 -c pass", () -> client.exec(id, PYTHON, "-c", "pass")));
+            client.delete(id);
+            stats.add(measure("server: one-shot python3 -c pass (create, exec, delete)", () -> {
+                String one = client.create();
+                client.exec(one, PYTHON, "-c", "pass");
+                client.delete(one);
+            }, quiet));
+        } finally {
+            try (var files = Files.walk(dataDir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+        return stats;
     }
 
     private Stats measure(String name, Case c) throws Exception {

@@ -1,0 +1,74 @@
+package dev.airlock.cli;
+
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.List;
+
+/** The few REST calls the benchmark makes, over one keep-alive HTTP/1.1 connection. */
+final class BenchClient {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    private final URI base;
+    private final String token;
+
+    BenchClient(URI base, String token) {
+        this.base = base;
+        this.token = token;
+    }
+
+    String create() throws IOException, InterruptedException {
+        return call("POST", "/v1/sandboxes", "{}", 201).get("id").asString();
+    }
+
+    void delete(String id) throws IOException, InterruptedException {
+        call("DELETE", "/v1/sandboxes/" + id, null, 204);
+    }
+
+    void exec(String id, String... argv) throws IOException, InterruptedException {
+        ObjectNode body = JSON.createObjectNode();
+        ArrayNode command = body.putArray("command");
+        List.of(argv).forEach(command::add);
+        JsonNode result = call("POST", "/v1/sandboxes/" + id + "/exec", body.toString(), 200);
+        if (result.get("exitCode").asInt() != 0) {
+            throw new IllegalStateException("benchmark command failed: " + result);
+        }
+    }
+
+    /** Waits until the server's warm pool is full again (its metric), so each create finds one. */
+    void awaitPoolReady() throws IOException, InterruptedException {
+        for (int i = 0; i < 3000; i++) {
+            HttpResponse<String> r = http.send(request("GET", "/metrics", null), HttpResponse.BodyHandlers.ofString());
+            if (r.body().lines().anyMatch(l -> l.startsWith("airlock_pool_ready ") && !l.endsWith(" 0.0"))) {
+                return;
+            }
+            Thread.sleep(10);
+        }
+        throw new IllegalStateException("the server's warm pool did not refill within 30s");
+    }
+
+    private JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {
+        HttpResponse<String> r = http.send(request(method, path, body), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != expected) {
+            throw new IllegalStateException(method + " " + path + " answered " + r.statusCode() + ": " + r.body());
+        }
+        return r.body().isEmpty() ? JSON.createObjectNode() : JSON.readTree(r.body());
+    }
+
+    private HttpRequest request(String method, String path, String body) {
+        return HttpRequest.newBuilder(base.resolve(path))
+                .header("Authorization", "Bearer " + token)
+                .header("Content-Type", "application/json")
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+                .build();
+    }
+}
