@@ -10,13 +10,13 @@ import java.util.List;
  * A process started with {@code "background": true}. A virtual thread waits for it, so its timeout
  * is enforced although no request is waiting.
  */
-record BackgroundProcess(String id, List<String> command, Instant startedAt, Execution execution) {
+public record BackgroundProcess(String id, List<String> command, Instant startedAt, Execution execution) {
 
-    boolean running() {
+    public boolean running() {
         return !execution.isDone();
     }
 
-    ExecResult result() {
+    public ExecResult result() {
         return execution.result();
     }
 }

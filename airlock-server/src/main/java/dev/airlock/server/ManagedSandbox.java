@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A sandbox as the server holds it: the running sandbox plus what clients attached to it (labels,
  * lifetime, idle timeout) and the background processes started in it.
  */
-final class ManagedSandbox {
+public final class ManagedSandbox {
 
     private final Sandbox sandbox;
     private final Map<String, String> labels;
@@ -35,31 +35,31 @@ final class ManagedSandbox {
         this.lastActivity = createdAt;
     }
 
-    Sandbox sandbox() {
+    public Sandbox sandbox() {
         return sandbox;
     }
 
-    String id() {
+    public String id() {
         return sandbox.id().value();
     }
 
-    Map<String, String> labels() {
+    public Map<String, String> labels() {
         return labels;
     }
 
-    Instant createdAt() {
+    public Instant createdAt() {
         return createdAt;
     }
 
-    Instant expiresAt() {
+    public Instant expiresAt() {
         return expiresAt;
     }
 
-    Duration idleTimeout() {
+    public Duration idleTimeout() {
         return idleTimeout;
     }
 
-    Instant lastActivity() {
+    public Instant lastActivity() {
         return lastActivity;
     }
 
@@ -73,12 +73,12 @@ final class ManagedSandbox {
     }
 
     /** Marks an execution as running: a sandbox that is working is not idle. */
-    void executionStarted() {
+    public void executionStarted() {
         running.incrementAndGet();
         touch();
     }
 
-    void executionEnded() {
+    public void executionEnded() {
         running.decrementAndGet();
         touch();
     }
@@ -106,11 +106,11 @@ final class ManagedSandbox {
         processes.put(process.id(), process);
     }
 
-    List<BackgroundProcess> processes() {
+    public List<BackgroundProcess> processes() {
         return processes.values().stream().sorted((a, b) -> a.startedAt().compareTo(b.startedAt())).toList();
     }
 
-    BackgroundProcess process(String processId) {
+    public BackgroundProcess process(String processId) {
         BackgroundProcess p = processes.get(processId);
         if (p == null) {
             throw new AirlockException(AirlockException.Kind.NOT_FOUND, "process " + Json.printable(processId)

@@ -29,14 +29,14 @@ import java.util.concurrent.ConcurrentHashMap;
  * and destroys sandboxes when their time-to-live or idle timeout runs out. Interfaces (REST, later
  * MCP) only translate requests into these calls, so no check can be skipped by choosing a door.
  */
-final class SandboxService implements AutoCloseable {
+public final class SandboxService implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
     /** Background processes kept per sandbox, running or ended. */
     private static final int MAX_PROCESSES = 64;
 
     /** A validated create request. */
-    record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
+    public record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
     }
 
     private final ServerConfig config;
@@ -74,11 +74,11 @@ final class SandboxService implements AutoCloseable {
         return List.copyOf(reaped);
     }
 
-    List<String> reapedAtStart() {
+    public List<String> reapedAtStart() {
         return reapedAtStart;
     }
 
-    ManagedSandbox create(CreateRequest request) {
+    public ManagedSandbox create(CreateRequest request) {
         if (sandboxes.size() >= config.maxSandboxes()) {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "this server already holds " + sandboxes.size()
                     + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
@@ -96,7 +96,7 @@ final class SandboxService implements AutoCloseable {
         return managed;
     }
 
-    ManagedSandbox get(String id) {
+    public ManagedSandbox get(String id) {
         ManagedSandbox s = sandboxes.get(id);
         if (s == null) {
             throw notFound(id);
@@ -110,22 +110,22 @@ final class SandboxService implements AutoCloseable {
                 + " does not exist (it may have expired or been destroyed): list sandboxes with GET /v1/sandboxes");
     }
 
-    List<ManagedSandbox> list(Map<String, String> labelFilter) {
+    public List<ManagedSandbox> list(Map<String, String> labelFilter) {
         return sandboxes.values().stream().filter(s -> s.matches(labelFilter))
                 .sorted((a, b) -> a.createdAt().compareTo(b.createdAt())).toList();
     }
 
-    int size() {
+    public int size() {
         return sandboxes.size();
     }
 
-    ManagedSandbox extendTtl(String id, Duration ttl) {
+    public ManagedSandbox extendTtl(String id, Duration ttl) {
         ManagedSandbox s = get(id);
         s.extend(ttl);
         return s;
     }
 
-    void destroy(String id) {
+    public void destroy(String id) {
         ManagedSandbox s = sandboxes.remove(id);
         if (s == null) {
             throw notFound(id);
@@ -145,7 +145,7 @@ final class SandboxService implements AutoCloseable {
     }
 
     /** Runs to the end; output also goes to {@code listener} as it is produced. */
-    ExecResult exec(String id, ExecRequest request, OutputListener listener) {
+    public ExecResult exec(String id, ExecRequest request, OutputListener listener) {
         ManagedSandbox s = get(id);
         s.executionStarted();
         try {
@@ -158,13 +158,13 @@ final class SandboxService implements AutoCloseable {
     }
 
     /** Writes {@code code} into the sandbox and returns the request that runs it. */
-    ExecRequest codeRequest(String id, Language language, String code) {
+    public ExecRequest codeRequest(String id, Language language, String code) {
         ManagedSandbox s = get(id);
         engine.driver().check(s.sandbox().spec(), List.of(language.interpreter()));
         return s.sandbox().codeRequest(language, code);
     }
 
-    BackgroundProcess startBackground(String id, ExecRequest request) {
+    public BackgroundProcess startBackground(String id, ExecRequest request) {
         ManagedSandbox s = get(id);
         if (s.processes().stream().filter(BackgroundProcess::running).count() >= MAX_PROCESSES) {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + id + " already runs " + MAX_PROCESSES
@@ -192,7 +192,7 @@ final class SandboxService implements AutoCloseable {
 
     // --- files: every path is resolved by the agent, inside the sandbox ---
 
-    FileInfo writeFile(String id, String path, InputStream content) {
+    public FileInfo writeFile(String id, String path, InputStream content) {
         ManagedSandbox s = get(id);
         long max = s.sandbox().spec().limits().fileSizeBytes();
         return files(s, path, agent -> {
@@ -201,7 +201,7 @@ final class SandboxService implements AutoCloseable {
         });
     }
 
-    void readFile(String id, String path, OutputStream sink) {
+    public void readFile(String id, String path, OutputStream sink) {
         ManagedSandbox s = get(id);
         long max = s.sandbox().spec().limits().fileSizeBytes();
         files(s, path, agent -> {
@@ -210,29 +210,29 @@ final class SandboxService implements AutoCloseable {
         });
     }
 
-    FileInfo stat(String id, String path) {
+    public FileInfo stat(String id, String path) {
         return files(get(id), path, agent -> agent.stat(path));
     }
 
-    List<FileInfo> list(String id, String path) {
+    public List<FileInfo> list(String id, String path) {
         return files(get(id), path, agent -> agent.list(path));
     }
 
-    FileInfo mkdir(String id, String path, boolean parents) {
+    public FileInfo mkdir(String id, String path, boolean parents) {
         return files(get(id), path, agent -> {
             agent.mkdir(path, parents);
             return agent.stat(path);
         });
     }
 
-    void remove(String id, String path, boolean recursive) {
+    public void remove(String id, String path, boolean recursive) {
         files(get(id), path, agent -> {
             agent.remove(path, recursive);
             return null;
         });
     }
 
-    FileInfo rename(String id, String from, String to) {
+    public FileInfo rename(String id, String from, String to) {
         return files(get(id), from, agent -> {
             agent.rename(from, to);
             return agent.stat(to);
@@ -292,7 +292,7 @@ final class SandboxService implements AutoCloseable {
         }
     }
 
-    Engine engine() {
+    public Engine engine() {
         return engine;
     }
 
