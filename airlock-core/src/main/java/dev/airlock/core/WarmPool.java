@@ -40,7 +40,11 @@ final class WarmPool implements AutoCloseable {
         if (size == 0 || closed || !spec.equals(wanted)) {
             return null;
         }
-        IsolationDriver.DriverSandbox ds = ready.pollFirst();
+        IsolationDriver.DriverSandbox ds;
+        while ((ds = ready.pollFirst()) != null && !ds.agent().isOpen()) {
+            // It died while waiting (killed from outside the engine): never hand out a dead sandbox.
+            ds.destroy();
+        }
         refill.release();
         return ds;
     }

@@ -1,0 +1,122 @@
+package dev.airlock.cli;
+
+import dev.airlock.client.Airlock;
+import dev.airlock.oci.LeakCheck;
+import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.server.AirlockServer;
+import dev.airlock.server.ServerConfig;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A real {@code airlock serve} in this JVM: the server on a real socket with a fresh data
+ * directory, and an SDK client connected to it. Closing it closes the server — which must destroy
+ * every sandbox it holds — and fails if anything of any sandbox is left on the host.
+ */
+final class LiveServer implements AutoCloseable {
+
+    static final OciDriverConfig DRIVER = OciDriverConfig.defaults();
+
+    final AirlockServer server;
+    final Airlock client;
+    final Path dataDir;
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    private LiveServer(AirlockServer server, Path dataDir) {
+        this.server = server;
+        this.dataDir = dataDir;
+        this.client = Airlock.connect(server.uri(), server.token());
+    }
+
+    /** A server on a free port; {@code config} adjusts the defaults (pool size, max sandboxes). */
+    static LiveServer start(UnaryOperator<ServerConfig> config) {
+        Path dir;
+        try {
+            dir = Files.createTempDirectory("airlock-e2e-");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return new LiveServer(AirlockServer.start(config.apply(ServerConfig.defaults().withPort(0).withDataDir(dir))), dir);
+    }
+
+    URI uri() {
+        return server.uri();
+    }
+
+    String token() {
+        return server.token();
+    }
+
+    /** A raw request, for what the SDK does not let one send; {@code token} null sends none. */
+    HttpResponse<String> raw(String method, String path, String body, String token) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(uri() + path))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        if (token != null) {
+            b.header("Authorization", "Bearer " + token);
+        }
+        try {
+            return http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /** A raw request with this server's token. */
+    HttpResponse<String> raw(String method, String path, String body) {
+        return raw(method, path, body, token());
+    }
+
+    /** Everything any sandbox left on this host (processes, runtime state, cgroups, mounts, directories). */
+    static List<String> leftovers(String prefix) {
+        return new LeakCheck(DRIVER).find(prefix);
+    }
+
+    /** Closes the client and the server, then checks that no sandbox left anything behind. */
+    @Override
+    public void close() {
+        try {
+            client.close();
+        } finally {
+            server.close();
+            deleteTree(dataDir);
+        }
+        assertThat(leftovers("al-")).as("what sandboxes left after the server closed").isEmpty();
+    }
+
+    static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException ignored) {
+                    // best effort: a temp directory
+                }
+            });
+        } catch (IOException ignored) {
+            // best effort
+        }
+    }
+}
