@@ -44,7 +44,7 @@ public final class LeakCheck {
 
     private List<String> findNow(String prefix) {
         List<String> leaks = new ArrayList<>();
-        leaks.addAll(sandboxProcesses());
+        leaks.addAll(sandboxProcesses(prefix));
         OciRuntime runtime = OciRuntime.locate(config.runtime()) == null ? null : OciRuntime.find(config.runtime());
         if (runtime != null) {
             runtime.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: container " + id));
@@ -73,8 +73,12 @@ public final class LeakCheck {
         return leaks;
     }
 
-    /** Any host process whose uid is in the sandbox id ranges is a sandbox process. */
-    private List<String> sandboxProcesses() {
+    /**
+     * Host processes whose uid is in the sandbox id ranges and that belong to a sandbox whose id
+     * starts with {@code prefix} (by their cgroup). A sandbox-uid process outside every sandbox
+     * cgroup belongs to no one and is always reported.
+     */
+    private List<String> sandboxProcesses(String prefix) {
         List<String> found = new ArrayList<>();
         long low = config.hostIdBase(), high = UidSlots.end(config.hostIdBase());
         try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
@@ -83,7 +87,8 @@ public final class LeakCheck {
                     for (String line : Files.readAllLines(proc.resolve("status"))) {
                         if (line.startsWith("Uid:")) {
                             long uid = Long.parseLong(line.split("\\s+")[1]);
-                            if (uid >= low && uid < high) {
+                            String owner = sandboxOf(proc);
+                            if (uid >= low && uid < high && (owner == null || owner.startsWith(prefix))) {
                                 String cmd = Files.readString(proc.resolve("cmdline")).replace('\0', ' ').trim();
                                 found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
                             }
@@ -98,6 +103,23 @@ public final class LeakCheck {
             found.add("cannot list /proc: " + e.getMessage());
         }
         return found;
+    }
+
+    /** The sandbox id in the process's cgroup path ({@code .../airlock/<id>}), or null. */
+    private static String sandboxOf(Path proc) {
+        try {
+            for (String line : Files.readAllLines(proc.resolve("cgroup"))) {
+                int at = line.indexOf("/" + Cgroups.PARENT + "/");
+                if (at >= 0) {
+                    String rest = line.substring(at + Cgroups.PARENT.length() + 2);
+                    int slash = rest.indexOf('/');
+                    return slash < 0 ? rest : rest.substring(0, slash);
+                }
+            }
+        } catch (IOException e) {
+            return null;
+        }
+        return null;
     }
 
     private List<String> mounts() {
