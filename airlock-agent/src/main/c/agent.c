@@ -1,7 +1,7 @@
 /*
  * airlock-agent: PID 1 of every Airlock sandbox. See docs/agent-protocol.md.
  *
- * Usage: airlock-agent <unix socket path>
+ * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <unix socket path>
  *
  * The agent connects to the host's socket, says HELLO, then runs one single-threaded poll() loop
  * over the control socket, a signalfd for SIGCHLD, and the pipes of every running execution. It
@@ -12,6 +12,11 @@
  * not do is let sandboxed code stall it, confuse it about which process is which, or make it write
  * through a symlink the code planted.
  *
+ * With --egress-port it is also the sandbox's egress bridge: it listens on 127.0.0.1:PORT and
+ * [::1]:PORT and splices every accepted connection to the host's egress proxy socket
+ * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers. It makes no policy
+ * decision: the host proxy does, and code that connects to the socket directly gains nothing.
+ *
  * When it is not PID 1 (tests run it directly on a development host) it must not kill(-1): that
  * would kill every process of the user. It then kills only the process groups it started.
  */
@@ -19,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,6 +65,9 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 #define MAX_READS 16                   /* READ_FILE streams in progress at once */
 #define MAX_LIST 10000                 /* entries one LIST may report */
 #define MAX_REMOVE_DEPTH 128           /* directory levels a recursive REMOVE descends (one fd each) */
+#define MAX_BRIDGES 64                 /* egress connections spliced at once; more are refused */
+#define BRIDGE_BUF (32 * 1024)         /* per direction of one egress connection */
+#define DEFAULT_EGRESS_SOCKET "/run/airlock/egress.sock"
 
 struct exec {
     int used;
@@ -1086,6 +1095,141 @@ static void read_control(void) {
     }
 }
 
+
+/* ---------------------------------------------------------------- egress bridge
+ *
+ * Each accepted TCP connection (inside the sandbox) is paired with a fresh connection to the
+ * host's egress socket. Direction 0 copies TCP -> host, direction 1 host -> TCP. A direction reads
+ * only when its buffer is empty and writes while it is not: a slow peer therefore stops us reading
+ * from the other (backpressure) instead of growing anything, and nothing here ever blocks, since
+ * every descriptor is non-blocking. End of input in one direction is passed on as shutdown(SHUT_WR)
+ * once its buffer has drained (half-close); the pair is closed when both directions have ended or
+ * on any error.
+ */
+struct bridge {
+    int used;
+    int fd[2];                         /* fd[0]: TCP peer inside the sandbox; fd[1]: host socket */
+    unsigned char *buf[2];             /* buf[d] holds bytes read from fd[d], for fd[1 - d] */
+    size_t len[2], off[2];
+    int eof[2];                        /* fd[d] has reached end of input */
+    int shut[2];                       /* fd[1 - d] has been shut down for writing */
+};
+
+static struct bridge bridges[MAX_BRIDGES];
+static int egress_listen[2] = { -1, -1 };  /* 127.0.0.1 and ::1 */
+static const char *egress_socket = DEFAULT_EGRESS_SOCKET;
+
+static void bridge_close(struct bridge *b) {
+    for (int d = 0; d < 2; d++) {
+        close_fd(&b->fd[d]);
+        free(b->buf[d]);
+        b->buf[d] = NULL;
+    }
+    b->used = 0;
+}
+
+/* Listens on 127.0.0.1:port and [::1]:port. The IPv4 listener is required; ::1 is best effort
+ * (a kernel without IPv6 has none). */
+static void egress_listen_on(int port) {
+    struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t) port),
+                               .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+    int one = 1;
+    for (int i = 0; i < 2; i++) {
+        int fd = socket(i == 0 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (i == 1) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        }
+        int ok = fd >= 0
+                && bind(fd, i == 0 ? (struct sockaddr *) &v4 : (struct sockaddr *) &v6, i == 0 ? sizeof v4 : sizeof v6) == 0
+                && listen(fd, 64) == 0;
+        if (!ok) {
+            if (i == 0) {
+                fprintf(stderr, "airlock-agent: cannot listen on 127.0.0.1:%d for egress: %s\n", port, strerror(errno));
+                exit(1);
+            }
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        egress_listen[i] = fd;
+    }
+}
+
+/* Accepts what is waiting (bounded per call) and pairs each with a host connection. */
+static void egress_accept(int listener) {
+    for (int k = 0; k < 16; k++) {
+        int tcp = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (tcp < 0) {
+            return;                    /* EAGAIN, or a connection that died before we took it */
+        }
+        struct bridge *b = NULL;
+        for (int i = 0; i < MAX_BRIDGES && b == NULL; i++) {
+            if (!bridges[i].used) b = &bridges[i];
+        }
+        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        int host = -1;
+        if (b != NULL && strlen(egress_socket) < sizeof addr.sun_path) {
+            strcpy(addr.sun_path, egress_socket);
+            host = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            /* A unix connect completes at once or fails (EAGAIN: the host's backlog is full). */
+            if (host >= 0 && connect(host, (struct sockaddr *) &addr, sizeof addr) < 0) {
+                close(host);
+                host = -1;
+            }
+        }
+        unsigned char *in = host >= 0 ? malloc(BRIDGE_BUF) : NULL;
+        unsigned char *out = in != NULL ? malloc(BRIDGE_BUF) : NULL;
+        if (out == NULL) {
+            /* No slot, no host proxy, or no memory: the sandbox's client sees the connection close. */
+            free(in);
+            if (host >= 0) close(host);
+            close(tcp);
+            continue;
+        }
+        *b = (struct bridge) { .used = 1, .fd = { tcp, host }, .buf = { in, out } };
+    }
+}
+
+/* Moves what it can for direction d of b. Returns -1 if the pair must be closed. */
+static int bridge_pump(struct bridge *b, int d, short revents_src, short revents_dst) {
+    int src = b->fd[d], dst = b->fd[1 - d];
+    if (!b->eof[d] && b->len[d] == 0 && (revents_src & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t n = read(src, b->buf[d], BRIDGE_BUF);
+        if (n > 0) {
+            b->len[d] = (size_t) n;
+            b->off[d] = 0;
+        } else if (n == 0) {
+            b->eof[d] = 1;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            return -1;
+        }
+    }
+    if (b->len[d] > 0 && (revents_dst & (POLLOUT | POLLHUP | POLLERR))) {
+        ssize_t n = send(dst, b->buf[d] + b->off[d], b->len[d], MSG_NOSIGNAL);
+        if (n > 0) {
+            b->off[d] += (size_t) n;
+            b->len[d] -= (size_t) n;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            return -1;
+        }
+    }
+    if (b->eof[d] && b->len[d] == 0 && !b->shut[d]) {
+        shutdown(dst, SHUT_WR);
+        b->shut[d] = 1;
+    }
+    return 0;
+}
+
+/* The poll events each side of b waits for now. */
+static short bridge_events(const struct bridge *b, int side) {
+    short ev = 0;
+    if (!b->eof[side] && b->len[side] == 0) ev |= POLLIN;      /* room to read from this side */
+    if (b->len[1 - side] > 0) ev |= POLLOUT;                  /* bytes waiting to be written to it */
+    return ev;
+}
+
 /* ---------------------------------------------------------------- main loop */
 
 static int connect_to(const char *path) {
@@ -1102,10 +1246,29 @@ static int connect_to(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fputs("usage: airlock-agent <socket path>\n", stderr);
+    int egress_port = 0;
+    int arg = 1;
+    while (arg + 1 < argc && strncmp(argv[arg], "--", 2) == 0) {
+        if (strcmp(argv[arg], "--egress-port") == 0) {
+            char *end;
+            long p = strtol(argv[arg + 1], &end, 10);
+            if (*end != '\0' || p < 1 || p > 65535) {
+                fputs("airlock-agent: --egress-port needs a port between 1 and 65535\n", stderr);
+                return 2;
+            }
+            egress_port = (int) p;
+        } else if (strcmp(argv[arg], "--egress-socket") == 0) {
+            egress_socket = argv[arg + 1];
+        } else {
+            break;
+        }
+        arg += 2;
+    }
+    if (arg != argc - 1) {
+        fputs("usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <socket path>\n", stderr);
         return 2;
     }
+    const char *control_path = argv[arg];
     /* Sandboxed code runs as our user: without this it could ptrace us or read /proc/1/fd. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     is_init = getpid() == 1;
@@ -1134,15 +1297,20 @@ int main(int argc, char **argv) {
         perror("airlock-agent: signalfd");
         return 1;
     }
-    sock = connect_to(argv[1]);
+    if (egress_port != 0) {
+        /* Before HELLO, so the host knows the port is taken by us once the sandbox is up. */
+        egress_listen_on(egress_port);
+    }
+    sock = connect_to(control_path);
     if (sock < 0) {
-        fprintf(stderr, "airlock-agent: cannot connect to %s: %s\n", argv[1], strerror(errno));
+        fprintf(stderr, "airlock-agent: cannot connect to %s: %s\n", control_path, strerror(errno));
         return 1;
     }
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
 
-    struct pollfd fds[2 + 3 * MAX_EXECS];
-    struct { struct exec *e; int kind; } owner[2 + 3 * MAX_EXECS];
+    enum { MAX_FDS = 2 + 3 * MAX_EXECS + 2 + 2 * MAX_BRIDGES };
+    struct pollfd fds[MAX_FDS];
+    struct { struct exec *e; int kind; struct bridge *b; int side; } owner[MAX_FDS];
     for (;;) {
         int n = 0;
         fds[n++] = (struct pollfd) { .fd = sock, .events = POLLIN };
@@ -1154,6 +1322,22 @@ int main(int argc, char **argv) {
             if (e->err_fd >= 0) { owner[n].e = e; owner[n].kind = T_STDERR; fds[n++] = (struct pollfd) { .fd = e->err_fd, .events = POLLIN }; }
             if (e->in_fd >= 0 && e->pending != NULL) { owner[n].e = e; owner[n].kind = T_STDIN; fds[n++] = (struct pollfd) { .fd = e->in_fd, .events = POLLOUT }; }
         }
+        int n_exec = n;
+        for (int i = 0; i < MAX_BRIDGES; i++) {
+            struct bridge *b = &bridges[i];
+            if (!b->used) continue;
+            for (int side = 0; side < 2; side++) {
+                owner[n].b = b; owner[n].side = side;
+                /* A side we wait for nothing on is left out (fd -1): poll would still report a
+                 * hang-up on it, at once and forever, and the loop would spin. */
+                short ev = bridge_events(b, side);
+                fds[n++] = (struct pollfd) { .fd = ev ? b->fd[side] : -1, .events = ev };
+            }
+        }
+        int n_bridge = n;
+        for (int i = 0; i < 2; i++) {
+            if (egress_listen[i] >= 0) fds[n++] = (struct pollfd) { .fd = egress_listen[i], .events = POLLIN };
+        }
         /* While files are being read, do not sleep: each iteration sends one chunk of each. */
         if (poll(fds, (nfds_t) n, reads_active() ? 0 : -1) < 0) {
             if (errno == EINTR) continue;
@@ -1161,7 +1345,7 @@ int main(int argc, char **argv) {
         }
         /* Output first, then exits: an exit drains the rest of the output before EXIT, and
          * fds[] entries of a finished exec must not be used after its slot is freed. */
-        for (int i = 2; i < n; i++) {
+        for (int i = 2; i < n_exec; i++) {
             struct exec *e = owner[i].e;
             if (fds[i].revents == 0 || !e->used) continue;
             if (owner[i].kind == T_STDOUT && e->out_fd == fds[i].fd) forward_output(e, &e->out_fd, T_STDOUT);
@@ -1170,6 +1354,22 @@ int main(int argc, char **argv) {
                 if (fds[i].revents & (POLLERR | POLLHUP)) close_stdin(e);
                 else flush_stdin(e);
             }
+        }
+        /* Bridges come in pairs of entries (side 0, side 1) for the same pair of descriptors. */
+        for (int i = n_exec; i + 1 < n_bridge; i += 2) {
+            struct bridge *b = owner[i].b;
+            if (!b->used || (fds[i].revents == 0 && fds[i + 1].revents == 0)) continue;
+            short r0 = fds[i].revents, r1 = fds[i + 1].revents;
+            /* An error or hang-up makes the next read or send fail or see the end, so the pair
+             * closes through bridge_pump; a pair whose both directions have ended closes here. */
+            if (bridge_pump(b, 0, r0, r1) < 0 || bridge_pump(b, 1, r1, r0) < 0
+                    || (b->shut[0] && b->shut[1]) || ((r0 | r1) & POLLNVAL)) {
+                bridge_close(b);
+            }
+        }
+        /* Accept last: a new pair may reuse descriptor numbers of one closed just above. */
+        for (int i = n_bridge; i < n; i++) {
+            if (fds[i].revents) egress_accept(fds[i].fd);
         }
         if (fds[1].revents) {
             struct signalfd_siginfo info;

@@ -28,8 +28,8 @@ final class RealAgent implements AutoCloseable {
         this.client = client;
     }
 
-    static RealAgent start(Path dir) throws Exception {
-        Connection connection = launch(dir);
+    static RealAgent start(Path dir, String... options) throws Exception {
+        Connection connection = launch(dir, options);
         try {
             return new RealAgent(dir, connection.process(), AgentClient.connect(connection.channel(), Duration.ofSeconds(10)));
         } catch (Exception e) {
@@ -42,12 +42,16 @@ final class RealAgent implements AutoCloseable {
     record Connection(Process process, SocketChannel channel) {
     }
 
-    static Connection launch(Path dir) throws Exception {
+    static Connection launch(Path dir, String... options) throws Exception {
         Path binary = AgentBinary.installTo(dir);
         Path socket = dir.resolve("agent.sock");
         try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             listener.bind(UnixDomainSocketAddress.of(socket));
-            Process process = new ProcessBuilder(binary.toString(), socket.toString())
+            java.util.List<String> command = new java.util.ArrayList<>();
+            command.add(binary.toString());
+            command.addAll(java.util.List.of(options));
+            command.add(socket.toString());
+            Process process = new ProcessBuilder(command)
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve("agent.log").toFile())
                     .start();

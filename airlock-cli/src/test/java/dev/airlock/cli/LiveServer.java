@@ -1,6 +1,7 @@
 package dev.airlock.cli;
 
 import dev.airlock.client.Airlock;
+import dev.airlock.client.SandboxSpec;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
@@ -25,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A real {@code airlock serve} in this JVM: the server on a real socket with a fresh data
  * directory, and an SDK client connected to it. Closing it closes the server — which must destroy
- * every sandbox it holds — and fails if anything of any sandbox is left on the host.
+ * every sandbox it holds — and fails if anything of its sandboxes is left on the host.
  */
 final class LiveServer implements AutoCloseable {
 
@@ -36,10 +37,18 @@ final class LiveServer implements AutoCloseable {
     final Path dataDir;
     private final HttpClient http = HttpClient.newHttpClient();
 
+    /** Every sandbox of this server has an id starting with this: {@code al-<engine instance>-}. */
+    final String sandboxPrefix;
+
     private LiveServer(AirlockServer server, Path dataDir) {
         this.server = server;
         this.dataDir = dataDir;
         this.client = Airlock.connect(server.uri(), server.token());
+        // Learn the engine instance from a throwaway sandbox, so that the leak check after the
+        // class sees only this server's sandboxes, not those of other suites running on the host.
+        String probe = client.create(SandboxSpec.builder().label("probe", "instance").build()).id();
+        client.delete(probe);
+        this.sandboxPrefix = probe.substring(0, probe.indexOf('-', 3) + 1);
     }
 
     /** A server on a free port; {@code config} adjusts the defaults (pool size, max sandboxes). */
@@ -100,7 +109,7 @@ final class LiveServer implements AutoCloseable {
             server.close();
             deleteTree(dataDir);
         }
-        assertThat(leftovers("al-")).as("what sandboxes left after the server closed").isEmpty();
+        assertThat(leftovers(sandboxPrefix)).as("what this server's sandboxes left after it closed").isEmpty();
     }
 
     static void deleteTree(Path dir) {

@@ -56,5 +56,23 @@ public interface IsolationDriver extends AutoCloseable {
 
         /** Kills every process and removes all state of the sandbox. Idempotent. */
         void destroy();
+
+        /**
+         * The port on the sandbox's own loopback where its egress proxy is reachable, or 0 when
+         * the sandbox has no network (its policy was {@link NetworkPolicy#NONE} at creation).
+         */
+        default int egressPort() {
+            return 0;
+        }
+
+        /**
+         * Replaces the sandbox's network policy; live connections the new policy denies are closed.
+         *
+         * @throws AirlockException if the sandbox was created without network
+         */
+        default void updateNetworkPolicy(NetworkPolicy policy) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                    + " was created without network: create it with a network policy to change it later");
+        }
     }
 }

@@ -17,11 +17,34 @@ public final class Sandbox implements AutoCloseable {
     private final SandboxSpec spec;
     private final Engine engine;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile NetworkPolicy network;
 
     Sandbox(IsolationDriver.DriverSandbox driverSandbox, SandboxSpec spec, Engine engine) {
         this.driverSandbox = driverSandbox;
         this.spec = spec;
         this.engine = engine;
+        this.network = spec.network();
+    }
+
+    /** The network policy in force now (it may have changed since creation). */
+    public NetworkPolicy network() {
+        return network;
+    }
+
+    /**
+     * Replaces the network policy. Connections still open that the new policy denies are closed.
+     *
+     * @throws AirlockException (CONFLICT) if the sandbox was created without network
+     */
+    public void updateNetworkPolicy(NetworkPolicy policy) {
+        ensureOpen();
+        NetworkPolicy p = policy == null ? NetworkPolicy.NONE : policy;
+        if (p.isNone() && driverSandbox.egressPort() == 0) {
+            network = p;    // no network before, none now: nothing to change
+            return;
+        }
+        driverSandbox.updateNetworkPolicy(p);
+        network = p;
     }
 
     public SandboxId id() {
@@ -84,6 +107,19 @@ public final class Sandbox implements AutoCloseable {
         env.put("USER", "sandbox");
         env.put("LANG", "C.UTF-8");
         env.put("TMPDIR", "/tmp");
+        int egress = driverSandbox.egressPort();
+        if (egress > 0) {
+            // The agent's bridge to the host's policy proxy. socks5h: names resolve on the host.
+            String http = "http://127.0.0.1:" + egress;
+            env.put("HTTP_PROXY", http);
+            env.put("HTTPS_PROXY", http);
+            env.put("http_proxy", http);
+            env.put("https_proxy", http);
+            env.put("ALL_PROXY", "socks5h://127.0.0.1:" + egress);
+            env.put("all_proxy", "socks5h://127.0.0.1:" + egress);
+            env.put("NO_PROXY", "localhost,127.0.0.1,::1");
+            env.put("no_proxy", "localhost,127.0.0.1,::1");
+        }
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;

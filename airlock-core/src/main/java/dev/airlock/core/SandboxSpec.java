@@ -5,9 +5,10 @@ import java.util.regex.Pattern;
 
 /**
  * What a sandbox is made of: the image its root comes from, its resource budgets, and the
- * environment every execution starts with. Validated at construction.
+ * environment every execution starts with, and where it may connect (by default nowhere).
+ * Validated at construction.
  */
-public record SandboxSpec(String image, Limits limits, Map<String, String> env) {
+public record SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network) {
 
     public static final String SYSTEM_IMAGE = "system";
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
@@ -21,6 +22,14 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env) 
         }
         env = env == null ? Map.of() : Map.copyOf(env);
         validateEnv(env);
+        if (network == null) {
+            network = NetworkPolicy.NONE;
+        }
+    }
+
+    /** A spec without network: the default. */
+    public SandboxSpec(String image, Limits limits, Map<String, String> env) {
+        this(image, limits, env, NetworkPolicy.NONE);
     }
 
     public static SandboxSpec defaults() {
@@ -28,11 +37,15 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env) 
     }
 
     public SandboxSpec withLimits(Limits l) {
-        return new SandboxSpec(image, l, env);
+        return new SandboxSpec(image, l, env, network);
     }
 
     public SandboxSpec withEnv(Map<String, String> e) {
-        return new SandboxSpec(image, limits, e);
+        return new SandboxSpec(image, limits, e, network);
+    }
+
+    public SandboxSpec withNetwork(NetworkPolicy n) {
+        return new SandboxSpec(image, limits, env, n);
     }
 
     static void validateEnv(Map<String, String> env) {

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Writes the OCI runtime configuration of one sandbox. Every hardening choice of the OCI driver is
@@ -121,6 +122,31 @@ final class OciConfig {
         ArrayNode readonly = linux.putArray("readonlyPaths");
         READONLY_PATHS.forEach(readonly::add);
         linux.set("seccomp", seccomp);
+        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
+    /**
+     * {@code config} (as made by {@link #write}) with the given controls left out: the seccomp
+     * section, the network namespace. Only {@code airlock verify --unsafe} asks for this.
+     */
+    static byte[] weaken(byte[] config, Set<Weakening> weakenings) {
+        if (weakenings.isEmpty()) {
+            return config;
+        }
+        ObjectNode root = (ObjectNode) JSON.readTree(config);
+        ObjectNode linux = (ObjectNode) root.get("linux");
+        if (weakenings.contains(Weakening.NO_SECCOMP)) {
+            linux.remove("seccomp");
+        }
+        if (weakenings.contains(Weakening.HOST_NETWORK_NAMESPACE)) {
+            ArrayNode kept = JSON.createArrayNode();
+            linux.get("namespaces").forEach(ns -> {
+                if (!"network".equals(ns.get("type").asString())) {
+                    kept.add(ns);
+                }
+            });
+            linux.set("namespaces", kept);
+        }
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
     }
 

@@ -6,6 +6,8 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressProxy;
+import dev.airlock.egress.EgressRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.node.ObjectNode;
@@ -35,6 +37,7 @@ public final class OciDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(OciDriver.class);
     static final String SOCKET_NAME = "agent.sock";
+    static final String EGRESS_SOCKET_NAME = "egress.sock";
 
     private final OciDriverConfig config;
     private final OciRuntime runtime;
@@ -43,10 +46,20 @@ public final class OciDriver implements IsolationDriver {
     private final ObjectNode seccomp;
     private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
     private final UidSlots uidSlots;
+    private final EgressSettings egress;
 
     public OciDriver(OciDriverConfig config) {
+        this(config, EgressSettings.DEFAULTS);
+    }
+
+    /** A driver whose sandboxes with a network policy get an egress proxy set up by {@code egress}. */
+    public OciDriver(OciDriverConfig config, EgressSettings egress) {
         this.config = config;
+        this.egress = egress;
         this.runtime = OciRuntime.find(config.runtime());
+        if (!config.weakenings().isEmpty()) {
+            LOG.warn("UNSAFE: sandboxes of this driver are deliberately weakened ({}): for airlock verify only", config.weakenings());
+        }
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
@@ -97,6 +110,7 @@ public final class OciDriver implements IsolationDriver {
         Path socket = runDir.resolve(SOCKET_NAME);
         boolean started = false;
         long hostIdBase = uidSlots.allocate(id.value());
+        EgressProxy proxy = null;
         try {
             StateDirectory.createTraversable(dir);
             StateDirectory.createTraversable(runDir);
@@ -107,22 +121,26 @@ public final class OciDriver implements IsolationDriver {
                 Files.setAttribute(socket, "unix:uid", (int) sandboxHostUid);
                 Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
-                Files.write(dir.resolve("config.json"), OciConfig.write(systemImage, spec.limits(),
-                        List.of(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME, "/run/airlock/" + SOCKET_NAME),
-                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), hostIdBase, seccomp));
+                proxy = startEgress(id, spec, runDir, (int) sandboxHostUid);
+                Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
+                        agentCommand(proxy != null),
+                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), hostIdBase, seccomp), config.weakenings()));
                 started = true;
                 runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase);
+                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase, proxy);
                 live.put(id, sandbox);
                 return sandbox;
             }
         } catch (IOException | InterruptedException | RuntimeException e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
+            }
+            if (proxy != null) {
+                proxy.close();
             }
             if (started) {
                 // The runtime may have created the container before it failed or was cancelled.
@@ -135,6 +153,36 @@ public final class OciDriver implements IsolationDriver {
             }
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Starts the sandbox's egress proxy on {@code run/egress.sock} (mounted at /run/airlock), or
+     * returns null when its policy allows nothing. Only the sandbox's user may connect to it.
+     */
+    private EgressProxy startEgress(SandboxId id, SandboxSpec spec, Path runDir, int sandboxHostUid) throws IOException {
+        if (spec.network().isNone()) {
+            return null;
+        }
+        Path socket = runDir.resolve(EGRESS_SOCKET_NAME);
+        EgressProxy proxy = EgressProxy.start(id.value(), socket,
+                new EgressRules(spec.network(), egress.serverAddresses().get(), egress.resolver()), egress.listener(), egress.options());
+        try {
+            Files.setAttribute(socket, "unix:uid", sandboxHostUid);
+            Files.setAttribute(socket, "unix:gid", sandboxHostUid);
+            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+        } catch (IOException | RuntimeException e) {
+            proxy.close();
+            throw e;
+        }
+        return proxy;
+    }
+
+    private static List<String> agentCommand(boolean egress) {
+        String agent = SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME;
+        String socket = "/run/airlock/" + SOCKET_NAME;
+        return egress
+                ? List.of(agent, "--egress-port", String.valueOf(EgressSettings.SANDBOX_PORT), "--egress-socket", "/run/airlock/" + EGRESS_SOCKET_NAME, socket)
+                : List.of(agent, socket);
     }
 
     private SocketChannel acceptOne(ServerSocketChannel listener, SandboxId id) throws IOException {
@@ -164,6 +212,7 @@ public final class OciDriver implements IsolationDriver {
     /** Kills and removes one sandbox. The agent first, so the runtime has less to kill. */
     void destroy(OciSandbox sandbox) {
         live.remove(sandbox.id());
+        sandbox.closeEgress();
         sandbox.agent().close();
         runtime.delete(sandbox.id().value());
         StateDirectory.deleteTree(state.sandboxDir(sandbox.id().value()));

@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
 
 /**
  * Settings of the OCI driver.
@@ -15,8 +16,14 @@ import java.time.Duration;
  *                     range of 65536 from here on, {@link UidSlots#SLOTS} ranges in all, and none of
  *                     them may belong to a host account
  * @param startTimeout how long a sandbox may take from the runtime's start to its agent's hello
+ * @param weakenings   controls deliberately left out, for {@code airlock verify --unsafe} only; empty
+ *                     by default and never set from the server's configuration
  */
-public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
+public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings) {
+
+    public OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
+        this(runtime, stateRoot, hostIdBase, startTimeout, Set.of());
+    }
 
     public OciDriverConfig {
         if (runtime == null || runtime.isBlank()) {
@@ -32,6 +39,7 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
         if (startTimeout == null) {
             startTimeout = Duration.ofSeconds(20);
         }
+        weakenings = weakenings == null ? Set.of() : Set.copyOf(weakenings);
     }
 
     public static OciDriverConfig defaults() {
@@ -39,10 +47,15 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
     }
 
     public OciDriverConfig withRuntime(String name) {
-        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout);
+        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout, weakenings);
     }
 
     public OciDriverConfig withStateRoot(Path root) {
-        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout);
+        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout, weakenings);
+    }
+
+    /** This configuration with controls deliberately left out: for {@code airlock verify --unsafe} only. */
+    public OciDriverConfig withWeakenings(Set<Weakening> w) {
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, w);
     }
 }

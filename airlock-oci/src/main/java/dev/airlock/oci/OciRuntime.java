@@ -85,7 +85,18 @@ final class OciRuntime {
 
     /** Ids of the containers the runtime knows about. */
     List<String> list() {
+        // 'runc list' fails outright when a container is deleted while it lists (stat: no such file):
+        // with other sandboxes coming and going that is common, so try again before giving up.
         Result r = exec(null, "list", "--format", "json");
+        for (int attempt = 1; attempt < 10 && r.exitCode != 0; attempt++) {
+            try {
+                Thread.sleep(20L * attempt);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            r = exec(null, "list", "--format", "json");
+        }
         List<String> ids = new ArrayList<>();
         if (r.exitCode == 0) {
             Matcher m = LIST_ID.matcher(r.output);

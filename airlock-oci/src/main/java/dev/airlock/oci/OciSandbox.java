@@ -2,8 +2,10 @@ package dev.airlock.oci;
 
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.IsolationDriver.DriverSandbox;
+import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
+import dev.airlock.egress.EgressProxy;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -15,9 +17,11 @@ final class OciSandbox implements DriverSandbox {
     private final OciDriver driver;
     private final long hostIdBase;
     private final AtomicBoolean destroyed = new AtomicBoolean();
+    private final EgressProxy egress;
 
-    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase) {
+    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase, EgressProxy egress) {
         this.id = id;
+        this.egress = egress;
         this.agent = agent;
         this.driver = driver;
         this.hostIdBase = hostIdBase;
@@ -41,6 +45,31 @@ final class OciSandbox implements DriverSandbox {
     @Override
     public long oomKills() {
         return driver.oomKills(id);
+    }
+
+    @Override
+    public int egressPort() {
+        return egress == null ? 0 : EgressSettings.SANDBOX_PORT;
+    }
+
+    @Override
+    public void updateNetworkPolicy(NetworkPolicy policy) {
+        if (egress == null) {
+            DriverSandbox.super.updateNetworkPolicy(policy);
+            return;
+        }
+        egress.updatePolicy(policy);
+    }
+
+    /** Bytes and connections so far, for tests and metrics; null without network. */
+    EgressProxy egressProxy() {
+        return egress;
+    }
+
+    void closeEgress() {
+        if (egress != null) {
+            egress.close();
+        }
     }
 
     @Override

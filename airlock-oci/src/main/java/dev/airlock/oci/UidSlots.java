@@ -46,12 +46,17 @@ final class UidSlots {
             int start = RANDOM.nextInt(SLOTS);
             for (int i = 0; i < SLOTS; i++) {
                 int slot = (start + i) % SLOTS;
+                Path file = dir.resolve(Integer.toString(slot));
                 try {
-                    Files.writeString(dir.resolve(Integer.toString(slot)), sandboxId, StandardCharsets.US_ASCII,
+                    Files.writeString(file, sandboxId, StandardCharsets.US_ASCII,
                             StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
                     return base + (long) slot * OciConfig.ID_RANGE;
                 } catch (FileAlreadyExistsException taken) {
                     // another sandbox holds it: try the next
+                } catch (IOException e) {
+                    // Created but not written (the disk is full): an empty slot file would be held forever.
+                    Files.deleteIfExists(file);
+                    throw e;
                 }
             }
         } catch (IOException e) {

@@ -1,9 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
-import dev.airlock.core.Engine;
-import dev.airlock.core.SandboxSpec;
-import dev.airlock.oci.OciDriver;
+import dev.airlock.server.mcp.McpHttpEndpoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.server.Server;
@@ -15,7 +13,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
-import java.nio.file.Files;
 import java.util.List;
 import java.util.concurrent.Executors;
 
@@ -28,37 +25,26 @@ public final class AirlockServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AirlockServer.class);
 
     private final Server jetty;
-    private final SandboxService service;
-    private final Engine engine;
-    private final SandboxStore store;
+    private final SandboxRuntime runtime;
+    private final McpHttpEndpoint mcp;
     private final TokenStore tokens;
     private final URI uri;
     private boolean closed;
 
-    private AirlockServer(Server jetty, SandboxService service, Engine engine, SandboxStore store, TokenStore tokens, URI uri) {
+    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, TokenStore tokens, URI uri) {
         this.jetty = jetty;
-        this.service = service;
-        this.engine = engine;
-        this.store = store;
+        this.runtime = runtime;
+        this.mcp = mcp;
         this.tokens = tokens;
         this.uri = uri;
     }
 
     public static AirlockServer start(ServerConfig config) {
+        SandboxRuntime runtime = SandboxRuntime.open(config);
+        McpHttpEndpoint mcp = null;
         try {
-            Files.createDirectories(config.dataDir());
-        } catch (IOException e) {
-            throw AirlockException.unavailable("cannot create the data directory " + config.dataDir() + ": " + e.getMessage());
-        }
-        TokenStore tokens = TokenStore.loadOrCreate(config.dataDir().resolve("token"));
-        SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
-        Engine engine = null;
-        SandboxService service = null;
-        try {
-            engine = new Engine(new OciDriver(config.driver()), config.poolSize(), SandboxSpec.defaults());
-            ServerMetrics metrics = new ServerMetrics();
-            service = new SandboxService(config, engine, store, metrics);
-
+            TokenStore tokens = TokenStore.loadOrCreate(config.dataDir().resolve("token"));
+            SandboxService service = runtime.service();
             QueuedThreadPool threads = new QueuedThreadPool();
             threads.setName("airlock-http");
             threads.setVirtualThreadsExecutor(Executors.newVirtualThreadPerTaskExecutor());
@@ -69,22 +55,23 @@ public final class AirlockServer implements AutoCloseable {
             jetty.addConnector(connector);
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
-            context.addServlet(new ServletHolder("api", new ApiServlet(service, tokens, config, metrics, openApi())), "/*");
+            context.addServlet(new ServletHolder("api", new ApiServlet(service, tokens, config, runtime.metrics(), openApi())), "/*");
+            // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
+            mcp = McpHttpEndpoint.mount(context, service, config, tokens::accepts,
+                    "send 'Authorization: Bearer <token>' with the token from " + config.dataDir().resolve("token"));
             context.setErrorHandler(new JsonErrorHandler());
             jetty.setErrorHandler(new JsonErrorHandler());
             jetty.setHandler(context);
             jetty.setStopAtShutdown(false);
             jetty.start();
+            runtime.listeningOn(connector.getLocalPort());
             URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
-            return new AirlockServer(jetty, service, engine, store, tokens, uri);
+            return new AirlockServer(jetty, runtime, mcp, tokens, uri);
         } catch (Exception e) {
-            if (service != null) {
-                service.close();
+            if (mcp != null) {
+                mcp.close();
             }
-            if (engine != null) {
-                engine.close();
-            }
-            store.close();
+            runtime.close();
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
@@ -115,7 +102,7 @@ public final class AirlockServer implements AutoCloseable {
 
     /** What the start reaped of earlier, crashed servers: one line each. */
     public List<String> reapedAtStart() {
-        return service.reapedAtStart();
+        return runtime.service().reapedAtStart();
     }
 
     public void join() throws InterruptedException {
@@ -134,11 +121,7 @@ public final class AirlockServer implements AutoCloseable {
         } catch (Exception e) {
             LOG.warn("HTTP server did not stop cleanly: {}", e.getMessage());
         }
-        try {
-            service.close();
-            engine.close();
-        } finally {
-            store.close();
-        }
+        mcp.close();
+        runtime.close();
     }
 }

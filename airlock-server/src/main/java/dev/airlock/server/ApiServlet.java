@@ -6,6 +6,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
+import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxSpec;
 import jakarta.servlet.http.HttpServlet;
@@ -39,7 +40,7 @@ final class ApiServlet extends HttpServlet {
     private static final int MAX_JSON_BODY = 32 * 1024 * 1024;
     private static final String NDJSON = "application/x-ndjson";
 
-    private static final Set<String> CREATE_FIELDS = Set.of("image", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds");
+    private static final Set<String> CREATE_FIELDS = Set.of("image", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
     private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
     private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
 
@@ -130,6 +131,22 @@ final class ApiServlet extends HttpServlet {
                     }
                     default -> only(method, "GET, DELETE");
                 }
+            }
+            case "network" -> {
+                switch (method) {
+                    case "GET" -> send(resp, 200, NetworkJson.write(service.get(id).sandbox().network()));
+                    case "PUT" -> {
+                        NetworkPolicy policy = NetworkJson.parse(Json.parseObject(body(req), NetworkJson.FIELDS));
+                        send(resp, 200, NetworkJson.write(service.updateNetwork(id, policy).sandbox().network()));
+                    }
+                    default -> only(method, "GET, PUT");
+                }
+            }
+            case "egress" -> {
+                only(method, "GET");
+                ArrayNode list = Json.MAPPER.createArrayNode();
+                service.egress(id).forEach(r -> list.add(NetworkJson.record(r)));
+                send(resp, 200, Json.object().set("records", list));
             }
             case "ttl" -> {
                 only(method, "POST");
@@ -226,7 +243,7 @@ final class ApiServlet extends HttpServlet {
             limits = limits(ln, limits);
         }
         String image = Json.string(body, "image");
-        SandboxSpec spec = new SandboxSpec(image, limits, Json.stringMap(body, "env"));
+        SandboxSpec spec = new SandboxSpec(image, limits, Json.stringMap(body, "env"), NetworkJson.parse(body.get("network")));
         Map<String, String> labels = Json.stringMap(body, "labels");
         if (labels.size() > 64) {
             throw AirlockException.invalid("a sandbox takes at most 64 labels");

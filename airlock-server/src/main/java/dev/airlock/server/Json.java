@@ -138,6 +138,9 @@ final class Json {
         ObjectNode n = object();
         n.put("image", spec.image());
         n.set("limits", limits(spec.limits()));
+        if (!spec.network().isNone()) {
+            n.set("network", NetworkJson.write(spec.network()));
+        }
         return n.toString();
     }
 
@@ -148,6 +151,7 @@ final class Json {
         n.put("image", s.sandbox().spec().image());
         n.set("limits", limits(s.sandbox().spec().limits()));
         n.set("env", MAPPER.valueToTree(s.sandbox().spec().env()));
+        n.set("network", NetworkJson.write(s.sandbox().network()));
         n.set("labels", MAPPER.valueToTree(s.labels()));
         n.put("createdAt", s.createdAt().toString());
         n.put("expiresAt", s.expiresAt().toString());

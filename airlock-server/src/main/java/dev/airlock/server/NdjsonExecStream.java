@@ -33,6 +33,9 @@ final class NdjsonExecStream implements OutputListener {
     private record End(ExecResult result) implements Event {
     }
 
+    /** How long a stream may stay silent before a heartbeat line is written. */
+    static final java.time.Duration HEARTBEAT = java.time.Duration.ofSeconds(2);
+
     private final LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final CharsetDecoder stdoutDecoder = decoder();
     private final CharsetDecoder stderrDecoder = decoder();
@@ -58,7 +61,13 @@ final class NdjsonExecStream implements OutputListener {
         Thread waiter = Thread.ofVirtual().name("airlock-exec-stream").start(() -> events.add(new End(execution.await())));
         try {
             while (true) {
-                Event e = events.take();
+                Event e = events.poll(HEARTBEAT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (e == null) {
+                    // A quiet process: a heartbeat line is how a client that went away is noticed,
+                    // since only a write to its connection can fail.
+                    line(out, Json.object().put("type", "heartbeat"));
+                    continue;
+                }
                 switch (e) {
                     case Chunk c -> {
                         String text = decode(c);
@@ -67,6 +76,13 @@ final class NdjsonExecStream implements OutputListener {
                         }
                     }
                     case End end -> {
+                        // An incomplete character left at the very end is replaced, as in the result.
+                        for (String type : new String[] {"stdout", "stderr"}) {
+                            String rest = finish(type.equals("stdout"));
+                            if (!rest.isEmpty()) {
+                                line(out, Json.object().put("type", type).put("data", rest));
+                            }
+                        }
                         ObjectNode result = Json.result(end.result());
                         result.put("type", "result");
                         line(out, result);
@@ -102,6 +118,24 @@ final class NdjsonExecStream implements OutputListener {
             stdoutRest = left;
         } else {
             stderrRest = left;
+        }
+        return chars.flip().toString();
+    }
+
+    /** Decodes what is left of one stream at its end: an incomplete sequence becomes U+FFFD. */
+    private String finish(boolean isOut) {
+        ByteBuffer rest = isOut ? stdoutRest : stderrRest;
+        if (!rest.hasRemaining()) {
+            return "";
+        }
+        CharsetDecoder decoder = isOut ? stdoutDecoder : stderrDecoder;
+        CharBuffer chars = CharBuffer.allocate(2 * rest.remaining() + 2);
+        decoder.decode(rest, chars, true);
+        decoder.flush(chars);
+        if (isOut) {
+            stdoutRest = ByteBuffer.allocate(0);
+        } else {
+            stderrRest = ByteBuffer.allocate(0);
         }
         return chars.flip().toString();
     }

@@ -7,11 +7,13 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
 import dev.airlock.core.Language;
+import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,18 +39,36 @@ public final class SandboxService implements AutoCloseable {
 
     /** A validated create request. */
     public record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
+        public CreateRequest {
+            if (labels != null) {
+                for (String key : labels.keySet()) {
+                    if (key.isBlank() || key.indexOf('=') >= 0) {
+                        // the list filter is key=value: such a key could never be matched
+                        throw AirlockException.invalid("label key '" + Json.printable(key)
+                                + "' must be non-blank and contain no '=' (labels are filtered as key=value)");
+                    }
+                }
+            }
+        }
     }
 
     private final ServerConfig config;
     private final Engine engine;
     private final SandboxStore store;
     private final ServerMetrics metrics;
+    private final EgressLog egressLog;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final Thread expiry;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
 
     SandboxService(ServerConfig config, Engine engine, SandboxStore store, ServerMetrics metrics) {
+        this(config, engine, store, metrics, new EgressLog());
+    }
+
+    /** {@code egressLog} is where the engine's egress proxies record (see {@link SandboxRuntime}). */
+    SandboxService(ServerConfig config, Engine engine, SandboxStore store, ServerMetrics metrics, EgressLog egressLog) {
+        this.egressLog = egressLog;
         this.config = config;
         this.engine = engine;
         this.store = store;
@@ -107,7 +127,7 @@ public final class SandboxService implements AutoCloseable {
 
     private static AirlockException notFound(String id) {
         return new AirlockException(Kind.NOT_FOUND, "sandbox " + Json.printable(id)
-                + " does not exist (it may have expired or been destroyed): list sandboxes with GET /v1/sandboxes");
+                + " does not exist (it may have expired or been destroyed): list sandboxes with GET /v1/sandboxes (MCP: sandbox_list)");
     }
 
     public List<ManagedSandbox> list(Map<String, String> labelFilter) {
@@ -139,9 +159,27 @@ public final class SandboxService implements AutoCloseable {
             s.sandbox().close();
         } finally {
             store.delete(s.id());
+            egressLog.forget(s.id());
             metrics.sandboxDestroyed();
             LOG.info("sandbox {} {}", s.id(), why);
         }
+    }
+
+    /**
+     * Replaces the sandbox's network policy; its open connections that the new policy denies are
+     * closed. A sandbox created without network cannot be given some later (CONFLICT).
+     */
+    public ManagedSandbox updateNetwork(String id, NetworkPolicy policy) {
+        ManagedSandbox s = get(id);
+        s.sandbox().updateNetworkPolicy(policy);
+        LOG.info("sandbox {}: network policy replaced ({} allowed destinations, {} ranges)", s.id(), policy.allow().size(), policy.ranges().size());
+        return s;
+    }
+
+    /** The sandbox's recent egress records, oldest first (at most {@link EgressLog#PER_SANDBOX}). */
+    public List<EgressRecord> egress(String id) {
+        ManagedSandbox s = get(id);
+        return egressLog.of(s.id());
     }
 
     /** Runs to the end; output also goes to {@code listener} as it is produced. */
@@ -233,7 +271,9 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public FileInfo rename(String id, String from, String to) {
-        return files(get(id), from, agent -> {
+        ManagedSandbox s = get(id);
+        requireAbsolute(to);
+        return files(s, from, agent -> {
             agent.rename(from, to);
             return agent.stat(to);
         });
@@ -244,10 +284,14 @@ public final class SandboxService implements AutoCloseable {
         T apply(SandboxAgent agent) throws IOException;
     }
 
-    private <T> T files(ManagedSandbox s, String path, FileOperation<T> op) {
+    private static void requireAbsolute(String path) {
         if (path == null || !path.startsWith("/")) {
             throw AirlockException.invalid("path '" + Json.printable(path) + "' must be an absolute path inside the sandbox, such as /workspace/data.csv");
         }
+    }
+
+    private <T> T files(ManagedSandbox s, String path, FileOperation<T> op) {
+        requireAbsolute(path);
         try {
             return op.apply(s.sandbox().files());
         } catch (SandboxAgent.FileTooLargeException e) {

@@ -1,0 +1,182 @@
+package dev.airlock.cli.verify;
+
+import dev.airlock.cli.verify.Findings.Finding;
+import dev.airlock.cli.verify.Findings.Status;
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.EndReason;
+import dev.airlock.core.Engine;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.RunRequest;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.OciDriver;
+import dev.airlock.oci.OciDriverConfig;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+
+/**
+ * Runs cases against real sandboxes. Sandbox cases go through one {@link Engine} on the configured
+ * runtime and state directory, as one-shot runs (the path {@code airlock run} and the REST API
+ * take); recovery scenarios each get their own engine on a temporary state directory
+ * ({@link Recovery}), so a server running on this host is never disturbed.
+ */
+public final class Verifier {
+
+    private final OciDriverConfig config;
+
+    /** @param config the driver configuration to verify, weakenings included */
+    public Verifier(OciDriverConfig config) {
+        this.config = config;
+    }
+
+    /**
+     * Runs every case, in order, and reports each as it ends.
+     *
+     * @param progress called with (index from 1, finding) after each case
+     */
+    public List<Finding> run(List<VerifyCase> cases, BiConsumer<Integer, Finding> progress) {
+        List<Finding> findings = new ArrayList<>();
+        boolean needsEngine = cases.stream().anyMatch(c -> c.kind() != VerifyCase.Kind.RECOVERY);
+        Engine engine = needsEngine ? new Engine(new OciDriver(config)) : null;
+        // Ctrl-C or SIGTERM during verify destroys its sandboxes, as 'airlock run' does.
+        Thread hook = engine == null ? null : new Thread(engine::close, "airlock-verify-shutdown");
+        if (hook != null) {
+            Runtime.getRuntime().addShutdownHook(hook);
+        }
+        try {
+            for (VerifyCase c : cases) {
+                long start = System.nanoTime();
+                Outcome o;
+                try {
+                    o = c.kind() == VerifyCase.Kind.RECOVERY
+                            ? new Recovery(config.withWeakenings(java.util.Set.of())).run(c.scenario())
+                            : runCase(engine, c);
+                } catch (AirlockException e) {
+                    o = Outcome.error("the case could not run: " + e.getMessage());
+                } catch (RuntimeException e) {
+                    o = Outcome.error("the case failed inside verify: " + e);
+                }
+                Finding f = new Finding(c.name(), c.control(), o.status(), c.description(), o.happened(),
+                        o.status() == Status.BROKEN ? c.remedy() : null,
+                        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), c.source());
+                findings.add(f);
+                progress.accept(findings.size(), f);
+            }
+        } finally {
+            if (engine != null) {
+                engine.close();
+                try {
+                    Runtime.getRuntime().removeShutdownHook(hook);
+                } catch (IllegalStateException shuttingDown) {
+                    // the hook is running or has run: the engine is closed either way
+                }
+            }
+        }
+        return findings;
+    }
+
+    /** A verdict and what was observed. */
+    record Outcome(Status status, String happened) {
+        static Outcome held(String happened) {
+            return new Outcome(Status.HELD, happened);
+        }
+
+        static Outcome broken(String happened) {
+            return new Outcome(Status.BROKEN, happened);
+        }
+
+        static Outcome error(String happened) {
+            return new Outcome(Status.ERROR, happened);
+        }
+    }
+
+    private Outcome runCase(Engine engine, VerifyCase c) {
+        VerifyCase.Placeholders p = VerifyCase.Placeholders.fresh();
+        SandboxSpec spec = new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, c.limits(), Map.of());
+        return switch (c.kind()) {
+            case RUN -> judge(c, p, oneShot(engine, c, c.code(), p, spec), "");
+            case TWO_RUNS -> {
+                ExecResult first = oneShot(engine, c, c.setup(), p, spec);
+                if (first.endReason() != EndReason.EXITED || first.exitCode() != 0) {
+                    yield Outcome.error("the setup run did not succeed, so the check proves nothing: " + observed(first));
+                }
+                yield judge(c, p, oneShot(engine, c, c.code(), p, spec), "first run: " + observed(first) + "\nsecond run: ");
+            }
+            case TWO_SANDBOXES -> {
+                try (Sandbox a = engine.create(spec); Sandbox b = engine.create(spec)) {
+                    ExecResult first = a.exec(a.codeRequest(c.language(), c.program(c.setup(), p)));
+                    if (first.endReason() != EndReason.EXITED || first.exitCode() != 0) {
+                        yield Outcome.error("the setup in the first sandbox did not succeed, so the check proves nothing: " + observed(first));
+                    }
+                    ExecResult second = b.exec(b.codeRequest(c.language(), c.program(c.code(), p)));
+                    yield judge(c, p, second, "first sandbox " + a.id() + ": " + observed(first) + "\nsecond sandbox " + b.id() + " (both alive): ");
+                }
+            }
+            case OUTLIVE -> outlive(engine, c, p, spec);
+            case RECOVERY -> throw new IllegalStateException("recovery cases run in Recovery");
+        };
+    }
+
+    private static ExecResult oneShot(Engine engine, VerifyCase c, String text, VerifyCase.Placeholders p, SandboxSpec spec) {
+        return engine.run(new RunRequest(c.language(), c.program(text, p), null, spec)).result();
+    }
+
+    private static Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
+        List<String> mismatches = c.expect().mismatches(r, p);
+        String happened = before + observed(r);
+        if (mismatches.isEmpty()) {
+            return Outcome.held(happened);
+        }
+        return Outcome.broken(happened + "\n" + String.join("\n", mismatches));
+    }
+
+    /**
+     * The run leaves a process behind on purpose. It must be seen on the host while the run lives
+     * (else the check proves nothing), and be gone from the host soon after the run ended.
+     */
+    private static Outcome outlive(Engine engine, VerifyCase c, VerifyCase.Placeholders p, SandboxSpec spec) {
+        String marker = p.apply(c.marker());
+        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> oneShot(engine, c, c.code(), p, spec));
+        boolean seen = HostProcesses.eventually(15_000, () -> !HostProcesses.withCommandLine(marker).isEmpty() || run.isDone());
+        seen = seen && !HostProcesses.withCommandLine(marker).isEmpty();
+        String seenAs = HostProcesses.describe(HostProcesses.withCommandLine(marker));
+        ExecResult r;
+        try {
+            r = run.get(c.limits().timeout().toMillis() + 60_000, TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            return Outcome.error("the run did not end: " + e);
+        }
+        if (!seen) {
+            return Outcome.error("the process '" + marker + "' was never seen on the host while the run lived, so its absence "
+                    + "afterwards proves nothing: " + observed(r));
+        }
+        List<String> mismatches = c.expect().mismatches(r, p);
+        boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.withCommandLine(marker).isEmpty());
+        String happened = "while the run lived the host saw: " + seenAs + "\nthe run: " + observed(r) + "\nafter the run: "
+                + (gone ? "no process '" + marker + "' remains on the host"
+                : "still running on the host 15s after the run ended: " + HostProcesses.describe(HostProcesses.withCommandLine(marker)));
+        if (!gone) {
+            mismatches = new ArrayList<>(mismatches);
+            mismatches.add("a process of the run outlived it");
+        }
+        return mismatches.isEmpty() ? Outcome.held(happened) : Outcome.broken(happened + "\n" + String.join("\n", mismatches));
+    }
+
+    static String observed(ExecResult r) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("ended ").append(VerifyCase.label(r.endReason())).append(", exit code ").append(r.exitCode());
+        if (r.truncated()) {
+            sb.append(", output truncated");
+        }
+        sb.append(", stdout ").append(r.stdout().length <= 400 ? Findings.quote(r.stdoutText()) : r.stdout().length + " bytes");
+        if (r.stderr().length > 0) {
+            sb.append(", stderr ").append(Findings.quote(r.stderrText()));
+        }
+        return sb.toString();
+    }
+}

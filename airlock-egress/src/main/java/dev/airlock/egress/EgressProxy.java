@@ -1,0 +1,561 @@
+package dev.airlock.egress;
+
+import dev.airlock.core.NetworkPolicy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The egress proxy of one sandbox. It listens on a unix socket (the sandbox reaches it through
+ * its agent, or by connecting to the socket directly: the same policy applies either way) and
+ * speaks three protocols, told apart by the first byte: SOCKS5 (0x05: no authentication, CONNECT
+ * only), HTTP CONNECT (a tunnel) and HTTP/1.1 absolute-form forward requests ({@code GET
+ * http://host/path}). Every destination goes through {@link EgressRules}; the proxy connects to
+ * exactly the address the rules approved and never resolves a name itself.
+ *
+ * <p>One virtual thread per connection (two while relaying). Header bytes, handshake time, idle
+ * time, connections open at once and bytes over the sandbox's life are all bounded. {@link
+ * #updatePolicy} applies to new connections at once and closes open ones the new policy denies.
+ */
+public final class EgressProxy implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(EgressProxy.class);
+
+    /** Timeouts and bounds that are not part of the policy. */
+    public record Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes) {
+        public static final Options DEFAULTS = new Options(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(5), 32 * 1024);
+    }
+
+    private final String sandboxId;
+    private final Path socketPath;
+    private final ServerSocketChannel server;
+    private final EgressListener listener;
+    private final Options options;
+    private final Set<Connection> live = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger open = new AtomicInteger();
+    /** Connections that passed the policy and hold one of its {@code maxConnections}. */
+    private final AtomicInteger established = new AtomicInteger();
+    private final AtomicLong bytes = new AtomicLong();
+    private final Thread acceptor;
+    private final Thread watchdog;
+    private volatile EgressRules rules;
+    private volatile boolean closed;
+
+    private EgressProxy(String sandboxId, Path socketPath, ServerSocketChannel server, EgressRules rules, EgressListener listener, Options options) {
+        this.sandboxId = sandboxId;
+        this.socketPath = socketPath;
+        this.server = server;
+        this.rules = rules;
+        this.listener = listener;
+        this.options = options;
+        this.acceptor = Thread.ofVirtual().name("egress-accept-" + sandboxId).unstarted(this::acceptLoop);
+        this.watchdog = Thread.ofVirtual().name("egress-watchdog-" + sandboxId).unstarted(this::watchLoop);
+    }
+
+    /**
+     * Binds {@code socketPath} (which must not exist) and starts serving. The caller sets the
+     * socket file's owner and mode.
+     */
+    public static EgressProxy start(String sandboxId, Path socketPath, EgressRules rules, EgressListener listener, Options options) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        try {
+            server.bind(UnixDomainSocketAddress.of(socketPath), 64);
+        } catch (IOException e) {
+            server.close();
+            throw e;
+        }
+        EgressProxy proxy = new EgressProxy(sandboxId, socketPath, server, rules, listener, options);
+        proxy.acceptor.start();
+        proxy.watchdog.start();
+        return proxy;
+    }
+
+    public Path socketPath() {
+        return socketPath;
+    }
+
+    public NetworkPolicy policy() {
+        return rules.policy();
+    }
+
+    /** Connections relaying or being set up now. */
+    public int openConnections() {
+        return live.size();
+    }
+
+    /** Bytes relayed both ways so far. */
+    public long bytesUsed() {
+        return bytes.get();
+    }
+
+    /**
+     * Replaces the policy. New connections see it at once; open connections that it denies (by
+     * name, port, or the address they are connected to) are closed now.
+     */
+    public void updatePolicy(NetworkPolicy policy) {
+        EgressRules next = rules.withPolicy(policy);
+        rules = next;
+        for (Connection c : live) {
+            c.recheck(next);
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+        acceptor.interrupt();
+        watchdog.interrupt();
+        for (Connection c : live) {
+            c.cut("proxy closed");
+        }
+        try {
+            Files.deleteIfExists(socketPath);
+        } catch (IOException e) {
+            LOG.debug("cannot remove {}: {}", socketPath, e.getMessage());
+        }
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            SocketChannel client;
+            try {
+                client = server.accept();
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.warn("egress proxy of {} stopped accepting: {}", sandboxId, e.getMessage());
+                }
+                return;
+            }
+            // Handshakes in progress are bounded too, not just relaying connections.
+            int limit = Math.max(16, rules.policy().maxConnections() * 2);
+            if (open.incrementAndGet() > limit) {
+                open.decrementAndGet();
+                closeQuietly(client);
+                continue;
+            }
+            Connection c = new Connection(client);
+            live.add(c);
+            Thread.ofVirtual().name("egress-" + sandboxId).start(c::run);
+        }
+    }
+
+    private void watchLoop() {
+        while (!closed) {
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long now = System.nanoTime();
+            for (Connection c : live) {
+                if (c.relaying) {
+                    if (now - c.lastActivity > options.idleTimeout().toNanos()) {
+                        c.cut("idle timeout");
+                    }
+                } else if (now - c.started > options.handshakeTimeout().toNanos()) {
+                    c.cut("handshake timeout");
+                }
+            }
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (Exception e) {
+            // nothing to do
+        }
+    }
+
+    /** Thrown to end a handshake with a reply already chosen. */
+    private static final class Refused extends Exception {
+        final int httpStatus;
+        final int socksReply;
+        final String rule;
+
+        Refused(int httpStatus, int socksReply, String rule, String message) {
+            super(message, null, false, false);
+            this.httpStatus = httpStatus;
+            this.socksReply = socksReply;
+            this.rule = rule;
+        }
+    }
+
+    private final class Connection {
+        final SocketChannel client;
+        final long started = System.nanoTime();
+        final Instant startedAt = Instant.now();
+        final ByteBuffer in;
+        volatile long lastActivity = System.nanoTime();
+        volatile boolean relaying;
+        volatile String cutBy;
+        volatile Socket upstream;
+        String protocol = "unknown";
+        String destination;
+        int port;
+        InetAddress address;
+        String rule = "none";
+        boolean allowed;
+        boolean holdsSlot;
+        final AtomicLong up = new AtomicLong();
+        final AtomicLong down = new AtomicLong();
+
+        Connection(SocketChannel client) {
+            this.client = client;
+            this.in = ByteBuffer.allocate(options.maxHeaderBytes());
+            this.in.flip();
+        }
+
+        void run() {
+            try {
+                handle();
+            } catch (IOException e) {
+                LOG.debug("egress connection of {} ended: {}", sandboxId, e.getMessage());
+            } finally {
+                closeQuietly(upstream);
+                closeQuietly(client);
+                live.remove(this);
+                open.decrementAndGet();
+                if (holdsSlot) {
+                    established.decrementAndGet();
+                }
+                if (destination != null || !allowed) {
+                    String recorded = cutBy != null && allowed ? rule + "; cut: " + cutBy : rule;
+                    try {
+                        listener.record(new EgressRecord(sandboxId, startedAt, protocol, destination, port,
+                                address == null ? null : address.getHostAddress(), allowed, recorded, up.get(), down.get(),
+                                Duration.ofNanos(System.nanoTime() - started)));
+                    } catch (RuntimeException e) {
+                        LOG.warn("egress listener failed: {}", e.getMessage());
+                    }
+                }
+            }
+        }
+
+        void cut(String why) {
+            if (cutBy == null) {
+                cutBy = why;
+            }
+            closeQuietly(upstream);
+            closeQuietly(client);
+        }
+
+        void recheck(EgressRules next) {
+            if (relaying && address != null) {
+                EgressDecision d = next.recheck(destination, port, address);
+                if (!d.allowed()) {
+                    cut("policy update: " + d.rule());
+                }
+            }
+        }
+
+        private void handle() throws IOException {
+            if (!fill()) {
+                return;
+            }
+            if (in.get(in.position()) == 0x05) {
+                protocol = "socks5";
+                socks();
+            } else {
+                http();
+            }
+        }
+
+        /** Reads more into {@code in}; false on end of stream. Throws when the buffer is full. */
+        private boolean fill() throws IOException {
+            in.compact();
+            try {
+                if (!in.hasRemaining()) {
+                    throw new IOException("header too large");
+                }
+                int n = client.read(in);
+                return n > 0;
+            } finally {
+                in.flip();
+            }
+        }
+
+        private int readByte() throws IOException {
+            while (!in.hasRemaining()) {
+                if (!fill()) {
+                    throw new IOException("end of stream in handshake");
+                }
+            }
+            return in.get() & 0xff;
+        }
+
+        private byte[] readBytes(int n) throws IOException {
+            byte[] b = new byte[n];
+            for (int i = 0; i < n; i++) {
+                b[i] = (byte) readByte();
+            }
+            return b;
+        }
+
+        // ------------------------------------------------------------------ SOCKS5
+
+        private void socks() throws IOException {
+            readByte();
+            int methods = readByte();
+            boolean noAuth = false;
+            for (byte m : readBytes(methods)) {
+                noAuth |= m == 0;
+            }
+            if (!noAuth) {
+                write(new byte[] {5, (byte) 0xff});
+                rule = "socks: no acceptable authentication method";
+                return;
+            }
+            write(new byte[] {5, 0});
+            if (readByte() != 5) {
+                rule = "socks: bad version";
+                return;
+            }
+            int command = readByte();
+            readByte();
+            int type = readByte();
+            String host;
+            switch (type) {
+                case 1 -> host = InetAddress.getByAddress(readBytes(4)).getHostAddress();
+                case 3 -> {
+                    int len = readByte();
+                    host = new String(readBytes(len), java.nio.charset.StandardCharsets.ISO_8859_1);
+                }
+                case 4 -> host = "[" + InetAddress.getByAddress(readBytes(16)).getHostAddress() + "]";
+                default -> {
+                    socksReply(8);
+                    rule = "socks: address type " + type + " not supported";
+                    return;
+                }
+            }
+            byte[] p = readBytes(2);
+            port = (p[0] & 0xff) << 8 | (p[1] & 0xff);
+            destination = EgressRules.normalize(host);
+            if (command != 1) {
+                socksReply(7);
+                rule = "socks: only CONNECT is supported";
+                return;
+            }
+            try {
+                connectUpstream(host);
+            } catch (Refused r) {
+                rule = r.rule;
+                socksReply(r.socksReply);
+                return;
+            }
+            socksReply(0);
+            relay(null);
+        }
+
+        private void socksReply(int code) throws IOException {
+            write(new byte[] {5, (byte) code, 0, 1, 0, 0, 0, 0, 0, 0});
+        }
+
+        // ------------------------------------------------------------------ HTTP
+
+        private void http() throws IOException {
+            HttpHead head;
+            try {
+                head = HttpHead.read(this::readByte, options.maxHeaderBytes());
+            } catch (HttpHead.Malformed e) {
+                protocol = "http";
+                rule = "http: malformed request";
+                httpError(400, rule, e.getMessage());
+                return;
+            }
+            try {
+                if (head.method().equals("CONNECT")) {
+                    protocol = "http-connect";
+                    HttpHead.Authority target = head.connectTarget();
+                    destination = EgressRules.normalize(target.host());
+                    port = target.port();
+                    head.checkHostHeader(target);
+                    connectUpstream(target.host());
+                    write("HTTP/1.1 200 Connection established\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                    relay(null);
+                } else {
+                    protocol = "http-forward";
+                    HttpHead.Authority target = head.absoluteTarget();
+                    destination = EgressRules.normalize(target.host());
+                    port = target.port();
+                    head.checkHostHeader(target);
+                    connectUpstream(target.host());
+                    relay(head.originForm(target));
+                }
+            } catch (HttpHead.Malformed e) {
+                rule = "http: " + e.getMessage();
+                httpError(400, "http: bad request", e.getMessage());
+            } catch (Refused r) {
+                rule = r.rule;
+                httpError(r.httpStatus, r.rule, r.getMessage());
+            }
+        }
+
+        private void httpError(int status, String rule, String message) throws IOException {
+            String reason = switch (status) {
+                case 400 -> "Bad Request";
+                case 403 -> "Forbidden";
+                case 429 -> "Too Many Requests";
+                case 502 -> "Bad Gateway";
+                case 504 -> "Gateway Timeout";
+                default -> "Error";
+            };
+            String body = "airlock egress: " + (status == 403 ? "blocked by rule '" + rule + "': " : "") + message + "\n";
+            byte[] b = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            String head = "HTTP/1.1 " + status + " " + reason + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + b.length
+                    + "\r\nConnection: close\r\nX-Airlock-Rule: " + HttpHead.printable(rule) + "\r\n\r\n";
+            write(head.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            write(b);
+        }
+
+        // ------------------------------------------------------------------ upstream and relay
+
+        private void connectUpstream(String host) throws Refused {
+            EgressRules current = rules;
+            NetworkPolicy policy = current.policy();
+            EgressDecision d = current.decide(host, port);
+            rule = d.rule();
+            if (!(d instanceof EgressDecision.Allowed a)) {
+                throw new Refused(403, 2, d.rule(), ((EgressDecision.Denied) d).reason());
+            }
+            address = a.address();
+            if (bytes.get() >= policy.maxBytes()) {
+                rule = "limit bytes";
+                throw new Refused(403, 2, rule, "the sandbox has used its " + policy.maxBytes() + " bytes of network transfer");
+            }
+            // Take a slot before connecting, so a burst of connects cannot exceed the limit.
+            if (established.incrementAndGet() > policy.maxConnections()) {
+                established.decrementAndGet();
+                rule = "limit connections";
+                throw new Refused(429, 2, rule, "the sandbox already has " + policy.maxConnections() + " connections open");
+            }
+            holdsSlot = true;
+            Socket s = new Socket();
+            try {
+                s.setTcpNoDelay(true);
+                upstream = s;
+                s.connect(new InetSocketAddress(a.address(), port), (int) options.connectTimeout().toMillis());
+            } catch (SocketTimeoutException e) {
+                closeQuietly(s);
+                throw new Refused(504, 6, rule, "connecting to " + a.address().getHostAddress() + ":" + port + " timed out");
+            } catch (ConnectException e) {
+                closeQuietly(s);
+                throw new Refused(502, 5, rule, "connection to " + a.address().getHostAddress() + ":" + port + " refused");
+            } catch (IOException e) {
+                closeQuietly(s);
+                throw new Refused(502, 4, rule, "cannot connect to " + a.address().getHostAddress() + ":" + port + ": " + e.getMessage());
+            }
+            // The policy may have changed while connecting: the newest one decides.
+            if (rules != current) {
+                EgressDecision again = rules.recheck(host, port, a.address());
+                if (!again.allowed()) {
+                    closeQuietly(s);
+                    rule = again.rule();
+                    throw new Refused(403, 2, again.rule(), ((EgressDecision.Denied) again).reason());
+                }
+            }
+            allowed = true;
+        }
+
+        /** Relays both ways until both have ended; {@code head} goes upstream first. */
+        private void relay(byte[] head) throws IOException {
+            Socket s = upstream;
+            lastActivity = System.nanoTime();
+            relaying = true;
+            // A cut (revocation) that raced with the start of relaying.
+            if (cutBy != null) {
+                return;
+            }
+            recheck(rules);
+            OutputStream toUpstream = s.getOutputStream();
+            InputStream fromUpstream = s.getInputStream();
+            if (head != null) {
+                toUpstream.write(head);
+                count(up, head.length);
+            }
+            if (in.hasRemaining()) {
+                int n = in.remaining();
+                toUpstream.write(in.array(), in.position(), n);
+                in.position(in.limit());
+                count(up, n);
+            }
+            Thread downstream = Thread.ofVirtual().name("egress-down-" + sandboxId).start(() -> {
+                byte[] buf = new byte[64 * 1024];
+                try {
+                    for (int n; (n = fromUpstream.read(buf)) > 0; ) {
+                        ByteBuffer bb = ByteBuffer.wrap(buf, 0, n);
+                        while (bb.hasRemaining()) {
+                            client.write(bb);
+                        }
+                        count(down, n);
+                    }
+                    client.shutdownOutput();
+                } catch (IOException e) {
+                    cut("downstream: " + e.getMessage());
+                }
+            });
+            ByteBuffer buf = ByteBuffer.allocate(64 * 1024);
+            try {
+                for (int n; (n = client.read(buf)) > 0; buf.clear()) {
+                    toUpstream.write(buf.array(), 0, n);
+                    count(up, n);
+                }
+                s.shutdownOutput();
+            } catch (IOException e) {
+                if (cutBy == null) {
+                    cut("upstream: " + e.getMessage());
+                }
+            }
+            try {
+                downstream.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        private void count(AtomicLong direction, int n) {
+            direction.addAndGet(n);
+            lastActivity = System.nanoTime();
+            long total = bytes.addAndGet(n);
+            if (total > rules.policy().maxBytes()) {
+                cut("limit bytes");
+            }
+        }
+
+        private void write(byte[] b) throws IOException {
+            ByteBuffer bb = ByteBuffer.wrap(b);
+            while (bb.hasRemaining()) {
+                client.write(bb);
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package dev.airlock.oci;
+
+import dev.airlock.egress.EgressListener;
+import dev.airlock.egress.EgressProxy;
+import dev.airlock.egress.HostResolver;
+
+import java.net.InetSocketAddress;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * How the driver runs each sandbox's egress proxy (only for sandboxes whose network policy is not
+ * {@code NONE}).
+ *
+ * @param serverAddresses where the Airlock server listens: never reachable from a sandbox, whatever
+ *                        its policy (a wildcard address means every address of this host, port 0
+ *                        every port); asked each time a sandbox is created, since a server may
+ *                        learn its port only after the driver exists
+ * @param resolver        resolves names on the host for the proxy
+ * @param listener        receives a record of every connection attempt
+ */
+public record EgressSettings(Supplier<Set<InetSocketAddress>> serverAddresses, HostResolver resolver, EgressListener listener,
+                             EgressProxy.Options options) {
+
+    /** The port the agent listens on inside every sandbox with network (its own loopback). */
+    public static final int SANDBOX_PORT = 3128;
+
+    public static final EgressSettings DEFAULTS = new EgressSettings(Set::of, HostResolver.SYSTEM, EgressListener.NONE,
+            EgressProxy.Options.DEFAULTS);
+
+    public EgressSettings {
+        serverAddresses = serverAddresses == null ? Set::of : serverAddresses;
+        resolver = resolver == null ? HostResolver.SYSTEM : resolver;
+        listener = listener == null ? EgressListener.NONE : listener;
+        options = options == null ? EgressProxy.Options.DEFAULTS : options;
+    }
+
+    public EgressSettings withListener(EgressListener l) {
+        return new EgressSettings(serverAddresses, resolver, l, options);
+    }
+
+    public EgressSettings withServerAddresses(Set<InetSocketAddress> addresses) {
+        Set<InetSocketAddress> copy = Set.copyOf(addresses);
+        return withServerAddresses(() -> copy);
+    }
+
+    public EgressSettings withServerAddresses(Supplier<Set<InetSocketAddress>> addresses) {
+        return new EgressSettings(addresses, resolver, listener, options);
+    }
+}

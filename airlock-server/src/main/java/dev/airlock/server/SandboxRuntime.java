@@ -1,0 +1,104 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.Engine;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.EgressSettings;
+import dev.airlock.oci.OciDriver;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.util.Set;
+
+/**
+ * The service with what it stands on (engine, state database, metrics), without any interface in
+ * front of it. {@code airlock serve} puts HTTP in front of it; {@code airlock mcp} puts MCP over
+ * stdio in front of it. Closing it destroys every sandbox it holds.
+ */
+public final class SandboxRuntime implements AutoCloseable {
+
+    private final Engine engine;
+    private final SandboxStore store;
+    private final ServerMetrics metrics;
+    private final SandboxService service;
+    private boolean closed;
+    private volatile int port;
+
+    private SandboxRuntime(Engine engine, SandboxStore store, ServerMetrics metrics, SandboxService service) {
+        this.engine = engine;
+        this.store = store;
+        this.metrics = metrics;
+        this.service = service;
+    }
+
+    public static SandboxRuntime open(ServerConfig config) {
+        try {
+            Files.createDirectories(config.dataDir());
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot create the data directory " + config.dataDir() + ": " + e.getMessage());
+        }
+        SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
+        Engine engine = null;
+        try {
+            // Every sandbox's egress proxy records into the log, and may never reach this server.
+            EgressLog egressLog = new EgressLog();
+            SandboxRuntime[] self = new SandboxRuntime[1];
+            EgressSettings egress = EgressSettings.DEFAULTS.withListener(egressLog::add)
+                    .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)));
+            engine = new Engine(new OciDriver(config.driver(), egress), config.poolSize(), SandboxSpec.defaults());
+            ServerMetrics metrics = new ServerMetrics();
+            self[0] = new SandboxRuntime(engine, store, metrics, new SandboxService(config, engine, store, metrics, egressLog));
+            self[0].port = config.port();
+            return self[0];
+        } catch (RuntimeException e) {
+            if (engine != null) {
+                engine.close();
+            }
+            store.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Where the REST API listens, for the egress rules. Port 0 (a free port chosen later) stands
+     * for every port of that address: the sandboxes then reach none of them.
+     */
+    private static InetSocketAddress serverAddress(ServerConfig config, int port) {
+        try {
+            return new InetSocketAddress(InetAddress.getByName(config.host()), port);
+        } catch (UnknownHostException e) {
+            throw AirlockException.invalid("cannot resolve the server's host '" + config.host() + "': " + e.getMessage());
+        }
+    }
+
+    /** The port the REST API is bound to, once known (configured as 0: a free one). */
+    public void listeningOn(int boundPort) {
+        this.port = boundPort;
+    }
+
+    public SandboxService service() {
+        return service;
+    }
+
+    ServerMetrics metrics() {
+        return metrics;
+    }
+
+    /** Destroys every sandbox, then releases the engine and the store. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            service.close();
+            engine.close();
+        } finally {
+            store.close();
+        }
+    }
+}

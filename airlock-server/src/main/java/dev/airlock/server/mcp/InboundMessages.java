@@ -1,0 +1,66 @@
+package dev.airlock.server.mcp;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Looks at every JSON-RPC message a client sends, before the SDK does. The MCP Java SDK 2.1 has no
+ * handler for {@code notifications/cancelled} and does not tell a tool which request id it serves;
+ * so here each {@code tools/call} gets its call key written into {@code params._meta} (under a
+ * name of ours, overwriting anything the client put there), and each cancellation interrupts the
+ * call it names. Messages that are not valid JSON pass through untouched for the SDK to refuse.
+ */
+final class InboundMessages {
+
+    /** Where the call key travels in {@code params._meta} of a tools/call. */
+    static final String CALL_KEY = "dev.airlock/call";
+
+    private static final Logger LOG = LoggerFactory.getLogger(InboundMessages.class);
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final RunningCalls calls;
+
+    InboundMessages(RunningCalls calls) {
+        this.calls = calls;
+    }
+
+    /**
+     * Observes one message of transport session {@code session}, and returns the message to hand to
+     * the SDK (the same text unless it is a tools/call).
+     */
+    String observe(String session, String message) {
+        JsonNode node;
+        try {
+            node = JSON.readTree(message);
+        } catch (JacksonException e) {
+            return message;
+        }
+        if (node == null || !node.isObject()) {
+            return message;
+        }
+        String method = node.path("method").asString("");
+        if (method.equals("notifications/cancelled")) {
+            JsonNode id = node.path("params").get("requestId");
+            if (id != null && !id.isNull()) {
+                LOG.debug("client cancelled request {} of session {}", id, session);
+                calls.cancel(key(session, id));
+            }
+            return message;
+        }
+        if (method.equals("tools/call") && node.get("id") != null && node.get("params") instanceof ObjectNode params) {
+            ObjectNode meta = params.get("_meta") instanceof ObjectNode m ? m : params.putObject("_meta");
+            meta.put(CALL_KEY, key(session, node.get("id")));
+            return JSON.writeValueAsString(node);
+        }
+        return message;
+    }
+
+    private static String key(String session, JsonNode id) {
+        // The id's JSON text tells the number 5 from the string "5", as JSON-RPC does.
+        return session + "#" + id;
+    }
+}

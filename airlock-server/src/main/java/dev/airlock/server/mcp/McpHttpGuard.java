@@ -1,0 +1,252 @@
+package dev.airlock.server.mcp;
+
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
+
+/**
+ * What stands in front of the SDK's MCP servlet:
+ * <ol>
+ *   <li>DNS-rebinding protection: the Host header must name this server (its bind address, its
+ *       local address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header, if
+ *       sent, must be a loopback origin. A web page an attacker serves cannot pass both.</li>
+ *   <li>The API's bearer token, as on the REST API.</li>
+ *   <li>Sessions that ended here (idle, or closed) are refused with 404, so the client starts anew.</li>
+ *   <li>Each message body passes through {@link InboundMessages} (cancellations, call keys).</li>
+ * </ol>
+ * Refusals are JSON-RPC error objects, so MCP clients can show them.
+ */
+final class McpHttpGuard implements Filter {
+
+    /** A tool call carries code and files; 32 MiB is the REST API's JSON limit too. */
+    static final int MAX_BODY = 32 * 1024 * 1024;
+    private static final Pattern LOOPBACK_ORIGIN = Pattern.compile("https?://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:\\d{1,5})?",
+            Pattern.CASE_INSENSITIVE);
+    private static final String SESSION_HEADER = "Mcp-Session-Id";
+
+    private final String bindHost;
+    private final Predicate<String> authorization;
+    private final String authHint;
+    private final InboundMessages inbound;
+    private final SessionSandboxes sessions;
+
+    McpHttpGuard(String bindHost, Predicate<String> authorization, String authHint, InboundMessages inbound, SessionSandboxes sessions) {
+        this.bindHost = bindHost;
+        this.authorization = authorization;
+        this.authHint = authHint;
+        this.inbound = inbound;
+        this.sessions = sessions;
+    }
+
+    @Override
+    public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain) throws IOException, ServletException {
+        HttpServletRequest req = (HttpServletRequest) request;
+        HttpServletResponse resp = (HttpServletResponse) response;
+        String host = req.getHeader("Host");
+        if (host == null || !hostAllowed(host, req)) {
+            refuse(resp, 403, "Host header '" + printable(host) + "' does not name this server: connect to it as localhost,"
+                    + " 127.0.0.1 or its bind address, with its port (DNS-rebinding protection)");
+            return;
+        }
+        String origin = req.getHeader("Origin");
+        if (origin != null && !LOOPBACK_ORIGIN.matcher(origin).matches()) {
+            refuse(resp, 403, "Origin '" + printable(origin) + "' is not allowed: only local origins (http://localhost,"
+                    + " http://127.0.0.1, http://[::1]) may call this server (DNS-rebinding protection)");
+            return;
+        }
+        if (!authorization.test(req.getHeader("Authorization"))) {
+            resp.setHeader("WWW-Authenticate", "Bearer");
+            refuse(resp, 401, "missing or wrong bearer token: " + authHint);
+            return;
+        }
+        String session = req.getHeader(SESSION_HEADER);
+        if (session != null && sessions.hasEnded(session)) {
+            refuse(resp, 404, "MCP session " + printable(session) + " has ended and its sandboxes were destroyed: start a new session");
+            return;
+        }
+        HttpServletRequest forwarded = req;
+        if ("POST".equals(req.getMethod())) {
+            Charset charset = charset(req);
+            byte[] body = req.getInputStream().readNBytes(MAX_BODY + 1);
+            if (body.length > MAX_BODY) {
+                refuse(resp, 413, "request body is over " + MAX_BODY + " bytes: write large files in parts with sandbox_write_file");
+                return;
+            }
+            String seen = inbound.observe(session == null ? "" : session, new String(body, charset));
+            forwarded = new BodyRequest(req, seen.getBytes(charset), charset);
+        }
+        if (session != null) {
+            sessions.requestStarted(session);
+        }
+        try {
+            chain.doFilter(forwarded, resp);
+        } finally {
+            if (session != null) {
+                if (forwarded.isAsyncStarted()) {
+                    forwarded.getAsyncContext().addListener(new Ended(() -> sessions.requestEnded(session)));
+                } else {
+                    sessions.requestEnded(session);
+                }
+            }
+        }
+        if ("DELETE".equals(req.getMethod()) && session != null && resp.getStatus() < 300) {
+            sessions.end(session, "was closed by the client");
+        }
+    }
+
+    private boolean hostAllowed(String host, HttpServletRequest req) {
+        String h = host.trim().toLowerCase(Locale.ROOT);
+        int port = req.getLocalPort();
+        for (String name : List.of("localhost", "127.0.0.1", "[::1]", uriHost(bindHost), uriHost(req.getLocalAddr()))) {
+            if (h.equals(name + ":" + port) || (port == 80 && h.equals(name))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String uriHost(String address) {
+        String a = address == null ? "" : address.toLowerCase(Locale.ROOT);
+        return a.contains(":") && !a.startsWith("[") ? "[" + a + "]" : a;
+    }
+
+    private static Charset charset(HttpServletRequest req) {
+        try {
+            return req.getCharacterEncoding() == null ? StandardCharsets.UTF_8 : Charset.forName(req.getCharacterEncoding());
+        } catch (RuntimeException e) {
+            return StandardCharsets.UTF_8;
+        }
+    }
+
+    private static void refuse(HttpServletResponse resp, int status, String message) throws IOException {
+        ObjectNode body = ToolResults.JSON.createObjectNode();
+        body.put("jsonrpc", "2.0");
+        body.putNull("id");
+        ObjectNode error = body.putObject("error");
+        error.put("code", -32000);
+        error.put("message", message);
+        resp.setStatus(status);
+        resp.setContentType("application/json");
+        resp.getOutputStream().write(body.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String printable(String s) {
+        if (s == null) {
+            return "";
+        }
+        String cut = s.length() > 100 ? s.substring(0, 100) + "..." : s;
+        return cut.replaceAll("[^\\x20-\\x7e]", "?");
+    }
+
+    /** The request with its body already read (and perhaps rewritten). */
+    private static final class BodyRequest extends HttpServletRequestWrapper {
+        private final byte[] body;
+        private final Charset charset;
+
+        BodyRequest(HttpServletRequest request, byte[] body, Charset charset) {
+            super(request);
+            this.body = body;
+            this.charset = charset;
+        }
+
+        @Override
+        public int getContentLength() {
+            return body.length;
+        }
+
+        @Override
+        public long getContentLengthLong() {
+            return body.length;
+        }
+
+        @Override
+        public ServletInputStream getInputStream() {
+            ByteArrayInputStream in = new ByteArrayInputStream(body);
+            return new ServletInputStream() {
+                @Override
+                public boolean isFinished() {
+                    return in.available() == 0;
+                }
+
+                @Override
+                public boolean isReady() {
+                    return true;
+                }
+
+                @Override
+                public void setReadListener(ReadListener listener) {
+                    throw new IllegalStateException("the body was already read");
+                }
+
+                @Override
+                public int read() {
+                    return in.read();
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) {
+                    return in.read(b, off, len);
+                }
+            };
+        }
+
+        @Override
+        public BufferedReader getReader() {
+            return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), charset));
+        }
+    }
+
+    /** Runs once when an asynchronous response ends, however it ends. */
+    private record Ended(Runnable action, AtomicBoolean done) implements AsyncListener {
+        Ended(Runnable action) {
+            this(action, new AtomicBoolean());
+        }
+
+        private void run() {
+            if (done.compareAndSet(false, true)) {
+                action.run();
+            }
+        }
+
+        @Override
+        public void onComplete(AsyncEvent event) {
+            run();
+        }
+
+        @Override
+        public void onTimeout(AsyncEvent event) {
+            run();
+        }
+
+        @Override
+        public void onError(AsyncEvent event) {
+            run();
+        }
+
+        @Override
+        public void onStartAsync(AsyncEvent event) {
+        }
+    }
+}

@@ -1,0 +1,42 @@
+package dev.airlock.server.mcp;
+
+import dev.airlock.server.SandboxService;
+import dev.airlock.server.ServerConfig;
+import io.modelcontextprotocol.json.McpJsonMapper;
+import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
+import io.modelcontextprotocol.server.McpAsyncServer;
+import io.modelcontextprotocol.server.McpServer;
+import io.modelcontextprotocol.spec.McpSchema;
+import tools.jackson.databind.json.JsonMapper;
+
+/** The MCP server itself, the same for both transports: identity, capabilities, tools. */
+final class McpServers {
+
+    static final String NAME = "airlock";
+    static final String VERSION = "0.1.0";
+    static final McpJsonMapper JSON = new JacksonMcpJsonMapper(JsonMapper.builder().build());
+
+    private static final String INSTRUCTIONS = """
+            Airlock runs code in disposable, isolated Linux sandboxes with no network access.
+            Use run_code for a one-off program (the sandbox is destroyed afterwards; files written to
+            /workspace/output come back). For work in several steps, sandbox_create a sandbox, then use
+            sandbox_write_file, sandbox_exec and sandbox_read_file, and sandbox_destroy it when done.
+            Output streams as log messages while a program runs; cancelling a call kills the program.""";
+
+    private McpServers() {
+    }
+
+    static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, SandboxService service,
+                                                     ServerConfig config, SessionSandboxes sessions, RunningCalls calls) {
+        return spec.serverInfo(NAME, VERSION)
+                .jsonMapper(JSON)
+                .instructions(INSTRUCTIONS)
+                .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
+                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls), config));
+    }
+
+    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, SandboxService service, ServerConfig config,
+                                SessionSandboxes sessions, RunningCalls calls) {
+        return configure(spec, service, config, sessions, calls).build();
+    }
+}

@@ -1,0 +1,355 @@
+package dev.airlock.server.mcp;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.EndReason;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.RunRequest;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.server.ManagedSandbox;
+import dev.airlock.server.SandboxService;
+import dev.airlock.server.ServerConfig;
+import io.modelcontextprotocol.spec.McpSchema;
+import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
+import io.modelcontextprotocol.spec.McpSchema.Content;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What each tool does, in terms of {@link SandboxService} calls. Arguments are checked here (what
+ * a JSON schema cannot say); every limit and lifetime rule is the service's.
+ */
+final class SandboxTools {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SandboxTools.class);
+    static final int MAX_PLACED_FILES = 64;
+    static final int MAX_WRITE_BYTES = 8 * 1024 * 1024;
+    static final int MAX_READ_BYTES = 1024 * 1024;
+    static final int MAX_LISTED = 1000;
+    static final Set<String> LIMIT_FIELDS = Set.of("memory", "cpus", "pids", "timeoutSeconds", "disk", "outputLimit", "fileSize");
+
+    private final SandboxService service;
+    private final ServerConfig config;
+    private final SessionSandboxes sessions;
+    private final RunningCalls calls;
+
+    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls) {
+        this.service = service;
+        this.config = config;
+        this.sessions = sessions;
+        this.calls = calls;
+    }
+
+    // --- run_code ---
+
+    CallToolResult runCode(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("language", "code", "stdin", "files", "timeoutSeconds"));
+        Language language = Language.parse(a.requiredString("language", "\"python\""));
+        String code = a.requiredString("code", "\"print('hello')\"");
+        if (code.getBytes(StandardCharsets.UTF_8).length > RunRequest.MAX_CODE_BYTES) {
+            throw AirlockException.invalid("run_code: code is larger than " + RunRequest.MAX_CODE_BYTES
+                    + " bytes: place large parts with 'files' and import them, or split the program");
+        }
+        String stdin = a.string("stdin");
+        Map<String, String> files = a.stringMap("files");
+        if (files.size() > MAX_PLACED_FILES) {
+            throw AirlockException.invalid("run_code: 'files' holds " + files.size() + " files, at most " + MAX_PLACED_FILES + " are allowed");
+        }
+        Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
+        // The sandbox must outlive the run, then it is destroyed at once.
+        Duration ttl = min(timeout.plusMinutes(2), config.maxTtl());
+        ManagedSandbox sandbox = service.create(new SandboxService.CreateRequest(SandboxSpec.defaults(),
+                Map.of("airlock.mcp", "run_code"), ttl, ttl));
+        String id = sandbox.id();
+        try {
+            service.mkdir(id, OutputFiles.DIR, true);
+            for (Map.Entry<String, String> f : files.entrySet()) {
+                service.writeFile(id, resolve(f.getKey()), new ByteArrayInputStream(f.getValue().getBytes(StandardCharsets.UTF_8)));
+            }
+            ExecRequest request = service.codeRequest(id, language, code)
+                    .withStdin(stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8))
+                    .withTimeout(timeout);
+            ExecResult result = run(call, id, request, timeout);
+            if (result.endReason() == EndReason.CANCELLED) {
+                return ToolResults.exec(result, List.of(), List.of());
+            }
+            OutputFiles out = OutputFiles.collect(service, id);
+            return ToolResults.exec(result, out.listing, out.content);
+        } finally {
+            destroyQuietly(id);
+        }
+    }
+
+    // --- sandboxes ---
+
+    CallToolResult create(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("limits", "ttlSeconds", "labels"));
+        Limits limits = limits(a.object("limits", LIMIT_FIELDS));
+        Double ttlSeconds = a.number("ttlSeconds", 1, config.maxTtl().toSeconds());
+        Map<String, String> labels = a.stringMap("labels");
+        if (labels.size() > 64) {
+            throw AirlockException.invalid("sandbox_create: at most 64 labels");
+        }
+        boolean endsWithSession = ttlSeconds == null;
+        Duration ttl = endsWithSession ? config.defaultTtl() : Duration.ofMillis(Math.round(ttlSeconds * 1000));
+        // An explicit lifetime is a promise: the sandbox is not cut short for being idle either.
+        Duration idle = endsWithSession ? config.defaultIdle() : ttl;
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(SandboxSpec.defaults().withLimits(limits), labels, ttl, idle));
+        if (endsWithSession) {
+            sessions.own(call.session(), s.id());
+        }
+        return ToolResults.ok(describe(s, endsWithSession));
+    }
+
+    CallToolResult list(ToolCall call) {
+        call.arguments(Set.of());
+        List<Map<String, Object>> list = new ArrayList<>();
+        for (ManagedSandbox s : service.list(Map.of())) {
+            list.add(describe(s, sessions.owns(call.session(), s.id())));
+        }
+        return ToolResults.ok(Map.of("sandboxes", list));
+    }
+
+    CallToolResult destroy(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        service.destroy(id);
+        sessions.disown(id);
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("sandboxId", id);
+        s.put("destroyed", true);
+        return ToolResults.ok(s);
+    }
+
+    // --- executions ---
+
+    CallToolResult exec(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        List<String> command = a.stringList("command");
+        String language = a.string("language");
+        String code = a.string("code");
+        ExecRequest base;
+        if (command != null) {
+            if (language != null || code != null) {
+                throw AirlockException.invalid("sandbox_exec: give either 'command' or 'language' with 'code', not both");
+            }
+            if (command.isEmpty()) {
+                throw AirlockException.invalid("sandbox_exec: 'command' is empty: give the program and its arguments, such as [\"ls\", \"-la\"]");
+            }
+            base = new ExecRequest(command, Map.of(), null, null, null);
+        } else if (language != null && code != null) {
+            base = service.codeRequest(id, Language.parse(language), code);
+        } else {
+            throw AirlockException.invalid("sandbox_exec: give 'command' (an array of strings, such as [\"python3\", \"script.py\"]), or 'language' and 'code'");
+        }
+        String stdin = a.string("stdin");
+        Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
+        String cwd = a.string("cwd");
+        ExecRequest request = new ExecRequest(base.argv(), a.stringMap("env"), cwd == null ? null : resolve(cwd),
+                stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8), timeout);
+        return ToolResults.exec(run(call, id, request, timeout), null, List.of());
+    }
+
+    /** Runs to the end, streaming output; a cancellation of the call kills the execution. */
+    private ExecResult run(ToolCall call, String id, ExecRequest request, Duration timeout) {
+        String key = call.callKey();
+        if (!calls.start(key)) {
+            return new ExecResult(new byte[0], new byte[0], -1, EndReason.CANCELLED, false, Duration.ZERO, "cancelled");
+        }
+        try (OutputRelay relay = new OutputRelay(call, timeout)) {
+            return service.exec(id, request, relay);
+        } finally {
+            calls.end(key);
+            // A cancellation interrupted this thread to end the execution; the thread goes on to other work.
+            Thread.interrupted();
+        }
+    }
+
+    // --- files ---
+
+    CallToolResult writeFile(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "path", "content", "contentBase64"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        String path = resolve(a.requiredString("path", "\"data/input.csv\" (relative paths are under /workspace)"));
+        String text = a.string("content");
+        String base64 = a.string("contentBase64");
+        if ((text == null) == (base64 == null)) {
+            throw AirlockException.invalid("sandbox_write_file: give exactly one of 'content' (text) or 'contentBase64' (binary)");
+        }
+        byte[] bytes;
+        try {
+            bytes = text != null ? text.getBytes(StandardCharsets.UTF_8) : Base64.getDecoder().decode(base64);
+        } catch (IllegalArgumentException e) {
+            throw AirlockException.invalid("sandbox_write_file: 'contentBase64' is not valid base64");
+        }
+        if (bytes.length > MAX_WRITE_BYTES) {
+            throw new AirlockException(AirlockException.Kind.TOO_LARGE, "sandbox_write_file: the content is " + bytes.length
+                    + " bytes, over the limit of " + MAX_WRITE_BYTES + " per call: write it in parts and join them with sandbox_exec");
+        }
+        FileInfo f = service.writeFile(id, path, new ByteArrayInputStream(bytes));
+        return ToolResults.ok(file(f));
+    }
+
+    CallToolResult readFile(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "path"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        String path = resolve(a.requiredString("path", "\"/workspace/output/result.txt\""));
+        FileInfo info = service.stat(id, path);
+        if (info.type() != dev.airlock.core.SandboxAgent.FileType.FILE) {
+            throw AirlockException.invalid("sandbox_read_file: " + path + " is a " + info.type().name().toLowerCase()
+                    + ", not a regular file: list a directory with sandbox_list_files");
+        }
+        if (info.size() > MAX_READ_BYTES) {
+            throw new AirlockException(AirlockException.Kind.TOO_LARGE, "sandbox_read_file: " + path + " is " + info.size()
+                    + " bytes, over the limit of " + MAX_READ_BYTES + ": read a part with sandbox_exec (such as head -c 100000 "
+                    + path + "), or summarize it with a program");
+        }
+        CappedSink sink = new CappedSink(MAX_READ_BYTES);
+        service.readFile(id, path, sink);
+        if (sink.overflowed()) {
+            throw new AirlockException(AirlockException.Kind.TOO_LARGE, "sandbox_read_file: " + path + " grew past "
+                    + MAX_READ_BYTES + " bytes while being read: read a part with sandbox_exec");
+        }
+        byte[] b = sink.toByteArray();
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("path", path);
+        s.put("size", b.length);
+        List<Content> extra = new ArrayList<>();
+        String text = FileContents.text(b);
+        if (text != null) {
+            s.put("encoding", "utf-8");
+            s.put("content", text);
+        } else {
+            s.put("encoding", "base64");
+            s.put("content", Base64.getEncoder().encodeToString(b));
+            String image = FileContents.imageType(b);
+            if (image != null) {
+                extra.add(new McpSchema.ImageContent(null, (String) s.get("content"), image));
+            }
+        }
+        CallToolResult r = ToolResults.ok(s);
+        if (extra.isEmpty()) {
+            return r;
+        }
+        List<Content> content = new ArrayList<>(r.content());
+        content.addAll(extra);
+        return CallToolResult.builder().content(content).structuredContent(s).isError(false).build();
+    }
+
+    CallToolResult listFiles(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "path"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        String path = a.string("path") == null ? "/workspace" : resolve(a.string("path"));
+        List<FileInfo> entries = service.list(id, path);
+        List<Map<String, Object>> list = new ArrayList<>();
+        entries.stream().sorted((x, y) -> x.path().compareTo(y.path())).limit(MAX_LISTED).forEach(f -> list.add(file(f)));
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("path", path);
+        s.put("entries", list);
+        s.put("truncated", entries.size() > MAX_LISTED);
+        return ToolResults.ok(s);
+    }
+
+    // --- helpers ---
+
+    /** Relative paths are under /workspace, where programs start. */
+    static String resolve(String path) {
+        return path.startsWith("/") ? path : "/workspace/" + path;
+    }
+
+    private static Limits limits(Map<String, Object> l) {
+        Limits limits = Limits.DEFAULTS;
+        for (Map.Entry<String, Object> e : l.entrySet()) {
+            Object v = e.getValue();
+            String field = "limits." + e.getKey();
+            switch (e.getKey()) {
+                case "memory" -> limits = limits.withMemoryBytes(size(field, v));
+                case "disk" -> limits = limits.withDiskBytes(size(field, v));
+                case "outputLimit" -> limits = limits.withOutputBytes(size(field, v));
+                case "fileSize" -> limits = limits.withFileSizeBytes(size(field, v));
+                case "cpus" -> limits = limits.withCpus(number(field, v));
+                case "pids" -> limits = limits.withPids((int) number(field, v));
+                case "timeoutSeconds" -> limits = limits.withTimeout(Duration.ofMillis(Math.round(number(field, v) * 1000)));
+                default -> throw AirlockException.invalid("sandbox_create: unknown limit " + field);
+            }
+        }
+        return limits;
+    }
+
+    private static long size(String field, Object v) {
+        if (v instanceof Number n && n.doubleValue() == Math.rint(n.doubleValue())) {
+            return n.longValue();
+        }
+        if (v instanceof String s) {
+            return Limits.parseSize(field, s);
+        }
+        throw AirlockException.invalid("sandbox_create: " + field + " must be a size such as \"256m\" or \"2g\", or a byte count");
+    }
+
+    private static double number(String field, Object v) {
+        if (v instanceof Number n) {
+            return n.doubleValue();
+        }
+        throw AirlockException.invalid("sandbox_create: " + field + " must be a number");
+    }
+
+    private static Map<String, Object> describe(ManagedSandbox s, boolean endsWithSession) {
+        Limits l = s.sandbox().spec().limits();
+        Map<String, Object> limits = new LinkedHashMap<>();
+        limits.put("memory", Limits.formatBytes(l.memoryBytes()));
+        limits.put("cpus", l.cpus());
+        limits.put("pids", l.pids());
+        limits.put("timeoutSeconds", l.timeout().toMillis() / 1000.0);
+        limits.put("disk", Limits.formatBytes(l.diskBytes()));
+        limits.put("outputLimit", Limits.formatBytes(l.outputBytes()));
+        limits.put("fileSize", Limits.formatBytes(l.fileSizeBytes()));
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("sandboxId", s.id());
+        m.put("createdAt", s.createdAt().toString());
+        m.put("expiresAt", s.expiresAt().toString());
+        m.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
+        m.put("endsWithSession", endsWithSession);
+        m.put("labels", s.labels());
+        m.put("limits", limits);
+        return m;
+    }
+
+    private static Map<String, Object> file(FileInfo f) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("path", f.path());
+        m.put("type", f.type().name().toLowerCase());
+        m.put("size", f.size());
+        m.put("modifiedAt", Instant.ofEpochMilli(f.modifiedMillis()).toString());
+        if (f.linkTarget() != null) {
+            m.put("linkTarget", f.linkTarget());
+        }
+        return m;
+    }
+
+    private void destroyQuietly(String id) {
+        try {
+            service.destroy(id);
+        } catch (AirlockException e) {
+            LOG.debug("sandbox {} was already gone: {}", id, e.getMessage());
+        }
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+}

@@ -1,0 +1,127 @@
+package dev.airlock.server.mcp;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.server.SandboxService;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Which sandboxes belong to which MCP session, and the end of sessions. A sandbox made with
+ * {@code sandbox_create} without an explicit {@code ttlSeconds} belongs to the session that made it
+ * and is destroyed when that session ends: the stdio process exits, the HTTP client sends DELETE,
+ * or the HTTP session sits idle for {@link #IDLE_SESSION}. A session that ended here is refused
+ * afterwards (404, so the client starts a new one) rather than finding its sandboxes gone.
+ */
+final class SessionSandboxes implements AutoCloseable {
+
+    /** An HTTP session with no request for this long has ended. */
+    static final Duration IDLE_SESSION = Duration.ofMinutes(30);
+    private static final Duration REMEMBER_ENDED = Duration.ofHours(24);
+    private static final Logger LOG = LoggerFactory.getLogger(SessionSandboxes.class);
+
+    private static final class Session {
+        final Set<String> sandboxes = ConcurrentHashMap.newKeySet();
+        final AtomicInteger inFlight = new AtomicInteger();
+        volatile Instant lastSeen = Instant.now();
+    }
+
+    private final SandboxService service;
+    private final Map<String, Session> sessions = new ConcurrentHashMap<>();
+    private final Map<String, Instant> ended = new ConcurrentHashMap<>();
+    private final Thread sweeper;
+    private volatile boolean closed;
+
+    SessionSandboxes(SandboxService service, boolean sweepIdle) {
+        this.service = service;
+        this.sweeper = sweepIdle ? Thread.ofVirtual().name("airlock-mcp-sessions").start(this::sweepLoop) : null;
+    }
+
+    void own(String session, String sandboxId) {
+        session(session).sandboxes.add(sandboxId);
+    }
+
+    boolean owns(String session, String sandboxId) {
+        Session s = sessions.get(session);
+        return s != null && s.sandboxes.contains(sandboxId);
+    }
+
+    void disown(String sandboxId) {
+        sessions.values().forEach(s -> s.sandboxes.remove(sandboxId));
+    }
+
+    boolean hasEnded(String session) {
+        return ended.containsKey(session);
+    }
+
+    /** A request of {@code session} began; pair with {@link #requestEnded}. */
+    void requestStarted(String session) {
+        Session s = session(session);
+        s.inFlight.incrementAndGet();
+        s.lastSeen = Instant.now();
+    }
+
+    void requestEnded(String session) {
+        Session s = sessions.get(session);
+        if (s != null) {
+            s.inFlight.decrementAndGet();
+            s.lastSeen = Instant.now();
+        }
+    }
+
+    /** Ends {@code session}: destroys the sandboxes it owns. */
+    void end(String session, String why) {
+        ended.put(session, Instant.now());
+        Session s = sessions.remove(session);
+        if (s == null) {
+            return;
+        }
+        for (String id : s.sandboxes) {
+            try {
+                service.destroy(id);
+                LOG.info("destroyed sandbox {}: its MCP session {}", id, why);
+            } catch (AirlockException e) {
+                // already gone: expired or destroyed by hand
+            }
+        }
+    }
+
+    private Session session(String id) {
+        return sessions.computeIfAbsent(id, k -> new Session());
+    }
+
+    private void sweepLoop() {
+        while (!closed) {
+            try {
+                Thread.sleep(30_000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            Instant now = Instant.now();
+            sessions.forEach((id, s) -> {
+                if (s.inFlight.get() <= 0 && s.lastSeen.plus(IDLE_SESSION).isBefore(now)) {
+                    end(id, "was idle for " + IDLE_SESSION.toMinutes() + " minutes");
+                }
+            });
+            ended.values().removeIf(at -> at.plus(REMEMBER_ENDED).isBefore(now));
+        }
+    }
+
+    /** Ends every session. */
+    @Override
+    public void close() {
+        closed = true;
+        if (sweeper != null) {
+            sweeper.interrupt();
+        }
+        for (String id : Set.copyOf(sessions.keySet())) {
+            end(id, "ended with the server");
+        }
+    }
+}

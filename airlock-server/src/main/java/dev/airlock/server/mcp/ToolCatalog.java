@@ -1,0 +1,217 @@
+package dev.airlock.server.mcp;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.server.ServerConfig;
+import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
+import io.modelcontextprotocol.spec.McpSchema;
+import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
+import io.modelcontextprotocol.spec.McpSchema.Tool;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import tools.jackson.core.type.TypeReference;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.function.Function;
+
+/**
+ * The tools a model sees: names, descriptions written for a model (when to use the tool, its
+ * limits, what it does not do), input and output schemas, and the handler behind each. Handlers
+ * block, so each call runs on a virtual thread of its own; an interrupt of that thread is how a
+ * cancellation reaches the execution.
+ */
+final class ToolCatalog {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ToolCatalog.class);
+    private static final Scheduler CALLS = Schedulers.fromExecutorService(Executors.newVirtualThreadPerTaskExecutor(), "airlock-mcp-call");
+
+    private static final String SANDBOX_FACTS = " The sandbox has no network access, a read-only system image (python3, node, bash, sh,"
+            + " java and common Unix tools; no package installs), and writable /workspace and /tmp.";
+
+    private static final String ENTITY_SCHEMA = """
+            {"type": "object", "additionalProperties": true}
+            """;
+
+    private ToolCatalog() {
+    }
+
+    static List<AsyncToolSpecification> tools(SandboxTools t, ServerConfig config) {
+        return List.of(
+                tool("run_code", "Run code once",
+                        "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
+                                + " nothing carries over between calls. Use it for calculations, data processing, checking code, or making a"
+                                + " chart. Write result files to /workspace/output/: images (PNG, JPEG, GIF, WebP) come back as images and"
+                                + " text files as embedded resources (at most 8 files of 1 MiB each). 'files' places input text files first"
+                                + " (relative paths are under /workspace). Output is capped at 1 MiB per stream; the run is killed after"
+                                + " timeoutSeconds (default 30)." + SANDBOX_FACTS
+                                + " For several steps that share files or state, use sandbox_create and sandbox_exec instead.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "language": {"type": "string", "enum": ["python", "javascript", "bash", "sh", "java"],
+                              "description": "python (python3), javascript (node), bash, sh, or java (a single Main.java file with a main method)"},
+                            "code": {"type": "string", "description": "The program text"},
+                            "stdin": {"type": "string", "description": "Text fed to standard input"},
+                            "files": {"type": "object", "additionalProperties": {"type": "string"},
+                              "description": "Text files to place before the run: {\\"path\\": \\"content\\"}; relative paths are under /workspace"},
+                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit; default 30"}
+                          },
+                          "required": ["language", "code"]
+                        }
+                        """, ToolResults.EXEC_OUTPUT_SCHEMA, annotations(false, false), t::runCode),
+                tool("sandbox_create", "Create a sandbox",
+                        "Creates a long-lived, isolated sandbox for work in several steps (write files, run commands, read results) and"
+                                + " returns its sandboxId. Without ttlSeconds it is destroyed when this MCP session ends, after "
+                                + minutes(config.defaultIdle()) + " without use, or after " + minutes(config.defaultTtl())
+                                + " at most; with ttlSeconds it lives exactly that long (up to " + minutes(config.maxTtl())
+                                + "), also after the session ends. Files are discarded when the sandbox is destroyed."
+                                + SANDBOX_FACTS + " Destroy it with sandbox_destroy when done.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "limits": {"type": "object", "additionalProperties": false, "description": "Resource limits; each has a default",
+                              "properties": {
+                                "memory": {"type": ["string", "integer"], "description": "Memory, such as \\"512m\\" (default) or \\"2g\\""},
+                                "cpus": {"type": "number", "description": "CPU cores, such as 1 (default) or 0.5"},
+                                "pids": {"type": "integer", "description": "Processes and threads at once (default 256)"},
+                                "timeoutSeconds": {"type": "number", "description": "Default wall-clock limit of each execution (default 30)"},
+                                "disk": {"type": ["string", "integer"], "description": "Size of /workspace and of /tmp (default \\"128m\\")"},
+                                "outputLimit": {"type": ["string", "integer"], "description": "stdout and stderr kept per execution (default \\"1m\\")"},
+                                "fileSize": {"type": ["string", "integer"], "description": "Largest file a program may write (default \\"64m\\")"}
+                              }},
+                            "ttlSeconds": {"type": "number", "minimum": 1, "maximum": 86400,
+                              "description": "Explicit lifetime; the sandbox then outlives this session"},
+                            "labels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Your own key-value tags"}
+                          }
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::create),
+                tool("sandbox_exec", "Run a command in a sandbox",
+                        "Runs a command, or code in a language, inside a sandbox made by sandbox_create and returns its output when it"
+                                + " ends. Files and installed state persist between calls in the same sandbox; each call is a new process"
+                                + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as an array"
+                                + " (for a shell line use [\"bash\", \"-c\", \"...\"]), or 'language' with 'code'. Killed after"
+                                + " timeoutSeconds (default 30). No network access.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string", "description": "From sandbox_create"},
+                            "command": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                              "description": "Program and arguments, such as [\\"python3\\", \\"analyze.py\\"]"},
+                            "language": {"type": "string", "enum": ["python", "javascript", "bash", "sh", "java"], "description": "With 'code', instead of 'command'"},
+                            "code": {"type": "string", "description": "Program text, with 'language'"},
+                            "stdin": {"type": "string", "description": "Text fed to standard input"},
+                            "cwd": {"type": "string", "description": "Working directory; default /workspace"},
+                            "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"},
+                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit; default 30"}
+                          },
+                          "required": ["sandboxId"]
+                        }
+                        """, ToolResults.EXEC_OUTPUT_SCHEMA, annotations(false, false), t::exec),
+                tool("sandbox_write_file", "Write a file into a sandbox",
+                        "Creates or replaces a file inside a sandbox (parent directories are created). Give text as 'content' or"
+                                + " binary as 'contentBase64' (at most 8 MiB per call). Relative paths are under /workspace.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string"},
+                            "path": {"type": "string", "description": "Such as data/input.csv or /workspace/data/input.csv"},
+                            "content": {"type": "string", "description": "Text content (UTF-8)"},
+                            "contentBase64": {"type": "string", "description": "Binary content, base64-encoded"}
+                          },
+                          "required": ["sandboxId", "path"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::writeFile),
+                tool("sandbox_read_file", "Read a file from a sandbox",
+                        "Returns a file's content from a sandbox: as text if it is UTF-8, else base64 (images also come back as"
+                                + " images). At most 1 MiB: read parts of larger files with sandbox_exec (head, tail, split).",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string"},
+                            "path": {"type": "string", "description": "Relative paths are under /workspace"}
+                          },
+                          "required": ["sandboxId", "path"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(true, false), t::readFile),
+                tool("sandbox_list_files", "List files in a sandbox",
+                        "Lists one directory of a sandbox (not recursive; at most 1000 entries) with each entry's type, size and time."
+                                + " Default: /workspace.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string"},
+                            "path": {"type": "string", "description": "Directory; default /workspace"}
+                          },
+                          "required": ["sandboxId"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(true, false), t::listFiles),
+                tool("sandbox_destroy", "Destroy a sandbox",
+                        "Destroys a sandbox: kills every process in it and discards all of its files. It cannot be undone.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {"sandboxId": {"type": "string"}},
+                          "required": ["sandboxId"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, true), t::destroy),
+                tool("sandbox_list", "List sandboxes",
+                        "Lists the live sandboxes with their ids, lifetimes, limits and labels, and whether each ends with this session.",
+                        """
+                        {"type": "object", "properties": {}}
+                        """, ENTITY_SCHEMA, annotations(true, false), t::list));
+    }
+
+    private static String minutes(java.time.Duration d) {
+        return d.toHours() >= 1 && d.toMinutes() % 60 == 0 ? d.toHours() + " hours" : d.toMinutes() + " minutes";
+    }
+
+    private static McpSchema.ToolAnnotations annotations(boolean readOnly, boolean destructive) {
+        return new McpSchema.ToolAnnotations(null, readOnly, destructive, false, false, null);
+    }
+
+    private static AsyncToolSpecification tool(String name, String title, String description, String inputSchema,
+                                               String outputSchema, McpSchema.ToolAnnotations annotations,
+                                               Function<ToolCall, CallToolResult> handler) {
+        Tool tool = Tool.builder()
+                .name(name)
+                .title(title)
+                .description(description)
+                .inputSchema(schema(inputSchema))
+                .outputSchema(schema(outputSchema))
+                .annotations(annotations)
+                .build();
+        return AsyncToolSpecification.builder()
+                .tool(tool)
+                .callHandler((exchange, request) -> Mono.fromCallable(() -> invoke(handler, new ToolCall(exchange, request)))
+                        .subscribeOn(CALLS))
+                .build();
+    }
+
+    private static Map<String, Object> schema(String json) {
+        return ToolResults.JSON.readValue(json, new TypeReference<Map<String, Object>>() { });
+    }
+
+    private static CallToolResult invoke(Function<ToolCall, CallToolResult> handler, ToolCall call) {
+        try {
+            return handler.apply(call);
+        } catch (AirlockException e) {
+            if (e.kind() == AirlockException.Kind.INTERNAL) {
+                LOG.warn("tool {} failed: {}", call.tool(), e.getMessage(), e);
+            }
+            return ToolResults.refused(e);
+        } catch (RuntimeException e) {
+            LOG.error("tool {} failed", call.tool(), e);
+            return ToolResults.error("Internal error in Airlock (not caused by your input): " + e);
+        }
+    }
+}
