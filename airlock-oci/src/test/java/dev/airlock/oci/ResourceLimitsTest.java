@@ -85,6 +85,17 @@ class ResourceLimitsTest extends SandboxTestBase {
                 if os.getpid() != start:
                     time.sleep(30)
                     os._exit(0)
+                # The children may not have forked yet: keep forking until the limit refuses one.
+                for _ in range(100):
+                    if failures:
+                        break
+                    try:
+                        if os.fork() == 0:
+                            time.sleep(30)
+                            os._exit(0)
+                    except OSError as e:
+                        failures += 1
+                        assert e.errno == 11, e
                 time.sleep(0.5)
                 pids = [p for p in os.listdir("/proc") if p.isdigit()]
                 print("processes", len(pids), "refused forks in main", failures, flush=True)

@@ -44,6 +44,8 @@ import java.util.stream.Stream;
 final class Recovery {
 
     private final OciDriverConfig base;
+    /** The tmpfs the disk-full scenario mounted, while it is mounted. */
+    private volatile Path mountedTmpfs;
 
     /** @param base the runtime and host ids to use; the state directory is replaced by a temporary one */
     Recovery(OciDriverConfig base) {
@@ -60,6 +62,28 @@ final class Recovery {
         } catch (IOException e) {
             return Outcome.error("cannot make a temporary state directory: " + e.getMessage());
         }
+        // If verify is interrupted mid-scenario: unmount what it mounted, and remove the temporary
+        // directory unless an engine's state is still in it (the agents then kill their processes).
+        Path dir = tmp;
+        Thread atExit = new Thread(() -> {
+            Path mounted = mountedTmpfs;
+            if (mounted != null) {
+                try {
+                    command("umount", "-l", mounted.toString());
+                } catch (IOException | InterruptedException ignored) {
+                    // best effort at exit
+                }
+            }
+            try (Stream<Path> engines = Files.list(dir.resolve("s").resolve("engines"))) {
+                if (engines.findAny().isPresent()) {
+                    return;
+                }
+            } catch (IOException noEngines) {
+                // nothing of an engine is there
+            }
+            deleteTree(dir);
+        }, "airlock-verify-recovery-exit");
+        Runtime.getRuntime().addShutdownHook(atExit);
         try {
             OciDriverConfig config = base.withStateRoot(tmp.resolve("s"));
             return switch (scenario) {
@@ -76,6 +100,11 @@ final class Recovery {
             return Outcome.error("interrupted");
         } finally {
             deleteTree(tmp);
+            try {
+                Runtime.getRuntime().removeShutdownHook(atExit);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs anyway
+            }
         }
     }
 
@@ -298,15 +327,7 @@ final class Recovery {
         if (mounted != null) {
             return Outcome.error("cannot mount a 1 MiB tmpfs at " + state + " (verify needs root): " + mounted);
         }
-        // Also when verify is interrupted mid-scenario: the mount must not outlive it.
-        Thread unmount = new Thread(() -> {
-            try {
-                command("umount", "-l", state.toString());
-            } catch (IOException | InterruptedException ignored) {
-                // best effort at exit
-            }
-        }, "airlock-verify-umount");
-        Runtime.getRuntime().addShutdownHook(unmount);
+        mountedTmpfs = state;
         try {
             List<String> problems = new ArrayList<>();
             StringBuilder happened = new StringBuilder("mounted a 1 MiB tmpfs as the state directory");
@@ -349,11 +370,7 @@ final class Recovery {
             if (command("umount", state.toString()) != null) {
                 command("umount", "-l", state.toString());
             }
-            try {
-                Runtime.getRuntime().removeShutdownHook(unmount);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook runs anyway; unmounting twice is harmless
-            }
+            mountedTmpfs = null;
         }
     }
 
