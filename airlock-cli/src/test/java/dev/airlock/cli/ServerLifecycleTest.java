@@ -232,4 +232,26 @@ class ServerLifecycleTest {
             assertThat(r.stdout()).isEqualTo("x".repeat(4000) + "\n");
         }
     }
+
+    @Test
+    void codeWithoutALanguageUsesTheSandboxsDefaultLanguage() {
+        var created = live.raw("POST", "/v1/sandboxes", "{\"language\": \"javascript\"}");
+        assertThat(created.statusCode()).isEqualTo(201);
+        assertThat(created.body()).contains("\"language\":\"javascript\"");
+        String id = created.body().replaceAll(".*\"id\":\"([^\"]+)\".*", "$1");
+        try {
+            var r = live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"code\": \"console.log(6 * 7)\"}");
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.body()).contains("\"stdout\":\"42\\n\"");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    @Test
+    void codeWithoutALanguageInASandboxWithoutDefaultIsRefused() {
+        var r = live.raw("POST", "/v1/sandboxes/" + shared.id() + "/exec", "{\"code\": \"print(1)\"}");
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.body()).contains("'code' needs a 'language'");
+    }
 }

@@ -40,7 +40,7 @@ final class ApiServlet extends HttpServlet {
     private static final int MAX_JSON_BODY = 32 * 1024 * 1024;
     private static final String NDJSON = "application/x-ndjson";
 
-    private static final Set<String> CREATE_FIELDS = Set.of("image", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
+    private static final Set<String> CREATE_FIELDS = Set.of("image", "language", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
     private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
     private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
 
@@ -250,7 +250,9 @@ final class ApiServlet extends HttpServlet {
         }
         Duration ttl = ttl(Json.number(body, "ttlSeconds"), config.defaultTtl());
         Duration idle = seconds("idleTimeoutSeconds", Json.number(body, "idleTimeoutSeconds"), config.defaultIdle(), config.maxTtl());
-        ManagedSandbox s = service.create(new SandboxService.CreateRequest(spec, labels, ttl, idle));
+        String language = Json.string(body, "language");
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(spec, labels, ttl, idle,
+                language == null ? null : Language.parse(language)));
         send(resp, 201, Json.sandbox(s));
     }
 
@@ -336,8 +338,13 @@ final class ApiServlet extends HttpServlet {
                 argv.add(a.asString());
             }
             base = new ExecRequest(argv, Map.of(), null, null, null);
-        } else if (language != null && code != null) {
-            base = service.codeRequest(id, Language.parse(language), code);
+        } else if (code != null) {
+            Language lang = language != null ? Language.parse(language) : service.get(id).defaultLanguage();
+            if (lang == null) {
+                throw AirlockException.invalid("'code' needs a 'language' (" + Language.names()
+                        + "), or a sandbox created with a default language");
+            }
+            base = service.codeRequest(id, lang, code);
         } else {
             throw AirlockException.invalid("give 'command' (an array of strings), or 'language' and 'code'");
         }

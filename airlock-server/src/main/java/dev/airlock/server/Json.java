@@ -149,6 +149,7 @@ final class Json {
         n.put("id", s.id());
         n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
         n.put("image", s.sandbox().spec().image());
+        n.put("language", s.defaultLanguage() == null ? null : s.defaultLanguage().id());
         n.set("limits", limits(s.sandbox().spec().limits()));
         n.set("env", MAPPER.valueToTree(s.sandbox().spec().env()));
         n.set("network", NetworkJson.write(s.sandbox().network()));

@@ -1,6 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Language;
 import dev.airlock.core.Sandbox;
 
 import java.time.Duration;
@@ -23,10 +24,13 @@ public final class ManagedSandbox {
     private final Map<String, BackgroundProcess> processes = new ConcurrentHashMap<>();
     private final AtomicInteger nextProcess = new AtomicInteger(1);
     private final AtomicInteger running = new AtomicInteger();
+    private final Language defaultLanguage;
     private volatile Instant expiresAt;
     private volatile Instant lastActivity;
 
-    ManagedSandbox(Sandbox sandbox, Map<String, String> labels, Instant createdAt, Duration ttl, Duration idleTimeout) {
+    ManagedSandbox(Sandbox sandbox, Map<String, String> labels, Instant createdAt, Duration ttl, Duration idleTimeout,
+                   Language defaultLanguage) {
+        this.defaultLanguage = defaultLanguage;
         this.sandbox = sandbox;
         this.labels = Map.copyOf(labels);
         this.createdAt = createdAt;
@@ -41,6 +45,11 @@ public final class ManagedSandbox {
 
     public String id() {
         return sandbox.id().value();
+    }
+
+    /** The language of {@code code} executions that name none; null when the sandbox has no default. */
+    public Language defaultLanguage() {
+        return defaultLanguage;
     }
 
     public Map<String, String> labels() {

@@ -38,7 +38,13 @@ public final class SandboxService implements AutoCloseable {
     private static final int MAX_PROCESSES = 64;
 
     /** A validated create request. */
-    public record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
+    public record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout,
+                                Language defaultLanguage) {
+
+        public CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
+            this(spec, labels, ttl, idleTimeout, null);
+        }
+
         public CreateRequest {
             if (labels != null) {
                 for (String key : labels.keySet()) {
@@ -104,7 +110,8 @@ public final class SandboxService implements AutoCloseable {
                     + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
         }
         Sandbox sandbox = engine.create(request.spec());
-        ManagedSandbox managed = new ManagedSandbox(sandbox, request.labels(), Instant.now(), request.ttl(), request.idleTimeout());
+        ManagedSandbox managed = new ManagedSandbox(sandbox, request.labels(), Instant.now(), request.ttl(), request.idleTimeout(),
+                request.defaultLanguage());
         try {
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(request.spec())));
         } catch (RuntimeException e) {
