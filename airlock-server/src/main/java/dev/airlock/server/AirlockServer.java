@@ -105,6 +105,11 @@ public final class AirlockServer implements AutoCloseable {
         return runtime.service().reapedAtStart();
     }
 
+    /** The audit log of this server (tests flush it before reading the database). */
+    public dev.airlock.server.audit.AuditLog audit() {
+        return runtime.audit();
+    }
+
     public void join() throws InterruptedException {
         jetty.join();
     }

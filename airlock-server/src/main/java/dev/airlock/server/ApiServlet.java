@@ -9,6 +9,8 @@ import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.server.audit.Audit;
+import dev.airlock.server.audit.AuditRecord;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -73,12 +75,16 @@ final class ApiServlet extends HttpServlet {
                 return;
             }
             if (!tokens.accepts(req.getHeader("Authorization"))) {
+                audit(req, path, "deny");
                 resp.setHeader("WWW-Authenticate", "Bearer");
                 error(resp, 401, "unauthenticated", "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the token from "
                         + config.dataDir().resolve("token"));
                 return;
             }
-            route(req, resp, path);
+            try (Audit.Scope ignored = Audit.as(ACTOR)) {
+                audit(req, path, "allow");
+                route(req, resp, path);
+            }
         } catch (AirlockException e) {
             if (!resp.isCommitted()) {
                 if (e instanceof MethodNotAllowed) {
@@ -96,6 +102,72 @@ final class ApiServlet extends HttpServlet {
                 error(resp, 500, "internal", "internal error: " + e);
             }
         }
+    }
+
+    /** The actor of every REST request: the API has one client identity, its token. */
+    static final String ACTOR = "rest";
+    private static final String BODY = "airlock.body";
+
+    /**
+     * The request and authorization records of a request. The arguments (query string and JSON
+     * body) are kept only as a digest; a file upload's content is not read here (its size is in
+     * the file record).
+     */
+    private void audit(HttpServletRequest req, String path, String decision) throws IOException {
+        List<String> parts = segments(path);
+        boolean allowed = decision.equals("allow");
+        // an unauthenticated client names nothing the log should file its request under
+        String sandbox = allowed && parts.size() >= 3 && parts.get(0).equals("v1") && parts.get(1).equals("sandboxes") ? parts.get(2) : null;
+        String operation = req.getMethod() + " " + template(parts);
+        byte[] body = new byte[0];
+        AirlockException refused = null;
+        boolean upload = parts.size() == 4 && parts.get(3).equals("files");
+        if (allowed && !upload && (req.getMethod().equals("POST") || req.getMethod().equals("PUT"))) {
+            try {
+                body = body(req);
+                req.setAttribute(BODY, body);
+            } catch (AirlockException e) {
+                refused = e;
+            }
+        }
+        String query = req.getQueryString() == null ? "" : req.getQueryString();
+        byte[] q = query.getBytes(StandardCharsets.UTF_8);
+        byte[] args = new byte[q.length + 1 + body.length];
+        System.arraycopy(q, 0, args, 0, q.length);
+        args[q.length] = '\n';
+        System.arraycopy(body, 0, args, q.length + 1, body.length);
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("interface", "rest");
+        r.put("operation", operation);
+        r.put("argsDigest", Audit.digest(args));
+        r.put("bodyBytes", body.length);
+        r.put("error", refused == null ? null : "body refused: " + refused.kind().name().toLowerCase(java.util.Locale.ROOT));
+        service.audit().record(AuditRecord.REQUEST, ACTOR, sandbox, r);
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", "rest");
+        a.put("decision", decision);
+        a.put("rule", "token");
+        service.audit().record(AuditRecord.AUTHORIZATION, ACTOR, sandbox, a);
+        if (refused != null) {
+            throw refused; // now that it is recorded
+        }
+    }
+
+    /** The endpoint without its identifiers: {@code /v1/sandboxes/{id}/processes/{pid}}. */
+    private static String template(List<String> parts) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < parts.size(); i++) {
+            String p = parts.get(i);
+            if (i == 2 && parts.get(1).equals("sandboxes")) {
+                p = "{id}";
+            } else if (i == 4 && parts.size() > 3 && parts.get(3).equals("processes")) {
+                p = "{pid}";
+            } else if (p.length() > 32) {
+                p = "{...}";
+            }
+            b.append('/').append(p);
+        }
+        return b.isEmpty() ? "/" : b.toString();
     }
 
     private void route(HttpServletRequest req, HttpServletResponse resp, String path) throws IOException {
@@ -303,16 +375,10 @@ final class ApiServlet extends HttpServlet {
         }
         String accept = req.getHeader("Accept");
         if (accept != null && accept.contains(NDJSON)) {
-            ManagedSandbox s = service.get(id);
+            service.get(id);
             resp.setStatus(200);
             resp.setContentType(NDJSON);
-            s.executionStarted();
-            try {
-                ExecResult r = new NdjsonExecStream().run(listener -> s.sandbox().start(request, listener), resp.getOutputStream());
-                metrics.execEnded(r);
-            } finally {
-                s.executionEnded();
-            }
+            service.execStreamed(id, request, start -> new NdjsonExecStream().run(start, resp.getOutputStream()));
             return;
         }
         send(resp, 200, Json.result(service.exec(id, request, OutputListener.NONE)));
@@ -388,6 +454,9 @@ final class ApiServlet extends HttpServlet {
     }
 
     private static byte[] body(HttpServletRequest req) throws IOException {
+        if (req.getAttribute(BODY) instanceof byte[] read) {
+            return read;
+        }
         if (req.getContentLengthLong() > MAX_JSON_BODY) {
             throw new AirlockException(Kind.TOO_LARGE, "request body is " + req.getContentLengthLong() + " bytes, over the limit of "
                     + MAX_JSON_BODY + ": send files with PUT /v1/sandboxes/{id}/files");

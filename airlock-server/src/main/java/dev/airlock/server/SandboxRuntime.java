@@ -3,7 +3,10 @@ package dev.airlock.server;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Engine;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressRecord;
 import dev.airlock.oci.EgressSettings;
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.oci.OciDriver;
 
 import java.io.IOException;
@@ -11,6 +14,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -22,12 +27,14 @@ public final class SandboxRuntime implements AutoCloseable {
 
     private final Engine engine;
     private final SandboxStore store;
+    private final AuditLog audit;
     private final ServerMetrics metrics;
     private final SandboxService service;
     private boolean closed;
     private volatile int port;
 
-    private SandboxRuntime(Engine engine, SandboxStore store, ServerMetrics metrics, SandboxService service) {
+    private SandboxRuntime(Engine engine, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service) {
+        this.audit = audit;
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
@@ -42,24 +49,48 @@ public final class SandboxRuntime implements AutoCloseable {
         }
         SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
         Engine engine = null;
+        AuditLog audit = null;
         try {
+            audit = AuditLog.open(config.dataDir().resolve("airlock.db"));
+            AuditLog auditLog = audit;
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
             SandboxRuntime[] self = new SandboxRuntime[1];
-            EgressSettings egress = EgressSettings.DEFAULTS.withListener(egressLog::add)
+            EgressSettings egress = EgressSettings.DEFAULTS.withListener(r -> {
+                        egressLog.add(r);
+                        auditLog.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));
+                    })
                     .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)));
             engine = new Engine(new OciDriver(config.driver(), egress), config.poolSize(), SandboxSpec.defaults());
             ServerMetrics metrics = new ServerMetrics();
-            self[0] = new SandboxRuntime(engine, store, metrics, new SandboxService(config, engine, store, metrics, egressLog));
+            self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, engine, store, metrics, egressLog, audit));
             self[0].port = config.port();
             return self[0];
         } catch (RuntimeException e) {
             if (engine != null) {
                 engine.close();
             }
+            if (audit != null) {
+                audit.close();
+            }
             store.close();
             throw e;
         }
+    }
+
+    private static Map<String, Object> egressDetail(EgressRecord r) {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("protocol", r.protocol());
+        d.put("destination", r.destination());
+        d.put("port", r.port());
+        d.put("address", r.address());
+        d.put("decision", r.allowed() ? "allow" : "deny");
+        d.put("rule", r.rule());
+        d.put("bytesUp", r.bytesUp());
+        d.put("bytesDown", r.bytesDown());
+        d.put("durationMs", r.duration() == null ? null : r.duration().toMillis());
+        d.put("start", r.start() == null ? null : r.start().toString());
+        return d;
     }
 
     /**
@@ -83,6 +114,11 @@ public final class SandboxRuntime implements AutoCloseable {
         return service;
     }
 
+    /** The audit log (in the state database). */
+    public AuditLog audit() {
+        return audit;
+    }
+
     ServerMetrics metrics() {
         return metrics;
     }
@@ -98,6 +134,7 @@ public final class SandboxRuntime implements AutoCloseable {
             service.close();
             engine.close();
         } finally {
+            audit.close();
             store.close();
         }
     }

@@ -49,12 +49,12 @@ public final class McpHttpEndpoint implements AutoCloseable {
                 .build();
         RunningCalls calls = new RunningCalls();
         SessionSandboxes sessions = new SessionSandboxes(service, true);
-        McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls);
+        McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.HTTP);
 
         ServletHolder servlet = new ServletHolder("mcp", transport);
         servlet.setAsyncSupported(true);
         context.addServlet(servlet, PATH);
-        FilterHolder guard = new FilterHolder(new McpHttpGuard(config.host(), authorization, authHint,
+        FilterHolder guard = new FilterHolder(new McpHttpGuard(config.host(), authorization, authHint, service.audit(),
                 new InboundMessages(calls), sessions));
         guard.setAsyncSupported(true);
         context.addFilter(guard, PATH, EnumSet.of(DispatcherType.REQUEST));

@@ -1,5 +1,7 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.Filter;
@@ -51,8 +53,11 @@ final class McpHttpGuard implements Filter {
     private final String authHint;
     private final InboundMessages inbound;
     private final SessionSandboxes sessions;
+    private final AuditLog audit;
 
-    McpHttpGuard(String bindHost, Predicate<String> authorization, String authHint, InboundMessages inbound, SessionSandboxes sessions) {
+    McpHttpGuard(String bindHost, Predicate<String> authorization, String authHint, AuditLog audit, InboundMessages inbound,
+                 SessionSandboxes sessions) {
+        this.audit = audit;
         this.bindHost = bindHost;
         this.authorization = authorization;
         this.authHint = authHint;
@@ -77,6 +82,13 @@ final class McpHttpGuard implements Filter {
             return;
         }
         if (!authorization.test(req.getHeader("Authorization"))) {
+            // no client: an unauthenticated request names none that could be trusted
+            java.util.Map<String, Object> d = new java.util.LinkedHashMap<>();
+            d.put("interface", McpServers.HTTP);
+            d.put("decision", "deny");
+            d.put("rule", "token");
+            d.put("operation", req.getMethod() + " " + McpHttpEndpoint.PATH);
+            audit.record(AuditRecord.AUTHORIZATION, McpServers.HTTP, null, d);
             resp.setHeader("WWW-Authenticate", "Bearer");
             refuse(resp, 401, "missing or wrong bearer token: " + authHint);
             return;

@@ -14,6 +14,10 @@ final class McpServers {
 
     static final String NAME = "airlock";
     static final String VERSION = "0.1.0";
+    /** Actor names of the two transports (an HTTP call's actor adds its session: {@code mcp-http:<session>}). */
+    static final String STDIO = "mcp-stdio";
+    static final String HTTP = "mcp-http";
+
     static final McpJsonMapper JSON = new JacksonMcpJsonMapper(JsonMapper.builder().build());
 
     private static final String INSTRUCTIONS = """
@@ -27,16 +31,17 @@ final class McpServers {
     }
 
     static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, SandboxService service,
-                                                     ServerConfig config, SessionSandboxes sessions, RunningCalls calls) {
+                                                     ServerConfig config, SessionSandboxes sessions, RunningCalls calls,
+                                                     String transport) {
         return spec.serverInfo(NAME, VERSION)
                 .jsonMapper(JSON)
                 .instructions(INSTRUCTIONS)
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
-                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls), config));
+                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport), config));
     }
 
     static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, SandboxService service, ServerConfig config,
-                                SessionSandboxes sessions, RunningCalls calls) {
-        return configure(spec, service, config, sessions, calls).build();
+                                SessionSandboxes sessions, RunningCalls calls, String transport) {
+        return configure(spec, service, config, sessions, calls, transport).build();
     }
 }

@@ -35,7 +35,7 @@ public final class McpStdioServer {
         InputStream observed = new ObservedLines(in, line -> inbound.observe(SESSION, line), ended::countDown);
         StdioServerTransportProvider transport = new StdioServerTransportProvider(McpServers.JSON, observed, out);
         try (SessionSandboxes sessions = new SessionSandboxes(service, false)) {
-            McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls);
+            McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.STDIO);
             ended.await();
             LOG.info("stdin closed: ending the MCP session");
             try {

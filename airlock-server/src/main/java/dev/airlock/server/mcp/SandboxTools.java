@@ -46,12 +46,23 @@ final class SandboxTools {
     private final ServerConfig config;
     private final SessionSandboxes sessions;
     private final RunningCalls calls;
+    private final String transport;
 
-    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls) {
+    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls, String transport) {
+        this.transport = transport;
         this.service = service;
         this.config = config;
         this.sessions = sessions;
         this.calls = calls;
+    }
+
+    /** {@link McpServers#STDIO} or {@link McpServers#HTTP}. */
+    String transport() {
+        return transport;
+    }
+
+    SandboxService service() {
+        return service;
     }
 
     // --- run_code ---

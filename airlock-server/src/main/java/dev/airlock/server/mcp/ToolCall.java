@@ -35,6 +35,11 @@ final class ToolCall {
         return new ToolArguments(request.name(), request.arguments(), allowed);
     }
 
+    /** The arguments as sent, for the audit digest. */
+    Map<String, Object> rawArguments() {
+        return request.arguments();
+    }
+
     /** The MCP session this call came in. */
     String session() {
         return exchange.sessionId();

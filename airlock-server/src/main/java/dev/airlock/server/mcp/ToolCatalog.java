@@ -2,6 +2,8 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.ServerConfig;
+import dev.airlock.server.audit.Audit;
+import dev.airlock.server.audit.AuditRecord;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -13,6 +15,7 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import tools.jackson.core.type.TypeReference;
 
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -41,7 +44,7 @@ final class ToolCatalog {
 
     static List<AsyncToolSpecification> tools(SandboxTools t, ServerConfig config) {
         return List.of(
-                tool("run_code", "Run code once",
+                tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
                                 + " nothing carries over between calls. Use it for calculations, data processing, checking code, or making a"
                                 + " chart. Write result files to /workspace/output/: images (PNG, JPEG, GIF, WebP) come back as images and"
@@ -64,7 +67,7 @@ final class ToolCatalog {
                           "required": ["language", "code"]
                         }
                         """, ToolResults.EXEC_OUTPUT_SCHEMA, annotations(false, false), t::runCode),
-                tool("sandbox_create", "Create a sandbox",
+                tool(t, "sandbox_create", "Create a sandbox",
                         "Creates a long-lived, isolated sandbox for work in several steps (write files, run commands, read results) and"
                                 + " returns its sandboxId. Without ttlSeconds it is destroyed when this MCP session ends, after "
                                 + minutes(config.defaultIdle()) + " without use, or after " + minutes(config.defaultTtl())
@@ -91,7 +94,7 @@ final class ToolCatalog {
                           }
                         }
                         """, ENTITY_SCHEMA, annotations(false, false), t::create),
-                tool("sandbox_exec", "Run a command in a sandbox",
+                tool(t, "sandbox_exec", "Run a command in a sandbox",
                         "Runs a command, or code in a language, inside a sandbox made by sandbox_create and returns its output when it"
                                 + " ends. Files and installed state persist between calls in the same sandbox; each call is a new process"
                                 + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as an array"
@@ -114,7 +117,7 @@ final class ToolCatalog {
                           "required": ["sandboxId"]
                         }
                         """, ToolResults.EXEC_OUTPUT_SCHEMA, annotations(false, false), t::exec),
-                tool("sandbox_write_file", "Write a file into a sandbox",
+                tool(t, "sandbox_write_file", "Write a file into a sandbox",
                         "Creates or replaces a file inside a sandbox (parent directories are created). Give text as 'content' or"
                                 + " binary as 'contentBase64' (at most 8 MiB per call). Relative paths are under /workspace.",
                         """
@@ -129,7 +132,7 @@ final class ToolCatalog {
                           "required": ["sandboxId", "path"]
                         }
                         """, ENTITY_SCHEMA, annotations(false, false), t::writeFile),
-                tool("sandbox_read_file", "Read a file from a sandbox",
+                tool(t, "sandbox_read_file", "Read a file from a sandbox",
                         "Returns a file's content from a sandbox: as text if it is UTF-8, else base64 (images also come back as"
                                 + " images). At most 1 MiB: read parts of larger files with sandbox_exec (head, tail, split).",
                         """
@@ -142,7 +145,7 @@ final class ToolCatalog {
                           "required": ["sandboxId", "path"]
                         }
                         """, ENTITY_SCHEMA, annotations(true, false), t::readFile),
-                tool("sandbox_list_files", "List files in a sandbox",
+                tool(t, "sandbox_list_files", "List files in a sandbox",
                         "Lists one directory of a sandbox (not recursive; at most 1000 entries) with each entry's type, size and time."
                                 + " Default: /workspace.",
                         """
@@ -155,7 +158,7 @@ final class ToolCatalog {
                           "required": ["sandboxId"]
                         }
                         """, ENTITY_SCHEMA, annotations(true, false), t::listFiles),
-                tool("sandbox_destroy", "Destroy a sandbox",
+                tool(t, "sandbox_destroy", "Destroy a sandbox",
                         "Destroys a sandbox: kills every process in it and discards all of its files. It cannot be undone.",
                         """
                         {
@@ -164,7 +167,7 @@ final class ToolCatalog {
                           "required": ["sandboxId"]
                         }
                         """, ENTITY_SCHEMA, annotations(false, true), t::destroy),
-                tool("sandbox_list", "List sandboxes",
+                tool(t, "sandbox_list", "List sandboxes",
                         "Lists the live sandboxes with their ids, lifetimes, limits and labels, and whether each ends with this session.",
                         """
                         {"type": "object", "properties": {}}
@@ -179,7 +182,7 @@ final class ToolCatalog {
         return new McpSchema.ToolAnnotations(null, readOnly, destructive, false, false, null);
     }
 
-    private static AsyncToolSpecification tool(String name, String title, String description, String inputSchema,
+    private static AsyncToolSpecification tool(SandboxTools t, String name, String title, String description, String inputSchema,
                                                String outputSchema, McpSchema.ToolAnnotations annotations,
                                                Function<ToolCall, CallToolResult> handler) {
         Tool tool = Tool.builder()
@@ -192,7 +195,7 @@ final class ToolCatalog {
                 .build();
         return AsyncToolSpecification.builder()
                 .tool(tool)
-                .callHandler((exchange, request) -> Mono.fromCallable(() -> invoke(handler, new ToolCall(exchange, request)))
+                .callHandler((exchange, request) -> Mono.fromCallable(() -> invoke(t, handler, new ToolCall(exchange, request)))
                         .subscribeOn(CALLS))
                 .build();
     }
@@ -201,8 +204,27 @@ final class ToolCatalog {
         return ToolResults.JSON.readValue(json, new TypeReference<Map<String, Object>>() { });
     }
 
-    private static CallToolResult invoke(Function<ToolCall, CallToolResult> handler, ToolCall call) {
-        try {
+    /**
+     * Runs a call as its actor ({@code mcp-stdio}, {@code mcp-http:<session>}), after its request
+     * and authorization records: the arguments only as a digest, since they hold code and files.
+     */
+    private static CallToolResult invoke(SandboxTools t, Function<ToolCall, CallToolResult> handler, ToolCall call) {
+        boolean http = t.transport().equals(McpServers.HTTP);
+        String actor = http ? McpServers.HTTP + ":" + call.session() : McpServers.STDIO;
+        Map<String, Object> args = call.rawArguments();
+        String sandbox = args != null && args.get("sandboxId") instanceof String id ? id : null;
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("interface", t.transport());
+        r.put("tool", call.tool());
+        r.put("argsDigest", Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args))));
+        t.service().audit().record(AuditRecord.REQUEST, actor, sandbox, r);
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", t.transport());
+        a.put("decision", "allow");
+        // over HTTP the guard checked the token; over stdio the client is the process that started airlock mcp
+        a.put("rule", http ? "token" : "stdio");
+        t.service().audit().record(AuditRecord.AUTHORIZATION, actor, sandbox, a);
+        try (Audit.Scope ignored = Audit.as(actor)) {
             return handler.apply(call);
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.INTERNAL) {

@@ -1,4 +1,4 @@
-package dev.airlock.cli;
+package dev.airlock.cli.bench;
 
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;

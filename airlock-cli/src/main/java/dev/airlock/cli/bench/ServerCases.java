@@ -1,0 +1,56 @@
+package dev.airlock.cli.bench;
+
+import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.server.AirlockServer;
+import dev.airlock.server.ServerConfig;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+import static dev.airlock.cli.bench.Baselines.PYTHON;
+
+/** The same requests through the REST API of a real server on a loopback socket. */
+public final class ServerCases {
+
+    private ServerCases() {
+    }
+
+    public static List<Stats> measure(Sampler sampler, OciDriverConfig driver) throws Exception {
+        List<Stats> stats = new ArrayList<>();
+        Path dataDir = Files.createTempDirectory("airlock-bench");
+        ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1).withDriver(driver);
+        try (AirlockServer server = AirlockServer.start(config)) {
+            BenchClient client = new BenchClient(server.uri(), server.token());
+            Sampler.Case quiet = client::awaitPoolReady;
+            List<String> created = new ArrayList<>();
+            stats.add(sampler.measure("server: create from warm pool (POST /v1/sandboxes)", () -> created.add(client.create()), () -> {
+                for (String id : created) {
+                    client.delete(id);
+                }
+                created.clear();
+                quiet.once();
+            }));
+            for (String id : created) {
+                client.delete(id);
+            }
+            String id = client.create();
+            stats.add(sampler.measure("server: exec true (POST .../exec)", () -> client.exec(id, "true")));
+            stats.add(sampler.measure("server: exec python3 -c pass", () -> client.exec(id, PYTHON, "-c", "pass")));
+            client.delete(id);
+            stats.add(sampler.measure("server: one-shot python3 -c pass (create, exec, delete)", () -> {
+                String one = client.create();
+                client.exec(one, PYTHON, "-c", "pass");
+                client.delete(one);
+            }, quiet));
+            quiet.once();   // no pool refill cut short by the server's close()
+        } finally {
+            try (var files = Files.walk(dataDir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+        return stats;
+    }
+}

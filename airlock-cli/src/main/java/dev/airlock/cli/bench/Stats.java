@@ -1,0 +1,24 @@
+package dev.airlock.cli.bench;
+
+import java.util.Arrays;
+
+/**
+ * One case of the benchmark: the median and the 10th and 90th percentiles of its samples, in
+ * {@code unit}, and the ratio of its median to the median of {@code baseline} (null: none).
+ */
+public record Stats(String section, String name, double median, double p10, double p90, String unit, String baseline, Double ratio) {
+
+    /** Latency cases, the original table: milliseconds, ratio to bare. */
+    public static final String LATENCY = "latency";
+
+    public static Stats of(String section, String name, String unit, double[] samples) {
+        double[] s = samples.clone();
+        Arrays.sort(s);
+        return new Stats(section, name, s[s.length / 2], s[s.length / 10], s[Math.min(s.length - 1, s.length * 9 / 10)], unit, null, null);
+    }
+
+    /** The same figures with the ratio of this median to {@code base}'s. */
+    public Stats relativeTo(Stats base) {
+        return new Stats(section, name, median, p10, p90, unit, base.name(), median / base.median());
+    }
+}

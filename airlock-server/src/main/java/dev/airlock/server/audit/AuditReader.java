@@ -1,0 +1,151 @@
+package dev.airlock.server.audit;
+
+import dev.airlock.core.AirlockException;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * Reads the audit log, also while a server writes it (SQLite WAL): queries for
+ * {@code airlock audit}, and the chain check of {@code airlock audit verify}.
+ */
+public final class AuditReader implements AutoCloseable {
+
+    /** Which records to read; null fields do not filter. {@code limit} &gt; 0 keeps the newest that many. */
+    public record Query(String sandbox, String kind, Instant since, int limit) {
+    }
+
+    /** The first break in the chain, or null fields when the chain is whole. */
+    public record Verdict(long records, Long brokenSeq, String problem) {
+        public boolean ok() {
+            return brokenSeq == null;
+        }
+    }
+
+    private final Connection db;
+
+    private AuditReader(Connection db) {
+        this.db = db;
+    }
+
+    public static AuditReader open(Path file) {
+        if (!Files.isRegularFile(file)) {
+            throw AirlockException.unavailable("no state database at " + file + ": give the server's --data-dir");
+        }
+        try {
+            Connection db = DriverManager.getConnection("jdbc:sqlite:" + file);
+            try (Statement st = db.createStatement()) {
+                st.execute("PRAGMA busy_timeout=5000");
+                try (ResultSet rs = st.executeQuery("SELECT name FROM sqlite_master WHERE type='table' AND name='audit'")) {
+                    if (!rs.next()) {
+                        db.close();
+                        throw AirlockException.unavailable(file + " holds no audit log (written by a server that predates it?)");
+                    }
+                }
+            }
+            return new AuditReader(db);
+        } catch (SQLException e) {
+            throw AirlockException.unavailable("cannot open " + file + ": " + e.getMessage());
+        }
+    }
+
+    /** Matching records, oldest first. */
+    public List<AuditRecord> query(Query q) {
+        StringBuilder where = new StringBuilder(" WHERE 1=1");
+        List<String> args = new ArrayList<>();
+        if (q.sandbox() != null) {
+            where.append(" AND sandbox = ?");
+            args.add(q.sandbox());
+        }
+        if (q.kind() != null) {
+            where.append(" AND kind = ?");
+            args.add(q.kind());
+        }
+        if (q.since() != null) {
+            where.append(" AND time >= ?");
+            args.add(AuditLog.TIME.format(q.since()));
+        }
+        String sql = "SELECT seq, time, kind, actor, sandbox, detail, prev_hash, hash FROM audit" + where
+                + (q.limit() > 0 ? " ORDER BY seq DESC LIMIT " + q.limit() : " ORDER BY seq");
+        List<AuditRecord> out = new ArrayList<>();
+        try (PreparedStatement ps = db.prepareStatement(sql)) {
+            for (int i = 0; i < args.size(); i++) {
+                ps.setString(i + 1, args.get(i));
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(row(rs));
+                }
+            }
+        } catch (SQLException e) {
+            throw AirlockException.internal("cannot read the audit log: " + e.getMessage(), e);
+        }
+        if (q.limit() > 0) {
+            java.util.Collections.reverse(out);
+        }
+        return out;
+    }
+
+    private static AuditRecord row(ResultSet rs) throws SQLException {
+        return new AuditRecord(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5),
+                rs.getString(6), rs.getString(7), rs.getString(8));
+    }
+
+    /** Recomputes the chain from seq 1 and stops at the first record that does not fit. */
+    public Verdict verify() {
+        return verify(r -> { });
+    }
+
+    public Verdict verify(Consumer<AuditRecord> each) {
+        long expectedSeq = 1;
+        String prev = AuditRecord.GENESIS;
+        long count = 0;
+        try (Statement st = db.createStatement();
+             ResultSet rs = st.executeQuery("SELECT seq, time, kind, actor, sandbox, detail, prev_hash, hash FROM audit ORDER BY seq")) {
+            while (rs.next()) {
+                AuditRecord r = row(rs);
+                if (r.seq() != expectedSeq) {
+                    return new Verdict(count, expectedSeq, r.seq() > expectedSeq
+                            ? "record seq " + expectedSeq + (r.seq() - expectedSeq > 1 ? " to " + (r.seq() - 1) : "")
+                              + " missing: seq " + (expectedSeq - 1) + " is followed by seq " + r.seq() + " (deleted?)"
+                            : "record seq " + r.seq() + " out of order: expected seq " + expectedSeq);
+                }
+                if (!prev.equals(r.prevHash())) {
+                    return new Verdict(count, r.seq(), "record seq " + r.seq() + ": prev_hash differs: stored " + r.prevHash()
+                            + ", the previous record's hash is " + prev);
+                }
+                String computed = r.computeHash();
+                if (!computed.equals(r.hash())) {
+                    return new Verdict(count, r.seq(), "record seq " + r.seq() + " (" + r.kind() + "): hash differs: stored " + r.hash()
+                            + ", computed " + computed + " (its seq, time, kind, actor, sandbox or detail was changed)");
+                }
+                each.accept(r);
+                prev = r.hash();
+                expectedSeq++;
+                count++;
+            }
+        } catch (SQLException e) {
+            throw AirlockException.internal("cannot read the audit log: " + e.getMessage(), e);
+        }
+        return new Verdict(count, null, null);
+    }
+
+    @Override
+    public void close() {
+        try {
+            db.close();
+        } catch (SQLException ignored) {
+            // read only
+        }
+    }
+}

@@ -1,0 +1,101 @@
+package dev.airlock.server.audit;
+
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * One audit record as stored. {@code detail} is canonical JSON (keys sorted, no white space);
+ * {@code hash} is SHA-256 over {@code prevHash} (hex, ASCII) followed by {@link #canonicalBytes()}.
+ */
+public record AuditRecord(long seq, String time, String kind, String actor, String sandbox, String detail,
+                          String prevHash, String hash) {
+
+    /** The kinds of records. */
+    public static final String REQUEST = "request";
+    public static final String AUTHORIZATION = "authorization";
+    public static final String EXECUTION = "execution";
+    public static final String RESULT = "result";
+    public static final String LIFECYCLE = "lifecycle";
+    public static final String FILE = "file";
+    public static final String EGRESS = "egress";
+    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, LIFECYCLE, FILE, EGRESS);
+
+    /** prev_hash of the first record. */
+    public static final String GENESIS = "0".repeat(64);
+
+    static final JsonMapper JSON = JsonMapper.builder().build();
+
+    /** The bytes the hash covers, besides prev_hash: a JSON array of the fields, in this order. */
+    public byte[] canonicalBytes() {
+        List<Object> fields = new ArrayList<>();
+        fields.add(seq);
+        fields.add(time);
+        fields.add(kind);
+        fields.add(actor);
+        fields.add(sandbox);
+        fields.add(detail);
+        return JSON.writeValueAsString(fields).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** SHA-256 (hex) of prev_hash and the canonical bytes: what {@code hash} must be. */
+    public String computeHash() {
+        return Audit.digest(concat(prevHash.getBytes(StandardCharsets.US_ASCII), canonicalBytes())).substring("sha256:".length());
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = new byte[a.length + b.length];
+        System.arraycopy(a, 0, out, 0, a.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    /** Canonical JSON of a detail map: keys sorted at every level, nulls left out. */
+    static String canonicalDetail(Map<String, ?> detail) {
+        return JSON.writeValueAsString(sorted(detail));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Object sorted(Object value) {
+        if (value instanceof Map<?, ?> m) {
+            TreeMap<String, Object> t = new TreeMap<>();
+            m.forEach((k, v) -> {
+                if (v != null) {
+                    t.put(String.valueOf(k), sorted(v));
+                }
+            });
+            return t;
+        }
+        if (value instanceof List<?> l) {
+            return l.stream().map(AuditRecord::sorted).toList();
+        }
+        return value;
+    }
+
+    /** The export format: one JSON object per record (a line of {@code airlock audit --json}). */
+    public String toJsonLine() {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("seq", seq);
+        n.put("time", time);
+        n.put("kind", kind);
+        n.put("actor", actor);
+        n.put("sandbox", sandbox);
+        JsonNode d;
+        try {
+            d = JSON.readTree(detail);
+        } catch (RuntimeException e) {
+            d = JSON.getNodeFactory().stringNode(detail);
+        }
+        n.set("detail", d);
+        n.put("detailCanonical", detail);
+        n.put("prevHash", prevHash);
+        n.put("hash", hash);
+        return JSON.writeValueAsString(n);
+    }
+}
