@@ -82,7 +82,9 @@ final class WarmPool implements AutoCloseable {
     public void close() {
         closed = true;
         if (filler != null) {
-            filler.interrupt();
+            // Wake the filler rather than interrupt it: an interrupted create fails half-way with a
+            // misleading error; a finished one is destroyed below like every ready sandbox.
+            refill.release();
             try {
                 filler.join();
             } catch (InterruptedException e) {

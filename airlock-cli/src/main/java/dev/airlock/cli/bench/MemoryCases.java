@@ -155,7 +155,7 @@ public final class MemoryCases {
     /** MemAvailable after garbage collection and {@code settleMillis}: the median of five reads over a second. */
     private static Reading read(long settleMillis) throws IOException, InterruptedException {
         for (int i = 0; i < 5; i++) {
-            System.gc();    // the serial collector shrinks the heap in steps, one per full collection
+            System.gc();    // full collections let the heap shrink (the serial collector shrinks it in steps)
         }
         Thread.sleep(settleMillis);
         long[] reads = new long[5];
