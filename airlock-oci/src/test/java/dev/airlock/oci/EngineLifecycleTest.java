@@ -165,8 +165,16 @@ class EngineLifecycleTest extends SandboxTestBase {
         String prefix = "al-" + other.driver().instance() + "-";
         Sandbox a = other.create(SandboxSpec.defaults());
         Sandbox b = other.create(SandboxSpec.defaults());
-        CompletableFuture<ExecResult> running = CompletableFuture.supplyAsync(() -> a.exec(ExecRequest.of("sleep", "1000")));
+        CountDownLatch started = new CountDownLatch(1);
+        CompletableFuture<ExecResult> running = CompletableFuture.supplyAsync(() -> a.exec(
+                ExecRequest.of("sh", "-c", "echo started; sleep 1000"), new OutputListener() {
+                    @Override
+                    public void stdout(byte[] chunk) {
+                        started.countDown();
+                    }
+                }));
         b.exec(ExecRequest.of("sh", "-c", "sleep 1000 > /dev/null 2>&1 &"));
+        assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
         other.close();
         assertThat(running.get(20, TimeUnit.SECONDS).endReason()).isEqualTo(EndReason.CANCELLED);
         assertThat(new LeakCheck(CONFIG).find(prefix)).isEmpty();
