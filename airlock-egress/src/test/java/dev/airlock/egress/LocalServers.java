@@ -19,13 +19,13 @@ import java.util.concurrent.Executors;
  * Servers on 127.0.0.1 only, for the proxy to reach: HTTP and HTTPS (an echo of the request line
  * and Host, and {@code /bytes?n=N} for N bytes of {@link #pattern}), and a raw TCP echo.
  */
-final class LocalServers implements AutoCloseable {
+public final class LocalServers implements AutoCloseable {
 
-    final HttpServer http;
-    final HttpsServer https;
-    final ServerSocket echo;
+    public final HttpServer http;
+    public final HttpsServer https;
+    public final ServerSocket echo;
 
-    LocalServers(TestTls tls) throws Exception {
+    public LocalServers(TestTls tls) throws Exception {
         InetAddress lo = InetAddress.getLoopbackAddress();
         http = HttpServer.create(new InetSocketAddress(lo, 0), 50);
         http.createContext("/", LocalServers::handle);
@@ -40,20 +40,20 @@ final class LocalServers implements AutoCloseable {
         Thread.ofVirtual().start(this::echoLoop);
     }
 
-    int httpPort() {
+    public int httpPort() {
         return http.getAddress().getPort();
     }
 
-    int httpsPort() {
+    public int httpsPort() {
         return https.getAddress().getPort();
     }
 
-    int echoPort() {
+    public int echoPort() {
         return echo.getLocalPort();
     }
 
     /** Byte i of every generated body. */
-    static byte pattern(long i) {
+    public static byte pattern(long i) {
         return (byte) ((i * 31 + (i >>> 13)) & 0xff);
     }
 

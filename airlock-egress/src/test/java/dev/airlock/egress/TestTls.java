@@ -15,18 +15,18 @@ import java.util.concurrent.TimeUnit;
  * A certificate for {@code test.example} made at test time with the JDK's keytool: self-signed, so
  * it is its own CA. Clients trust exactly it.
  */
-final class TestTls {
+public final class TestTls {
 
-    static final String PASSWORD = "changeit";
-    final Path keyStore;
-    final Path caPem;
+    public static final String PASSWORD = "changeit";
+    public final Path keyStore;
+    public final Path caPem;
 
     private TestTls(Path keyStore, Path caPem) {
         this.keyStore = keyStore;
         this.caPem = caPem;
     }
 
-    static TestTls create(Path dir, String... names) throws Exception {
+    public static TestTls create(Path dir, String... names) throws Exception {
         Path ks = dir.resolve("server.p12");
         Path pem = dir.resolve("ca.pem");
         StringBuilder san = new StringBuilder("SAN=");
@@ -49,7 +49,7 @@ final class TestTls {
         }
     }
 
-    SSLContext serverContext() throws Exception {
+    public SSLContext serverContext() throws Exception {
         KeyStore ks = KeyStore.getInstance("PKCS12");
         try (InputStream in = Files.newInputStream(keyStore)) {
             ks.load(in, PASSWORD.toCharArray());
@@ -61,7 +61,7 @@ final class TestTls {
         return ctx;
     }
 
-    SSLContext clientContext() throws Exception {
+    public SSLContext clientContext() throws Exception {
         KeyStore trust = KeyStore.getInstance("PKCS12");
         trust.load(null, null);
         try (InputStream in = Files.newInputStream(caPem)) {

@@ -1,5 +1,8 @@
 package dev.airlock.oci;
 
+import dev.airlock.egress.LocalServers;
+import dev.airlock.egress.TestTls;
+
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.NetworkPolicy;

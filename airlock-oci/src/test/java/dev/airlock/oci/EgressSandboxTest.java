@@ -1,5 +1,8 @@
 package dev.airlock.oci;
 
+import dev.airlock.egress.LocalServers;
+import dev.airlock.egress.TestTls;
+
 import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
