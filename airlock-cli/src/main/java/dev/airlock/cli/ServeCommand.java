@@ -6,7 +6,6 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /** {@code airlock serve}: the main job. Runs until SIGINT or SIGTERM, then destroys every sandbox. */
@@ -20,26 +19,16 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", paramLabel = "PORT", description = "TCP port (env AIRLOCK_PORT; default 7700; 0 = any free port).")
     int port = Integer.parseInt(System.getenv().getOrDefault("AIRLOCK_PORT", Integer.toString(ServerConfig.DEFAULT_PORT)));
 
-    @Option(names = "--data-dir", paramLabel = "DIR", description = "Token and state database (env AIRLOCK_DATA_DIR; default /var/lib/airlock).")
-    Path dataDir = Path.of(System.getenv().getOrDefault("AIRLOCK_DATA_DIR", "/var/lib/airlock"));
-
-    @Option(names = "--pool-size", paramLabel = "N", description = "Warm sandboxes kept ready (default 2).")
-    int poolSize = 2;
-
-    @Option(names = "--max-sandboxes", paramLabel = "N", description = "Live sandboxes at once (default 200).")
-    int maxSandboxes = 200;
-
     @Mixin
-    EngineOptions engineOptions = new EngineOptions();
+    ServiceOptions service = new ServiceOptions();
 
     @Override
     public Integer call() throws Exception {
-        ServerConfig config = ServerConfig.defaults().withHost(host).withPort(port).withDataDir(dataDir)
-                .withDriver(engineOptions.driverConfig()).withPoolSize(poolSize).withMaxSandboxes(maxSandboxes);
+        ServerConfig config = service.config().withHost(host).withPort(port);
         AirlockServer server = AirlockServer.start(config);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "airlock-shutdown"));
         server.reapedAtStart().forEach(line -> System.err.println("airlock: reaped " + line));
-        System.out.println("airlock: serving on " + server.uri() + " (token in " + dataDir.resolve("token") + ")");
+        System.out.println("airlock: serving on " + server.uri() + " (token in " + config.dataDir().resolve("token") + ")");
         System.out.flush();
         server.join();
         return 0;

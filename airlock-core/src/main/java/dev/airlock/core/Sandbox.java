@@ -153,7 +153,8 @@ public final class Sandbox implements AutoCloseable {
             if (!driverSandbox.agent().isOpen()) {
                 throw closedOrBroken(e);
             }
-            throw AirlockException.invalid("cannot write " + path + " in sandbox " + id() + ": " + e.getMessage());
+            // The agent's message already names the path and what went wrong.
+            throw AirlockException.invalid("sandbox " + id() + ": " + e.getMessage());
         }
     }
 
