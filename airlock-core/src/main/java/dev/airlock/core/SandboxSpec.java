@@ -1,5 +1,6 @@
 package dev.airlock.core;
 
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -8,7 +9,8 @@ import java.util.regex.Pattern;
  * environment every execution starts with, and where it may connect (by default nowhere).
  * Validated at construction.
  */
-public record SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network) {
+public record SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network,
+                          List<Input> inputs, List<Credential> credentials) {
 
     public static final String SYSTEM_IMAGE = "system";
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
@@ -25,6 +27,19 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
         if (network == null) {
             network = NetworkPolicy.NONE;
         }
+        inputs = inputs == null ? List.of() : List.copyOf(inputs);
+        if (inputs.stream().map(Input::name).distinct().count() != inputs.size()) {
+            throw AirlockException.invalid("two inputs have the same name: each input needs its own name");
+        }
+        credentials = credentials == null ? List.of() : List.copyOf(credentials);
+        if (credentials.stream().map(Credential::name).distinct().count() != credentials.size()) {
+            throw AirlockException.invalid("two credentials have the same name: each credential needs its own name");
+        }
+    }
+
+    /** A spec without inputs or credentials. */
+    public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network) {
+        this(image, limits, env, network, List.of(), List.of());
     }
 
     /** A spec without network: the default. */
@@ -37,15 +52,23 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
     }
 
     public SandboxSpec withLimits(Limits l) {
-        return new SandboxSpec(image, l, env, network);
+        return new SandboxSpec(image, l, env, network, inputs, credentials);
     }
 
     public SandboxSpec withEnv(Map<String, String> e) {
-        return new SandboxSpec(image, limits, e, network);
+        return new SandboxSpec(image, limits, e, network, inputs, credentials);
     }
 
     public SandboxSpec withNetwork(NetworkPolicy n) {
-        return new SandboxSpec(image, limits, env, n);
+        return new SandboxSpec(image, limits, env, n, inputs, credentials);
+    }
+
+    public SandboxSpec withInputs(List<Input> i) {
+        return new SandboxSpec(image, limits, env, network, i, credentials);
+    }
+
+    public SandboxSpec withCredentials(List<Credential> c) {
+        return new SandboxSpec(image, limits, env, network, inputs, c);
     }
 
     static void validateEnv(Map<String, String> env) {
