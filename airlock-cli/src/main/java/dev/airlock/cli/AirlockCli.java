@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "airlock 0.1.0",
         description = "Runs untrusted code in disposable, isolated sandboxes.",
-        subcommands = {ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class, VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class, VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class, ApprovalsCommand.class, CommandLine.HelpCommand.class})
 public final class AirlockCli {
 
     /** Exit status for a request Airlock refused as invalid. */
@@ -29,7 +29,7 @@ public final class AirlockCli {
             if (e instanceof AirlockException ae) {
                 cmd.getErr().println("airlock: " + ae.getMessage());
                 return switch (ae.kind()) {
-                    case INVALID_ARGUMENT, NOT_FOUND, CONFLICT, LIMIT_EXCEEDED, TOO_LARGE -> EXIT_USAGE;
+                    case INVALID_ARGUMENT, NOT_FOUND, CONFLICT, PERMISSION_DENIED, LIMIT_EXCEEDED, TOO_LARGE -> EXIT_USAGE;
                     case UNAVAILABLE -> EXIT_UNAVAILABLE;
                     case INTERNAL -> EXIT_INTERNAL;
                 };

@@ -28,7 +28,9 @@ final class ServeCommand implements Callable<Integer> {
         AirlockServer server = AirlockServer.start(config);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "airlock-shutdown"));
         server.reapedAtStart().forEach(line -> System.err.println("airlock: reaped " + line));
-        System.out.println("airlock: serving on " + server.uri() + " (token in " + config.dataDir().resolve("token") + ")");
+        System.out.println("airlock: serving on " + server.uri() + (config.policyFile() == null
+                ? " (token in " + config.dataDir().resolve("token") + ")"
+                : " (policy " + config.policyFile() + ")"));
         System.out.flush();
         server.join();
         return 0;

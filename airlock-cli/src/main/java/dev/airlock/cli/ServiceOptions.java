@@ -18,11 +18,15 @@ final class ServiceOptions {
     @Option(names = "--max-sandboxes", paramLabel = "N", description = "Live sandboxes at once (default 200).")
     int maxSandboxes = 200;
 
+    @Option(names = "--policy", paramLabel = "FILE", description = "Policy file: clients, profiles, secrets, approvals (env AIRLOCK_POLICY;"
+            + " default: the built-in policy, one client holding DIR/token). See docs/policy.md.")
+    Path policy = System.getenv("AIRLOCK_POLICY") == null ? null : Path.of(System.getenv("AIRLOCK_POLICY"));
+
     @Mixin
     EngineOptions engineOptions = new EngineOptions();
 
     ServerConfig config() {
         return ServerConfig.defaults().withDataDir(dataDir).withDriver(engineOptions.driverConfig())
-                .withPoolSize(poolSize).withMaxSandboxes(maxSandboxes);
+                .withPoolSize(poolSize).withMaxSandboxes(maxSandboxes).withPolicyFile(policy);
     }
 }

@@ -49,6 +49,7 @@ final class Errors {
         int status = switch (code == null ? "" : code) {
             case "invalid_argument" -> 400;
             case "unauthenticated" -> 401;
+            case "forbidden" -> 403;
             case "not_found" -> 404;
             case "conflict" -> 409;
             case "too_large" -> 413;
@@ -64,6 +65,7 @@ final class Errors {
         return switch (status) {
             case 400 -> new BadRequestException(status, code, message);
             case 401 -> new UnauthorizedException(status, code, message);
+            case 403 -> new ForbiddenException(status, code, message);
             case 404 -> new NotFoundException(status, code, message);
             case 409 -> new ConflictException(status, code, message);
             case 413 -> new PayloadTooLargeException(status, code, message);
@@ -82,6 +84,7 @@ final class Errors {
         return switch (status) {
             case 400 -> "invalid_argument";
             case 401 -> "unauthenticated";
+            case 403 -> "forbidden";
             case 404 -> "not_found";
             case 409 -> "conflict";
             case 413 -> "too_large";

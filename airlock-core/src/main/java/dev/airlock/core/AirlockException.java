@@ -15,6 +15,8 @@ public class AirlockException extends RuntimeException {
         NOT_FOUND,
         /** The thing exists but is in the wrong state for the request. */
         CONFLICT,
+        /** The caller's policy does not grant this: the message names the rule that refused. */
+        PERMISSION_DENIED,
         /** A configured limit or quota refused the request. */
         LIMIT_EXCEEDED,
         /** A body, upload or file is larger than its limit. */

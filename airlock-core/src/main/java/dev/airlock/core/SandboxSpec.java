@@ -71,7 +71,7 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
         return new SandboxSpec(image, limits, env, network, inputs, c);
     }
 
-    static void validateEnv(Map<String, String> env) {
+    public static void validateEnv(Map<String, String> env) {
         env.forEach((k, v) -> {
             if (!ENV_NAME.matcher(k).matches()) {
                 throw AirlockException.invalid("environment variable name '" + k + "' is not valid: use letters, digits and _, not starting with a digit");

@@ -27,15 +27,13 @@ public final class AirlockServer implements AutoCloseable {
     private final Server jetty;
     private final SandboxRuntime runtime;
     private final McpHttpEndpoint mcp;
-    private final TokenStore tokens;
     private final URI uri;
     private boolean closed;
 
-    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, TokenStore tokens, URI uri) {
+    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, URI uri) {
         this.jetty = jetty;
         this.runtime = runtime;
         this.mcp = mcp;
-        this.tokens = tokens;
         this.uri = uri;
     }
 
@@ -43,7 +41,6 @@ public final class AirlockServer implements AutoCloseable {
         SandboxRuntime runtime = SandboxRuntime.open(config);
         McpHttpEndpoint mcp = null;
         try {
-            TokenStore tokens = TokenStore.loadOrCreate(config.dataDir().resolve("token"));
             SandboxService service = runtime.service();
             QueuedThreadPool threads = new QueuedThreadPool();
             threads.setName("airlock-http");
@@ -55,10 +52,9 @@ public final class AirlockServer implements AutoCloseable {
             jetty.addConnector(connector);
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
-            context.addServlet(new ServletHolder("api", new ApiServlet(service, tokens, config, runtime.metrics(), openApi())), "/*");
+            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, runtime.metrics(), openApi())), "/*");
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
-            mcp = McpHttpEndpoint.mount(context, service, config, tokens::accepts,
-                    "send 'Authorization: Bearer <token>' with the token from " + config.dataDir().resolve("token"));
+            mcp = McpHttpEndpoint.mount(context, service, config, authHint(config));
             context.setErrorHandler(new JsonErrorHandler());
             jetty.setErrorHandler(new JsonErrorHandler());
             jetty.setHandler(context);
@@ -66,7 +62,7 @@ public final class AirlockServer implements AutoCloseable {
             jetty.start();
             runtime.listeningOn(connector.getLocalPort());
             URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
-            return new AirlockServer(jetty, runtime, mcp, tokens, uri);
+            return new AirlockServer(jetty, runtime, mcp, uri);
         } catch (Exception e) {
             if (mcp != null) {
                 mcp.close();
@@ -77,6 +73,13 @@ public final class AirlockServer implements AutoCloseable {
             }
             throw AirlockException.unavailable("cannot start the server on " + config.host() + ":" + config.port() + ": " + e.getMessage());
         }
+    }
+
+    /** What a client without a valid token is told to send. */
+    static String authHint(ServerConfig config) {
+        return config.policyFile() == null
+                ? "send 'Authorization: Bearer <token>' with the token from " + config.dataDir().resolve("token")
+                : "send 'Authorization: Bearer <token>' with a client token of the policy " + config.policyFile();
     }
 
     private static String hostForUri(String host) {
@@ -96,8 +99,9 @@ public final class AirlockServer implements AutoCloseable {
         return uri;
     }
 
+    /** The built-in {@code local} client's token ({@code <data>/token}). */
     public String token() {
-        return tokens.value();
+        return runtime.localToken();
     }
 
     /** What the start reaped of earlier, crashed servers: one line each. */

@@ -10,7 +10,10 @@ import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.audit.Audit;
-import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.policy.Approval;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -30,6 +33,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * The REST API (docs/rest-api.md). It parses and authenticates requests, calls the
@@ -42,19 +46,17 @@ final class ApiServlet extends HttpServlet {
     private static final int MAX_JSON_BODY = 32 * 1024 * 1024;
     private static final String NDJSON = "application/x-ndjson";
 
-    private static final Set<String> CREATE_FIELDS = Set.of("image", "language", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
+    private static final Set<String> CREATE_FIELDS = Set.of("profile", "image", "language", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
     private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
     private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
 
     private final SandboxService service;
-    private final TokenStore tokens;
     private final ServerConfig config;
     private final ServerMetrics metrics;
     private final byte[] openApi;
 
-    ApiServlet(SandboxService service, TokenStore tokens, ServerConfig config, ServerMetrics metrics, byte[] openApi) {
+    ApiServlet(SandboxService service, ServerConfig config, ServerMetrics metrics, byte[] openApi) {
         this.service = service;
-        this.tokens = tokens;
         this.config = config;
         this.metrics = metrics;
         this.openApi = openApi;
@@ -74,16 +76,15 @@ final class ApiServlet extends HttpServlet {
                 resp.getOutputStream().write(openApi);
                 return;
             }
-            if (!tokens.accepts(req.getHeader("Authorization"))) {
-                audit(req, path, "deny");
+            Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
+            if (client == null) {
+                service.refuseUnauthenticated(VIA, VIA, req.getMethod() + " " + template(segments(path)));
                 resp.setHeader("WWW-Authenticate", "Bearer");
-                error(resp, 401, "unauthenticated", "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the token from "
-                        + config.dataDir().resolve("token"));
+                error(resp, 401, "unauthenticated", "missing or wrong bearer token: " + AirlockServer.authHint(config));
                 return;
             }
-            try (Audit.Scope ignored = Audit.as(ACTOR)) {
-                audit(req, path, "allow");
-                route(req, resp, path);
+            try (Grants grants = new Grants(req, client, argsDigest(req))) {
+                route(grants, req, resp, path);
             }
         } catch (AirlockException e) {
             if (!resp.isCommitted()) {
@@ -104,31 +105,60 @@ final class ApiServlet extends HttpServlet {
         }
     }
 
-    /** The actor of every REST request: the API has one client identity, its token. */
-    static final String ACTOR = "rest";
+    /** The interface name in audit records and caller names. */
+    static final String VIA = "rest";
     private static final String BODY = "airlock.body";
 
     /**
-     * The request and authorization records of a request. The arguments (query string and JSON
-     * body) are kept only as a digest; a file upload's content is not read here (its size is in
-     * the file record).
+     * The authorizations of one request. Each endpoint asks for its operation before it acts;
+     * the service records the request and the decision, and refuses calls made without one.
      */
-    private void audit(HttpServletRequest req, String path, String decision) throws IOException {
-        List<String> parts = segments(path);
-        boolean allowed = decision.equals("allow");
-        // an unauthenticated client names nothing the log should file its request under
-        String sandbox = allowed && parts.size() >= 3 && parts.get(0).equals("v1") && parts.get(1).equals("sandboxes") ? parts.get(2) : null;
-        String operation = req.getMethod() + " " + template(parts);
-        byte[] body = new byte[0];
-        AirlockException refused = null;
-        boolean upload = parts.size() == 4 && parts.get(3).equals("files");
-        if (allowed && !upload && (req.getMethod().equals("POST") || req.getMethod().equals("PUT"))) {
-            try {
-                body = body(req);
-                req.setAttribute(BODY, body);
-            } catch (AirlockException e) {
-                refused = e;
+    private final class Grants implements AutoCloseable {
+        private final HttpServletRequest req;
+        private final Client client;
+        private final String argsDigest;
+        private Caller.Scope scope;
+
+        Grants(HttpServletRequest req, Client client, String argsDigest) {
+            this.req = req;
+            this.client = client;
+            this.argsDigest = argsDigest;
+        }
+
+        void grant(Operation operation) {
+            if (scope != null) {
+                throw new IllegalStateException("a request is authorized once");
             }
+            List<String> parts = segments(req.getRequestURI());
+            String sandbox = parts.size() >= 3 && parts.get(0).equals("v1") && parts.get(1).equals("sandboxes") ? parts.get(2) : null;
+            scope = service.authorize(new SandboxService.Request(client, VIA, VIA, req.getMethod() + " " + template(parts), operation,
+                    sandbox, argsDigest, null));
+        }
+
+        Client client() {
+            return client;
+        }
+
+        @Override
+        public void close() {
+            if (scope != null) {
+                scope.close();
+            }
+        }
+    }
+
+    /**
+     * The digest of a request's arguments (query string and JSON body) for its audit record. The
+     * body is read here and kept for the endpoint; a file upload's content is not read (its size
+     * is in the file record).
+     */
+    private String argsDigest(HttpServletRequest req) throws IOException {
+        List<String> parts = segments(req.getRequestURI());
+        byte[] body = new byte[0];
+        boolean upload = parts.size() == 4 && parts.get(3).equals("files");
+        if (!upload && (req.getMethod().equals("POST") || req.getMethod().equals("PUT"))) {
+            body = body(req);
+            req.setAttribute(BODY, body);
         }
         String query = req.getQueryString() == null ? "" : req.getQueryString();
         byte[] q = query.getBytes(StandardCharsets.UTF_8);
@@ -136,21 +166,7 @@ final class ApiServlet extends HttpServlet {
         System.arraycopy(q, 0, args, 0, q.length);
         args[q.length] = '\n';
         System.arraycopy(body, 0, args, q.length + 1, body.length);
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("interface", "rest");
-        r.put("operation", operation);
-        r.put("argsDigest", Audit.digest(args));
-        r.put("bodyBytes", body.length);
-        r.put("error", refused == null ? null : "body refused: " + refused.kind().name().toLowerCase(java.util.Locale.ROOT));
-        service.audit().record(AuditRecord.REQUEST, ACTOR, sandbox, r);
-        Map<String, Object> a = new LinkedHashMap<>();
-        a.put("interface", "rest");
-        a.put("decision", decision);
-        a.put("rule", "token");
-        service.audit().record(AuditRecord.AUTHORIZATION, ACTOR, sandbox, a);
-        if (refused != null) {
-            throw refused; // now that it is recorded
-        }
+        return Audit.digest(args);
     }
 
     /** The endpoint without its identifiers: {@code /v1/sandboxes/{id}/processes/{pid}}. */
@@ -170,23 +186,34 @@ final class ApiServlet extends HttpServlet {
         return b.isEmpty() ? "/" : b.toString();
     }
 
-    private void route(HttpServletRequest req, HttpServletResponse resp, String path) throws IOException {
+    private void route(Grants g, HttpServletRequest req, HttpServletResponse resp, String path) throws IOException {
         String method = req.getMethod();
         if (path.equals("/metrics")) {
             only(method, "GET");
+            g.grant(Operation.METRICS);
             resp.setStatus(200);
             resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
             resp.getOutputStream().write(metrics.scrape().getBytes(StandardCharsets.UTF_8));
             return;
         }
         List<String> parts = segments(path);
+        if (parts.size() >= 2 && parts.get(0).equals("v1") && parts.get(1).equals("approvals")) {
+            approvals(g, req, resp, parts);
+            return;
+        }
         if (parts.size() < 2 || !parts.get(0).equals("v1") || !parts.get(1).equals("sandboxes")) {
             throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
         }
         if (parts.size() == 2) {
             switch (method) {
-                case "GET" -> listSandboxes(req, resp);
-                case "POST" -> createSandbox(req, resp);
+                case "GET" -> {
+                    g.grant(Operation.SANDBOX_READ);
+                    listSandboxes(req, resp);
+                }
+                case "POST" -> {
+                    g.grant(Operation.SANDBOX_CREATE);
+                    createSandbox(req, resp);
+                }
                 default -> only(method, "GET, POST");
             }
             return;
@@ -196,8 +223,12 @@ final class ApiServlet extends HttpServlet {
         switch (rest) {
             case "" -> {
                 switch (method) {
-                    case "GET" -> send(resp, 200, Json.sandbox(service.get(id)));
+                    case "GET" -> {
+                        g.grant(Operation.SANDBOX_READ);
+                        send(resp, 200, Json.sandbox(service.get(id)));
+                    }
                     case "DELETE" -> {
+                        g.grant(Operation.SANDBOX_DESTROY);
                         service.destroy(id);
                         resp.setStatus(204);
                     }
@@ -206,8 +237,12 @@ final class ApiServlet extends HttpServlet {
             }
             case "network" -> {
                 switch (method) {
-                    case "GET" -> send(resp, 200, NetworkJson.write(service.get(id).sandbox().network()));
+                    case "GET" -> {
+                        g.grant(Operation.SANDBOX_READ);
+                        send(resp, 200, NetworkJson.write(service.get(id).sandbox().network()));
+                    }
                     case "PUT" -> {
+                        g.grant(Operation.NETWORK_UPDATE);
                         NetworkPolicy policy = NetworkJson.parse(Json.parseObject(body(req), NetworkJson.FIELDS));
                         send(resp, 200, NetworkJson.write(service.updateNetwork(id, policy).sandbox().network()));
                     }
@@ -216,60 +251,72 @@ final class ApiServlet extends HttpServlet {
             }
             case "egress" -> {
                 only(method, "GET");
+                g.grant(Operation.SANDBOX_READ);
                 ArrayNode list = Json.MAPPER.createArrayNode();
                 service.egress(id).forEach(r -> list.add(NetworkJson.record(r)));
                 send(resp, 200, Json.object().set("records", list));
             }
             case "ttl" -> {
                 only(method, "POST");
+                g.grant(Operation.SANDBOX_EXTEND);
                 JsonNode body = Json.parseObject(body(req), Set.of("ttlSeconds"));
                 send(resp, 200, Json.sandbox(service.extendTtl(id, ttl(Json.number(body, "ttlSeconds"), null))));
             }
             case "exec" -> {
                 only(method, "POST");
+                g.grant(Operation.EXEC);
                 exec(req, resp, id);
             }
             case "processes" -> {
                 only(method, "GET");
+                g.grant(Operation.SANDBOX_READ);
                 ArrayNode list = Json.MAPPER.createArrayNode();
                 service.get(id).processes().forEach(p -> list.add(Json.process(p)));
                 send(resp, 200, Json.object().set("processes", list));
             }
-            case "files" -> files(req, resp, id, method);
+            case "files" -> files(g, req, resp, id, method);
             case "files/stat" -> {
                 only(method, "GET");
+                g.grant(Operation.FILES_READ);
                 send(resp, 200, Json.file(service.stat(id, first(query(req, "path")))));
             }
             case "files/list" -> {
                 only(method, "GET");
+                g.grant(Operation.FILES_READ);
                 ArrayNode entries = Json.MAPPER.createArrayNode();
                 service.list(id, first(query(req, "path"))).forEach(f -> entries.add(Json.file(f)));
                 send(resp, 200, Json.object().set("entries", entries));
             }
             case "files/mkdir" -> {
                 only(method, "POST");
+                g.grant(Operation.FILES_WRITE);
                 JsonNode body = Json.parseObject(body(req), Set.of("path", "parents"));
                 send(resp, 201, Json.file(service.mkdir(id, Json.string(body, "path"), Json.bool(body, "parents"))));
             }
             case "files/rename" -> {
                 only(method, "POST");
+                g.grant(Operation.FILES_WRITE);
                 JsonNode body = Json.parseObject(body(req), Set.of("from", "to"));
                 send(resp, 200, Json.file(service.rename(id, Json.string(body, "from"), Json.string(body, "to"))));
             }
-            default -> processRoute(req, resp, id, parts, method);
+            default -> processRoute(g, req, resp, id, parts, method);
         }
     }
 
-    private void processRoute(HttpServletRequest req, HttpServletResponse resp, String id, List<String> parts, String method) throws IOException {
+    private void processRoute(Grants g, HttpServletRequest req, HttpServletResponse resp, String id, List<String> parts, String method)
+            throws IOException {
         if (parts.size() < 5 || !parts.get(3).equals("processes") || parts.size() > 6) {
             throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
         }
-        BackgroundProcess p = service.get(id).process(parts.get(4));
         if (parts.size() == 5) {
             switch (method) {
-                case "GET" -> send(resp, 200, Json.process(p));
+                case "GET" -> {
+                    g.grant(Operation.SANDBOX_READ);
+                    send(resp, 200, Json.process(service.get(id).process(parts.get(4))));
+                }
                 case "DELETE" -> {
-                    p.execution().signal(9);
+                    g.grant(Operation.EXEC);
+                    service.get(id).process(parts.get(4)).execution().signal(9);
                     resp.setStatus(204);
                 }
                 default -> only(method, "GET, DELETE");
@@ -280,6 +327,8 @@ final class ApiServlet extends HttpServlet {
             throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()));
         }
         only(method, "POST");
+        g.grant(Operation.EXEC);
+        BackgroundProcess p = service.get(id).process(parts.get(4));
         JsonNode body = Json.parseObject(body(req), Set.of("signal"));
         Double signal = Json.number(body, "signal");
         if (signal == null || signal != Math.rint(signal)) {
@@ -287,6 +336,37 @@ final class ApiServlet extends HttpServlet {
         }
         p.execution().signal(signal.intValue());
         send(resp, 202, Json.process(p));
+    }
+
+    /** {@code /v1/approvals}: list pending, look one up, approve or deny. */
+    private void approvals(Grants g, HttpServletRequest req, HttpServletResponse resp, List<String> parts) throws IOException {
+        String method = req.getMethod();
+        if (parts.size() == 2) {
+            only(method, "GET");
+            g.grant(Operation.APPROVALS);
+            ArrayNode list = Json.MAPPER.createArrayNode();
+            service.pendingApprovals().forEach(a -> list.add(Json.approval(a)));
+            send(resp, 200, Json.object().set("approvals", list));
+            return;
+        }
+        String id = parts.get(2);
+        if (parts.size() == 3) {
+            only(method, "GET");
+            g.grant(Operation.APPROVALS);
+            send(resp, 200, Json.approval(service.approval(id)));
+            return;
+        }
+        if (parts.size() == 4 && (parts.get(3).equals("approve") || parts.get(3).equals("deny"))) {
+            only(method, "POST");
+            g.grant(Operation.APPROVALS);
+            JsonNode body = Json.parseObject(body(req), Set.of("reason", "by"));
+            String by = Json.string(body, "by");
+            String who = VIA + ":" + g.client().name() + (by == null ? "" : " (" + Json.printable(by) + ")");
+            Approval a = service.decide(id, parts.get(3).equals("approve"), who, Json.string(body, "reason"));
+            send(resp, 200, Json.approval(a));
+            return;
+        }
+        throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
     }
 
     private void listSandboxes(HttpServletRequest req, HttpServletResponse resp) throws IOException {
@@ -308,22 +388,23 @@ final class ApiServlet extends HttpServlet {
 
     private void createSandbox(HttpServletRequest req, HttpServletResponse resp) throws IOException {
         JsonNode body = Json.parseObject(body(req), CREATE_FIELDS);
-        Limits limits = Limits.DEFAULTS;
         JsonNode l = body.get("limits");
-        if (l != null && !l.isNull()) {
-            JsonNode ln = Json.parseObject(l.toString().getBytes(StandardCharsets.UTF_8), LIMIT_FIELDS);
-            limits = limits(ln, limits);
-        }
-        String image = Json.string(body, "image");
-        SandboxSpec spec = new SandboxSpec(image, limits, Json.stringMap(body, "env"), NetworkJson.parse(body.get("network")));
+        JsonNode ln = l == null || l.isNull() ? null : Json.parseObject(l.toString().getBytes(StandardCharsets.UTF_8), LIMIT_FIELDS);
+        UnaryOperator<Limits> limits = ln == null ? UnaryOperator.identity() : base -> limits(ln, base);
+        JsonNode network = body.get("network");
+        Map<String, String> env = Json.stringMap(body, "env");
+        SandboxSpec.validateEnv(env);
         Map<String, String> labels = Json.stringMap(body, "labels");
         if (labels.size() > 64) {
             throw AirlockException.invalid("a sandbox takes at most 64 labels");
         }
-        Duration ttl = ttl(Json.number(body, "ttlSeconds"), config.defaultTtl());
-        Duration idle = seconds("idleTimeoutSeconds", Json.number(body, "idleTimeoutSeconds"), config.defaultIdle(), config.maxTtl());
+        Double ttlSeconds = Json.number(body, "ttlSeconds");
+        Duration ttl = ttlSeconds == null ? null : ttl(ttlSeconds, null);
+        Double idleSeconds = Json.number(body, "idleTimeoutSeconds");
+        Duration idle = idleSeconds == null ? null : seconds("idleTimeoutSeconds", idleSeconds, null, config.maxTtl());
         String language = Json.string(body, "language");
-        ManagedSandbox s = service.create(new SandboxService.CreateRequest(spec, labels, ttl, idle,
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(Json.string(body, "profile"), Json.string(body, "image"), limits,
+                env, network == null || network.isNull() ? null : NetworkJson.parse(network), labels, ttl, idle,
                 language == null ? null : Language.parse(language)));
         send(resp, 201, Json.sandbox(s));
     }
@@ -430,15 +511,17 @@ final class ApiServlet extends HttpServlet {
                 timeout == null ? null : seconds("timeoutSeconds", timeout, null, Duration.ofHours(24)));
     }
 
-    private void files(HttpServletRequest req, HttpServletResponse resp, String id, String method) throws IOException {
+    private void files(Grants g, HttpServletRequest req, HttpServletResponse resp, String id, String method) throws IOException {
         String path = first(query(req, "path"));
         switch (method) {
             case "PUT" -> {
+                g.grant(Operation.FILES_WRITE);
                 try (InputStream in = req.getInputStream()) {
                     send(resp, 201, Json.file(service.writeFile(id, path, in)));
                 }
             }
             case "GET" -> {
+                g.grant(Operation.FILES_READ);
                 // Stat first, so that a missing file is a 404 and not a half-sent body.
                 service.stat(id, path);
                 resp.setStatus(200);
@@ -446,6 +529,7 @@ final class ApiServlet extends HttpServlet {
                 service.readFile(id, path, resp.getOutputStream());
             }
             case "DELETE" -> {
+                g.grant(Operation.FILES_WRITE);
                 service.remove(id, path, query(req, "recursive").contains("true"));
                 resp.setStatus(204);
             }
@@ -533,6 +617,7 @@ final class ApiServlet extends HttpServlet {
             case INVALID_ARGUMENT -> 400;
             case NOT_FOUND -> 404;
             case CONFLICT -> 409;
+            case PERMISSION_DENIED -> 403;
             case LIMIT_EXCEEDED -> 429;
             case TOO_LARGE -> 413;
             case UNAVAILABLE -> 503;
@@ -545,6 +630,7 @@ final class ApiServlet extends HttpServlet {
             case INVALID_ARGUMENT -> "invalid_argument";
             case NOT_FOUND -> "not_found";
             case CONFLICT -> "conflict";
+            case PERMISSION_DENIED -> "forbidden";
             case LIMIT_EXCEEDED -> "quota_exceeded";
             case TOO_LARGE -> "too_large";
             case UNAVAILABLE -> "unavailable";

@@ -144,9 +144,28 @@ final class Json {
         return n.toString();
     }
 
+    static ObjectNode approval(dev.airlock.server.policy.Approval a) {
+        ObjectNode n = object();
+        n.put("id", a.id());
+        n.put("state", a.state().name().toLowerCase(java.util.Locale.ROOT));
+        n.put("client", a.client());
+        n.put("action", a.trigger().id());
+        n.put("rule", a.rule());
+        n.put("sandbox", a.sandbox());
+        n.put("summary", a.summary());
+        n.put("requestedAt", a.requestedAt().toString());
+        n.put("deadline", a.deadline().toString());
+        n.put("decidedBy", a.decidedBy());
+        n.put("decidedAt", a.decidedAt() == null ? null : a.decidedAt().toString());
+        n.put("reason", a.reason());
+        return n;
+    }
+
     static ObjectNode sandbox(ManagedSandbox s) {
         ObjectNode n = object();
         n.put("id", s.id());
+        n.put("owner", s.owner());
+        n.put("profile", s.profile().name());
         n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
         n.put("image", s.sandbox().spec().image());
         n.put("language", s.defaultLanguage() == null ? null : s.defaultLanguage().id());

@@ -3,6 +3,7 @@ package dev.airlock.server;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Language;
 import dev.airlock.core.Sandbox;
+import dev.airlock.server.policy.Profile;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -25,11 +26,15 @@ public final class ManagedSandbox {
     private final AtomicInteger nextProcess = new AtomicInteger(1);
     private final AtomicInteger running = new AtomicInteger();
     private final Language defaultLanguage;
+    private final String owner;
+    private final Profile profile;
     private volatile Instant expiresAt;
     private volatile Instant lastActivity;
 
-    ManagedSandbox(Sandbox sandbox, Map<String, String> labels, Instant createdAt, Duration ttl, Duration idleTimeout,
-                   Language defaultLanguage) {
+    ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
+                   Duration idleTimeout, Language defaultLanguage) {
+        this.owner = owner;
+        this.profile = profile;
         this.defaultLanguage = defaultLanguage;
         this.sandbox = sandbox;
         this.labels = Map.copyOf(labels);
@@ -45,6 +50,16 @@ public final class ManagedSandbox {
 
     public String id() {
         return sandbox.id().value();
+    }
+
+    /** The client that created it; only that client sees it. */
+    public String owner() {
+        return owner;
+    }
+
+    /** The profile it was created with: what it may ask for later. */
+    public Profile profile() {
+        return profile;
     }
 
     /** The language of {@code code} executions that name none; null when the sandbox has no default. */

@@ -17,7 +17,7 @@ import java.util.Map;
 import java.util.Set;
 
 /** The REST shape of a network policy and of egress records (docs/rest-api.md, "Network"). */
-final class NetworkJson {
+public final class NetworkJson {
 
     static final Set<String> FIELDS = Set.of("allow", "deny", "ranges", "hosts", "maxConnections", "maxBytes");
     private static final Set<String> DESTINATION_FIELDS = Set.of("host", "ports");
@@ -27,7 +27,7 @@ final class NetworkJson {
     }
 
     /** Parses {@code network} (null or absent: no network). Every error names the field. */
-    static NetworkPolicy parse(JsonNode n) {
+    public static NetworkPolicy parse(JsonNode n) {
         if (n == null || n.isNull()) {
             return NetworkPolicy.NONE;
         }

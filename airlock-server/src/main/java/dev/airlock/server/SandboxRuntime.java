@@ -6,6 +6,9 @@ import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.oci.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.PolicyFile;
+import dev.airlock.server.policy.TokenFile;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.oci.OciDriver;
 
@@ -32,6 +35,7 @@ public final class SandboxRuntime implements AutoCloseable {
     private final SandboxService service;
     private boolean closed;
     private volatile int port;
+    private String localToken;
 
     private SandboxRuntime(Engine engine, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service) {
         this.audit = audit;
@@ -47,6 +51,9 @@ public final class SandboxRuntime implements AutoCloseable {
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot create the data directory " + config.dataDir() + ": " + e.getMessage());
         }
+        // The policy first: a mistake in it must stop the start before anything runs.
+        String localToken = TokenFile.loadOrCreate(config.dataDir().resolve("token"));
+        Policy policy = config.policyFile() == null ? Policy.builtIn(localToken) : PolicyFile.load(config.policyFile());
         SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
         Engine engine = null;
         AuditLog audit = null;
@@ -63,8 +70,9 @@ public final class SandboxRuntime implements AutoCloseable {
                     .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)));
             engine = new Engine(new OciDriver(config.driver(), egress), config.poolSize(), SandboxSpec.defaults());
             ServerMetrics metrics = new ServerMetrics();
-            self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, engine, store, metrics, egressLog, audit));
+            self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, policy, engine, store, metrics, egressLog, audit));
             self[0].port = config.port();
+            self[0].localToken = localToken;
             return self[0];
         } catch (RuntimeException e) {
             if (engine != null) {
@@ -108,6 +116,11 @@ public final class SandboxRuntime implements AutoCloseable {
     /** The port the REST API is bound to, once known (configured as 0: a free one). */
     public void listeningOn(int boundPort) {
         this.port = boundPort;
+    }
+
+    /** The token in {@code <data>/token}: the built-in policy's {@code local} client's. */
+    public String localToken() {
+        return localToken;
     }
 
     public SandboxService service() {

@@ -7,6 +7,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
 import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
@@ -15,6 +16,13 @@ import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.server.audit.Audit;
+import dev.airlock.server.policy.Approval;
+import dev.airlock.server.policy.Approvals;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
 import org.slf4j.Logger;
@@ -29,6 +37,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
 
 /**
  * The service behind every interface: creates and holds sandboxes, runs executions, moves files,
@@ -41,15 +50,25 @@ public final class SandboxService implements AutoCloseable {
     /** Background processes kept per sandbox, running or ended. */
     private static final int MAX_PROCESSES = 64;
 
-    /** A validated create request. */
-    public record CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout,
+    /**
+     * A create request as a client asked for it; the service fills in and bounds it from the
+     * profile.
+     *
+     * @param profile  the profile to create with; null: the client's first
+     * @param image    null: the profile's
+     * @param limits   the client's changes, applied to the profile's default limits
+     * @param network  null: the profile's network
+     * @param ttl      null: the server's default, within the profile's maximum lifetime
+     * @param idleTimeout null: the server's default
+     */
+    public record CreateRequest(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env,
+                                NetworkPolicy network, Map<String, String> labels, Duration ttl, Duration idleTimeout,
                                 Language defaultLanguage) {
 
-        public CreateRequest(SandboxSpec spec, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
-            this(spec, labels, ttl, idleTimeout, null);
-        }
-
         public CreateRequest {
+            limits = limits == null ? UnaryOperator.identity() : limits;
+            env = env == null ? Map.of() : env;
+            labels = labels == null ? Map.of() : labels;
             if (labels != null) {
                 for (String key : labels.keySet()) {
                     if (key.isBlank() || key.indexOf('=') >= 0) {
@@ -63,6 +82,9 @@ public final class SandboxService implements AutoCloseable {
     }
 
     private final ServerConfig config;
+    private final Policy policy;
+    private final Approvals approvals;
+    private final ExecutionRates rates = new ExecutionRates();
     private final Engine engine;
     private final SandboxStore store;
     private final ServerMetrics metrics;
@@ -73,12 +95,11 @@ public final class SandboxService implements AutoCloseable {
     private final List<String> reapedAtStart;
     private volatile boolean closed;
 
-    SandboxService(ServerConfig config, Engine engine, SandboxStore store, ServerMetrics metrics) {
-        this(config, engine, store, metrics, new EgressLog(), AuditLog.NONE);
-    }
-
     /** {@code egressLog} is where the engine's egress proxies record (see {@link SandboxRuntime}). */
-    SandboxService(ServerConfig config, Engine engine, SandboxStore store, ServerMetrics metrics, EgressLog egressLog, AuditLog audit) {
+    SandboxService(ServerConfig config, Policy policy, Engine engine, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
+                   AuditLog audit) {
+        this.policy = policy;
+        this.approvals = new Approvals(audit, policy.approvalTimeout());
         this.egressLog = egressLog;
         this.audit = audit;
         this.config = config;
@@ -112,16 +133,160 @@ public final class SandboxService implements AutoCloseable {
         return reapedAtStart;
     }
 
+    // --- authorization ---
+
+    /** What an interface knows of a request when it asks whether it may go on. */
+    public record Request(Client client, String via, String iface, String endpoint, Operation operation, String sandbox,
+                          String argsDigest, Caller.Asker asker) {
+    }
+
+    /**
+     * Decides whether {@code r.client()} may call {@code r.operation()}, records the request and
+     * the decision, and returns the scope the request's service calls must run in. Throws
+     * PERMISSION_DENIED naming the rule when the policy does not grant it.
+     */
+    public Caller.Scope authorize(Request r) {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", r.iface());
+        q.put("endpoint", r.endpoint());
+        q.put("operation", r.operation() == null ? null : r.operation().id());
+        q.put("argsDigest", r.argsDigest());
+        Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
+        // a sandbox the client cannot see is not filed under its id
+        String sandbox = r.sandbox() != null && visible(caller, sandboxes.get(r.sandbox())) ? r.sandbox() : null;
+        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
+        boolean allowed = r.client().may(r.operation());
+        String rule = allowed ? r.client().rule("allow") + " grants " + r.operation().id() : r.client().rule("allow");
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", r.iface());
+        a.put("operation", r.operation().id());
+        a.put("decision", allowed ? "allow" : "deny");
+        a.put("rule", rule);
+        audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
+        if (!allowed) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "client '" + r.client().name() + "' may not call " + r.operation().id()
+                    + " (rule " + rule + " in " + policy.source() + "): ask the operator to grant it");
+        }
+        return Caller.as(caller);
+    }
+
+    /** Records a request no client could be found for (a missing or wrong token). */
+    public void refuseUnauthenticated(String via, String iface, String endpoint) {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", iface);
+        q.put("endpoint", endpoint);
+        audit.record(AuditRecord.REQUEST, via, null, q);
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", iface);
+        a.put("decision", "deny");
+        a.put("rule", "token");
+        audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+    }
+
+    /** The policy this service enforces. */
+    public Policy policy() {
+        return policy;
+    }
+
+    /** The approvals waiting for a person, oldest first. */
+    public List<Approval> pendingApprovals() {
+        require(Operation.APPROVALS);
+        return approvals.pending();
+    }
+
+    public Approval approval(String id) {
+        require(Operation.APPROVALS);
+        return approvals.get(id);
+    }
+
+    /** Approves or denies a pending approval; {@code by} is recorded as who decided. */
+    public Approval decide(String id, boolean approve, String by, String reason) {
+        require(Operation.APPROVALS);
+        return approvals.decide(id, approve, by, reason == null ? null : Json.printable(reason));
+    }
+
+    /**
+     * The caller of this thread, if the operation it was granted covers this service call. No
+     * caller at all is an interface that skipped {@link #authorize}: refused, never assumed.
+     */
+    private static Caller require(Operation... covering) {
+        Caller c = Caller.current();
+        if (c == null) {
+            throw new AirlockException(Kind.INTERNAL, "a service call arrived without an authorized caller: refused");
+        }
+        if (c.isServer()) {
+            return c;
+        }
+        for (Operation o : covering) {
+            if (c.operation() == o) {
+                return c;
+            }
+        }
+        throw new AirlockException(Kind.PERMISSION_DENIED, "operation " + c.operation().id() + " does not cover this call");
+    }
+
+    private static boolean visible(Caller c, ManagedSandbox s) {
+        return s != null && (c.isServer() || s.owner().equals(c.client().name()));
+    }
+
+    private void awaitApproval(Caller c, Profile p, Approval.Trigger trigger, String sandbox, String summary) {
+        if (p.approvals().contains(trigger)) {
+            approvals.await(c, trigger, p.rule("approvals") + " (" + trigger.id() + ")", sandbox, summary);
+        }
+    }
+
+    // --- sandboxes ---
+
     public ManagedSandbox create(CreateRequest request) {
+        Caller c = require(Operation.SANDBOX_CREATE, Operation.RUN);
+        Client client = c.client();
+        if (client == null) {
+            throw new AirlockException(Kind.INTERNAL, "the server does not create sandboxes on its own");
+        }
+        Profile p = profileFor(client, request.profile());
+        if (request.image() != null && !request.image().equals(p.image())) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "image '" + Json.printable(request.image()) + "' is not profile '" + p.name()
+                    + "''s image '" + p.image() + "' (rule " + p.rule("image") + ")");
+        }
+        Limits limits = request.limits().apply(p.limits());
+        List<String> over = p.exceeding(limits);
+        if (!over.isEmpty()) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "limits above what profile '" + p.name() + "' allows: " + String.join(", ", over)
+                    + " (rule " + p.rule("maxLimits") + "): ask for less, or use a profile with more");
+        }
+        Duration ttl = request.ttl() == null ? min(config.defaultTtl(), p.maxLifetime()) : request.ttl();
+        if (ttl.compareTo(p.maxLifetime()) > 0) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "a lifetime of " + ttl.toSeconds() + " s is above profile '" + p.name() + "''s "
+                    + p.maxLifetime().toSeconds() + " s (rule " + p.rule("maxLifetimeSeconds") + ")");
+        }
+        Duration idle = request.idleTimeout() == null ? config.defaultIdle() : request.idleTimeout();
+        if (request.defaultLanguage() != null) {
+            requireLanguage(p, request.defaultLanguage());
+        }
+        NetworkPolicy network = p.network();
+        if (request.network() != null) {
+            network = request.network();
+            List<String> beyond = p.beyondNetwork(network);
+            if (!beyond.isEmpty()) {
+                beyondNetwork(c, p, null, beyond);
+            }
+        }
+        checkSandboxQuota(client);
+        awaitApproval(c, p, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
+                + client.name() + "' (limits: memory " + Limits.formatBytes(limits.memoryBytes()) + ", cpus " + limits.cpus() + ", pids "
+                + limits.pids() + ", timeout " + limits.timeout().toSeconds() + " s; network: " + describe(network) + ")");
         if (sandboxes.size() >= config.maxSandboxes()) {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "this server already holds " + sandboxes.size()
                     + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
         }
-        Sandbox sandbox = engine.create(request.spec());
-        ManagedSandbox managed = new ManagedSandbox(sandbox, request.labels(), Instant.now(), request.ttl(), request.idleTimeout(),
+        checkSandboxQuota(client);
+        List<dev.airlock.core.Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
+        SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials);
+        Sandbox sandbox = engine.create(spec);
+        ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
         try {
-            store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(request.spec())));
+            store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
         } catch (RuntimeException e) {
             sandbox.close();
             throw e;
@@ -129,19 +294,68 @@ public final class SandboxService implements AutoCloseable {
         sandboxes.put(managed.id(), managed);
         metrics.sandboxCreated();
         Map<String, Object> d = lifecycle("created", null);
-        d.put("limits", limits(request.spec().limits()));
-        d.put("network", request.spec().network() == null ? "none" : request.spec().network().allow().size() + " destinations, "
-                + request.spec().network().ranges().size() + " ranges");
-        d.put("ttlSeconds", request.ttl() == null ? null : request.ttl().toSeconds());
-        d.put("idleTimeoutSeconds", request.idleTimeout() == null ? null : request.idleTimeout().toSeconds());
-        d.put("labels", request.labels() == null ? 0 : request.labels().size());
+        d.put("client", client.name());
+        d.put("profile", p.name());
+        d.put("limits", limits(limits));
+        d.put("network", describe(network));
+        d.put("inputs", p.inputs().stream().map(dev.airlock.core.Input::name).toList());
+        d.put("credentials", p.credentials());
+        d.put("ttlSeconds", ttl.toSeconds());
+        d.put("idleTimeoutSeconds", idle.toSeconds());
+        d.put("labels", request.labels().size());
         audit.record(AuditRecord.LIFECYCLE, managed.id(), d);
         return managed;
     }
 
+    private static String describe(NetworkPolicy n) {
+        return n.isNone() ? "none" : n.allow().size() + " destinations, " + n.ranges().size() + " ranges";
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    private Profile profileFor(Client client, String name) {
+        String chosen = name == null ? client.profiles().getFirst() : name;
+        if (!client.profiles().contains(chosen)) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "client '" + client.name() + "' may not use profile '" + Json.printable(chosen)
+                    + "' (rule " + client.rule("profiles") + "): it may use " + String.join(", ", client.profiles()));
+        }
+        return policy.profile(chosen);
+    }
+
+    private static void requireLanguage(Profile p, Language language) {
+        if (!p.languages().contains(language)) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "language " + language.id() + " is not allowed by profile '" + p.name()
+                    + "' (rule " + p.rule("languages") + "): it allows " + p.languages().stream().map(Language::id).sorted().toList());
+        }
+    }
+
+    /** Network beyond the profile's: waits for approval if the profile says so, else refused. */
+    private void beyondNetwork(Caller c, Profile p, String sandbox, List<String> beyond) {
+        if (!p.approvals().contains(Approval.Trigger.NETWORK)) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "network beyond what profile '" + p.name() + "' allows: "
+                    + String.join("; ", beyond) + " (rule " + p.rule("network") + "): ask only for what the profile names");
+        }
+        awaitApproval(c, p, Approval.Trigger.NETWORK, sandbox, "let client '" + c.client().name() + "' reach, beyond profile '"
+                + p.name() + "': " + String.join("; ", beyond));
+    }
+
+    private void checkSandboxQuota(Client client) {
+        if (client.maxSandboxes() > 0) {
+            long held = sandboxes.values().stream().filter(s -> s.owner().equals(client.name())).count();
+            if (held >= client.maxSandboxes()) {
+                throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + client.name() + "' already holds " + held
+                        + " sandboxes, its quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
+            }
+        }
+    }
+
+    /** A sandbox the caller may see; another client's is NOT_FOUND, as if it did not exist. */
     public ManagedSandbox get(String id) {
+        Caller c = require(Operation.values());
         ManagedSandbox s = sandboxes.get(id);
-        if (s == null) {
+        if (!visible(c, s)) {
             throw notFound(id);
         }
         s.touch();
@@ -154,7 +368,8 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public List<ManagedSandbox> list(Map<String, String> labelFilter) {
-        return sandboxes.values().stream().filter(s -> s.matches(labelFilter))
+        Caller c = require(Operation.SANDBOX_READ);
+        return sandboxes.values().stream().filter(s -> visible(c, s) && s.matches(labelFilter))
                 .sorted((a, b) -> a.createdAt().compareTo(b.createdAt())).toList();
     }
 
@@ -163,14 +378,22 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public ManagedSandbox extendTtl(String id, Duration ttl) {
+        require(Operation.SANDBOX_EXTEND);
         ManagedSandbox s = get(id);
+        Profile p = s.profile();
+        Duration lifetime = Duration.between(s.createdAt(), Instant.now().plus(ttl));
+        if (lifetime.compareTo(p.maxLifetime()) > 0) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "sandbox " + id + " would live " + lifetime.toSeconds() + " s in all, above profile '"
+                    + p.name() + "''s " + p.maxLifetime().toSeconds() + " s (rule " + p.rule("maxLifetimeSeconds") + ")");
+        }
         s.extend(ttl);
         return s;
     }
 
     public void destroy(String id) {
-        ManagedSandbox s = sandboxes.remove(id);
-        if (s == null) {
+        require(Operation.SANDBOX_DESTROY, Operation.RUN);
+        ManagedSandbox s = get(id);
+        if (sandboxes.remove(id) == null) {
             throw notFound(id);
         }
         destroy(s, "destroyed", "destroyed on request");
@@ -194,7 +417,12 @@ public final class SandboxService implements AutoCloseable {
      * closed. A sandbox created without network cannot be given some later (CONFLICT).
      */
     public ManagedSandbox updateNetwork(String id, NetworkPolicy policy) {
+        Caller c = require(Operation.NETWORK_UPDATE);
         ManagedSandbox s = get(id);
+        List<String> beyond = s.profile().beyondNetwork(policy);
+        if (!beyond.isEmpty()) {
+            beyondNetwork(c, s.profile(), id, beyond);
+        }
         s.sandbox().updateNetworkPolicy(policy);
         Map<String, Object> d = lifecycle("network-updated", null);
         d.put("network", policy.allow().size() + " destinations, " + policy.ranges().size() + " ranges");
@@ -205,13 +433,14 @@ public final class SandboxService implements AutoCloseable {
 
     /** The sandbox's recent egress records, oldest first (at most {@link EgressLog#PER_SANDBOX}). */
     public List<EgressRecord> egress(String id) {
+        require(Operation.SANDBOX_READ);
         ManagedSandbox s = get(id);
         return egressLog.of(s.id());
     }
 
     /** Runs to the end; output also goes to {@code listener} as it is produced. */
     public ExecResult exec(String id, ExecRequest request, OutputListener listener) {
-        ManagedSandbox s = get(id);
+        ManagedSandbox s = startable(id, request);
         s.executionStarted();
         recordExecution(s, request, null);
         try {
@@ -235,7 +464,7 @@ public final class SandboxService implements AutoCloseable {
 
     /** Runs an execution whose output an interface streams itself (REST NDJSON), recorded like {@link #exec}. */
     public ExecResult execStreamed(String id, ExecRequest request, StreamedRun run) throws IOException {
-        ManagedSandbox s = get(id);
+        ManagedSandbox s = startable(id, request);
         s.executionStarted();
         recordExecution(s, request, null);
         try {
@@ -249,6 +478,31 @@ public final class SandboxService implements AutoCloseable {
         } finally {
             s.executionEnded();
         }
+    }
+
+    /**
+     * The sandbox an execution may start in: the caller's, within the profile's timeout, within
+     * the client's rate, and approved if the profile wants each execution approved.
+     */
+    private ManagedSandbox startable(String id, ExecRequest request) {
+        Caller c = require(Operation.EXEC, Operation.RUN);
+        ManagedSandbox s = get(id);
+        Profile p = s.profile();
+        if (request.timeout() != null && request.timeout().compareTo(p.maxLimits().timeout()) > 0) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, "a timeout of " + request.timeout().toSeconds() + " s is above profile '" + p.name()
+                    + "''s " + p.maxLimits().timeout().toSeconds() + " s (rule " + p.rule("maxLimits.timeoutSeconds") + ")");
+        }
+        if (c.client() != null) {
+            rates.acquire(c.client());
+        }
+        awaitApproval(c, p, Approval.Trigger.EXEC, id, "run in sandbox " + id + ": " + shown(request.argv()));
+        return s;
+    }
+
+    /** A command as a person approving it reads it: arguments quoted, cut at 500 characters. */
+    private static String shown(List<String> argv) {
+        String text = String.join(" ", argv.stream().map(a -> a.matches("[A-Za-z0-9_./=:-]+") ? a : "'" + a.replace("'", "'\\''") + "'").toList());
+        return Json.printable(text.length() > 500 ? text.substring(0, 500) + "..." : text);
     }
 
     private void recordExecution(ManagedSandbox s, ExecRequest request, String processId) {
@@ -286,7 +540,7 @@ public final class SandboxService implements AutoCloseable {
         audit.record(AuditRecord.RESULT, s.id(), d);
     }
 
-    private static Map<String, Object> limits(dev.airlock.core.Limits l) {
+    private static Map<String, Object> limits(Limits l) {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("memoryBytes", l.memoryBytes());
         d.put("pids", l.pids());
@@ -313,13 +567,15 @@ public final class SandboxService implements AutoCloseable {
 
     /** Writes {@code code} into the sandbox and returns the request that runs it. */
     public ExecRequest codeRequest(String id, Language language, String code) {
+        require(Operation.EXEC, Operation.RUN);
         ManagedSandbox s = get(id);
+        requireLanguage(s.profile(), language);
         engine.driver().check(s.sandbox().spec(), List.of(language.interpreter()));
         return s.sandbox().codeRequest(language, code);
     }
 
     public BackgroundProcess startBackground(String id, ExecRequest request) {
-        ManagedSandbox s = get(id);
+        ManagedSandbox s = startable(id, request);
         if (s.processes().stream().filter(BackgroundProcess::running).count() >= MAX_PROCESSES) {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + id + " already runs " + MAX_PROCESSES
                     + " background processes: kill some first");
@@ -337,9 +593,9 @@ public final class SandboxService implements AutoCloseable {
         }
         BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution);
         s.addProcess(p);
-        String actor = Audit.actor();
+        Caller caller = Caller.current();
         Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> {
-            try (Audit.Scope ignored = Audit.as(actor)) {
+            try (Caller.Scope ignored = Caller.as(caller)) {
                 ExecResult r = execution.await();
                 metrics.execEnded(r);
                 recordResult(s, r, processId, -1, -1);
@@ -356,6 +612,7 @@ public final class SandboxService implements AutoCloseable {
     // --- files: every path is resolved by the agent, inside the sandbox ---
 
     public FileInfo writeFile(String id, String path, InputStream content) {
+        require(Operation.FILES_WRITE, Operation.RUN);
         ManagedSandbox s = get(id);
         long max = s.sandbox().spec().limits().fileSizeBytes();
         return files(s, "write", path, agent -> {
@@ -365,6 +622,7 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public void readFile(String id, String path, OutputStream sink) {
+        require(Operation.FILES_READ, Operation.RUN);
         ManagedSandbox s = get(id);
         long max = s.sandbox().spec().limits().fileSizeBytes();
         CountingOutputStream counted = new CountingOutputStream(sink);
@@ -375,14 +633,17 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public FileInfo stat(String id, String path) {
+        require(Operation.FILES_READ, Operation.FILES_WRITE, Operation.RUN);
         return files(get(id), "stat", path, agent -> agent.stat(path));
     }
 
     public List<FileInfo> list(String id, String path) {
+        require(Operation.FILES_READ, Operation.RUN);
         return files(get(id), "list", path, agent -> agent.list(path));
     }
 
     public FileInfo mkdir(String id, String path, boolean parents) {
+        require(Operation.FILES_WRITE, Operation.RUN);
         return files(get(id), "mkdir", path, agent -> {
             agent.mkdir(path, parents);
             return agent.stat(path);
@@ -390,6 +651,7 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public void remove(String id, String path, boolean recursive) {
+        require(Operation.FILES_WRITE);
         files(get(id), "remove", path, agent -> {
             agent.remove(path, recursive);
             return null;
@@ -397,6 +659,7 @@ public final class SandboxService implements AutoCloseable {
     }
 
     public FileInfo rename(String id, String from, String to) {
+        require(Operation.FILES_WRITE);
         ManagedSandbox s = get(id);
         requireAbsolute(to);
         return files(s, "rename", from, agent -> {

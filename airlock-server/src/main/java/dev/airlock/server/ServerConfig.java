@@ -19,6 +19,8 @@ import java.time.Duration;
  * @param defaultTtl    lifetime of a sandbox created without one
  * @param maxTtl        the longest lifetime a client may ask for
  * @param defaultIdle   idle timeout of a sandbox created without one
+ * @param policyFile    the policy (clients, profiles, secrets); null: the built-in policy, one
+ *                      {@code local} client holding {@code <data>/token}
  */
 public record ServerConfig(
         String host,
@@ -29,7 +31,8 @@ public record ServerConfig(
         int maxSandboxes,
         Duration defaultTtl,
         Duration maxTtl,
-        Duration defaultIdle) {
+        Duration defaultIdle,
+        Path policyFile) {
 
     public static final int DEFAULT_PORT = 7700;
 
@@ -47,30 +50,34 @@ public record ServerConfig(
 
     public static ServerConfig defaults() {
         return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), OciDriverConfig.defaults(),
-                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5));
+                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null);
     }
 
     public ServerConfig withPort(int p) {
-        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
     }
 
     public ServerConfig withHost(String h) {
-        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
     }
 
     public ServerConfig withDataDir(Path d) {
-        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
     }
 
     public ServerConfig withDriver(OciDriverConfig d) {
-        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
     }
 
     public ServerConfig withPoolSize(int n) {
-        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+    }
+
+    public ServerConfig withPolicyFile(Path f) {
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, f);
     }
 
     public ServerConfig withMaxSandboxes(int n) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle, policyFile);
     }
 }

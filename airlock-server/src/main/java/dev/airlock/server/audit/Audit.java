@@ -1,5 +1,7 @@
 package dev.airlock.server.audit;
 
+import dev.airlock.server.policy.Caller;
+
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -7,44 +9,21 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * Who is acting on this thread (the interface and client: {@code rest}, {@code mcp-stdio},
- * {@code mcp-http:<session>}, {@code cli}), and the digests the audit log stores instead of raw
- * arguments. The interfaces set the actor around each request; the service layer reads it.
+ * Who the audit log files a record under (the thread's {@link Caller}), and the digests it stores
+ * instead of raw arguments.
  */
 public final class Audit {
 
     /** The actor of what the server does on its own: expiry, reaping, shutdown. */
     public static final String SERVER = "server";
 
-    private static final ThreadLocal<String> ACTOR = new ThreadLocal<>();
-
     private Audit() {
     }
 
-    /** The actor of the current thread; {@link #SERVER} when no interface set one. */
+    /** The actor of the current thread: its caller's {@link Caller#actor()}, or {@link #SERVER}. */
     public static String actor() {
-        String a = ACTOR.get();
-        return a == null ? SERVER : a;
-    }
-
-    /** Sets the actor of this thread until the returned scope is closed. */
-    public static Scope as(String actor) {
-        String previous = ACTOR.get();
-        ACTOR.set(actor);
-        return () -> {
-            if (previous == null) {
-                ACTOR.remove();
-            } else {
-                ACTOR.set(previous);
-            }
-        };
-    }
-
-    /** The actor scope; closing it restores the previous actor. */
-    @FunctionalInterface
-    public interface Scope extends AutoCloseable {
-        @Override
-        void close();
+        Caller c = Caller.current();
+        return c == null ? SERVER : c.actor();
     }
 
     /** {@code sha256:<hex>} of the bytes. */

@@ -25,7 +25,8 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
     public static final String LIFECYCLE = "lifecycle";
     public static final String FILE = "file";
     public static final String EGRESS = "egress";
-    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, LIFECYCLE, FILE, EGRESS);
+    public static final String APPROVAL = "approval";
+    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, LIFECYCLE, FILE, EGRESS, APPROVAL);
 
     /** prev_hash of the first record. */
     public static final String GENESIS = "0".repeat(64);

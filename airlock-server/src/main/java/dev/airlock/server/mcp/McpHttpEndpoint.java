@@ -5,7 +5,9 @@ import dev.airlock.server.ServerConfig;
 import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.transport.HttpServletStreamableServerTransportProvider;
+import dev.airlock.server.policy.Client;
 import jakarta.servlet.DispatcherType;
+import jakarta.servlet.http.HttpServlet;
 import org.eclipse.jetty.ee10.servlet.FilterHolder;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
@@ -14,7 +16,10 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.function.Predicate;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * MCP over Streamable HTTP at {@value #PATH} on the REST API's server: the SDK's servlet transport,
@@ -26,48 +31,56 @@ public final class McpHttpEndpoint implements AutoCloseable {
     public static final String PATH = "/mcp";
     private static final Logger LOG = LoggerFactory.getLogger(McpHttpEndpoint.class);
 
-    private final McpAsyncServer server;
+    private final List<McpAsyncServer> servers;
     private final SessionSandboxes sessions;
 
-    private McpHttpEndpoint(McpAsyncServer server, SessionSandboxes sessions) {
-        this.server = server;
+    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions) {
+        this.servers = servers;
         this.sessions = sessions;
     }
 
     /**
-     * Mounts the endpoint in {@code context}.
+     * Mounts the endpoint in {@code context}: one MCP server per client of the policy, each with
+     * only the tools that client is granted. The guard finds the client by its token and hands
+     * the request to that client's server, so a session of one client is unknown to another's.
      *
-     * @param authorization whether an {@code Authorization} header value carries the API token
-     * @param authHint      what an unauthenticated client is told to send
+     * @param authHint what an unauthenticated client is told to send
      */
-    public static McpHttpEndpoint mount(ServletContextHandler context, SandboxService service, ServerConfig config,
-                                        Predicate<String> authorization, String authHint) {
-        HttpServletStreamableServerTransportProvider transport = HttpServletStreamableServerTransportProvider.builder()
-                .jsonMapper(McpServers.JSON)
-                .mcpEndpoint(PATH)
-                .sessionSweepInterval(SessionSandboxes.IDLE_SESSION)
-                .build();
+    public static McpHttpEndpoint mount(ServletContextHandler context, SandboxService service, ServerConfig config, String authHint) {
         RunningCalls calls = new RunningCalls();
         SessionSandboxes sessions = new SessionSandboxes(service, true);
-        McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.HTTP);
-
-        ServletHolder servlet = new ServletHolder("mcp", transport);
+        Map<String, HttpServlet> transports = new LinkedHashMap<>();
+        List<McpAsyncServer> servers = new ArrayList<>();
+        for (Client client : service.policy().clients().values()) {
+            HttpServletStreamableServerTransportProvider transport = HttpServletStreamableServerTransportProvider.builder()
+                    .jsonMapper(McpServers.JSON)
+                    .mcpEndpoint(PATH)
+                    .sessionSweepInterval(SessionSandboxes.IDLE_SESSION)
+                    .build();
+            servers.add(McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.HTTP, client));
+            transports.put(client.name(), transport);
+        }
+        // Never reached: the guard answers every request itself, through the client's transport.
+        ServletHolder servlet = new ServletHolder("mcp", new HttpServlet() {
+        });
         servlet.setAsyncSupported(true);
         context.addServlet(servlet, PATH);
-        FilterHolder guard = new FilterHolder(new McpHttpGuard(config.host(), authorization, authHint, service.audit(),
+        FilterHolder guard = new FilterHolder(new McpHttpGuard(config.host(), service, transports, authHint,
                 new InboundMessages(calls), sessions));
         guard.setAsyncSupported(true);
         context.addFilter(guard, PATH, EnumSet.of(DispatcherType.REQUEST));
-        return new McpHttpEndpoint(server, sessions);
+        return new McpHttpEndpoint(List.copyOf(servers), sessions);
     }
 
     /** Ends every session (destroying the sandboxes they own) and stops the MCP server. */
     @Override
     public void close() {
-        try {
-            server.closeGracefully().block(Duration.ofSeconds(5));
-        } catch (RuntimeException e) {
-            LOG.debug("MCP server did not close gracefully: {}", e.toString());
+        for (McpAsyncServer server : servers) {
+            try {
+                server.closeGracefully().block(Duration.ofSeconds(5));
+            } catch (RuntimeException e) {
+                LOG.debug("MCP server did not close gracefully: {}", e.toString());
+            }
         }
         sessions.close();
     }

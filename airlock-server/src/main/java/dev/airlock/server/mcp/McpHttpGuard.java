@@ -1,7 +1,7 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.server.audit.AuditLog;
-import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.SandboxService;
+import dev.airlock.server.policy.Client;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.Filter;
@@ -11,6 +11,7 @@ import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletInputStream;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
@@ -25,7 +26,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Predicate;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -34,7 +35,7 @@ import java.util.regex.Pattern;
  *   <li>DNS-rebinding protection: the Host header must name this server (its bind address, its
  *       local address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header, if
  *       sent, must be a loopback origin. A web page an attacker serves cannot pass both.</li>
- *   <li>The API's bearer token, as on the REST API.</li>
+ *   <li>The bearer token of a policy client, as on the REST API; the request goes to that client's own MCP server.</li>
  *   <li>Sessions that ended here (idle, or closed) are refused with 404, so the client starts anew.</li>
  *   <li>Each message body passes through {@link InboundMessages} (cancellations, call keys).</li>
  * </ol>
@@ -49,17 +50,17 @@ final class McpHttpGuard implements Filter {
     private static final String SESSION_HEADER = "Mcp-Session-Id";
 
     private final String bindHost;
-    private final Predicate<String> authorization;
+    private final SandboxService service;
+    private final Map<String, HttpServlet> transports;
     private final String authHint;
     private final InboundMessages inbound;
     private final SessionSandboxes sessions;
-    private final AuditLog audit;
 
-    McpHttpGuard(String bindHost, Predicate<String> authorization, String authHint, AuditLog audit, InboundMessages inbound,
+    McpHttpGuard(String bindHost, SandboxService service, Map<String, HttpServlet> transports, String authHint, InboundMessages inbound,
                  SessionSandboxes sessions) {
-        this.audit = audit;
         this.bindHost = bindHost;
-        this.authorization = authorization;
+        this.service = service;
+        this.transports = transports;
         this.authHint = authHint;
         this.inbound = inbound;
         this.sessions = sessions;
@@ -81,14 +82,10 @@ final class McpHttpGuard implements Filter {
                     + " http://127.0.0.1, http://[::1]) may call this server (DNS-rebinding protection)");
             return;
         }
-        if (!authorization.test(req.getHeader("Authorization"))) {
+        Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
+        if (client == null) {
             // no client: an unauthenticated request names none that could be trusted
-            java.util.Map<String, Object> d = new java.util.LinkedHashMap<>();
-            d.put("interface", McpServers.HTTP);
-            d.put("decision", "deny");
-            d.put("rule", "token");
-            d.put("operation", req.getMethod() + " " + McpHttpEndpoint.PATH);
-            audit.record(AuditRecord.AUTHORIZATION, McpServers.HTTP, null, d);
+            service.refuseUnauthenticated(McpServers.HTTP, McpServers.HTTP, req.getMethod() + " " + McpHttpEndpoint.PATH);
             resp.setHeader("WWW-Authenticate", "Bearer");
             refuse(resp, 401, "missing or wrong bearer token: " + authHint);
             return;
@@ -113,7 +110,7 @@ final class McpHttpGuard implements Filter {
             sessions.requestStarted(session);
         }
         try {
-            chain.doFilter(forwarded, resp);
+            transports.get(client.name()).service(forwarded, resp);
         } finally {
             if (session != null) {
                 if (forwarded.isAsyncStarted()) {

@@ -2,6 +2,7 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.ServerConfig;
+import dev.airlock.server.policy.Client;
 import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
 import io.modelcontextprotocol.server.McpAsyncServer;
@@ -32,16 +33,17 @@ final class McpServers {
 
     static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, SandboxService service,
                                                      ServerConfig config, SessionSandboxes sessions, RunningCalls calls,
-                                                     String transport) {
+                                                     String transport, Client client) {
         return spec.serverInfo(NAME, VERSION)
                 .jsonMapper(JSON)
                 .instructions(INSTRUCTIONS)
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
-                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport), config));
+                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport, client), config));
     }
 
+    /** The server one client sees: only the tools its policy grants. */
     static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, SandboxService service, ServerConfig config,
-                                SessionSandboxes sessions, RunningCalls calls, String transport) {
-        return configure(spec, service, config, sessions, calls, transport).build();
+                                SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
+        return configure(spec, service, config, sessions, calls, transport, client).build();
     }
 }

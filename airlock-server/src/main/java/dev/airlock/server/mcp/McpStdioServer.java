@@ -2,6 +2,7 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.ServerConfig;
+import dev.airlock.server.policy.Client;
 import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
@@ -27,15 +28,19 @@ public final class McpStdioServer {
     private McpStdioServer() {
     }
 
-    /** Serves until {@code in} ends, then closes the session and destroys the sandboxes it made. */
-    public static void serve(SandboxService service, ServerConfig config, InputStream in, OutputStream out) throws InterruptedException {
+    /**
+     * Serves {@code client} (the process that started {@code airlock mcp} acts as it) until
+     * {@code in} ends, then closes the session and destroys the sandboxes it made.
+     */
+    public static void serve(SandboxService service, ServerConfig config, Client client, InputStream in, OutputStream out)
+            throws InterruptedException {
         RunningCalls calls = new RunningCalls();
         InboundMessages inbound = new InboundMessages(calls);
         CountDownLatch ended = new CountDownLatch(1);
         InputStream observed = new ObservedLines(in, line -> inbound.observe(SESSION, line), ended::countDown);
         StdioServerTransportProvider transport = new StdioServerTransportProvider(McpServers.JSON, observed, out);
         try (SessionSandboxes sessions = new SessionSandboxes(service, false)) {
-            McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.STDIO);
+            McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.STDIO, client);
             ended.await();
             LOG.info("stdin closed: ending the MCP session");
             try {

@@ -12,6 +12,7 @@ import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.ServerConfig;
+import dev.airlock.server.policy.Client;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
 import io.modelcontextprotocol.spec.McpSchema.Content;
@@ -47,9 +48,11 @@ final class SandboxTools {
     private final SessionSandboxes sessions;
     private final RunningCalls calls;
     private final String transport;
+    private final Client client;
 
-    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls, String transport) {
+    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
         this.transport = transport;
+        this.client = client;
         this.service = service;
         this.config = config;
         this.sessions = sessions;
@@ -63,6 +66,11 @@ final class SandboxTools {
 
     SandboxService service() {
         return service;
+    }
+
+    /** The client every call of this server is made for. */
+    Client client() {
+        return client;
     }
 
     // --- run_code ---
@@ -83,8 +91,8 @@ final class SandboxTools {
         Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
         // The sandbox must outlive the run, then it is destroyed at once.
         Duration ttl = min(timeout.plusMinutes(2), config.maxTtl());
-        ManagedSandbox sandbox = service.create(new SandboxService.CreateRequest(SandboxSpec.defaults(),
-                Map.of("airlock.mcp", "run_code"), ttl, ttl));
+        ManagedSandbox sandbox = service.create(new SandboxService.CreateRequest(null, null, null, null, null,
+                Map.of("airlock.mcp", "run_code"), ttl, ttl, null));
         String id = sandbox.id();
         try {
             service.mkdir(id, OutputFiles.DIR, true);
@@ -109,17 +117,19 @@ final class SandboxTools {
 
     CallToolResult create(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("limits", "ttlSeconds", "labels"));
-        Limits limits = limits(a.object("limits", LIMIT_FIELDS));
+        Map<String, Object> limitArgs = a.object("limits", LIMIT_FIELDS);
+        limits(limitArgs, Limits.DEFAULTS); // checks the arguments now, before the profile is known
         Double ttlSeconds = a.number("ttlSeconds", 1, config.maxTtl().toSeconds());
         Map<String, String> labels = a.stringMap("labels");
         if (labels.size() > 64) {
             throw AirlockException.invalid("sandbox_create: at most 64 labels");
         }
         boolean endsWithSession = ttlSeconds == null;
-        Duration ttl = endsWithSession ? config.defaultTtl() : Duration.ofMillis(Math.round(ttlSeconds * 1000));
+        Duration ttl = endsWithSession ? null : Duration.ofMillis(Math.round(ttlSeconds * 1000));
         // An explicit lifetime is a promise: the sandbox is not cut short for being idle either.
-        Duration idle = endsWithSession ? config.defaultIdle() : ttl;
-        ManagedSandbox s = service.create(new SandboxService.CreateRequest(SandboxSpec.defaults().withLimits(limits), labels, ttl, idle));
+        Duration idle = endsWithSession ? null : ttl;
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(null, null, base -> limits(limitArgs, base), null, null,
+                labels, ttl, idle, null));
         if (endsWithSession) {
             sessions.own(call.session(), s.id());
         }
@@ -283,8 +293,9 @@ final class SandboxTools {
         return path.startsWith("/") ? path : "/workspace/" + path;
     }
 
-    private static Limits limits(Map<String, Object> l) {
-        Limits limits = Limits.DEFAULTS;
+    /** {@code base} (the profile's defaults) with the limits the call asked for. */
+    private static Limits limits(Map<String, Object> l, Limits base) {
+        Limits limits = base;
         for (Map.Entry<String, Object> e : l.entrySet()) {
             Object v = e.getValue();
             String field = "limits." + e.getKey();

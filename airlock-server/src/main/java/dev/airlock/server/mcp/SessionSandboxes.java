@@ -2,6 +2,7 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.SandboxService;
+import dev.airlock.server.policy.Caller;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -83,7 +84,7 @@ final class SessionSandboxes implements AutoCloseable {
             return;
         }
         for (String id : s.sandboxes) {
-            try {
+            try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
                 service.destroy(id);
                 LOG.info("destroyed sandbox {}: its MCP session {}", id, why);
             } catch (AirlockException e) {

@@ -1,5 +1,6 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.server.policy.Caller;
 import io.modelcontextprotocol.server.McpAsyncServerExchange;
 import io.modelcontextprotocol.spec.McpSchema;
 import org.slf4j.Logger;
@@ -54,6 +55,34 @@ final class ToolCall {
     private Object progressToken() {
         Map<String, Object> meta = request.meta();
         return meta == null ? null : meta.get("progressToken");
+    }
+
+    /**
+     * How to ask this call's user to approve an action through MCP elicitation (a form with one
+     * yes/no field), or null when the client does not support elicitation. Accept with "yes"
+     * approves; accept with "no" or decline denies; cancel, or no answer, leaves it undecided.
+     */
+    Caller.Asker elicitation() {
+        McpSchema.ClientCapabilities caps = exchange.getClientCapabilities();
+        if (caps == null || caps.elicitation() == null) {
+            return null;
+        }
+        return (question, timeout) -> {
+            McpSchema.ElicitRequest ask = McpSchema.ElicitRequest.builder()
+                    .message(question)
+                    .requestedSchema(Map.of("type", "object",
+                            "properties", Map.of("approve", Map.of("type", "boolean", "title", "Approve",
+                                    "description", "true to let it go ahead, false to refuse it")),
+                            "required", java.util.List.of("approve")))
+                    .build();
+            McpSchema.ElicitResult answer = exchange.createElicitation(ask).block(timeout);
+            if (answer == null || answer.action() == McpSchema.ElicitResult.Action.CANCEL) {
+                return java.util.Optional.empty();
+            }
+            boolean yes = answer.action() == McpSchema.ElicitResult.Action.ACCEPT && answer.content() != null
+                    && Boolean.TRUE.equals(answer.content().get("approve"));
+            return java.util.Optional.of(yes);
+        };
     }
 
     void log(String logger, String text) {

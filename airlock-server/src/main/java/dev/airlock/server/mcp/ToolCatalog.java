@@ -3,7 +3,9 @@ package dev.airlock.server.mcp;
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.ServerConfig;
 import dev.airlock.server.audit.Audit;
-import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.SandboxService;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Operation;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -15,7 +17,6 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import tools.jackson.core.type.TypeReference;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -42,7 +43,23 @@ final class ToolCatalog {
     private ToolCatalog() {
     }
 
+    /** The MCP tool each operation of a policy grants. */
+    static final Map<String, Operation> OPERATIONS = Map.of(
+            "run_code", Operation.RUN,
+            "sandbox_create", Operation.SANDBOX_CREATE,
+            "sandbox_exec", Operation.EXEC,
+            "sandbox_write_file", Operation.FILES_WRITE,
+            "sandbox_read_file", Operation.FILES_READ,
+            "sandbox_list_files", Operation.FILES_READ,
+            "sandbox_destroy", Operation.SANDBOX_DESTROY,
+            "sandbox_list", Operation.SANDBOX_READ);
+
+    /** The tools {@code t}'s client is granted: a client never sees a tool its policy does not grant. */
     static List<AsyncToolSpecification> tools(SandboxTools t, ServerConfig config) {
+        return all(t, config).stream().filter(s -> t.client().may(OPERATIONS.get(s.tool().name()))).toList();
+    }
+
+    private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config) {
         return List.of(
                 tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
@@ -205,26 +222,19 @@ final class ToolCatalog {
     }
 
     /**
-     * Runs a call as its actor ({@code mcp-stdio}, {@code mcp-http:<session>}), after its request
-     * and authorization records: the arguments only as a digest, since they hold code and files.
+     * Runs a call once the service authorized it for the client (which records the request, its
+     * arguments only as a digest since they hold code and files, and the decision), as the caller
+     * {@code <client>@mcp-stdio} or {@code <client>@mcp-http:<session>}.
      */
     private static CallToolResult invoke(SandboxTools t, Function<ToolCall, CallToolResult> handler, ToolCall call) {
         boolean http = t.transport().equals(McpServers.HTTP);
-        String actor = http ? McpServers.HTTP + ":" + call.session() : McpServers.STDIO;
+        String via = http ? McpServers.HTTP + ":" + call.session() : McpServers.STDIO;
         Map<String, Object> args = call.rawArguments();
         String sandbox = args != null && args.get("sandboxId") instanceof String id ? id : null;
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("interface", t.transport());
-        r.put("tool", call.tool());
-        r.put("argsDigest", Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args))));
-        t.service().audit().record(AuditRecord.REQUEST, actor, sandbox, r);
-        Map<String, Object> a = new LinkedHashMap<>();
-        a.put("interface", t.transport());
-        a.put("decision", "allow");
-        // over HTTP the guard checked the token; over stdio the client is the process that started airlock mcp
-        a.put("rule", http ? "token" : "stdio");
-        t.service().audit().record(AuditRecord.AUTHORIZATION, actor, sandbox, a);
-        try (Audit.Scope ignored = Audit.as(actor)) {
+        String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));
+        SandboxService.Request request = new SandboxService.Request(t.client(), via, t.transport(), call.tool(),
+                OPERATIONS.get(call.tool()), sandbox, digest, call.elicitation());
+        try (Caller.Scope ignored = t.service().authorize(request)) {
             return handler.apply(call);
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.INTERNAL) {

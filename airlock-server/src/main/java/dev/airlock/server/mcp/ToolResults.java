@@ -106,6 +106,7 @@ final class ToolResults {
             case INVALID_ARGUMENT -> "Invalid arguments: ";
             case NOT_FOUND -> "Not found: ";
             case CONFLICT -> "Conflict: ";
+            case PERMISSION_DENIED -> "Not permitted by this client's policy: ";
             case LIMIT_EXCEEDED -> "Refused by a limit: ";
             case TOO_LARGE -> "Too large: ";
             case UNAVAILABLE -> "Unavailable on this host: ";
