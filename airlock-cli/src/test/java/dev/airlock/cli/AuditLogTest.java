@@ -110,15 +110,16 @@ class AuditLogTest {
         assertThat(rs).allSatisfy(r -> assertThat(r.sandbox()).isEqualTo(id));
 
         int i = find(rs, 0, "created", kind(AuditRecord.LIFECYCLE, "event", "created"));
-        i = find(rs, i + 1, "file request", kind(AuditRecord.REQUEST, "operation", "PUT /v1/sandboxes/{id}/files"));
-        assertThat(rs.get(i).actor()).isEqualTo("rest");
+        i = find(rs, i + 1, "file request", kind(AuditRecord.REQUEST, "endpoint", "PUT /v1/sandboxes/{id}/files"));
+        assertThat(rs.get(i).actor()).isEqualTo("local@rest");
+        assertThat(detail(rs.get(i)).path("operation").asString()).isEqualTo("files.write");
         assertThat(rs.get(i + 1).kind()).isEqualTo(AuditRecord.AUTHORIZATION);
         assertThat(detail(rs.get(i + 1)).path("decision").asString()).isEqualTo("allow");
-        assertThat(detail(rs.get(i + 1)).path("rule").asString()).isEqualTo("token");
+        assertThat(detail(rs.get(i + 1)).path("rule").asString()).isEqualTo("clients.local.allow grants files.write");
         i = find(rs, i + 2, "file write", kind(AuditRecord.FILE, "operation", "write"));
         assertThat(detail(rs.get(i)).path("bytes").asLong()).isEqualTo(8);
         assertThat(detail(rs.get(i)).path("pathDigest").asString()).startsWith("sha256:");
-        i = find(rs, i + 1, "exec request", kind(AuditRecord.REQUEST, "operation", "POST /v1/sandboxes/{id}/exec"));
+        i = find(rs, i + 1, "exec request", kind(AuditRecord.REQUEST, "endpoint", "POST /v1/sandboxes/{id}/exec"));
         i = find(rs, i + 1, "execution", kind(AuditRecord.EXECUTION, null, null));
         assertThat(detail(rs.get(i)).path("commandDigest").asString()).startsWith("sha256:");
         assertThat(detail(rs.get(i)).path("limits").path("memoryBytes").asLong()).isPositive();
@@ -128,7 +129,7 @@ class AuditLogTest {
         i = find(rs, i + 1, "background execution", r -> r.kind().equals(AuditRecord.EXECUTION) && detail(r).path("background").asBoolean());
         String process = detail(rs.get(i)).path("process").asString();
         find(rs, i + 1, "background result", r -> r.kind().equals(AuditRecord.RESULT) && process.equals(detail(r).path("process").asString()));
-        int destroyRequest = find(rs, i + 1, "destroy request", kind(AuditRecord.REQUEST, "operation", "DELETE /v1/sandboxes/{id}"));
+        int destroyRequest = find(rs, i + 1, "destroy request", kind(AuditRecord.REQUEST, "endpoint", "DELETE /v1/sandboxes/{id}"));
         find(rs, destroyRequest + 1, "destroyed", kind(AuditRecord.LIFECYCLE, "event", "destroyed"));
 
         // all of these are on the chain, and the whole chain holds
@@ -240,11 +241,11 @@ class AuditLogTest {
                 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"print('%s'[:3])"}}}"""
                 .formatted(secret)), HttpResponse.BodyHandlers.ofString());
         assertThat(call.body()).contains("MCP");
-        String actor = "mcp-http:" + session;
+        String actor = "local@mcp-http:" + session;
         await().atMost(Duration.ofSeconds(10)).until(() -> records(null, null).stream()
                 .anyMatch(r -> r.actor().equals(actor) && r.kind().equals(AuditRecord.LIFECYCLE) && detail(r).path("event").asString().equals("destroyed")));
         List<AuditRecord> mine = records(null, null).stream().filter(r -> r.actor().equals(actor)).toList();
-        int i = find(mine, 0, "run_code request", kind(AuditRecord.REQUEST, "tool", "run_code"));
+        int i = find(mine, 0, "run_code request", kind(AuditRecord.REQUEST, "endpoint", "run_code"));
         assertThat(detail(mine.get(i)).path("interface").asString()).isEqualTo("mcp-http");
         assertThat(detail(mine.get(i)).path("argsDigest").asString()).startsWith("sha256:");
         assertThat(mine.get(i + 1).kind()).isEqualTo(AuditRecord.AUTHORIZATION);

@@ -29,10 +29,8 @@ class AuditWriterTest {
             for (int t = 0; t < threads; t++) {
                 int n = t;
                 workers.add(Thread.ofVirtual().start(() -> {
-                    try (Audit.Scope ignored = Audit.as("cli")) {
-                        for (int i = 0; i < each; i++) {
-                            log.record(AuditRecord.FILE, "al-test-" + n, Map.of("operation", "stat", "i", i));
-                        }
+                    for (int i = 0; i < each; i++) {
+                        log.record(AuditRecord.FILE, "cli", "al-test-" + n, Map.of("operation", "stat", "i", i));
                     }
                 }));
             }

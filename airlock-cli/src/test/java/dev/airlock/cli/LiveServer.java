@@ -62,6 +62,22 @@ final class LiveServer implements AutoCloseable {
         return new LiveServer(AirlockServer.start(config.apply(ServerConfig.defaults().withPort(0).withDataDir(dir))), dir);
     }
 
+    /**
+     * A server with a policy file (written into its data directory, so {@code tokenFile: token}
+     * names the token {@link #token()} returns and the SDK client uses).
+     */
+    static LiveServer withPolicy(String policyYaml, UnaryOperator<ServerConfig> config) {
+        Path dir;
+        try {
+            dir = Files.createTempDirectory("airlock-e2e-");
+            Files.writeString(dir.resolve("policy.yaml"), policyYaml);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return new LiveServer(AirlockServer.start(config.apply(ServerConfig.defaults().withPort(0).withDataDir(dir)
+                .withPolicyFile(dir.resolve("policy.yaml")))), dir);
+    }
+
     URI uri() {
         return server.uri();
     }

@@ -28,7 +28,17 @@ class ServerNetworkTest {
 
     @BeforeAll
     static void start() throws IOException {
-        live = LiveServer.start(c -> c.withPoolSize(0));
+        live = LiveServer.withPolicy("""
+                profiles:
+                  default: {}
+                  net:
+                    network:
+                      allow: [{host: test.example}, {host: other.example}]
+                      ranges: [127.0.0.0/8]
+                      hosts: {test.example: [127.0.0.1], other.example: [127.0.0.1]}
+                clients:
+                  local: {tokenFile: token, profiles: [default, net], allow: ["*"]}
+                """, c -> c.withPoolSize(0));
         origin = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 10);
         origin.createContext("/", ex -> {
             byte[] body = ("hello from " + ex.getRequestURI()).getBytes();
@@ -70,7 +80,7 @@ class ServerNetworkTest {
 
     @Test
     void createWithAPolicyReplaceItAndReadTheRecords() throws IOException {
-        JsonNode created = ok(live.raw("POST", "/v1/sandboxes", "{\"network\": " + policy("test.example") + "}"), 201);
+        JsonNode created = ok(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"net\", \"network\": " + policy("test.example") + "}"), 201);
         String id = created.get("id").asString();
         assertThat(created.get("network").get("allow").get(0).get("host").asString()).isEqualTo("test.example");
         assertThat(created.get("network").get("maxConnections").asInt()).isEqualTo(64);

@@ -28,6 +28,9 @@ final class WarmPool implements AutoCloseable {
         if (size < 0 || size > 1000) {
             throw AirlockException.invalid("pool size " + size + " is out of range: give 0 to 1000");
         }
+        if (size > 0 && !spec.inputs().isEmpty()) {
+            throw AirlockException.invalid("a warm pool cannot hold sandboxes with inputs: pool a spec without inputs");
+        }
         this.driver = driver;
         this.spec = spec;
         this.size = size;
@@ -35,9 +38,13 @@ final class WarmPool implements AutoCloseable {
         refill.release();
     }
 
-    /** A ready sandbox if {@code wanted} is the pool's spec and one is ready; otherwise null. */
+    /**
+     * A ready sandbox if {@code wanted} is the pool's spec and one is ready; otherwise null. Never
+     * for a spec with inputs: their host paths are checked and resolved when the sandbox is created,
+     * so that must happen at the request, not minutes earlier.
+     */
     IsolationDriver.DriverSandbox take(SandboxSpec wanted) {
-        if (size == 0 || closed || !spec.equals(wanted)) {
+        if (size == 0 || closed || !spec.equals(wanted) || !wanted.inputs().isEmpty()) {
             return null;
         }
         IsolationDriver.DriverSandbox ds;
