@@ -2,19 +2,34 @@
 // Transport from the environment:
 //   MCP_TRANSPORT=stdio  MCP_COMMAND='["java", "-cp", "...", "dev.airlock.cli.AirlockCli", "mcp", ...]'
 //   MCP_TRANSPORT=http   MCP_URL=http://127.0.0.1:PORT/mcp  MCP_TOKEN=alk_...
+// MCP_ELICIT=accept|decline|refuse|silent declares the elicitation capability and answers each
+// elicitation request: accept with approve=true, decline, accept with approve=false, or never.
 // Arguments: the scenarios to run. Prints one JSON object {scenario: result | {error}} on stdout.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { execFileSync } from "node:child_process";
 
 const transportKind = process.env.MCP_TRANSPORT;
 
 async function connect({ token = process.env.MCP_TOKEN } = {}) {
-  const client = new Client({ name: "airlock-test-client", version: "1.0.0" });
+  const elicit = process.env.MCP_ELICIT;
+  const client = new Client({ name: "airlock-test-client", version: "1.0.0" }, elicit ? { capabilities: { elicitation: {} } } : {});
   const logs = [];
+  const elicitations = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
+  if (elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      elicitations.push({ message: request.params.message, schema: request.params.requestedSchema });
+      switch (elicit) {
+        case "accept": return { action: "accept", content: { approve: true } };
+        case "refuse": return { action: "accept", content: { approve: false } };
+        case "decline": return { action: "decline" };
+        default: return new Promise(() => {}); // silent: the person never answers
+      }
+    });
+  }
   let transport;
   if (transportKind === "stdio") {
     const [command, ...args] = JSON.parse(process.env.MCP_COMMAND);
@@ -25,7 +40,7 @@ async function connect({ token = process.env.MCP_TOKEN } = {}) {
   }
   await client.connect(transport);
   await client.listTools(); // the client then checks structuredContent against each tool's outputSchema
-  return { client, transport, logs };
+  return { client, transport, logs, elicitations };
 }
 
 async function call(client, name, args, options = {}) {
@@ -185,6 +200,28 @@ const scenarios = {
     await other.client.close();
     return { bound: bound.sandboxId, boundEndsWithSession: bound.endsWithSession, kept: kept.sandboxId,
       keptEndsWithSession: kept.endsWithSession, liveAfterSessionEnd: live };
+  },
+
+  // The tools this client is shown, by name.
+  async toolNames({ client }) {
+    return (await client.listTools()).tools.map((t) => t.name).sort();
+  },
+
+  // A tool this client may not be shown: what calling it anyway gives.
+  async forbiddenRunCode({ client }) {
+    try {
+      return { result: summary(await call(client, "run_code", { language: "python", code: "print(1)" })) };
+    } catch (e) {
+      return { rejected: String(e) };
+    }
+  },
+
+  // sandbox_create under a profile that needs approval: what the person was asked, and the outcome.
+  async approvedCreate({ client, elicitations }) {
+    const created = await call(client, "sandbox_create", {});
+    const id = created.structuredContent?.sandboxId ?? null;
+    if (id) await call(client, "sandbox_destroy", { sandboxId: id });
+    return { result: summary(created), sandboxId: id, elicitations: [...elicitations] };
   },
 
   // HTTP only: no token, no service.

@@ -51,7 +51,7 @@ class AuditLogTest {
 
     @BeforeAll
     static void startServer() {
-        live = LiveServer.start(c -> c.withPoolSize(1));
+        live = LiveServer.withPolicy(LiveServer.NET_POLICY, c -> c.withPoolSize(1));
     }
 
     @AfterAll
@@ -200,7 +200,7 @@ class AuditLogTest {
         try {
             int port = origin.getAddress().getPort();
             HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", """
-                    {"network": {"allow": [{"host": "test.example", "ports": [%d]}], "ranges": ["127.0.0.0/8"],
+                    {"profile": "net", "network": {"allow": [{"host": "test.example", "ports": [%d]}], "ranges": ["127.0.0.0/8"],
                      "hosts": {"test.example": ["127.0.0.1"], "other.example": "127.0.0.1"}}}""".formatted(port));
             assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
             String id = JSON.readTree(created.body()).get("id").asString();

@@ -63,6 +63,22 @@ final class LiveServer implements AutoCloseable {
     }
 
     /**
+     * A policy like the built-in one (client {@code local} with every operation), plus a profile
+     * {@code net} that may reach test.example and other.example, both mapped to 127.0.0.1.
+     */
+    static final String NET_POLICY = """
+            profiles:
+              default: {}
+              net:
+                network:
+                  allow: [{host: test.example}, {host: other.example}]
+                  ranges: [127.0.0.0/8]
+                  hosts: {test.example: [127.0.0.1], other.example: [127.0.0.1]}
+            clients:
+              local: {tokenFile: token, profiles: [default, net], allow: ["*"]}
+            """;
+
+    /**
      * A server with a policy file (written into its data directory, so {@code tokenFile: token}
      * names the token {@link #token()} returns and the SDK client uses).
      */
@@ -80,6 +96,19 @@ final class LiveServer implements AutoCloseable {
 
     URI uri() {
         return server.uri();
+    }
+
+    /** The audit records of {@code sandbox} and {@code kind} (null: any), once the writer caught up. */
+    java.util.List<dev.airlock.server.audit.AuditRecord> audit(String sandbox, String kind) {
+        try {
+            assertThat(server.audit().flush(10_000)).as("audit writer caught up").isTrue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+        try (dev.airlock.server.audit.AuditReader reader = dev.airlock.server.audit.AuditReader.open(dataDir.resolve("airlock.db"))) {
+            return reader.query(new dev.airlock.server.audit.AuditReader.Query(sandbox, kind, null, 0));
+        }
     }
 
     String token() {

@@ -28,17 +28,7 @@ class ServerNetworkTest {
 
     @BeforeAll
     static void start() throws IOException {
-        live = LiveServer.withPolicy("""
-                profiles:
-                  default: {}
-                  net:
-                    network:
-                      allow: [{host: test.example}, {host: other.example}]
-                      ranges: [127.0.0.0/8]
-                      hosts: {test.example: [127.0.0.1], other.example: [127.0.0.1]}
-                clients:
-                  local: {tokenFile: token, profiles: [default, net], allow: ["*"]}
-                """, c -> c.withPoolSize(0));
+        live = LiveServer.withPolicy(LiveServer.NET_POLICY, c -> c.withPoolSize(0));
         origin = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 10);
         origin.createContext("/", ex -> {
             byte[] body = ("hello from " + ex.getRequestURI()).getBytes();
@@ -124,7 +114,7 @@ class ServerNetworkTest {
 
     @Test
     void aSandboxWithoutNetworkCannotBeGivenSomeLater() throws IOException {
-        String id = ok(live.raw("POST", "/v1/sandboxes", "{}"), 201).get("id").asString();
+        String id = ok(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"net\", \"network\": {}}"), 201).get("id").asString();
         HttpResponse<String> r = live.raw("PUT", "/v1/sandboxes/" + id + "/network", policy("test.example"));
         assertThat(r.statusCode()).isEqualTo(409);
         assertThat(r.body()).contains("created without network");

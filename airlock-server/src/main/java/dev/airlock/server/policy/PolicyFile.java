@@ -78,7 +78,7 @@ public final class PolicyFile {
     }
 
     private Policy read(String text, Path base) {
-        LoadSettings settings = LoadSettings.builder().setAllowDuplicateKeys(false).setMaxAliasesForCollections(16)
+        LoadSettings settings = LoadSettings.builder().setMaxAliasesForCollections(16)
                 .setLabel(source).build();
         Node root;
         try {
@@ -361,6 +361,9 @@ public final class PolicyFile {
                 if (allowed != null && !allowed.contains(k)) {
                     throw new Y(t.getKeyNode(), child(k)).error("unknown field '" + k + "': allowed here are "
                             + String.join(", ", new java.util.TreeSet<>(allowed)));
+                }
+                if (out.containsKey(k)) {
+                    throw new Y(t.getKeyNode(), child(k)).error("'" + k + "' appears twice: keep one");
                 }
                 out.put(k, new Y(t.getValueNode(), child(k)));
             }
