@@ -19,7 +19,18 @@ final class McpServers {
     static final String STDIO = "mcp-stdio";
     static final String HTTP = "mcp-http";
 
-    static final McpJsonMapper JSON = new JacksonMcpJsonMapper(JsonMapper.builder().build());
+    static final McpJsonMapper JSON = new JacksonMcpJsonMapper(JsonMapper.builder()
+            .addMixIn(McpSchema.ElicitFormRequest.class, ElicitationWithoutMode.class).build());
+
+    /**
+     * SDK 2.1 with Jackson 3 cannot write an elicitation request: its {@code mode} is both the
+     * type id and a property ("Conflict between type id property 'mode' and bean property").
+     * Left out, a form request is what a client assumes.
+     */
+    private interface ElicitationWithoutMode {
+        @com.fasterxml.jackson.annotation.JsonIgnore
+        String mode();
+    }
 
     private static final String INSTRUCTIONS = """
             Airlock runs code in disposable, isolated Linux sandboxes with no network access.
