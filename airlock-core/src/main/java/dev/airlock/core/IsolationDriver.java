@@ -1,6 +1,7 @@
 package dev.airlock.core;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * Creates, and destroys, isolated sandboxes of one kind (an OCI runtime, later a microVM). A
@@ -63,6 +64,14 @@ public interface IsolationDriver extends AutoCloseable {
          */
         default int egressPort() {
             return 0;
+        }
+
+        /**
+         * Variables the driver adds to every execution's environment (the spec's and the request's
+         * own win), such as where the trust bundle for intercepted HTTPS is. Never a secret.
+         */
+        default Map<String, String> environment() {
+            return Map.of();
         }
 
         /**

@@ -120,6 +120,7 @@ public final class Sandbox implements AutoCloseable {
             env.put("NO_PROXY", "localhost,127.0.0.1,::1");
             env.put("no_proxy", "localhost,127.0.0.1,::1");
         }
+        env.putAll(driverSandbox.environment());
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;

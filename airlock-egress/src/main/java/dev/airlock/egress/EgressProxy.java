@@ -1,9 +1,13 @@
 package dev.airlock.egress;
 
+import dev.airlock.core.Credential;
 import dev.airlock.core.NetworkPolicy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -19,10 +23,16 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -37,14 +47,35 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>One virtual thread per connection (two while relaying). Header bytes, handshake time, idle
  * time, connections open at once and bytes over the sandbox's life are all bounded. {@link
  * #updatePolicy} applies to new connections at once and closes open ones the new policy denies.
+ *
+ * <p>Credentials: a connection to a destination a credential is bound to carries HTTP only, one
+ * request per connection, and that request gets the credential's header. HTTPS (CONNECT or
+ * SOCKS5) is intercepted: the sandbox's TLS ends here with a certificate of the sandbox's own CA,
+ * and the request goes on over a new TLS connection whose certificate and name are verified, so a
+ * secret only ever leaves for the bound, verified host. Other tunnels stay opaque.
  */
 public final class EgressProxy implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(EgressProxy.class);
+    private static final String TRACE_REFUSED = "credential: TRACE refused";
 
-    /** Timeouts and bounds that are not part of the policy. */
-    public record Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes) {
+    /**
+     * Timeouts and bounds that are not part of the policy.
+     *
+     * @param upstreamTls verifies the upstream servers of intercepted (credential-bound) HTTPS
+     *                    connections; null for the JVM's default trust
+     */
+    public record Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes,
+                          SSLContext upstreamTls) {
         public static final Options DEFAULTS = new Options(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(5), 32 * 1024);
+
+        public Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes) {
+            this(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, null);
+        }
+
+        public Options withUpstreamTls(SSLContext tls) {
+            return new Options(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, tls);
+        }
     }
 
     private final String sandboxId;
@@ -52,6 +83,8 @@ public final class EgressProxy implements AutoCloseable {
     private final ServerSocketChannel server;
     private final EgressListener listener;
     private final Options options;
+    /** Null when the sandbox has no credentials: then nothing is ever intercepted. */
+    private final CredentialBroker broker;
     private final Set<Connection> live = ConcurrentHashMap.newKeySet();
     private final AtomicInteger open = new AtomicInteger();
     /** Connections that passed the policy and hold one of its {@code maxConnections}. */
@@ -62,8 +95,10 @@ public final class EgressProxy implements AutoCloseable {
     private volatile EgressRules rules;
     private volatile boolean closed;
 
-    private EgressProxy(String sandboxId, Path socketPath, ServerSocketChannel server, EgressRules rules, EgressListener listener, Options options) {
+    private EgressProxy(String sandboxId, Path socketPath, ServerSocketChannel server, EgressRules rules, EgressListener listener, Options options,
+                        CredentialBroker broker) {
         this.sandboxId = sandboxId;
+        this.broker = broker;
         this.socketPath = socketPath;
         this.server = server;
         this.rules = rules;
@@ -78,14 +113,36 @@ public final class EgressProxy implements AutoCloseable {
      * socket file's owner and mode.
      */
     public static EgressProxy start(String sandboxId, Path socketPath, EgressRules rules, EgressListener listener, Options options) throws IOException {
+        return start(sandboxId, socketPath, rules, listener, options, List.of());
+    }
+
+    /**
+     * As {@link #start(String, Path, EgressRules, EgressListener, Options)}, injecting {@code
+     * credentials} into requests to their destinations. With any credential, the proxy makes the
+     * sandbox's certificate authority ({@link #certificateAuthorityPem()}); its key stays in this
+     * object and is dropped by {@link #close()}.
+     */
+    public static EgressProxy start(String sandboxId, Path socketPath, EgressRules rules, EgressListener listener, Options options,
+                                    List<Credential> credentials) throws IOException {
+        CredentialBroker broker = null;
+        if (!credentials.isEmpty()) {
+            try {
+                broker = CredentialBroker.create(sandboxId, credentials, options.upstreamTls());
+            } catch (GeneralSecurityException e) {
+                throw new IOException("cannot set up the credentials broker of " + sandboxId + ": " + e.getMessage(), e);
+            }
+        }
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try {
             server.bind(UnixDomainSocketAddress.of(socketPath), 64);
         } catch (IOException e) {
             server.close();
+            if (broker != null) {
+                broker.close();
+            }
             throw e;
         }
-        EgressProxy proxy = new EgressProxy(sandboxId, socketPath, server, rules, listener, options);
+        EgressProxy proxy = new EgressProxy(sandboxId, socketPath, server, rules, listener, options, broker);
         proxy.acceptor.start();
         proxy.watchdog.start();
         return proxy;
@@ -97,6 +154,24 @@ public final class EgressProxy implements AutoCloseable {
 
     public NetworkPolicy policy() {
         return rules.policy();
+    }
+
+    /**
+     * The public certificate (PEM) of the sandbox's certificate authority, which the sandbox must
+     * trust for intercepted HTTPS; empty when the sandbox has no credentials.
+     */
+    public Optional<String> certificateAuthorityPem() {
+        return broker == null ? Optional.empty() : Optional.of(broker.certificateAuthority().certificatePem());
+    }
+
+    /** For tests: the sandbox's CA certificate, or null. */
+    java.security.cert.X509Certificate certificateAuthority() {
+        return broker == null ? null : broker.certificateAuthority().certificate();
+    }
+
+    /** For tests: the sandbox's CA itself, or null. */
+    SandboxCertificateAuthority sandboxCa() {
+        return broker == null ? null : broker.certificateAuthority();
     }
 
     /** Connections relaying or being set up now. */
@@ -133,6 +208,9 @@ public final class EgressProxy implements AutoCloseable {
         watchdog.interrupt();
         for (Connection c : live) {
             c.cut("proxy closed");
+        }
+        if (broker != null) {
+            broker.close();
         }
         try {
             Files.deleteIfExists(socketPath);
@@ -226,6 +304,8 @@ public final class EgressProxy implements AutoCloseable {
         String rule = "none";
         boolean allowed;
         boolean holdsSlot;
+        /** Names of the credentials injected so far (never values). */
+        final Set<String> injected = new LinkedHashSet<>();
         final AtomicLong up = new AtomicLong();
         final AtomicLong down = new AtomicLong();
 
@@ -253,7 +333,7 @@ public final class EgressProxy implements AutoCloseable {
                     try {
                         listener.record(new EgressRecord(sandboxId, startedAt, protocol, destination, port,
                                 address == null ? null : address.getHostAddress(), allowed, recorded, up.get(), down.get(),
-                                Duration.ofNanos(System.nanoTime() - started)));
+                                Duration.ofNanos(System.nanoTime() - started), List.copyOf(injected)));
                     } catch (RuntimeException e) {
                         LOG.warn("egress listener failed: {}", e.getMessage());
                     }
@@ -373,7 +453,12 @@ public final class EgressProxy implements AutoCloseable {
                 return;
             }
             socksReply(0);
-            relay(null);
+            List<Credential> bound = bound();
+            if (bound.isEmpty()) {
+                relay(null);
+            } else {
+                intercept(bound);
+            }
         }
 
         private void socksReply(int code) throws IOException {
@@ -401,15 +486,33 @@ public final class EgressProxy implements AutoCloseable {
                     head.checkHostHeader(target);
                     connectUpstream(target.host());
                     write("HTTP/1.1 200 Connection established\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-                    relay(null);
+                    List<Credential> bound = bound();
+                    if (bound.isEmpty()) {
+                        relay(null);
+                    } else {
+                        intercept(bound);
+                    }
                 } else {
                     protocol = "http-forward";
                     HttpHead.Authority target = head.absoluteTarget();
                     destination = EgressRules.normalize(target.host());
                     port = target.port();
                     head.checkHostHeader(target);
+                    List<Credential> bound = bound();
+                    long length = bound.isEmpty() ? 0 : head.bodyLength();
+                    if (!bound.isEmpty() && head.echoesRequest()) {
+                        rule = TRACE_REFUSED;
+                        httpError(405, rule, head.method() + " would echo the credential back: not sent to a credential's destination");
+                        return;
+                    }
                     connectUpstream(target.host());
-                    relay(head.originForm(target));
+                    if (bound.isEmpty()) {
+                        relay(head.originForm(target));
+                    } else {
+                        Socket s = upstream;
+                        exchange(head.originForm(target, bound), length, bound,
+                                clientInput(), clientOutput(), s.getInputStream(), s.getOutputStream());
+                    }
                 }
             } catch (HttpHead.Malformed e) {
                 rule = "http: " + e.getMessage();
@@ -421,9 +524,14 @@ public final class EgressProxy implements AutoCloseable {
         }
 
         private void httpError(int status, String rule, String message) throws IOException {
+            write(errorResponse(status, rule, message));
+        }
+
+        private static byte[] errorResponse(int status, String rule, String message) {
             String reason = switch (status) {
                 case 400 -> "Bad Request";
                 case 403 -> "Forbidden";
+                case 405 -> "Method Not Allowed";
                 case 429 -> "Too Many Requests";
                 case 502 -> "Bad Gateway";
                 case 504 -> "Gateway Timeout";
@@ -433,8 +541,10 @@ public final class EgressProxy implements AutoCloseable {
             byte[] b = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
             String head = "HTTP/1.1 " + status + " " + reason + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + b.length
                     + "\r\nConnection: close\r\nX-Airlock-Rule: " + HttpHead.printable(rule) + "\r\n\r\n";
-            write(head.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-            write(b);
+            byte[] h = head.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+            byte[] all = java.util.Arrays.copyOf(h, h.length + b.length);
+            System.arraycopy(b, 0, all, h.length, b.length);
+            return all;
         }
 
         // ------------------------------------------------------------------ upstream and relay
@@ -540,6 +650,196 @@ public final class EgressProxy implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+
+        // ------------------------------------------------------------------ credentials
+
+        private List<Credential> bound() {
+            return broker == null || destination == null ? List.of() : broker.boundTo(destination, port);
+        }
+
+        /**
+         * A tunnel to a credential-bound destination: TLS (told by its first byte, a handshake
+         * record) ends here; what runs inside, TLS or not, must be one HTTP request.
+         */
+        private void intercept(List<Credential> bound) throws IOException {
+            while (!in.hasRemaining()) {
+                if (!fill()) {
+                    return;
+                }
+            }
+            if (in.get(in.position()) != 0x16) {
+                tunnelRequest(bound, clientInput(), clientOutput(), false);
+                return;
+            }
+            TlsChannel tls = new TlsChannel(client, broker.sandboxEngine(destination, port), in);
+            try {
+                try {
+                    tls.handshake();
+                } catch (IOException e) {
+                    cut("credential: TLS handshake with the sandbox failed: " + HttpHead.printable(String.valueOf(e.getMessage())));
+                    return;
+                }
+                tunnelRequest(bound, tls.input(), tls.output(), true);
+            } finally {
+                tls.close();
+            }
+        }
+
+        /** Reads the one request of a credential-bound tunnel, checks it, and sends it on injected. */
+        private void tunnelRequest(List<Credential> bound, InputStream fromClient, OutputStream toClient, boolean tls) throws IOException {
+            HttpHead.Authority authority = new HttpHead.Authority(destination, port);
+            HttpHead head;
+            String path;
+            long length;
+            try {
+                head = HttpHead.read(() -> {
+                    int b = fromClient.read();
+                    if (b < 0) {
+                        throw new EOFException("end of stream before a request");
+                    }
+                    return b;
+                }, options.maxHeaderBytes());
+                path = head.tunnelTarget();
+                head.checkHostHeader(authority);
+                length = head.bodyLength();
+            } catch (HttpHead.Malformed e) {
+                refusedInside("credential: bad request: " + HttpHead.printable(e.getMessage()));
+                toClient.write(errorResponse(400, "http: bad request", e.getMessage()));
+                return;
+            }
+            if (head.echoesRequest()) {
+                refusedInside(TRACE_REFUSED);
+                toClient.write(errorResponse(405, TRACE_REFUSED, head.method() + " would echo the credential back: not sent to a credential's destination"));
+                return;
+            }
+            Socket s = upstream;
+            InputStream fromUpstream;
+            OutputStream toUpstream;
+            if (tls) {
+                SSLSocket verified;
+                try {
+                    // Verified before anything is sent: a secret never goes to an unverified peer.
+                    verified = broker.connectUpstream(s, destination, port);
+                } catch (IOException e) {
+                    String why = "TLS to " + destination + ":" + port + " failed verification: " + HttpHead.printable(String.valueOf(e.getMessage()));
+                    refusedInside("credential: upstream " + why);
+                    toClient.write(errorResponse(502, "credential", "upstream " + why));
+                    return;
+                }
+                fromUpstream = verified.getInputStream();
+                toUpstream = verified.getOutputStream();
+            } else {
+                fromUpstream = s.getInputStream();
+                toUpstream = s.getOutputStream();
+            }
+            exchange(head.forward(path, authority, tls ? 443 : 80, bound), length, bound, fromClient, toClient, fromUpstream, toUpstream);
+        }
+
+        /**
+         * Sends {@code request} (head with the credentials set), then exactly its body, and relays
+         * the response until upstream closes (it was asked to). Nothing the client sends after the
+         * body is read, so no second request can reach upstream without passing here.
+         */
+        private void exchange(byte[] request, long length, List<Credential> bound, InputStream fromClient, OutputStream toClient,
+                              InputStream fromUpstream, OutputStream toUpstream) throws IOException {
+            lastActivity = System.nanoTime();
+            relaying = true;
+            recheck(rules);
+            if (cutBy != null) {
+                return;
+            }
+            toUpstream.write(request);
+            toUpstream.flush();
+            count(up, request.length);
+            bound.forEach(c -> injected.add(c.name()));
+            CountDownLatch bodyDone = new CountDownLatch(length == 0 ? 0 : 1);
+            Thread downstream = Thread.ofVirtual().name("egress-down-" + sandboxId).start(() -> {
+                byte[] buf = new byte[64 * 1024];
+                try {
+                    for (int n; (n = fromUpstream.read(buf)) > 0; ) {
+                        toClient.write(buf, 0, n);
+                        count(down, n);
+                    }
+                    toClient.flush();
+                } catch (IOException e) {
+                    cut("downstream: " + e.getMessage());
+                }
+                try {
+                    // A response that ends before the request body (an early error) ends the exchange.
+                    if (!bodyDone.await(1, TimeUnit.SECONDS)) {
+                        cut("response ended before the request body");
+                    }
+                } catch (InterruptedException e) {
+                    cut("interrupted");
+                }
+            });
+            try {
+                if (length > 0) {
+                    HttpBody.copyLength(fromClient, toUpstream, length, n -> count(up, n));
+                } else if (length < 0) {
+                    HttpBody.copyChunked(fromClient, toUpstream, options.maxHeaderBytes(), n -> count(up, n));
+                }
+                toUpstream.flush();
+            } catch (IOException e) {
+                if (cutBy == null) {
+                    cut("upstream: " + e.getMessage());
+                }
+            } finally {
+                bodyDone.countDown();
+            }
+            try {
+                downstream.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        /** Records why a credential-bound connection ended without being forwarded; the answer goes to the client first. */
+        private void refusedInside(String why) {
+            if (cutBy == null) {
+                cutBy = why;
+            }
+        }
+
+        private InputStream clientInput() {
+            return new InputStream() {
+                @Override
+                public int read() throws IOException {
+                    byte[] one = new byte[1];
+                    return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) throws IOException {
+                    if (len == 0) {
+                        return 0;
+                    }
+                    if (!in.hasRemaining() && !fill()) {
+                        return -1;
+                    }
+                    int n = Math.min(len, in.remaining());
+                    in.get(b, off, n);
+                    return n;
+                }
+            };
+        }
+
+        private OutputStream clientOutput() {
+            return new OutputStream() {
+                @Override
+                public void write(int b) throws IOException {
+                    write(new byte[] {(byte) b}, 0, 1);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    ByteBuffer bb = ByteBuffer.wrap(b, off, len);
+                    while (bb.hasRemaining()) {
+                        client.write(bb);
+                    }
+                }
+            };
         }
 
         private void count(AtomicLong direction, int n) {

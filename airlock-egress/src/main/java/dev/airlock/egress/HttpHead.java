@@ -1,5 +1,7 @@
 package dev.airlock.egress;
 
+import dev.airlock.core.Credential;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -103,6 +105,11 @@ record HttpHead(String method, String target, String version, List<String[]> hea
 
     /** The request to send the origin: origin-form target, hop-by-hop headers gone, Connection: close. */
     byte[] originForm(Authority authority) {
+        return originForm(authority, List.of());
+    }
+
+    /** As {@link #originForm(Authority)}, with each credential's header set to its value (any sent one dropped). */
+    byte[] originForm(Authority authority, List<Credential> inject) {
         String rest = target.substring(7);
         int end = indexOfAny(rest, "/?#");
         String path = end < 0 ? "/" : rest.substring(end);
@@ -113,6 +120,65 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         if (fragment >= 0) {
             path = path.substring(0, fragment);
         }
+        return forward(path, authority, 80, inject);
+    }
+
+    /**
+     * The target of a request inside a tunnel to one origin: origin-form only ({@code *} for
+     * OPTIONS), so the request cannot name another host than the tunnel's.
+     */
+    String tunnelTarget() throws Malformed {
+        if (method.equals("CONNECT")) {
+            throw new Malformed("CONNECT inside a tunnel is not accepted");
+        }
+        if (target.startsWith("/") || (target.equals("*") && method.equals("OPTIONS"))) {
+            if (target.indexOf('#') >= 0) {
+                return target.substring(0, target.indexOf('#'));
+            }
+            return target;
+        }
+        throw new Malformed("a request inside a tunnel needs an origin-form target (/path), not '" + printable(target) + "'");
+    }
+
+    /** TRACE (and the old TRACK) make the origin echo the request back, an injected header with it. */
+    boolean echoesRequest() {
+        return method.equalsIgnoreCase("TRACE") || method.equalsIgnoreCase("TRACK");
+    }
+
+    /** Request body framing: -1 for chunked, else the content length (0 without a body). */
+    long bodyLength() throws Malformed {
+        String length = null;
+        String encoding = null;
+        for (String[] h : headers) {
+            if (h[0].equalsIgnoreCase("content-length")) {
+                if (!h[1].matches("[0-9]{1,18}") || (length != null && !length.equals(h[1]))) {
+                    throw new Malformed("invalid or conflicting Content-Length");
+                }
+                length = h[1];
+            } else if (h[0].equalsIgnoreCase("transfer-encoding")) {
+                if (encoding != null || !h[1].equalsIgnoreCase("chunked")) {
+                    throw new Malformed("only 'Transfer-Encoding: chunked' is accepted");
+                }
+                encoding = h[1];
+            }
+        }
+        if (encoding != null) {
+            if (length != null) {
+                throw new Malformed("both Content-Length and Transfer-Encoding");
+            }
+            if (!version.equals("HTTP/1.1")) {
+                throw new Malformed("Transfer-Encoding needs HTTP/1.1");
+            }
+            return -1;
+        }
+        return length == null ? 0 : Long.parseLong(length);
+    }
+
+    /**
+     * {@code path} with this request's end-to-end headers, Host (added when missing), each
+     * credential's header (replacing any the sandbox sent) and Connection: close.
+     */
+    byte[] forward(String path, Authority authority, int defaultPort, List<Credential> inject) {
         Set<String> named = new HashSet<>();
         for (String[] h : headers) {
             if (h[0].equalsIgnoreCase("connection")) {
@@ -126,14 +192,18 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         boolean host = false;
         for (String[] h : headers) {
             String name = h[0].toLowerCase(Locale.ROOT);
-            if (HOP_BY_HOP.contains(name) || name.startsWith("proxy-") || named.contains(name)) {
+            if (HOP_BY_HOP.contains(name) || name.startsWith("proxy-") || named.contains(name)
+                    || inject.stream().anyMatch(c -> c.header().equalsIgnoreCase(name))) {
                 continue;
             }
             host |= name.equals("host");
             out.append(h[0]).append(": ").append(h[1]).append("\r\n");
         }
         if (!host) {
-            out.append("Host: ").append(authority.hostHeader(80)).append("\r\n");
+            out.append("Host: ").append(authority.hostHeader(defaultPort)).append("\r\n");
+        }
+        for (Credential c : inject) {
+            out.append(c.header()).append(": ").append(c.value().reveal()).append("\r\n");
         }
         out.append("Connection: close\r\n\r\n");
         return out.toString().getBytes(StandardCharsets.ISO_8859_1);

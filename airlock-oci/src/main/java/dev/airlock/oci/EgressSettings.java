@@ -39,6 +39,11 @@ public record EgressSettings(Supplier<Set<InetSocketAddress>> serverAddresses, H
         return new EgressSettings(serverAddresses, resolver, l, options);
     }
 
+    /** Timeouts, bounds, and the trust that verifies credential-bound HTTPS hosts ({@link EgressProxy.Options#withUpstreamTls}). */
+    public EgressSettings withOptions(EgressProxy.Options o) {
+        return new EgressSettings(serverAddresses, resolver, listener, o);
+    }
+
     public EgressSettings withServerAddresses(Set<InetSocketAddress> addresses) {
         Set<InetSocketAddress> copy = Set.copyOf(addresses);
         return withServerAddresses(() -> copy);

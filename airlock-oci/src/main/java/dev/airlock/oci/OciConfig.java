@@ -1,5 +1,6 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.Input;
 import dev.airlock.core.Limits;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
@@ -24,6 +25,20 @@ final class OciConfig {
         static Mount bindReadOnly(Path source, String destination) {
             return new Mount(destination, "bind", source.toString(),
                     List.of("bind", "ro", "nosuid", "nodev"));
+        }
+
+        /**
+         * One input, read-only at {@code /inputs/<name>}. A plain {@code bind}, not {@code rbind}:
+         * no host mount below the path is ever carried in (HostInputs refuses such a directory),
+         * and "ro" covers all there is; with {@code rbind} the kernel would leave every submount
+         * writable. nosuid and nodev: no set-id bit or file capability and no
+         * device node of the host means anything inside. Not noexec: /tmp and /workspace allow
+         * exec, so noexec would stop nothing (copy, chmod, run; or {@code python3 /inputs/x.py}),
+         * but it would break inputs that hold tools, shared libraries or Python native extensions,
+         * which need exec mappings.
+         */
+        static Mount input(Path realHostPath, String destination) {
+            return new Mount(destination, "bind", realHostPath.toString(), List.of("bind", "ro", "nosuid", "nodev"));
         }
 
         static Mount tmpfs(String destination, long sizeBytes, int mode, int uid, boolean readOnly) {
@@ -60,6 +75,18 @@ final class OciConfig {
      */
     static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
+        return write(image, limits, agentArgs, env, runDir, null, List.of(), cgroupsPath, hostIdBase, seccomp);
+    }
+
+    /**
+     * @param inputsDir the host directory holding one mount point per input, mounted read-only at
+     *                  /inputs (see {@link HostInputs#createMountPoints}); unused without inputs, when
+     *                  /inputs stays the image's empty, read-only directory
+     * @param inputs    the sandbox's inputs, already checked and resolved
+     */
+    static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
+                        Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs,
+                        String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();
         root.put("ociVersion", "1.0.2");
 
@@ -98,6 +125,11 @@ final class OciConfig {
         mount(mounts, Mount.tmpfs("/tmp", limits.diskBytes(), 01777, 0, false));
         mount(mounts, Mount.tmpfs("/workspace", limits.diskBytes(), 0755, SystemImage.SANDBOX_UID, false));
         mount(mounts, Mount.bindReadOnly(runDir, "/run/airlock"));
+        if (!inputs.isEmpty()) {
+            // A per-sandbox directory of mount points, so the shared image never changes.
+            mount(mounts, Mount.bindReadOnly(inputsDir, Input.MOUNT_ROOT));
+            inputs.forEach(in -> mount(mounts, Mount.input(in.realPath(), in.input().sandboxPath())));
+        }
 
         ObjectNode linux = root.putObject("linux");
         ArrayNode namespaces = linux.putArray("namespaces");

@@ -3,6 +3,7 @@ package dev.airlock.oci;
 import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Credential;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
@@ -19,13 +20,18 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -38,6 +44,11 @@ public final class OciDriver implements IsolationDriver {
     private static final Logger LOG = LoggerFactory.getLogger(OciDriver.class);
     static final String SOCKET_NAME = "agent.sock";
     static final String EGRESS_SOCKET_NAME = "egress.sock";
+    /** The sandbox's CA certificate, and the host's CA bundle with it appended (run/, so /run/airlock inside). */
+    static final String CA_FILE_NAME = "airlock-ca.pem";
+    static final String CA_BUNDLE_FILE_NAME = "ca-bundle.pem";
+    private static final List<String> HOST_CA_BUNDLES = List.of("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+            "/etc/ssl/cert.pem");
 
     private final OciDriverConfig config;
     private final OciRuntime runtime;
@@ -47,6 +58,7 @@ public final class OciDriver implements IsolationDriver {
     private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
     private final UidSlots uidSlots;
     private final EgressSettings egress;
+    private final HostInputs hostInputs;
 
     public OciDriver(OciDriverConfig config) {
         this(config, EgressSettings.DEFAULTS);
@@ -63,6 +75,9 @@ public final class OciDriver implements IsolationDriver {
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
+        Set<Path> keptFromInputs = new HashSet<>(config.protectedPaths());
+        keptFromInputs.add(config.stateRoot());
+        this.hostInputs = new HostInputs(keptFromInputs);
         try {
             this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
             AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
@@ -91,8 +106,17 @@ public final class OciDriver implements IsolationDriver {
 
     @Override
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
+        checkImage(spec, requiredPrograms);
+        hostInputs.resolve(spec.inputs());
+    }
+
+    private void checkImage(SandboxSpec spec, List<String> requiredPrograms) {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
             throw AirlockException.invalid("unknown image '" + spec.image() + "': this driver serves the image 'system'");
+        }
+        if (!spec.credentials().isEmpty() && spec.network().isNone()) {
+            throw AirlockException.invalid("the sandbox has credentials but no network policy: credentials are injected by the egress proxy,"
+                    + " so allow their destinations in the network policy (or drop the credentials)");
         }
         for (String program : requiredPrograms) {
             if (!systemImage.hasExecutable(program)) {
@@ -104,7 +128,8 @@ public final class OciDriver implements IsolationDriver {
 
     @Override
     public DriverSandbox create(SandboxId id, SandboxSpec spec) {
-        check(spec, List.of());
+        checkImage(spec, List.of());
+        List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         Path runDir = dir.resolve("run");
         Path socket = runDir.resolve(SOCKET_NAME);
@@ -122,16 +147,21 @@ public final class OciDriver implements IsolationDriver {
                 Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
                 proxy = startEgress(id, spec, runDir, (int) sandboxHostUid);
+                Map<String, String> environment = proxy == null ? Map.of() : credentialEnvironment(spec, proxy, runDir);
+                Path inputsDir = dir.resolve("inputs");
+                if (!inputs.isEmpty()) {
+                    HostInputs.createMountPoints(inputsDir, inputs);
+                }
                 Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
                         agentCommand(proxy != null),
-                        agentEnvironment(), runDir, Cgroups.pathOf(id.value()), hostIdBase, seccomp), config.weakenings()));
+                        agentEnvironment(), runDir, inputsDir, inputs, Cgroups.pathOf(id.value()), hostIdBase, seccomp), config.weakenings()));
                 started = true;
                 runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase, proxy);
+                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase, proxy, environment);
                 live.put(id, sandbox);
                 return sandbox;
             }
@@ -165,7 +195,8 @@ public final class OciDriver implements IsolationDriver {
         }
         Path socket = runDir.resolve(EGRESS_SOCKET_NAME);
         EgressProxy proxy = EgressProxy.start(id.value(), socket,
-                new EgressRules(spec.network(), egress.serverAddresses().get(), egress.resolver()), egress.listener(), egress.options());
+                new EgressRules(spec.network(), egress.serverAddresses().get(), egress.resolver()), egress.listener(), egress.options(),
+                spec.credentials());
         try {
             Files.setAttribute(socket, "unix:uid", sandboxHostUid);
             Files.setAttribute(socket, "unix:gid", sandboxHostUid);
@@ -175,6 +206,48 @@ public final class OciDriver implements IsolationDriver {
             throw e;
         }
         return proxy;
+    }
+
+    /**
+     * For a sandbox with credentials: writes the trust bundle (the host's CAs and the sandbox's
+     * own, public certificate only) into {@code run/} and returns the variables that point common
+     * clients at it, and one {@code AIRLOCK_CREDENTIAL_<NAME>} per credential that says where it is
+     * injected (never its value). Empty without credentials: nothing changes for such a sandbox.
+     */
+    private static Map<String, String> credentialEnvironment(SandboxSpec spec, EgressProxy proxy, Path runDir) throws IOException {
+        Optional<String> ca = proxy.certificateAuthorityPem();
+        if (ca.isEmpty()) {
+            return Map.of();
+        }
+        String hostBundle = "";
+        for (String candidate : HOST_CA_BUNDLES) {
+            Path p = Path.of(candidate);
+            if (Files.isRegularFile(p)) {
+                hostBundle = Files.readString(p, StandardCharsets.ISO_8859_1);
+                break;
+            }
+        }
+        String separator = hostBundle.isEmpty() || hostBundle.endsWith("\n") ? "" : "\n";
+        writePublic(runDir.resolve(CA_FILE_NAME), ca.get());
+        writePublic(runDir.resolve(CA_BUNDLE_FILE_NAME), hostBundle + separator + ca.get());
+        Map<String, String> env = new LinkedHashMap<>();
+        String bundle = "/run/airlock/" + CA_BUNDLE_FILE_NAME;
+        for (String name : List.of("SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO")) {
+            env.put(name, bundle);
+        }
+        // Node adds these to its own built-in list rather than replacing it.
+        env.put("NODE_EXTRA_CA_CERTS", "/run/airlock/" + CA_FILE_NAME);
+        for (Credential c : spec.credentials()) {
+            String key = "AIRLOCK_CREDENTIAL_" + c.name().toUpperCase(Locale.ROOT).replace('-', '_');
+            String hosts = String.join(",", c.destinations().stream().map(d -> d.anyPort() ? d.host() : d.toString()).toList());
+            env.merge(key, "injected-by-airlock-for:" + hosts, (a, b) -> a + "," + hosts);
+        }
+        return Map.copyOf(env);
+    }
+
+    private static void writePublic(Path file, String content) throws IOException {
+        Files.writeString(file, content, StandardCharsets.ISO_8859_1);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
     }
 
     private static List<String> agentCommand(boolean egress) {

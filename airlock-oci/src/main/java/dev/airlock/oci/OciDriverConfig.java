@@ -18,11 +18,19 @@ import java.util.Set;
  * @param startTimeout how long a sandbox may take from the runtime's start to its agent's hello
  * @param weakenings   controls deliberately left out, for {@code airlock verify --unsafe} only; empty
  *                     by default and never set from the server's configuration
+ * @param protectedPaths host directories no input may be, lie in or contain, beyond the state root
+ *                     and the fixed ones (/proc, /sys, /dev, /run, /var/lib/airlock): the server's
+ *                     data directory, say
  */
-public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings) {
+public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings,
+                              Set<Path> protectedPaths) {
 
     public OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
         this(runtime, stateRoot, hostIdBase, startTimeout, Set.of());
+    }
+
+    public OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings) {
+        this(runtime, stateRoot, hostIdBase, startTimeout, weakenings, Set.of());
     }
 
     public OciDriverConfig {
@@ -40,6 +48,7 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
             startTimeout = Duration.ofSeconds(20);
         }
         weakenings = weakenings == null ? Set.of() : Set.copyOf(weakenings);
+        protectedPaths = protectedPaths == null ? Set.of() : Set.copyOf(protectedPaths);
     }
 
     public static OciDriverConfig defaults() {
@@ -47,15 +56,20 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
     }
 
     public OciDriverConfig withRuntime(String name) {
-        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout, weakenings);
+        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout, weakenings, protectedPaths);
     }
 
     public OciDriverConfig withStateRoot(Path root) {
-        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout, weakenings);
+        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout, weakenings, protectedPaths);
     }
 
     /** This configuration with controls deliberately left out: for {@code airlock verify --unsafe} only. */
     public OciDriverConfig withWeakenings(Set<Weakening> w) {
-        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, w);
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, w, protectedPaths);
+    }
+
+    /** This configuration with further host directories that no input may touch (see {@code protectedPaths}). */
+    public OciDriverConfig withProtectedPaths(Set<Path> paths) {
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, weakenings, paths);
     }
 }

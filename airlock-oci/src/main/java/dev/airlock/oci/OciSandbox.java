@@ -7,6 +7,7 @@ import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
 import dev.airlock.egress.EgressProxy;
 
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** One running container and the channel to its agent. */
@@ -18,9 +19,11 @@ final class OciSandbox implements DriverSandbox {
     private final long hostIdBase;
     private final AtomicBoolean destroyed = new AtomicBoolean();
     private final EgressProxy egress;
+    private final Map<String, String> environment;
 
-    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase, EgressProxy egress) {
+    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase, EgressProxy egress, Map<String, String> environment) {
         this.id = id;
+        this.environment = environment;
         this.egress = egress;
         this.agent = agent;
         this.driver = driver;
@@ -52,6 +55,12 @@ final class OciSandbox implements DriverSandbox {
         return egress == null ? 0 : EgressSettings.SANDBOX_PORT;
     }
 
+    @Override
+    public Map<String, String> environment() {
+        return environment;
+    }
+
+    /** Credentials stay as the spec gave them: only the proxy's policy changes. */
     @Override
     public void updateNetworkPolicy(NetworkPolicy policy) {
         if (egress == null) {

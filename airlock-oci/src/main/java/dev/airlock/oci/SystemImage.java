@@ -56,7 +56,8 @@ final class SystemImage {
             mounts.add(OciConfig.Mount.bindReadOnly(hostRoot.resolve("usr"), "/usr"));
             // Hide /usr/local: it is where a host keeps its own, unpackaged tools and secrets.
             mounts.add(OciConfig.Mount.tmpfs("/usr/local", 4096, 0755, 0, true));
-            for (String dir : List.of("usr", "etc", "proc", "dev", "tmp", "workspace", "run/airlock", ".airlock")) {
+            // /inputs is always there: empty and read-only unless the sandbox has inputs mounted on it.
+            for (String dir : List.of("usr", "etc", "proc", "dev", "tmp", "workspace", "run/airlock", ".airlock", "inputs")) {
                 Files.createDirectories(rootfs.resolve(dir));
             }
             // Merged /usr: /bin, /lib... are links into /usr, exactly as on the host.
