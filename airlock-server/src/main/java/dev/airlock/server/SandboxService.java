@@ -91,6 +91,7 @@ public final class SandboxService implements AutoCloseable {
     private final EgressLog egressLog;
     private final AuditLog audit;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
+    private final OutputStore outputs;
     private final Thread expiry;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
@@ -100,6 +101,7 @@ public final class SandboxService implements AutoCloseable {
                    AuditLog audit) {
         this.policy = policy;
         this.approvals = new Approvals(audit, policy.approvalTimeout());
+        this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
         this.egressLog = egressLog;
         this.audit = audit;
         this.config = config;
@@ -401,10 +403,12 @@ public final class SandboxService implements AutoCloseable {
 
     private void destroy(ManagedSandbox s, String event, String why) {
         sandboxes.remove(s.id());
+        Map<String, Object> d = lifecycle(event, why);
         try {
+            d.put("outputs", collectOutputs(s));
             s.sandbox().close();
         } finally {
-            audit.record(AuditRecord.LIFECYCLE, s.id(), lifecycle(event, why));
+            audit.record(AuditRecord.LIFECYCLE, s.id(), d);
             store.delete(s.id());
             egressLog.forget(s.id());
             metrics.sandboxDestroyed();
@@ -747,10 +751,65 @@ public final class SandboxService implements AutoCloseable {
         }
     }
 
+    // --- outputs ---
+
+    /** Collects what the sandbox left in /workspace/output; a summary for the audit record, or null. */
+    private Map<String, Object> collectOutputs(ManagedSandbox s) {
+        if (!s.sandbox().isOpen()) {
+            return null;
+        }
+        try {
+            tools.jackson.databind.node.ObjectNode m = outputs.collect(s.id(), s.owner(), s.profile().name(), s.sandbox().files(),
+                    s.profile().outputBytes());
+            if (m == null) {
+                return null;
+            }
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("files", m.path("files").size());
+            d.put("bytes", m.path("bytes").asLong());
+            d.put("skipped", m.path("skipped").size());
+            return d;
+        } catch (RuntimeException e) {
+            LOG.warn("could not collect the outputs of sandbox {}: {}", s.id(), e.getMessage());
+            return null;
+        }
+    }
+
+    /** The caller's collected outputs, newest first. */
+    public List<tools.jackson.databind.JsonNode> listOutputs() {
+        return outputs.list(outputOwner());
+    }
+
+    public tools.jackson.databind.JsonNode outputs(String sandboxId) {
+        return outputs.get(sandboxId, outputOwner());
+    }
+
+    public void readOutput(String sandboxId, String path, OutputStream sink) throws IOException {
+        outputs.read(sandboxId, outputOwner(), path, sink);
+    }
+
+    public void deleteOutputs(String sandboxId) {
+        outputs.delete(sandboxId, outputOwner());
+        audit.record(AuditRecord.LIFECYCLE, sandboxId, lifecycle("outputs-deleted", null));
+    }
+
+    private static String outputOwner() {
+        Caller c = require(Operation.OUTPUTS);
+        return c.isServer() ? null : c.client().name();
+    }
+
     // --- lifetime ---
 
     private void expireLoop() {
+        long rounds = 0;
         while (!closed) {
+            if (rounds++ % 120 == 0) {
+                try {
+                    outputs.sweep();
+                } catch (RuntimeException e) {
+                    LOG.warn("could not sweep old outputs: {}", e.getMessage());
+                }
+            }
             try {
                 Thread.sleep(500);
             } catch (InterruptedException e) {

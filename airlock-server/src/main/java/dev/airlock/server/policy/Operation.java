@@ -23,8 +23,8 @@ public enum Operation {
     FILES_READ("files.read"),
     FILES_WRITE("files.write"),
     NETWORK_UPDATE("network.update"),
-    /** Download outputs collected from ended sandboxes. */
-    OUTPUTS_READ("outputs.read"),
+    /** List, download and delete the outputs collected from ended sandboxes. */
+    OUTPUTS("outputs"),
     /** List pending approvals and decide them: an operator's permission, not an agent's. */
     APPROVALS("approvals"),
     METRICS("metrics");
