@@ -201,6 +201,10 @@ final class ApiServlet extends HttpServlet {
             approvals(g, req, resp, parts);
             return;
         }
+        if (parts.size() >= 2 && parts.get(0).equals("v1") && parts.get(1).equals("outputs")) {
+            outputs(g, req, resp, parts);
+            return;
+        }
         if (parts.size() < 2 || !parts.get(0).equals("v1") || !parts.get(1).equals("sandboxes")) {
             throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
         }
@@ -364,6 +368,46 @@ final class ApiServlet extends HttpServlet {
             String who = VIA + ":" + g.client().name() + (by == null ? "" : " (" + Json.printable(by) + ")");
             Approval a = service.decide(id, parts.get(3).equals("approve"), who, Json.string(body, "reason"));
             send(resp, 200, Json.approval(a));
+            return;
+        }
+        throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
+    }
+
+    /** {@code /v1/outputs}: what ended sandboxes left in /workspace/output. */
+    private void outputs(Grants g, HttpServletRequest req, HttpServletResponse resp, List<String> parts) throws IOException {
+        String method = req.getMethod();
+        if (parts.size() == 2) {
+            only(method, "GET");
+            g.grant(Operation.OUTPUTS);
+            ArrayNode list = Json.MAPPER.createArrayNode();
+            service.listOutputs().forEach(list::add);
+            send(resp, 200, Json.object().set("outputs", list));
+            return;
+        }
+        String id = parts.get(2);
+        if (parts.size() == 3) {
+            switch (method) {
+                case "GET" -> {
+                    g.grant(Operation.OUTPUTS);
+                    send(resp, 200, (ObjectNode) service.outputs(id));
+                }
+                case "DELETE" -> {
+                    g.grant(Operation.OUTPUTS);
+                    service.deleteOutputs(id);
+                    resp.setStatus(204);
+                }
+                default -> only(method, "GET, DELETE");
+            }
+            return;
+        }
+        if (parts.size() == 4 && parts.get(3).equals("files")) {
+            only(method, "GET");
+            g.grant(Operation.OUTPUTS);
+            String path = first(query(req, "path"));
+            service.outputs(id); // a missing output is a 404, not a half-sent body
+            resp.setStatus(200);
+            resp.setContentType("application/octet-stream");
+            service.readOutput(id, path == null ? "" : path, resp.getOutputStream());
             return;
         }
         throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");

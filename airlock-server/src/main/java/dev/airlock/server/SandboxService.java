@@ -288,10 +288,15 @@ public final class SandboxService implements AutoCloseable {
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
         try {
+            if (p.outputBytes() > 0) {
+                // ready for the code to write into, so that outputs need no set-up
+                sandbox.files().mkdir(OutputStore.DIR, true);
+            }
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
-        } catch (RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             sandbox.close();
-            throw e;
+            throw e instanceof RuntimeException re ? re : new AirlockException(Kind.UNAVAILABLE, "sandbox " + managed.id()
+                    + " did not answer after it started: " + e.getMessage(), e);
         }
         sandboxes.put(managed.id(), managed);
         metrics.sandboxCreated();
