@@ -4,6 +4,7 @@ import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Credential;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
@@ -176,7 +177,7 @@ public final class OciDriver implements IsolationDriver {
                 // The runtime may have created the container before it failed or was cancelled.
                 runtime.delete(id.value());
             }
-            StateDirectory.deleteTree(dir);
+            HostFiles.deleteTree(dir);
             uidSlots.release(hostIdBase);
             if (e instanceof AirlockException ae) {
                 throw ae;
@@ -288,7 +289,7 @@ public final class OciDriver implements IsolationDriver {
         sandbox.closeEgress();
         sandbox.agent().close();
         runtime.delete(sandbox.id().value());
-        StateDirectory.deleteTree(state.sandboxDir(sandbox.id().value()));
+        HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
         uidSlots.release(sandbox.hostIdBase());
     }
 
@@ -313,7 +314,7 @@ public final class OciDriver implements IsolationDriver {
                 }
             }
             for (Path slot : uidSlots.held(prefix)) {
-                StateDirectory.deleteTree(slot);
+                HostFiles.deleteTree(slot);
                 reaped.add("host id range " + slot.getFileName());
             }
             state.removeInstance(instance);

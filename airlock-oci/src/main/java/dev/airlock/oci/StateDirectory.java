@@ -1,5 +1,7 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.HostFiles;
+
 import dev.airlock.core.AirlockException;
 
 import java.io.IOException;
@@ -7,12 +9,9 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.DirectoryStream;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -145,38 +144,14 @@ final class StateDirectory implements AutoCloseable {
 
     /** Removes the directory of a dead instance. */
     void removeInstance(String name) {
-        deleteTree(root.resolve("engines").resolve(name));
-    }
-
-    /** Deletes a tree without following any symbolic link in it. */
-    static void deleteTree(Path top) {
-        if (!Files.exists(top, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
-        try {
-            Files.walkFileTree(top, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-                    Files.deleteIfExists(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException e) {
-            throw AirlockException.internal("cannot remove " + top + ": " + e.getMessage(), e);
-        }
+        HostFiles.deleteTree(root.resolve("engines").resolve(name));
     }
 
     /** Releases the instance: removes its directory and lets its name go. */
     @Override
     public void close() {
         try {
-            deleteTree(dir);
+            HostFiles.deleteTree(dir);
         } finally {
             try {
                 lockChannel.close();

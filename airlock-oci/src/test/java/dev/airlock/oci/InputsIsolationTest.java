@@ -5,6 +5,7 @@ import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.Input;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
@@ -76,7 +77,7 @@ class InputsIsolationTest extends SandboxTestBase {
 
     @AfterAll
     static void removeHostTree() throws IOException {
-        StateDirectory.deleteTree(base);
+        HostFiles.deleteTree(base);
     }
 
     private static SandboxSpec withInputs() {

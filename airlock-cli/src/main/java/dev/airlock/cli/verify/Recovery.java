@@ -6,6 +6,7 @@ import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.Limits;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
@@ -21,11 +22,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -81,7 +79,7 @@ final class Recovery {
             } catch (IOException noEngines) {
                 // nothing of an engine is there
             }
-            deleteTree(dir);
+            HostFiles.deleteTree(dir);
         }, "airlock-verify-recovery-exit");
         Runtime.getRuntime().addShutdownHook(atExit);
         try {
@@ -99,7 +97,7 @@ final class Recovery {
             Thread.currentThread().interrupt();
             return Outcome.error("interrupted");
         } finally {
-            deleteTree(tmp);
+            HostFiles.deleteTree(tmp);
             try {
                 Runtime.getRuntime().removeShutdownHook(atExit);
             } catch (IllegalStateException shuttingDown) {
@@ -501,26 +499,4 @@ final class Recovery {
         }
     }
 
-    private static void deleteTree(Path top) {
-        if (!Files.exists(top)) {
-            return;
-        }
-        try {
-            Files.walkFileTree(top, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-                    Files.deleteIfExists(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException e) {
-            // a temporary directory: the host's tmp cleaner gets it
-        }
-    }
 }
