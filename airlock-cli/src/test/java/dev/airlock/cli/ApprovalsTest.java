@@ -111,6 +111,16 @@ class ApprovalsTest {
         assertThat(records.getFirst().actor()).isEqualTo("local@rest");
         assertThat(records.getLast().actor()).isEqualTo("rest:operator");
         assertThat(records.getLast().detail()).contains("looks fine");
+        // the request, the wait and the decision are one story on the chain, and the chain holds
+        List<AuditRecord> all = live.audit(null, null);
+        int requested = all.indexOf(records.getFirst());
+        int approved = all.indexOf(records.getLast());
+        assertThat(all.subList(0, requested)).anySatisfy(r -> assertThat(r.detail()).contains("\"endpoint\":\"POST /v1/sandboxes\""));
+        assertThat(all.subList(approved, all.size())).anySatisfy(r -> assertThat(r.detail()).contains("\"event\":\"created\"", "\"profile\":\"big\""));
+        try (dev.airlock.server.audit.AuditReader reader = dev.airlock.server.audit.AuditReader.open(live.dataDir.resolve("airlock.db"))) {
+            dev.airlock.server.audit.AuditReader.Verdict v = reader.verify();
+            assertThat(v.ok()).as(v.problem()).isTrue();
+        }
     }
 
     @Test

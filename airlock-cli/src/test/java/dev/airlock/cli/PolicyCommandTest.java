@@ -1,0 +1,93 @@
+package dev.airlock.cli;
+
+import dev.airlock.server.policy.Policy;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.JsonNode;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The operator's side of the policy, as a user runs it: {@code airlock policy check} and
+ * {@code token}, a server that refuses to start on a bad policy, and {@code airlock mcp --client}
+ * showing a stdio client only its tools.
+ */
+class PolicyCommandTest {
+
+    @Test
+    void checkPrintsWhatAValidPolicyGrants(@TempDir Path dir) throws Exception {
+        Path policy = dir.resolve("policy.yaml");
+        Files.writeString(policy, """
+                profiles:
+                  small: {limits: {memory: 128m}, approvals: [create]}
+                clients:
+                  agent: {tokenSha256: %s, profiles: [small], allow: [run], quotas: {sandboxes: 2}}
+                """.formatted("ab".repeat(32)));
+        CliProcess cli = CliProcess.run("policy", "check", policy.toString());
+        assertThat(cli.exitCode()).as(cli.stderr()).isZero();
+        assertThat(cli.stdout()).contains("valid", "profile small", "approvals [create]", "client agent", "may [run]", "at most 2 sandboxes");
+    }
+
+    @Test
+    void checkAndServeRefuseABadPolicyNamingTheLine(@TempDir Path dir) throws Exception {
+        Path policy = dir.resolve("policy.yaml");
+        Files.writeString(policy, """
+                profiles:
+                  small:
+                    limits: {memory: 128m, swap: 1g}
+                clients: {}
+                """);
+        CliProcess check = CliProcess.run("policy", "check", policy.toString());
+        assertThat(check.exitCode()).isEqualTo(2);
+        assertThat(check.stderr()).contains("line 3", "profiles.small.limits.swap", "unknown field 'swap'");
+        CliProcess serve = CliProcess.run("serve", "--port", "0", "--data-dir", dir.resolve("data").toString(), "--policy", policy.toString());
+        assertThat(serve.exitCode()).isEqualTo(2);
+        assertThat(serve.stderr()).contains("line 3", "profiles.small.limits.swap");
+        CliProcess missing = CliProcess.run("policy", "check", dir.resolve("nope.yaml").toString());
+        assertThat(missing.exitCode()).isEqualTo(2);
+        assertThat(missing.stderr()).contains("cannot read the policy file");
+    }
+
+    @Test
+    void tokenPrintsATokenAndItsHash() throws Exception {
+        CliProcess cli = CliProcess.run("policy", "token");
+        assertThat(cli.exitCode()).isZero();
+        List<String> lines = cli.stdout().lines().toList();
+        String token = lines.get(0).replace("token:", "").strip();
+        String hash = lines.get(1).replace("tokenSha256:", "").strip();
+        assertThat(token).startsWith("alk_").hasSize(68);
+        assertThat(hash).isEqualTo(HexFormat.of().formatHex(Policy.sha256(token)));
+        assertThat(CliProcess.run("policy", "token").stdout()).doesNotContain(token);
+    }
+
+    @Test
+    void aStdioSessionActsAsItsClient(@TempDir Path dir) throws Exception {
+        Path policy = dir.resolve("policy.yaml");
+        Files.writeString(policy, """
+                profiles: {default: {}}
+                clients:
+                  viewer: {tokenSha256: %s, profiles: [default], allow: [sandbox.read]}
+                  builder: {tokenSha256: %s, profiles: [default], allow: [run]}
+                """.formatted("ab".repeat(32), "cd".repeat(32)));
+        List<String> command = new java.util.ArrayList<>(McpNode.airlockMcp(dir.resolve("data")));
+        command.addAll(List.of("--policy", policy.toString(), "--client", "viewer"));
+        JsonNode viewer = McpNode.client(Map.of("MCP_TRANSPORT", "stdio", "MCP_COMMAND", McpNode.json(command)), "toolNames");
+        assertThat(viewer.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("sandbox_list");
+        command.set(command.size() - 1, "builder");
+        JsonNode builder = McpNode.client(Map.of("MCP_TRANSPORT", "stdio", "MCP_COMMAND", McpNode.json(command)), "toolNames", "languages");
+        assertThat(builder.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("run_code");
+        assertThat(builder.path("languages").path("python").path("content").toString()).contains("42");
+
+        // a client the policy does not have: the session does not start
+        command.set(command.size() - 1, "nobody");
+        CliProcess unknown = CliProcess.run(command.subList(4, command.size()).toArray(String[]::new));
+        assertThat(unknown.exitCode()).isEqualTo(2);
+        assertThat(unknown.stderr()).contains("no client 'nobody'", "viewer", "builder");
+    }
+}
