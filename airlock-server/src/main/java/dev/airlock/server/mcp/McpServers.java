@@ -33,7 +33,7 @@ final class McpServers {
     }
 
     private static final String INSTRUCTIONS = """
-            Airlock runs code in disposable, isolated Linux sandboxes with no network access.
+            Airlock runs code in disposable, isolated Linux sandboxes (%s).
             Use run_code for a one-off program (the sandbox is destroyed afterwards; files written to
             /workspace/output come back). For work in several steps, sandbox_create a sandbox, then use
             sandbox_write_file, sandbox_exec and sandbox_read_file, and sandbox_destroy it when done.
@@ -47,7 +47,7 @@ final class McpServers {
                                                      String transport, Client client) {
         return spec.serverInfo(NAME, VERSION)
                 .jsonMapper(JSON)
-                .instructions(INSTRUCTIONS)
+                .instructions(INSTRUCTIONS.formatted(ToolCatalog.network(service.policy().profile(client.profiles().getFirst()))))
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
                 .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport, client), config));
     }

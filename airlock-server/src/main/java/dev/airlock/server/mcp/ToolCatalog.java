@@ -6,6 +6,7 @@ import dev.airlock.server.audit.Audit;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Operation;
+import dev.airlock.server.policy.Profile;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -33,8 +34,23 @@ final class ToolCatalog {
     private static final Logger LOG = LoggerFactory.getLogger(ToolCatalog.class);
     private static final Scheduler CALLS = Schedulers.fromExecutorService(Executors.newVirtualThreadPerTaskExecutor(), "airlock-mcp-call");
 
-    private static final String SANDBOX_FACTS = " The sandbox has no network access, a read-only system image (python3, node, bash, sh,"
-            + " java and common Unix tools; no package installs), and writable /workspace and /tmp.";
+    /** What code in a sandbox of {@code p} can use, for the descriptions a model reads. */
+    static String facts(Profile p) {
+        String inputs = p.inputs().isEmpty() ? "" : " Read-only input files are under " + p.inputs().stream()
+                .map(dev.airlock.core.Input::sandboxPath).collect(java.util.stream.Collectors.joining(", ")) + ".";
+        return " The sandbox has " + network(p) + ", a read-only system image (python3, node, bash, sh,"
+                + " java and common Unix tools; no package installs), and writable /workspace and /tmp." + inputs;
+    }
+
+    /** The sandbox's network in a phrase: none, or where its proxy lets it go. */
+    static String network(Profile p) {
+        if (p.network().isNone()) {
+            return "no network access";
+        }
+        List<String> names = p.network().allow().stream().map(Object::toString).limit(10).toList();
+        return "network access only through Airlock's proxy (HTTP_PROXY and HTTPS_PROXY are set) to " + String.join(", ", names)
+                + (p.network().allow().size() > names.size() ? " and more" : "") + "; everything else is refused";
+    }
 
     private static final String ENTITY_SCHEMA = """
             {"type": "object", "additionalProperties": true}
@@ -56,10 +72,12 @@ final class ToolCatalog {
 
     /** The tools {@code t}'s client is granted: a client never sees a tool its policy does not grant. */
     static List<AsyncToolSpecification> tools(SandboxTools t, ServerConfig config) {
-        return all(t, config).stream().filter(s -> t.client().may(OPERATIONS.get(s.tool().name()))).toList();
+        Profile p = t.service().policy().profile(t.client().profiles().getFirst());
+        return all(t, config, p).stream().filter(s -> t.client().may(OPERATIONS.get(s.tool().name()))).toList();
     }
 
-    private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config) {
+    private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config, Profile profile) {
+        String facts = facts(profile);
         return List.of(
                 tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
@@ -67,7 +85,7 @@ final class ToolCatalog {
                                 + " chart. Write result files to /workspace/output/: images (PNG, JPEG, GIF, WebP) come back as images and"
                                 + " text files as embedded resources (at most 8 files of 1 MiB each). 'files' places input text files first"
                                 + " (relative paths are under /workspace). Output is capped at 1 MiB per stream; the run is killed after"
-                                + " timeoutSeconds (default 30)." + SANDBOX_FACTS
+                                + " timeoutSeconds (default 30)." + facts
                                 + " For several steps that share files or state, use sandbox_create and sandbox_exec instead.",
                         """
                         {
@@ -90,7 +108,7 @@ final class ToolCatalog {
                                 + minutes(config.defaultIdle()) + " without use, or after " + minutes(config.defaultTtl())
                                 + " at most; with ttlSeconds it lives exactly that long (up to " + minutes(config.maxTtl())
                                 + "), also after the session ends. Files are discarded when the sandbox is destroyed."
-                                + SANDBOX_FACTS + " Destroy it with sandbox_destroy when done.",
+                                + facts + " Destroy it with sandbox_destroy when done.",
                         """
                         {
                           "type": "object",
@@ -116,7 +134,7 @@ final class ToolCatalog {
                                 + " ends. Files and installed state persist between calls in the same sandbox; each call is a new process"
                                 + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as an array"
                                 + " (for a shell line use [\"bash\", \"-c\", \"...\"]), or 'language' with 'code'. Killed after"
-                                + " timeoutSeconds (default 30). No network access.",
+                                + " timeoutSeconds (default 30). The sandbox has " + network(profile) + ".",
                         """
                         {
                           "type": "object",
