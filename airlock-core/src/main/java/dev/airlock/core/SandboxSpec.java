@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
  * Validated at construction.
  */
 public record SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network,
-                          List<Input> inputs, List<Credential> credentials) {
+                          List<Input> inputs, List<Credential> credentials, List<RequestApproval> requestApprovals) {
 
     public static final String SYSTEM_IMAGE = "system";
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
@@ -35,11 +35,18 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
         if (credentials.stream().map(Credential::name).distinct().count() != credentials.size()) {
             throw AirlockException.invalid("two credentials have the same name: each credential needs its own name");
         }
+        requestApprovals = requestApprovals == null ? List.of() : List.copyOf(requestApprovals);
+    }
+
+    /** A spec with inputs and credentials, and no request approvals. */
+    public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network, List<Input> inputs,
+                       List<Credential> credentials) {
+        this(image, limits, env, network, inputs, credentials, List.of());
     }
 
     /** A spec without inputs or credentials. */
     public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network) {
-        this(image, limits, env, network, List.of(), List.of());
+        this(image, limits, env, network, List.of(), List.of(), List.of());
     }
 
     /** A spec without network: the default. */
@@ -52,23 +59,27 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
     }
 
     public SandboxSpec withLimits(Limits l) {
-        return new SandboxSpec(image, l, env, network, inputs, credentials);
+        return new SandboxSpec(image, l, env, network, inputs, credentials, requestApprovals);
     }
 
     public SandboxSpec withEnv(Map<String, String> e) {
-        return new SandboxSpec(image, limits, e, network, inputs, credentials);
+        return new SandboxSpec(image, limits, e, network, inputs, credentials, requestApprovals);
     }
 
     public SandboxSpec withNetwork(NetworkPolicy n) {
-        return new SandboxSpec(image, limits, env, n, inputs, credentials);
+        return new SandboxSpec(image, limits, env, n, inputs, credentials, requestApprovals);
     }
 
     public SandboxSpec withInputs(List<Input> i) {
-        return new SandboxSpec(image, limits, env, network, i, credentials);
+        return new SandboxSpec(image, limits, env, network, i, credentials, requestApprovals);
+    }
+
+    public SandboxSpec withRequestApprovals(List<RequestApproval> r) {
+        return new SandboxSpec(image, limits, env, network, inputs, credentials, r);
     }
 
     public SandboxSpec withCredentials(List<Credential> c) {
-        return new SandboxSpec(image, limits, env, network, inputs, c);
+        return new SandboxSpec(image, limits, env, network, inputs, c, requestApprovals);
     }
 
     public static void validateEnv(Map<String, String> env) {
