@@ -283,7 +283,7 @@ public final class SandboxService implements AutoCloseable {
         }
         checkSandboxQuota(client);
         List<dev.airlock.core.Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
-        SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials);
+        SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials, p.requestApprovals());
         Sandbox sandbox = engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
@@ -753,6 +753,27 @@ public final class SandboxService implements AutoCloseable {
                 throw new AirlockException(Kind.CONFLICT, "sandbox " + s.id() + " was destroyed during the file operation");
             }
             throw new AirlockException(Kind.INTERNAL, "file operation on " + Json.printable(path) + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Asks a person whether the egress proxy may forward a request a profile's
+     * {@code approveRequests} rule covers; the question is asked on behalf of the sandbox's owner.
+     * False when denied, unanswered in time, or the sandbox is gone.
+     */
+    public boolean approveRequest(String sandboxId, String method, String host, int port, String target) {
+        ManagedSandbox s = sandboxes.get(sandboxId);
+        if (s == null) {
+            return false;
+        }
+        Caller caller = new Caller(policy.clients().get(s.owner()), "egress-proxy", null, null);
+        try {
+            approvals.await(caller, Approval.Trigger.REQUEST, s.profile().rule("approveRequests"), sandboxId, "let sandbox " + sandboxId
+                    + " (client '" + s.owner() + "') send " + Json.printable(method) + " " + Json.printable(host) + ":" + port
+                    + Json.printable(target));
+            return true;
+        } catch (AirlockException e) {
+            return false;
         }
     }
 

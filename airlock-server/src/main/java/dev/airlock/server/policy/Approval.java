@@ -24,7 +24,9 @@ public record Approval(String id, String client, Trigger trigger, String rule, S
         /** A network destination beyond the profile's, at create or by a later update. */
         NETWORK("network"),
         /** Every execution in a sandbox of the profile. */
-        EXEC("exec");
+        EXEC("exec"),
+        /** An egress request one of the profile's {@code approveRequests} rules covers (set by those rules, not listed). */
+        REQUEST("request");
 
         private final String id;
 

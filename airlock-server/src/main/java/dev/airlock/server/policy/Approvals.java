@@ -167,7 +167,9 @@ public final class Approvals {
         d.put("client", a.client());
         d.put("trigger", a.trigger().id());
         d.put("rule", a.rule());
-        d.put("summary", a.summary());
+        // a command or a request URL may carry what only digests may keep (see the execution records)
+        boolean verbatim = a.trigger() == Approval.Trigger.CREATE || a.trigger() == Approval.Trigger.NETWORK;
+        d.put(verbatim ? "summary" : "summaryDigest", verbatim ? a.summary() : dev.airlock.server.audit.Audit.digest(a.summary()));
         d.put("decidedBy", a.decidedBy());
         d.put("reason", a.reason());
         audit.record(AuditRecord.APPROVAL, actor, a.sandbox(), d);

@@ -6,6 +6,7 @@ import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.NetworkPolicy.Destination;
+import dev.airlock.core.RequestApproval;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.NetworkJson;
 import org.snakeyaml.engine.v2.api.LoadSettings;
@@ -47,7 +48,7 @@ public final class PolicyFile {
     private static final Set<String> TOP = Set.of("version", "approvals", "secrets", "profiles", "clients");
     private static final Set<String> SECRET = Set.of("env", "file", "header", "prefix", "destinations");
     private static final Set<String> PROFILE = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
-            "maxLifetimeSeconds", "approvals", "outputs");
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs");
     private static final Set<String> LIMITS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
     private static final Set<String> CLIENT = Set.of("tokenSha256", "tokenFile", "profiles", "allow", "quotas");
     private static final Set<String> QUOTAS = Set.of("sandboxes", "executionsPerMinute");
@@ -233,12 +234,33 @@ public final class PolicyFile {
                 approvals.add(a.check(() -> Approval.Trigger.parse(a.string())));
             }
         }
+        List<RequestApproval> requestApprovals = new ArrayList<>();
+        if (f.containsKey("approveRequests")) {
+            for (Y r : f.get("approveRequests").list()) {
+                Map<String, Y> rf = r.map(Set.of("host", "ports", "methods"));
+                if (!rf.containsKey("host") || !rf.containsKey("methods")) {
+                    throw r.error("a request approval needs 'host' and 'methods', such as {host: api.stripe.com, methods: [POST, DELETE]}");
+                }
+                List<Integer> ports = new ArrayList<>();
+                if (rf.containsKey("ports")) {
+                    for (Y port : rf.get("ports").list()) {
+                        ports.add((int) port.integer(1, 65535));
+                    }
+                }
+                Set<String> methods = new java.util.LinkedHashSet<>();
+                rf.get("methods").list().forEach(m -> methods.add(m.string()));
+                requestApprovals.add(r.check(() -> new RequestApproval(List.of(new Destination(rf.get("host").string(), ports)), methods)));
+            }
+            if (!requestApprovals.isEmpty() && network.isNone()) {
+                throw f.get("approveRequests").error("a profile without network makes no requests to approve: give it a network");
+            }
+        }
         long outputs = Policy.DEFAULT_OUTPUT_BYTES;
         if (f.containsKey("outputs")) {
             Y o = f.get("outputs");
             outputs = o.check(() -> Limits.parseSize("outputs", o.string()));
         }
-        Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, outputs);
+        Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals, outputs);
         List<String> below = profile.exceeding(limits);
         if (!below.isEmpty()) {
             throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");

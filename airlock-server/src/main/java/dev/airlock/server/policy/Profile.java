@@ -6,6 +6,7 @@ import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.NetworkPolicy.AddressRange;
 import dev.airlock.core.NetworkPolicy.Destination;
+import dev.airlock.core.RequestApproval;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,17 +24,19 @@ import java.util.Set;
  * @param credentials names of the policy's secrets the egress proxy injects for it
  * @param maxLifetime the longest time-to-live it may have, extensions included
  * @param approvals   which of its actions wait for a person
+ * @param requestApprovals egress requests that wait for a person (such as a POST to a payment API)
  * @param outputBytes how much of /workspace/output is kept when it ends (0: nothing)
  */
 public record Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
                       List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
-                      long outputBytes) {
+                      List<RequestApproval> requestApprovals, long outputBytes) {
 
     public Profile {
         languages = Set.copyOf(languages);
         inputs = List.copyOf(inputs);
         credentials = List.copyOf(credentials);
         approvals = Set.copyOf(approvals);
+        requestApprovals = List.copyOf(requestApprovals);
     }
 
     public String rule(String field) {
