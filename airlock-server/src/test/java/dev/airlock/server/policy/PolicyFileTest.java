@@ -47,6 +47,8 @@ class PolicyFileTest {
                     inputs: {datasets: /srv/datasets}
                     maxLifetimeSeconds: 600
                     approvals: [network]
+                    approveRequests:
+                      - {host: api.github.com, ports: [443], methods: [post, DELETE]}
                     outputs: 4m
                 clients:
                   agent:
@@ -68,6 +70,13 @@ class PolicyFileTest {
         assertThat(small.maxLifetime()).isEqualTo(Duration.ofSeconds(600));
         assertThat(small.approvals()).containsExactly(Approval.Trigger.NETWORK);
         assertThat(small.outputBytes()).isEqualTo(4L << 20);
+        assertThat(small.requestApprovals()).singleElement().satisfies(r -> {
+            assertThat(r.covers("POST", "api.github.com", 443)).isTrue();
+            assertThat(r.covers("delete", "API.GITHUB.COM", 443)).isTrue();
+            assertThat(r.covers("GET", "api.github.com", 443)).isFalse();
+            assertThat(r.covers("POST", "api.github.com", 80)).isFalse();
+            assertThat(r.inspects("api.github.com", 443)).isTrue();
+        });
         Client agent = p.client("agent");
         assertThat(agent.operations()).containsExactlyInAnyOrder(Operation.RUN, Operation.SANDBOX_CREATE, Operation.EXEC);
         assertThat(agent.maxSandboxes()).isEqualTo(3);
@@ -162,6 +171,19 @@ class PolicyFileTest {
                 clients: {}
                 """, "line 3", "profiles.default", "appears twice");
         refused("profiles: [", "not valid YAML");
+        refused("""
+                profiles:
+                  default:
+                    network: {allow: [{host: pay.example}]}
+                    approveRequests: [{host: pay.example}]
+                clients: {}
+                """, "line 4", "profiles.default.approveRequests[0]", "needs 'host' and 'methods'");
+        refused("""
+                profiles:
+                  default:
+                    approveRequests: [{host: pay.example, methods: [POST]}]
+                clients: {}
+                """, "profiles.default.approveRequests", "without network");
         refused("", "is empty");
         refused("""
                 profiles: {default: {}}
