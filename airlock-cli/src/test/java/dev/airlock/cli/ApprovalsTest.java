@@ -51,8 +51,10 @@ class ApprovalsTest {
                       ranges: [127.0.0.0/8]
                       hosts: {test.example: [127.0.0.1]}
                     approvals: [network]
+                  watched:
+                    approvals: [exec]
                 clients:
-                  local: {tokenFile: token, profiles: [default, big, net], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, big, net, watched], allow: ["*"]}
                   operator: {tokenSha256: %s, profiles: [default], allow: [approvals]}
                   mcp-agent: {tokenSha256: %s, profiles: [big], allow: [sandbox.create, sandbox.destroy, sandbox.read]}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(OPERATOR)), HexFormat.of().formatHex(Policy.sha256(MCP_AGENT))),
@@ -161,6 +163,27 @@ class ApprovalsTest {
             HttpResponse<String> updated = update.get();
             assertThat(updated.statusCode()).as(updated.body()).isEqualTo(200);
             assertThat(updated.body()).contains("pypi.org");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    @Test
+    void anExecutionOfAWatchedProfileWaitsAndOnlyItsDigestIsRecorded() throws Exception {
+        HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"watched\"}");
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String id = JSON.readTree(created.body()).path("id").asString();
+        try {
+            String marker = "WATCHED-" + System.nanoTime();
+            CompletableFuture<HttpResponse<String>> exec = async("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"echo\", \"" + marker + "\"]}");
+            JsonNode a = pending();
+            assertThat(a.path("action").asString()).isEqualTo("exec");
+            assertThat(a.path("summary").asString()).contains("echo " + marker);
+            live.raw("POST", "/v1/approvals/" + a.path("id").asString() + "/approve", "{}", OPERATOR);
+            assertThat(JSON.readTree(exec.get().body()).path("stdout").asString()).isEqualTo(marker + "\n");
+            List<AuditRecord> records = live.audit(id, AuditRecord.APPROVAL);
+            assertThat(records).hasSize(2).allSatisfy(r -> assertThat(r.detail()).doesNotContain(marker).contains("summaryDigest"));
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }
