@@ -22,11 +22,15 @@ final class ServiceOptions {
             + " default: the built-in policy, one client holding DIR/token). See docs/policy.md.")
     Path policy = System.getenv("AIRLOCK_POLICY") == null ? null : Path.of(System.getenv("AIRLOCK_POLICY"));
 
+    @Option(names = "--egress-ca", paramLabel = "FILE", description = "PEM file of further CA certificates the egress proxy trusts, beside"
+            + " the JVM's, when it verifies the servers that credentials are sent to (env AIRLOCK_EGRESS_CA; default: the JVM's CAs only).")
+    Path egressCa = System.getenv("AIRLOCK_EGRESS_CA") == null ? null : Path.of(System.getenv("AIRLOCK_EGRESS_CA"));
+
     @Mixin
     EngineOptions engineOptions = new EngineOptions();
 
     ServerConfig config() {
         return ServerConfig.defaults().withDataDir(dataDir).withDriver(engineOptions.driverConfig())
-                .withPoolSize(poolSize).withMaxSandboxes(maxSandboxes).withPolicyFile(policy);
+                .withPoolSize(poolSize).withMaxSandboxes(maxSandboxes).withPolicyFile(policy).withEgressCa(egressCa);
     }
 }

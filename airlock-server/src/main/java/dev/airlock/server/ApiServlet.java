@@ -118,6 +118,7 @@ final class ApiServlet extends HttpServlet {
         private final Client client;
         private final String argsDigest;
         private Caller.Scope scope;
+        private boolean decided;
 
         Grants(HttpServletRequest req, Client client, String argsDigest) {
             this.req = req;
@@ -129,10 +130,14 @@ final class ApiServlet extends HttpServlet {
             if (scope != null) {
                 throw new IllegalStateException("a request is authorized once");
             }
+            decided = true;
+            scope = service.authorize(request(operation));
+        }
+
+        private SandboxService.Request request(Operation operation) {
             List<String> parts = segments(req.getRequestURI());
             String sandbox = parts.size() >= 3 && parts.get(0).equals("v1") && parts.get(1).equals("sandboxes") ? parts.get(2) : null;
-            scope = service.authorize(new SandboxService.Request(client, VIA, VIA, req.getMethod() + " " + template(parts), operation,
-                    sandbox, argsDigest, null));
+            return new SandboxService.Request(client, VIA, VIA, req.getMethod() + " " + template(parts), operation, sandbox, argsDigest, null);
         }
 
         Client client() {
@@ -143,6 +148,8 @@ final class ApiServlet extends HttpServlet {
         public void close() {
             if (scope != null) {
                 scope.close();
+            } else if (!decided) {
+                service.recordUndecided(request(null));
             }
         }
     }

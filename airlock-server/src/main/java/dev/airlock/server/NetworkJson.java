@@ -115,6 +115,9 @@ public final class NetworkJson {
         n.put("bytesUp", r.bytesUp());
         n.put("bytesDown", r.bytesDown());
         n.put("durationMs", r.duration().toMillis());
+        // Names only: the values stay in the proxy.
+        ArrayNode credentials = n.putArray("credentials");
+        r.credentials().forEach(name -> credentials.add(Json.printable(name)));
         return n;
     }
 

@@ -2,7 +2,9 @@ package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Engine;
+import dev.airlock.core.Input;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.oci.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
@@ -11,13 +13,30 @@ import dev.airlock.server.policy.PolicyFile;
 import dev.airlock.server.policy.TokenFile;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.oci.OciDriver;
+import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.server.policy.Profile;
 
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509TrustManager;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
 
@@ -54,6 +73,9 @@ public final class SandboxRuntime implements AutoCloseable {
         // The policy first: a mistake in it must stop the start before anything runs.
         String localToken = TokenFile.loadOrCreate(config.dataDir().resolve("token"));
         Policy policy = config.policyFile() == null ? Policy.builtIn(localToken) : PolicyFile.load(config.policyFile());
+        refuseInputsTouching(policy, config.dataDir());
+        // A CA file that cannot be used stops the start too, not the first credential-bound request.
+        SSLContext upstreamTls = upstreamTls(config.egressCa());
         SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
         Engine engine = null;
         AuditLog audit = null;
@@ -63,12 +85,13 @@ public final class SandboxRuntime implements AutoCloseable {
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
             SandboxRuntime[] self = new SandboxRuntime[1];
-            EgressSettings egress = EgressSettings.DEFAULTS.withListener(r -> {
+            EgressSettings egress = EgressSettings.DEFAULTS.withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(upstreamTls))
+                    .withListener(r -> {
                         egressLog.add(r);
                         auditLog.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));
                     })
                     .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)));
-            engine = new Engine(new OciDriver(config.driver(), egress), config.poolSize(), SandboxSpec.defaults());
+            engine = new Engine(new OciDriver(driverConfig(config), egress), config.poolSize(), SandboxSpec.defaults());
             ServerMetrics metrics = new ServerMetrics();
             self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, policy, engine, store, metrics, egressLog, audit));
             self[0].port = config.port();
@@ -86,6 +109,96 @@ public final class SandboxRuntime implements AutoCloseable {
         }
     }
 
+    /** The driver's settings with the data directory (token, state, outputs) kept from every input. */
+    static OciDriverConfig driverConfig(ServerConfig config) {
+        Set<Path> kept = new HashSet<>(config.driver().protectedPaths());
+        kept.add(config.dataDir());
+        return config.driver().withProtectedPaths(kept);
+    }
+
+    /**
+     * Refuses, at start, a policy whose input is, lies in or contains the data directory, as named
+     * and as its links resolve now. The driver checks again at each creation (a link may change
+     * later), along with everything else no input may touch.
+     */
+    static void refuseInputsTouching(Policy policy, Path dataDir) {
+        Set<Path> data = realAndNamed(dataDir);
+        for (Profile p : policy.profiles().values()) {
+            for (Input input : p.inputs()) {
+                for (Path named : realAndNamed(input.hostPath())) {
+                    for (Path d : data) {
+                        if (named.startsWith(d) || d.startsWith(named)) {
+                            throw AirlockException.invalid("input '" + input.name() + "' (" + input.hostPath() + ") of profile '" + p.name()
+                                    + "' " + (named.startsWith(d) ? (named.equals(d) ? "is" : "lies inside") : "contains")
+                                    + " the server's data directory " + dataDir + " (its token, state database and outputs), which no"
+                                    + " sandbox may see (rule " + p.rule("inputs") + "): name a directory outside it");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static Set<Path> realAndNamed(Path p) {
+        Set<Path> out = new LinkedHashSet<>();
+        Path abs = p.toAbsolutePath().normalize();
+        out.add(abs);
+        try {
+            out.add(abs.toRealPath());
+        } catch (IOException e) {
+            // not there (yet): its named form is checked, and the driver checks again at creation
+        }
+        return out;
+    }
+
+    /**
+     * The trust for upstream servers of credential-bound HTTPS: the JVM's CAs plus those of {@code
+     * pem}; null (the JVM's default) when no file is given.
+     */
+    static SSLContext upstreamTls(Path pem) {
+        if (pem == null) {
+            return null;
+        }
+        String what = "egress CA file " + pem;
+        Collection<? extends Certificate> extra;
+        try (InputStream in = Files.newInputStream(pem)) {
+            extra = CertificateFactory.getInstance("X.509").generateCertificates(in);
+        } catch (IOException e) {
+            throw AirlockException.invalid(what + " cannot be read (" + e.getClass().getSimpleName() + "): give a readable PEM file of CA"
+                    + " certificates, or leave out --egress-ca");
+        } catch (CertificateException e) {
+            throw AirlockException.invalid(what + " does not hold PEM certificates (" + e.getMessage() + "): give a file of"
+                    + " '-----BEGIN CERTIFICATE-----' blocks");
+        }
+        if (extra.isEmpty()) {
+            throw AirlockException.invalid(what + " holds no certificate: give a file of '-----BEGIN CERTIFICATE-----' blocks");
+        }
+        try {
+            KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+            trust.load(null, null);
+            int i = 0;
+            TrustManagerFactory jvm = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            jvm.init((KeyStore) null);
+            for (TrustManager tm : jvm.getTrustManagers()) {
+                if (tm instanceof X509TrustManager x) {
+                    for (X509Certificate c : x.getAcceptedIssuers()) {
+                        trust.setCertificateEntry("jvm-" + i++, c);
+                    }
+                }
+            }
+            for (Certificate c : extra) {
+                trust.setCertificateEntry("egress-ca-" + i++, c);
+            }
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(trust);
+            SSLContext tls = SSLContext.getInstance("TLS");
+            tls.init(null, tmf.getTrustManagers(), null);
+            return tls;
+        } catch (GeneralSecurityException | IOException e) {
+            throw AirlockException.invalid(what + " cannot be used as trust for upstream servers: " + e.getMessage());
+        }
+    }
+
     private static Map<String, Object> egressDetail(EgressRecord r) {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("protocol", r.protocol());
@@ -98,6 +211,7 @@ public final class SandboxRuntime implements AutoCloseable {
         d.put("bytesDown", r.bytesDown());
         d.put("durationMs", r.duration() == null ? null : r.duration().toMillis());
         d.put("start", r.start() == null ? null : r.start().toString());
+        d.put("credentials", r.credentials());
         return d;
     }
 

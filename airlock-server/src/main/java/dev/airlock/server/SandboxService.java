@@ -148,15 +148,8 @@ public final class SandboxService implements AutoCloseable {
      * PERMISSION_DENIED naming the rule when the policy does not grant it.
      */
     public Caller.Scope authorize(Request r) {
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("interface", r.iface());
-        q.put("endpoint", r.endpoint());
-        q.put("operation", r.operation() == null ? null : r.operation().id());
-        q.put("argsDigest", r.argsDigest());
         Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
-        // a sandbox the client cannot see is not filed under its id
-        String sandbox = r.sandbox() != null && visible(caller, sandboxes.get(r.sandbox())) ? r.sandbox() : null;
-        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
+        String sandbox = recordRequest(r, caller);
         boolean allowed = r.client().may(r.operation());
         String rule = allowed ? r.client().rule("allow") + " grants " + r.operation().id() : r.client().rule("allow");
         Map<String, Object> a = new LinkedHashMap<>();
@@ -170,6 +163,27 @@ public final class SandboxService implements AutoCloseable {
                     + " (rule " + rule + " in " + policy.source() + "): ask the operator to grant it");
         }
         return Caller.as(caller);
+    }
+
+    /**
+     * Records a request of an authenticated client that never reached an operation (no such
+     * endpoint, a method not allowed, a body that could not be read): so every request is on the
+     * log, not only those that were decided.
+     */
+    public void recordUndecided(Request r) {
+        recordRequest(r, new Caller(r.client(), r.via(), null, null));
+    }
+
+    private String recordRequest(Request r, Caller caller) {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", r.iface());
+        q.put("endpoint", r.endpoint());
+        q.put("operation", r.operation() == null ? null : r.operation().id());
+        q.put("argsDigest", r.argsDigest());
+        // a sandbox the client cannot see is not filed under its id
+        String sandbox = r.sandbox() != null && visible(caller, sandboxes.get(r.sandbox())) ? r.sandbox() : null;
+        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
+        return sandbox;
     }
 
     /** Records a request no client could be found for (a missing or wrong token). */

@@ -21,6 +21,9 @@ import java.time.Duration;
  * @param defaultIdle   idle timeout of a sandbox created without one
  * @param policyFile    the policy (clients, profiles, secrets); null: the built-in policy, one
  *                      {@code local} client holding {@code <data>/token}
+ * @param egressCa      a PEM file of further CA certificates the egress proxy trusts, beside the
+ *                      JVM's own, when it verifies the upstream servers of credential-bound HTTPS
+ *                      destinations (a private API behind an internal CA); null: the JVM's only
  */
 public record ServerConfig(
         String host,
@@ -32,7 +35,8 @@ public record ServerConfig(
         Duration defaultTtl,
         Duration maxTtl,
         Duration defaultIdle,
-        Path policyFile) {
+        Path policyFile,
+        Path egressCa) {
 
     public static final int DEFAULT_PORT = 7700;
 
@@ -48,36 +52,47 @@ public record ServerConfig(
         }
     }
 
+    /** The settings without {@code egressCa}: the egress proxy trusts the JVM's CAs only. */
+    public ServerConfig(String host, int port, Path dataDir, OciDriverConfig driver, int poolSize, int maxSandboxes, Duration defaultTtl,
+                        Duration maxTtl, Duration defaultIdle, Path policyFile) {
+        this(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, null);
+    }
+
     public static ServerConfig defaults() {
         return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), OciDriverConfig.defaults(),
-                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null);
+                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null, null);
     }
 
     public ServerConfig withPort(int p) {
-        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
     public ServerConfig withHost(String h) {
-        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
     public ServerConfig withDataDir(Path d) {
-        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
     public ServerConfig withDriver(OciDriverConfig d) {
-        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
     public ServerConfig withPoolSize(int n) {
-        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
     public ServerConfig withPolicyFile(Path f) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, f);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, f, egressCa);
     }
 
     public ServerConfig withMaxSandboxes(int n) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle, policyFile);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
+    }
+
+    /** Extra CAs (PEM) the egress proxy trusts for credential-bound upstream servers; null: the JVM's only. */
+    public ServerConfig withEgressCa(Path pem) {
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, pem);
     }
 }
