@@ -99,6 +99,10 @@ class ApprovalsTest {
         assertThat(a.path("rule").asString()).startsWith("profiles.big.approvals");
         assertThat(a.path("summary").asString()).contains("profile 'big'", "memory 1g");
         assertThat(create).isNotDone();
+        // the client that asked may not decide its own approval
+        HttpResponse<String> self = live.raw("POST", "/v1/approvals/" + a.path("id").asString() + "/approve", "{}");
+        assertThat(self.statusCode()).as(self.body()).isEqualTo(403);
+        assertThat(self.body()).contains("separation of duties");
         HttpResponse<String> decided = live.raw("POST", "/v1/approvals/" + a.path("id").asString() + "/approve", "{\"reason\": \"looks fine\"}", OPERATOR);
         assertThat(decided.statusCode()).as(decided.body()).isEqualTo(200);
         assertThat(JSON.readTree(decided.body()).path("decidedBy").asString()).isEqualTo("rest:operator");

@@ -49,8 +49,12 @@ class AuthorizationTest {
                     maxLifetimeSeconds: 300
                   big:
                     limits: {memory: 512m}
+                  web:
+                    network:
+                      allow: [{host: "*.example.test"}]
+                      deny: [secret.example.test]
                 clients:
-                  local: {tokenFile: token, profiles: [small, big], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [small, big, web], allow: ["*"]}
                   agent:
                     tokenSha256: %s
                     profiles: [small]
@@ -129,6 +133,10 @@ class AuthorizationTest {
                 "memory 1g > 256m", "rule profiles.small.maxLimits");
         refused(live.raw("POST", "/v1/sandboxes", "{\"limits\": {\"timeoutSeconds\": 60, \"pids\": 100000}}", AGENT), 400,
                 "invalid_argument", "pids");
+        assertThat(live.audit(null, AuditRecord.AUTHORIZATION)).anySatisfy(r -> {
+            assertThat(r.actor()).isEqualTo("agent@rest");
+            assertThat(r.detail()).contains("\"decision\":\"deny\"", "\"rule\":\"profiles.small.maxLimits\"", "\"operation\":\"sandbox.create\"");
+        });
         refused(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 3600}", AGENT), 403, "forbidden", "rule profiles.small.maxLifetimeSeconds");
         refused(live.raw("POST", "/v1/sandboxes", "{\"image\": \"debian\"}", AGENT), 403, "forbidden", "rule profiles.small.image");
         refused(live.raw("POST", "/v1/sandboxes", "{\"network\": {\"allow\": [{\"host\": \"pypi.org\"}]}}", AGENT), 403, "forbidden",
@@ -148,6 +156,21 @@ class AuthorizationTest {
             assertThat(JSON.readTree(ok.body()).path("stdout").asString()).isEqualTo("42\n");
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null, AGENT);
+        }
+    }
+
+    @Test
+    void aClientsNetworkKeepsTheProfilesDenyList() {
+        // asking for the profile's wildcard without its deny list must not lift the deny
+        String id = created(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"web\", \"network\": {\"allow\": [{\"host\": \"*.example.test\"}]}}"));
+        try {
+            JsonNode network = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/network", null).body());
+            assertThat(network.path("deny").valueStream().map(JsonNode::asString)).containsExactly("secret.example.test");
+            HttpResponse<String> updated = live.raw("PUT", "/v1/sandboxes/" + id + "/network", "{\"allow\": [{\"host\": \"api.example.test\"}]}");
+            assertThat(updated.statusCode()).as(updated.body()).isEqualTo(200);
+            assertThat(JSON.readTree(updated.body()).path("deny").valueStream().map(JsonNode::asString)).containsExactly("secret.example.test");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.airlock.egress;
 
 import dev.airlock.core.Credential;
 import dev.airlock.core.NetworkPolicy;
+import dev.airlock.core.RequestApproval;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,33 +49,54 @@ import java.util.concurrent.atomic.AtomicLong;
  * time, connections open at once and bytes over the sandbox's life are all bounded. {@link
  * #updatePolicy} applies to new connections at once and closes open ones the new policy denies.
  *
- * <p>Credentials: a connection to a destination a credential is bound to carries HTTP only, one
- * request per connection, and that request gets the credential's header. HTTPS (CONNECT or
- * SOCKS5) is intercepted: the sandbox's TLS ends here with a certificate of the sandbox's own CA,
- * and the request goes on over a new TLS connection whose certificate and name are verified, so a
- * secret only ever leaves for the bound, verified host. Other tunnels stay opaque.
+ * <p>Inspected destinations: a connection to a destination a credential is bound to, or that a
+ * {@link RequestApproval} inspects, carries HTTP only, one request per connection, read here before
+ * anything goes upstream. HTTPS (CONNECT or SOCKS5) is intercepted: the sandbox's TLS ends here with
+ * a certificate of the sandbox's own CA, and the request goes on over a new TLS connection whose
+ * certificate and name are verified, so a secret only ever leaves for the bound, verified host.
+ * A request an approval covers waits for the {@link RequestGate} with nothing sent upstream (not
+ * even a TCP connection is made) and is answered 403 unless approved; an approved request gets the
+ * credentials like any other. Other tunnels stay opaque.
  */
 public final class EgressProxy implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(EgressProxy.class);
     private static final String TRACE_REFUSED = "credential: TRACE refused";
+    /** The most of a refused request's body read (and dropped) so that the client gets to read the refusal. */
+    private static final long MAX_DISCARDED_BODY = 1 << 20;
 
     /**
      * Timeouts and bounds that are not part of the policy.
      *
-     * @param upstreamTls verifies the upstream servers of intercepted (credential-bound) HTTPS
-     *                    connections; null for the JVM's default trust
+     * @param upstreamTls     verifies the upstream servers of intercepted (credential-bound or
+     *                        approval-inspected) HTTPS connections; null for the JVM's default trust
+     * @param approvalTimeout the longest a request waits for its {@link RequestGate}; a backstop for a
+     *                        gate that never answers (the gate applies its own, shorter timeout), after
+     *                        which the connection is cut and the gate's thread interrupted
      */
     public record Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes,
-                          SSLContext upstreamTls) {
+                          SSLContext upstreamTls, Duration approvalTimeout) {
+        public static final Duration DEFAULT_APPROVAL_TIMEOUT = Duration.ofHours(1);
         public static final Options DEFAULTS = new Options(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofMinutes(5), 32 * 1024);
 
+        public Options {
+            approvalTimeout = approvalTimeout == null ? DEFAULT_APPROVAL_TIMEOUT : approvalTimeout;
+        }
+
         public Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes) {
-            this(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, null);
+            this(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, null, null);
+        }
+
+        public Options(Duration connectTimeout, Duration handshakeTimeout, Duration idleTimeout, int maxHeaderBytes, SSLContext upstreamTls) {
+            this(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, upstreamTls, null);
         }
 
         public Options withUpstreamTls(SSLContext tls) {
-            return new Options(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, tls);
+            return new Options(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, tls, approvalTimeout);
+        }
+
+        public Options withApprovalTimeout(Duration timeout) {
+            return new Options(connectTimeout, handshakeTimeout, idleTimeout, maxHeaderBytes, upstreamTls, timeout);
         }
     }
 
@@ -83,8 +105,9 @@ public final class EgressProxy implements AutoCloseable {
     private final ServerSocketChannel server;
     private final EgressListener listener;
     private final Options options;
-    /** Null when the sandbox has no credentials: then nothing is ever intercepted. */
-    private final CredentialBroker broker;
+    /** Null when the sandbox has no credentials and no request approvals: then nothing is ever intercepted. */
+    private final Interception interception;
+    private final RequestGate gate;
     private final Set<Connection> live = ConcurrentHashMap.newKeySet();
     private final AtomicInteger open = new AtomicInteger();
     /** Connections that passed the policy and hold one of its {@code maxConnections}. */
@@ -96,9 +119,10 @@ public final class EgressProxy implements AutoCloseable {
     private volatile boolean closed;
 
     private EgressProxy(String sandboxId, Path socketPath, ServerSocketChannel server, EgressRules rules, EgressListener listener, Options options,
-                        CredentialBroker broker) {
+                        Interception interception, RequestGate gate) {
         this.sandboxId = sandboxId;
-        this.broker = broker;
+        this.interception = interception;
+        this.gate = gate;
         this.socketPath = socketPath;
         this.server = server;
         this.rules = rules;
@@ -124,25 +148,35 @@ public final class EgressProxy implements AutoCloseable {
      */
     public static EgressProxy start(String sandboxId, Path socketPath, EgressRules rules, EgressListener listener, Options options,
                                     List<Credential> credentials) throws IOException {
-        CredentialBroker broker = null;
-        if (!credentials.isEmpty()) {
-            try {
-                broker = CredentialBroker.create(sandboxId, credentials, options.upstreamTls());
-            } catch (GeneralSecurityException e) {
-                throw new IOException("cannot set up the credentials broker of " + sandboxId + ": " + e.getMessage(), e);
-            }
+        return start(sandboxId, socketPath, rules, listener, options, credentials, List.of(), RequestGate.DENY_ALL);
+    }
+
+    /**
+     * As {@link #start(String, Path, EgressRules, EgressListener, Options, List)}, also holding each
+     * request one of {@code approvals} covers until {@code gate} approves it (null: {@link
+     * RequestGate#DENY_ALL}). With any credential or approval, the proxy makes the sandbox's
+     * certificate authority.
+     */
+    public static EgressProxy start(String sandboxId, Path socketPath, EgressRules rules, EgressListener listener, Options options,
+                                    List<Credential> credentials, List<RequestApproval> approvals, RequestGate gate) throws IOException {
+        Interception interception;
+        try {
+            interception = Interception.create(sandboxId, credentials, approvals, options.upstreamTls());
+        } catch (GeneralSecurityException e) {
+            throw new IOException("cannot set up TLS interception (credentials, request approvals) for " + sandboxId + ": " + e.getMessage(), e);
         }
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         try {
             server.bind(UnixDomainSocketAddress.of(socketPath), 64);
         } catch (IOException e) {
             server.close();
-            if (broker != null) {
-                broker.close();
+            if (interception != null) {
+                interception.close();
             }
             throw e;
         }
-        EgressProxy proxy = new EgressProxy(sandboxId, socketPath, server, rules, listener, options, broker);
+        EgressProxy proxy = new EgressProxy(sandboxId, socketPath, server, rules, listener, options, interception,
+                gate == null ? RequestGate.DENY_ALL : gate);
         proxy.acceptor.start();
         proxy.watchdog.start();
         return proxy;
@@ -158,20 +192,20 @@ public final class EgressProxy implements AutoCloseable {
 
     /**
      * The public certificate (PEM) of the sandbox's certificate authority, which the sandbox must
-     * trust for intercepted HTTPS; empty when the sandbox has no credentials.
+     * trust for intercepted HTTPS; empty when the sandbox has neither credentials nor request approvals.
      */
     public Optional<String> certificateAuthorityPem() {
-        return broker == null ? Optional.empty() : Optional.of(broker.certificateAuthority().certificatePem());
+        return interception == null ? Optional.empty() : Optional.of(interception.certificateAuthority().certificatePem());
     }
 
     /** For tests: the sandbox's CA certificate, or null. */
     java.security.cert.X509Certificate certificateAuthority() {
-        return broker == null ? null : broker.certificateAuthority().certificate();
+        return interception == null ? null : interception.certificateAuthority().certificate();
     }
 
     /** For tests: the sandbox's CA itself, or null. */
     SandboxCertificateAuthority sandboxCa() {
-        return broker == null ? null : broker.certificateAuthority();
+        return interception == null ? null : interception.certificateAuthority();
     }
 
     /** Connections relaying or being set up now. */
@@ -209,8 +243,8 @@ public final class EgressProxy implements AutoCloseable {
         for (Connection c : live) {
             c.cut("proxy closed");
         }
-        if (broker != null) {
-            broker.close();
+        if (interception != null) {
+            interception.close();
         }
         try {
             Files.deleteIfExists(socketPath);
@@ -252,7 +286,12 @@ public final class EgressProxy implements AutoCloseable {
             }
             long now = System.nanoTime();
             for (Connection c : live) {
-                if (c.relaying) {
+                // A person may take minutes to answer: only the approval timeout bounds the wait.
+                if (c.awaitingApproval) {
+                    if (now - c.approvalStarted > options.approvalTimeout().toNanos()) {
+                        c.cut("approval timeout");
+                    }
+                } else if (c.relaying) {
                     if (now - c.lastActivity > options.idleTimeout().toNanos()) {
                         c.cut("idle timeout");
                     }
@@ -302,8 +341,18 @@ public final class EgressProxy implements AutoCloseable {
         int port;
         InetAddress address;
         String rule = "none";
+        /** Passed the policy (and nothing refused since): something may go, or went, upstream. */
         boolean allowed;
         boolean holdsSlot;
+        /** The host as the sandbox spelled it, and the rules that admitted it. */
+        String requestedHost;
+        EgressRules admittedBy;
+        /** Null, {@link EgressRecord#APPROVED} or {@link EgressRecord#DENIED}. */
+        String approval;
+        volatile boolean awaitingApproval;
+        volatile long approvalStarted;
+        /** The thread blocked in the gate, to interrupt when the connection is cut. */
+        volatile Thread waiter;
         /** Names of the credentials injected so far (never values). */
         final Set<String> injected = new LinkedHashSet<>();
         final AtomicLong up = new AtomicLong();
@@ -333,7 +382,7 @@ public final class EgressProxy implements AutoCloseable {
                     try {
                         listener.record(new EgressRecord(sandboxId, startedAt, protocol, destination, port,
                                 address == null ? null : address.getHostAddress(), allowed, recorded, up.get(), down.get(),
-                                Duration.ofNanos(System.nanoTime() - started), List.copyOf(injected)));
+                                Duration.ofNanos(System.nanoTime() - started), List.copyOf(injected), approval));
                     } catch (RuntimeException e) {
                         LOG.warn("egress listener failed: {}", e.getMessage());
                     }
@@ -347,10 +396,14 @@ public final class EgressProxy implements AutoCloseable {
             }
             closeQuietly(upstream);
             closeQuietly(client);
+            Thread w = waiter;
+            if (w != null) {
+                w.interrupt();
+            }
         }
 
         void recheck(EgressRules next) {
-            if (relaying && address != null) {
+            if ((relaying || awaitingApproval) && address != null) {
                 EgressDecision d = next.recheck(destination, port, address);
                 if (!d.allowed()) {
                     cut("policy update: " + d.rule());
@@ -445,19 +498,22 @@ public final class EgressProxy implements AutoCloseable {
                 rule = "socks: only CONNECT is supported";
                 return;
             }
+            boolean inspect = inspected();
             try {
-                connectUpstream(host);
+                admit(host);
+                if (!inspect) {
+                    dial();
+                }
             } catch (Refused r) {
                 rule = r.rule;
                 socksReply(r.socksReply);
                 return;
             }
             socksReply(0);
-            List<Credential> bound = bound();
-            if (bound.isEmpty()) {
-                relay(null);
+            if (inspect) {
+                intercept();
             } else {
-                intercept(bound);
+                relay(null);
             }
         }
 
@@ -484,13 +540,17 @@ public final class EgressProxy implements AutoCloseable {
                     destination = EgressRules.normalize(target.host());
                     port = target.port();
                     head.checkHostHeader(target);
-                    connectUpstream(target.host());
+                    // An inspected tunnel connects upstream only once its request is read (and approved).
+                    boolean inspect = inspected();
+                    admit(target.host());
+                    if (!inspect) {
+                        dial();
+                    }
                     write("HTTP/1.1 200 Connection established\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-                    List<Credential> bound = bound();
-                    if (bound.isEmpty()) {
-                        relay(null);
+                    if (inspect) {
+                        intercept();
                     } else {
-                        intercept(bound);
+                        relay(null);
                     }
                 } else {
                     protocol = "http-forward";
@@ -498,20 +558,12 @@ public final class EgressProxy implements AutoCloseable {
                     destination = EgressRules.normalize(target.host());
                     port = target.port();
                     head.checkHostHeader(target);
-                    List<Credential> bound = bound();
-                    long length = bound.isEmpty() ? 0 : head.bodyLength();
-                    if (!bound.isEmpty() && head.echoesRequest()) {
-                        rule = TRACE_REFUSED;
-                        httpError(405, rule, head.method() + " would echo the credential back: not sent to a credential's destination");
-                        return;
-                    }
-                    connectUpstream(target.host());
-                    if (bound.isEmpty()) {
-                        relay(head.originForm(target));
+                    admit(target.host());
+                    if (inspected()) {
+                        forwardInspected(head, head.originPath(), target, false, clientInput(), clientOutput());
                     } else {
-                        Socket s = upstream;
-                        exchange(head.originForm(target, bound), length, bound,
-                                clientInput(), clientOutput(), s.getInputStream(), s.getOutputStream());
+                        dial();
+                        relay(head.originForm(target));
                     }
                 }
             } catch (HttpHead.Malformed e) {
@@ -549,7 +601,11 @@ public final class EgressProxy implements AutoCloseable {
 
         // ------------------------------------------------------------------ upstream and relay
 
-        private void connectUpstream(String host) throws Refused {
+        /**
+         * The policy's decision on {@code host} (as the sandbox spelled it) and this connection's
+         * port, and a connection slot: the address to connect to, or why not. Connects nothing.
+         */
+        private void admit(String host) throws Refused {
             EgressRules current = rules;
             NetworkPolicy policy = current.policy();
             EgressDecision d = current.decide(host, port);
@@ -569,31 +625,42 @@ public final class EgressProxy implements AutoCloseable {
                 throw new Refused(429, 2, rule, "the sandbox already has " + policy.maxConnections() + " connections open");
             }
             holdsSlot = true;
+            requestedHost = host;
+            admittedBy = current;
+            allowed = true;
+        }
+
+        /** Connects to exactly the admitted address, if the newest policy still allows it. */
+        private void dial() throws Refused {
             Socket s = new Socket();
             try {
                 s.setTcpNoDelay(true);
                 upstream = s;
-                s.connect(new InetSocketAddress(a.address(), port), (int) options.connectTimeout().toMillis());
+                s.connect(new InetSocketAddress(address, port), (int) options.connectTimeout().toMillis());
             } catch (SocketTimeoutException e) {
                 closeQuietly(s);
-                throw new Refused(504, 6, rule, "connecting to " + a.address().getHostAddress() + ":" + port + " timed out");
+                allowed = false;
+                throw new Refused(504, 6, rule, "connecting to " + address.getHostAddress() + ":" + port + " timed out");
             } catch (ConnectException e) {
                 closeQuietly(s);
-                throw new Refused(502, 5, rule, "connection to " + a.address().getHostAddress() + ":" + port + " refused");
+                allowed = false;
+                throw new Refused(502, 5, rule, "connection to " + address.getHostAddress() + ":" + port + " refused");
             } catch (IOException e) {
                 closeQuietly(s);
-                throw new Refused(502, 4, rule, "cannot connect to " + a.address().getHostAddress() + ":" + port + ": " + e.getMessage());
+                allowed = false;
+                throw new Refused(502, 4, rule, "cannot connect to " + address.getHostAddress() + ":" + port + ": " + e.getMessage());
             }
-            // The policy may have changed while connecting: the newest one decides.
-            if (rules != current) {
-                EgressDecision again = rules.recheck(host, port, a.address());
+            // The policy may have changed since admission (while connecting, or waiting for approval): the newest one decides.
+            EgressRules now = rules;
+            if (now != admittedBy) {
+                EgressDecision again = now.recheck(requestedHost, port, address);
                 if (!again.allowed()) {
                     closeQuietly(s);
+                    allowed = false;
                     rule = again.rule();
                     throw new Refused(403, 2, again.rule(), ((EgressDecision.Denied) again).reason());
                 }
             }
-            allowed = true;
         }
 
         /** Relays both ways until both have ended; {@code head} goes upstream first. */
@@ -652,46 +719,46 @@ public final class EgressProxy implements AutoCloseable {
             }
         }
 
-        // ------------------------------------------------------------------ credentials
+        // ------------------------------------------------------------------ inspected destinations
 
-        private List<Credential> bound() {
-            return broker == null || destination == null ? List.of() : broker.boundTo(destination, port);
+        /** Whether this connection's requests are read here (a credential is bound, or an approval inspects). */
+        private boolean inspected() {
+            return interception != null && destination != null && interception.inspects(destination, port);
         }
 
         /**
-         * A tunnel to a credential-bound destination: TLS (told by its first byte, a handshake
+         * An admitted tunnel to an inspected destination: TLS (told by its first byte, a handshake
          * record) ends here; what runs inside, TLS or not, must be one HTTP request.
          */
-        private void intercept(List<Credential> bound) throws IOException {
+        private void intercept() throws IOException {
             while (!in.hasRemaining()) {
                 if (!fill()) {
                     return;
                 }
             }
             if (in.get(in.position()) != 0x16) {
-                tunnelRequest(bound, clientInput(), clientOutput(), false);
+                tunnelRequest(clientInput(), clientOutput(), false);
                 return;
             }
-            TlsChannel tls = new TlsChannel(client, broker.sandboxEngine(destination, port), in);
+            TlsChannel tls = new TlsChannel(client, interception.sandboxEngine(destination, port), in);
             try {
                 try {
                     tls.handshake();
                 } catch (IOException e) {
-                    cut("credential: TLS handshake with the sandbox failed: " + HttpHead.printable(String.valueOf(e.getMessage())));
+                    cut("intercepted: TLS handshake with the sandbox failed: " + HttpHead.printable(String.valueOf(e.getMessage())));
                     return;
                 }
-                tunnelRequest(bound, tls.input(), tls.output(), true);
+                tunnelRequest(tls.input(), tls.output(), true);
             } finally {
                 tls.close();
             }
         }
 
-        /** Reads the one request of a credential-bound tunnel, checks it, and sends it on injected. */
-        private void tunnelRequest(List<Credential> bound, InputStream fromClient, OutputStream toClient, boolean tls) throws IOException {
+        /** Reads the one request of an inspected tunnel and hands it on. */
+        private void tunnelRequest(InputStream fromClient, OutputStream toClient, boolean tls) throws IOException {
             HttpHead.Authority authority = new HttpHead.Authority(destination, port);
             HttpHead head;
             String path;
-            long length;
             try {
                 head = HttpHead.read(() -> {
                     int b = fromClient.read();
@@ -702,15 +769,45 @@ public final class EgressProxy implements AutoCloseable {
                 }, options.maxHeaderBytes());
                 path = head.tunnelTarget();
                 head.checkHostHeader(authority);
-                length = head.bodyLength();
             } catch (HttpHead.Malformed e) {
-                refusedInside("credential: bad request: " + HttpHead.printable(e.getMessage()));
-                toClient.write(errorResponse(400, "http: bad request", e.getMessage()));
+                badRequest(e, toClient);
                 return;
             }
-            if (head.echoesRequest()) {
+            forwardInspected(head, path, authority, tls, fromClient, toClient);
+        }
+
+        /**
+         * The one request of an admitted connection to an inspected destination (in a tunnel, or
+         * plain HTTP): checked, held for approval if an approval covers it, then, and only then,
+         * connected upstream (TLS verified first) and sent on with the bound credentials set.
+         */
+        private void forwardInspected(HttpHead head, String path, HttpHead.Authority authority, boolean tls, InputStream fromClient,
+                                      OutputStream toClient) throws IOException {
+            List<Credential> bound = interception.boundTo(destination, port);
+            long length;
+            List<String> methods;
+            try {
+                length = head.bodyLength();
+                methods = head.methods();
+            } catch (HttpHead.Malformed e) {
+                badRequest(e, toClient);
+                return;
+            }
+            if (!bound.isEmpty() && head.echoesRequest()) {
                 refusedInside(TRACE_REFUSED);
                 toClient.write(errorResponse(405, TRACE_REFUSED, head.method() + " would echo the credential back: not sent to a credential's destination"));
+                return;
+            }
+            String held = interception.approvalFor(methods, destination, port);
+            if (held != null && !approved(held, path)) {
+                refuseUnapproved(held, path, length, fromClient, toClient);
+                return;
+            }
+            try {
+                dial();
+            } catch (Refused r) {
+                rule = r.rule;
+                toClient.write(errorResponse(r.httpStatus, r.rule, r.getMessage()));
                 return;
             }
             Socket s = upstream;
@@ -720,11 +817,11 @@ public final class EgressProxy implements AutoCloseable {
                 SSLSocket verified;
                 try {
                     // Verified before anything is sent: a secret never goes to an unverified peer.
-                    verified = broker.connectUpstream(s, destination, port);
+                    verified = interception.connectUpstream(s, destination, port);
                 } catch (IOException e) {
                     String why = "TLS to " + destination + ":" + port + " failed verification: " + HttpHead.printable(String.valueOf(e.getMessage()));
-                    refusedInside("credential: upstream " + why);
-                    toClient.write(errorResponse(502, "credential", "upstream " + why));
+                    refusedInside("intercepted: upstream " + why);
+                    toClient.write(errorResponse(502, "intercepted", "upstream " + why));
                     return;
                 }
                 fromUpstream = verified.getInputStream();
@@ -734,6 +831,65 @@ public final class EgressProxy implements AutoCloseable {
                 toUpstream = s.getOutputStream();
             }
             exchange(head.forward(path, authority, tls ? 443 : 80, bound), length, bound, fromClient, toClient, fromUpstream, toUpstream);
+        }
+
+        private void badRequest(HttpHead.Malformed e, OutputStream toClient) throws IOException {
+            refusedInside("intercepted: bad request: " + HttpHead.printable(e.getMessage()));
+            toClient.write(errorResponse(400, "http: bad request", e.getMessage()));
+        }
+
+        /**
+         * Asks the gate, on this thread, with no lock held. While it waits, only the approval
+         * timeout applies; a cut (proxy closed, policy update, that timeout) interrupts it and
+         * counts as a refusal, whatever the gate answers afterwards.
+         */
+        private boolean approved(String method, String path) {
+            String target = HttpHead.printable(path, RequestGate.MAX_TARGET);
+            boolean yes = false;
+            approvalStarted = System.nanoTime();
+            waiter = Thread.currentThread();
+            awaitingApproval = true;
+            try {
+                if (cutBy == null) {
+                    yes = gate.approve(sandboxId, method, destination, port, target);
+                }
+            } catch (InterruptedException e) {
+                // cut while waiting: refused
+            } catch (RuntimeException e) {
+                LOG.warn("the request gate failed on {} {}:{} of {}; refused: {}", HttpHead.printable(method), destination, port, sandboxId,
+                        e.toString());
+            } finally {
+                waiter = null;
+                // From here the idle timeout applies, counted from the answer (set before the wait ends, for the watchdog).
+                lastActivity = System.nanoTime();
+                relaying = true;
+                awaitingApproval = false;
+            }
+            yes = yes && cutBy == null;
+            approval = yes ? EgressRecord.APPROVED : EgressRecord.DENIED;
+            return yes;
+        }
+
+        /** The answer to a request the gate did not approve: 403, and nothing upstream. */
+        private void refuseUnapproved(String method, String path, long length, InputStream fromClient, OutputStream toClient)
+                throws IOException {
+            allowed = false;
+            rule = "request approval: " + HttpHead.printable(method) + " denied" + (cutBy != null ? " (" + cutBy + ")" : "");
+            if (cutBy != null) {
+                return;
+            }
+            toClient.write(errorResponse(403, rule, HttpHead.printable(method) + " " + HttpHead.printable(path) + " to " + destination + ":" + port
+                    + " needs a person's approval and was not approved"));
+            toClient.flush();
+            // Read a small body the client may still be sending, so that it sees the answer rather than a reset
+            // (one that waits for 100 Continue closes instead, on this final answer; the idle timeout bounds the rest).
+            if (length > 0 && length <= MAX_DISCARDED_BODY) {
+                try {
+                    HttpBody.copyLength(fromClient, OutputStream.nullOutputStream(), length, n -> lastActivity = System.nanoTime());
+                } catch (IOException e) {
+                    // the client went away: nothing to answer
+                }
+            }
         }
 
         /**
@@ -795,7 +951,7 @@ public final class EgressProxy implements AutoCloseable {
             }
         }
 
-        /** Records why a credential-bound connection ended without being forwarded; the answer goes to the client first. */
+        /** Records why an inspected connection ended without being forwarded; the answer goes to the client first. */
         private void refusedInside(String why) {
             if (cutBy == null) {
                 cutBy = why;

@@ -21,6 +21,15 @@ record HttpHead(String method, String target, String version, List<String[]> hea
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection", "te", "trailer",
             "upgrade", "proxy-authorization", "proxy-authenticate");
 
+    /**
+     * Headers through which common frameworks let a request act as another method (compared with
+     * '_' as '-', since CGI-style servers do not tell them apart).
+     */
+    private static final Set<String> METHOD_OVERRIDES = Set.of("x-http-method-override", "x-http-method", "x-method-override");
+
+    /** An HTTP token (RFC 9110 5.6.2): what a method must be. */
+    private static final java.util.regex.Pattern TOKEN = java.util.regex.Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}");
+
     static final class Malformed extends Exception {
         Malformed(String message) {
             super(message, null, false, false);
@@ -72,6 +81,9 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")) {
             throw new Malformed("not an HTTP/1.x request line");
         }
+        if (!TOKEN.matcher(requestLine[0]).matches()) {
+            throw new Malformed("the method '" + printable(requestLine[0]) + "' is not an HTTP token");
+        }
         List<String[]> headers = new ArrayList<>();
         for (String h : lines.subList(1, lines.size())) {
             if (h.startsWith(" ") || h.startsWith("\t")) {
@@ -110,6 +122,11 @@ record HttpHead(String method, String target, String version, List<String[]> hea
 
     /** As {@link #originForm(Authority)}, with each credential's header set to its value (any sent one dropped). */
     byte[] originForm(Authority authority, List<Credential> inject) {
+        return forward(originPath(), authority, 80, inject);
+    }
+
+    /** The path and query of an absolute-form {@code http://} target, as the origin gets it. */
+    String originPath() {
         String rest = target.substring(7);
         int end = indexOfAny(rest, "/?#");
         String path = end < 0 ? "/" : rest.substring(end);
@@ -120,7 +137,29 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         if (fragment >= 0) {
             path = path.substring(0, fragment);
         }
-        return forward(path, authority, 80, inject);
+        return path;
+    }
+
+    /**
+     * The methods this request may act as: its own, then each one an override header names
+     * ({@code X-HTTP-Method-Override}, {@code X-HTTP-Method}, {@code X-Method-Override}, any case,
+     * '_' for '-', comma-separated values split). A value that is not a method is refused.
+     */
+    List<String> methods() throws Malformed {
+        List<String> out = new ArrayList<>();
+        out.add(method);
+        for (String[] h : headers) {
+            if (METHOD_OVERRIDES.contains(h[0].toLowerCase(Locale.ROOT).replace('_', '-'))) {
+                for (String value : h[1].split(",", -1)) {
+                    String m = value.strip();
+                    if (!TOKEN.matcher(m).matches()) {
+                        throw new Malformed("the method override '" + printable(h[1]) + "' is not an HTTP method");
+                    }
+                    out.add(m);
+                }
+            }
+        }
+        return out;
     }
 
     /**
@@ -297,6 +336,20 @@ record HttpHead(String method, String target, String version, List<String[]> hea
     static String printable(String s) {
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < s.length() && b.length() < 200; i++) {
+            char c = s.charAt(i);
+            b.append(c >= 0x20 && c < 0x7f ? c : '?');
+        }
+        return b.toString();
+    }
+
+    /** As {@link #printable(String)}, at most {@code max} characters, ending in {@code ...} when cut. */
+    static String printable(String s, int max) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < s.length(); i++) {
+            if (b.length() == max) {
+                b.setLength(max - 3);
+                return b.append("...").toString();
+            }
             char c = s.charAt(i);
             b.append(c >= 0x20 && c < 0x7f ? c : '?');
         }

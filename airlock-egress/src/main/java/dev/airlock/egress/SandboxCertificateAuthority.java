@@ -43,11 +43,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The certificate authority of one sandbox, for TLS interception towards credential-bound hosts.
- * Its private key exists only in this object (never on disk) and is dropped by {@link #close()};
- * only the public certificate is handed to the sandbox. The CA is name-constrained to the
- * credentials' hosts, so even its own key could not vouch for any other name in a client that
- * honours name constraints.
+ * The certificate authority of one sandbox, for TLS interception towards the hosts whose requests
+ * the proxy reads (credential-bound, or held for approval). Its private key exists only in this
+ * object (never on disk) and is dropped by {@link #close()}; only the public certificate is handed
+ * to the sandbox. The CA is name-constrained to those hosts, so even its own key could not vouch for
+ * any other name in a client that honours name constraints.
  */
 final class SandboxCertificateAuthority implements AutoCloseable {
 
@@ -79,7 +79,7 @@ final class SandboxCertificateAuthority implements AutoCloseable {
         KeyPair caKeys = ecKeyPair();
         Instant now = Instant.now();
         X500Name name = new X500NameBuilder(BCStyle.INSTANCE).addRDN(BCStyle.O, "Airlock")
-                .addRDN(BCStyle.CN, "Airlock sandbox " + sandboxId + " credentials CA").build();
+                .addRDN(BCStyle.CN, "Airlock sandbox " + sandboxId + " egress CA").build();
         Set<String> bases = new LinkedHashSet<>();
         for (String pattern : hostPatterns) {
             // RFC 5280: a DNS constraint covers the name and every name below it.

@@ -23,6 +23,8 @@ public final class RecordingServer implements AutoCloseable {
     private final ServerSocket server;
     /** All bytes of each finished connection (ISO-8859-1), in the order connections ended. */
     public final List<String> received = new CopyOnWriteArrayList<>();
+    /** Connections accepted so far, counted at once (received lists a connection only when it ends). */
+    public final java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
 
     /** @param tls null for plain HTTP */
     public RecordingServer(SSLContext tls) throws IOException {
@@ -48,6 +50,7 @@ public final class RecordingServer implements AutoCloseable {
             } catch (IOException e) {
                 return;
             }
+            accepted.incrementAndGet();
             Thread.ofVirtual().start(() -> serve(s));
         }
     }

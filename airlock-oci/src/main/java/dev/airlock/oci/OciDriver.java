@@ -148,7 +148,7 @@ public final class OciDriver implements IsolationDriver {
                 Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
                 proxy = startEgress(id, spec, runDir, (int) sandboxHostUid);
-                Map<String, String> environment = proxy == null ? Map.of() : credentialEnvironment(spec, proxy, runDir);
+                Map<String, String> environment = proxy == null ? Map.of() : interceptionEnvironment(spec, proxy, runDir);
                 Path inputsDir = dir.resolve("inputs");
                 if (!inputs.isEmpty()) {
                     HostInputs.createMountPoints(inputsDir, inputs);
@@ -197,7 +197,7 @@ public final class OciDriver implements IsolationDriver {
         Path socket = runDir.resolve(EGRESS_SOCKET_NAME);
         EgressProxy proxy = EgressProxy.start(id.value(), socket,
                 new EgressRules(spec.network(), egress.serverAddresses().get(), egress.resolver()), egress.listener(), egress.options(),
-                spec.credentials());
+                spec.credentials(), spec.requestApprovals(), egress.requestGate());
         try {
             Files.setAttribute(socket, "unix:uid", sandboxHostUid);
             Files.setAttribute(socket, "unix:gid", sandboxHostUid);
@@ -210,12 +210,14 @@ public final class OciDriver implements IsolationDriver {
     }
 
     /**
-     * For a sandbox with credentials: writes the trust bundle (the host's CAs and the sandbox's
-     * own, public certificate only) into {@code run/} and returns the variables that point common
-     * clients at it, and one {@code AIRLOCK_CREDENTIAL_<NAME>} per credential that says where it is
-     * injected (never its value). Empty without credentials: nothing changes for such a sandbox.
+     * For a sandbox whose proxy intercepts HTTPS (it has credentials or request approvals): writes
+     * the trust bundle (the host's CAs and the sandbox's own, public certificate only) into {@code
+     * run/} and returns the variables that point common clients at it, and one {@code
+     * AIRLOCK_CREDENTIAL_<NAME>} per credential that says where it is injected (never its value), and
+     * {@code AIRLOCK_REQUEST_APPROVALS} ({@code POST,PUT@api.example.com:443;...}) naming the requests
+     * that wait for a person. Empty otherwise: nothing changes for such a sandbox.
      */
-    private static Map<String, String> credentialEnvironment(SandboxSpec spec, EgressProxy proxy, Path runDir) throws IOException {
+    private static Map<String, String> interceptionEnvironment(SandboxSpec spec, EgressProxy proxy, Path runDir) throws IOException {
         Optional<String> ca = proxy.certificateAuthorityPem();
         if (ca.isEmpty()) {
             return Map.of();
@@ -242,6 +244,13 @@ public final class OciDriver implements IsolationDriver {
             String key = "AIRLOCK_CREDENTIAL_" + c.name().toUpperCase(Locale.ROOT).replace('-', '_');
             String hosts = String.join(",", c.destinations().stream().map(d -> d.anyPort() ? d.host() : d.toString()).toList());
             env.merge(key, "injected-by-airlock-for:" + hosts, (a, b) -> a + "," + hosts);
+        }
+        // So that code (and the agent reading its output) knows why such a request waits, or gets a 403.
+        if (!spec.requestApprovals().isEmpty()) {
+            env.put("AIRLOCK_REQUEST_APPROVALS", String.join(";", spec.requestApprovals().stream()
+                    .map(a -> String.join(",", new java.util.TreeSet<>(a.methods())) + "@" + String.join(",",
+                            a.destinations().stream().map(d -> d.anyPort() ? d.host() : d.toString()).toList()))
+                    .toList()));
         }
         return Map.copyOf(env);
     }

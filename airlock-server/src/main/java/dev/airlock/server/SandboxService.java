@@ -92,6 +92,8 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final OutputStore outputs;
+    /** Creates in flight per client, counted against its sandbox quota. */
+    private final Map<String, Integer> creating = new java.util.HashMap<>();
     private final Thread expiry;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
@@ -217,7 +219,12 @@ public final class SandboxService implements AutoCloseable {
 
     /** Approves or denies a pending approval; {@code by} is recorded as who decided. */
     public Approval decide(String id, boolean approve, String by, String reason) {
-        require(Operation.APPROVALS);
+        Caller c = require(Operation.APPROVALS);
+        Approval a = approvals.get(id);
+        if (!c.isServer() && c.client().name().equals(a.client())) {
+            throw refuse(Kind.PERMISSION_DENIED, "approvals", "approval " + id + " was asked for by client '" + a.client()
+                    + "' itself: another client must decide it (separation of duties); give an operator its own token with 'approvals'");
+        }
         return approvals.decide(id, approve, by, reason == null ? null : Json.printable(reason));
     }
 
@@ -241,6 +248,21 @@ public final class SandboxService implements AutoCloseable {
         throw new AirlockException(Kind.PERMISSION_DENIED, "operation " + c.operation().id() + " does not cover this call");
     }
 
+    /**
+     * A refusal by the policy after the operation itself was granted (a profile, a limit, a
+     * quota...): recorded as a deny naming the rule, and returned for the caller to throw.
+     */
+    private AirlockException refuse(Kind kind, String rule, String message) {
+        Caller c = Caller.current();
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("operation", c == null || c.operation() == null ? null : c.operation().id());
+        a.put("decision", "deny");
+        a.put("rule", rule);
+        a.put("refusal", kind.name().toLowerCase(java.util.Locale.ROOT));
+        audit.record(AuditRecord.AUTHORIZATION, null, a);
+        return new AirlockException(kind, message);
+    }
+
     private static boolean visible(Caller c, ManagedSandbox s) {
         return s != null && (c.isServer() || s.owner().equals(c.client().name()));
     }
@@ -261,18 +283,18 @@ public final class SandboxService implements AutoCloseable {
         }
         Profile p = profileFor(client, request.profile());
         if (request.image() != null && !request.image().equals(p.image())) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "image '" + Json.printable(request.image()) + "' is not profile '" + p.name()
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("image"), "image '" + Json.printable(request.image()) + "' is not profile '" + p.name()
                     + "''s image '" + p.image() + "' (rule " + p.rule("image") + ")");
         }
         Limits limits = request.limits().apply(p.limits());
         List<String> over = p.exceeding(limits);
         if (!over.isEmpty()) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "limits above what profile '" + p.name() + "' allows: " + String.join(", ", over)
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLimits"), "limits above what profile '" + p.name() + "' allows: " + String.join(", ", over)
                     + " (rule " + p.rule("maxLimits") + "): ask for less, or use a profile with more");
         }
         Duration ttl = request.ttl() == null ? min(config.defaultTtl(), p.maxLifetime()) : request.ttl();
         if (ttl.compareTo(p.maxLifetime()) > 0) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "a lifetime of " + ttl.toSeconds() + " s is above profile '" + p.name() + "''s "
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLifetimeSeconds"), "a lifetime of " + ttl.toSeconds() + " s is above profile '" + p.name() + "''s "
                     + p.maxLifetime().toSeconds() + " s (rule " + p.rule("maxLifetimeSeconds") + ")");
         }
         Duration idle = request.idleTimeout() == null ? config.defaultIdle() : request.idleTimeout();
@@ -281,13 +303,22 @@ public final class SandboxService implements AutoCloseable {
         }
         NetworkPolicy network = p.network();
         if (request.network() != null) {
-            network = request.network();
+            network = keepDeny(request.network(), p);
             List<String> beyond = p.beyondNetwork(network);
             if (!beyond.isEmpty()) {
                 beyondNetwork(c, p, null, beyond);
             }
         }
-        checkSandboxQuota(client);
+        reserveCreate(client);
+        try {
+            return create(c, client, p, request, limits, ttl, idle, network);
+        } finally {
+            releaseCreate(client);
+        }
+    }
+
+    private ManagedSandbox create(Caller c, Client client, Profile p, CreateRequest request, Limits limits, Duration ttl, Duration idle,
+                                  NetworkPolicy network) {
         awaitApproval(c, p, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
                 + client.name() + "' (limits: memory " + Limits.formatBytes(limits.memoryBytes()) + ", cpus " + limits.cpus() + ", pids "
                 + limits.pids() + ", timeout " + limits.timeout().toSeconds() + " s; network: " + describe(network) + ")");
@@ -295,7 +326,6 @@ public final class SandboxService implements AutoCloseable {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "this server already holds " + sandboxes.size()
                     + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
         }
-        checkSandboxQuota(client);
         List<dev.airlock.core.Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
         SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials, p.requestApprovals());
         Sandbox sandbox = engine.create(spec);
@@ -328,6 +358,16 @@ public final class SandboxService implements AutoCloseable {
         return managed;
     }
 
+    /** A client's network with the profile's deny list added: a client may narrow the profile's network, never widen it. */
+    private static NetworkPolicy keepDeny(NetworkPolicy asked, Profile p) {
+        if (p.network().deny().isEmpty() || asked.isNone()) {
+            return asked;
+        }
+        List<String> deny = new java.util.ArrayList<>(asked.deny());
+        p.network().deny().stream().filter(d -> !deny.contains(d)).forEach(deny::add);
+        return new NetworkPolicy(asked.allow(), deny, asked.ranges(), asked.hosts(), asked.maxConnections(), asked.maxBytes());
+    }
+
     private static String describe(NetworkPolicy n) {
         return n.isNone() ? "none" : n.allow().size() + " destinations, " + n.ranges().size() + " ranges";
     }
@@ -339,15 +379,15 @@ public final class SandboxService implements AutoCloseable {
     private Profile profileFor(Client client, String name) {
         String chosen = name == null ? client.profiles().getFirst() : name;
         if (!client.profiles().contains(chosen)) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "client '" + client.name() + "' may not use profile '" + Json.printable(chosen)
+            throw refuse(Kind.PERMISSION_DENIED, client.rule("profiles"), "client '" + client.name() + "' may not use profile '" + Json.printable(chosen)
                     + "' (rule " + client.rule("profiles") + "): it may use " + String.join(", ", client.profiles()));
         }
         return policy.profile(chosen);
     }
 
-    private static void requireLanguage(Profile p, Language language) {
+    private void requireLanguage(Profile p, Language language) {
         if (!p.languages().contains(language)) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "language " + language.id() + " is not allowed by profile '" + p.name()
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("languages"), "language " + language.id() + " is not allowed by profile '" + p.name()
                     + "' (rule " + p.rule("languages") + "): it allows " + p.languages().stream().map(Language::id).sorted().toList());
         }
     }
@@ -355,20 +395,32 @@ public final class SandboxService implements AutoCloseable {
     /** Network beyond the profile's: waits for approval if the profile says so, else refused. */
     private void beyondNetwork(Caller c, Profile p, String sandbox, List<String> beyond) {
         if (!p.approvals().contains(Approval.Trigger.NETWORK)) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "network beyond what profile '" + p.name() + "' allows: "
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("network"), "network beyond what profile '" + p.name() + "' allows: "
                     + String.join("; ", beyond) + " (rule " + p.rule("network") + "): ask only for what the profile names");
         }
         awaitApproval(c, p, Approval.Trigger.NETWORK, sandbox, "let client '" + c.client().name() + "' reach, beyond profile '"
                 + p.name() + "': " + String.join("; ", beyond));
     }
 
-    private void checkSandboxQuota(Client client) {
-        if (client.maxSandboxes() > 0) {
-            long held = sandboxes.values().stream().filter(s -> s.owner().equals(client.name())).count();
-            if (held >= client.maxSandboxes()) {
-                throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + client.name() + "' already holds " + held
+    /**
+     * Takes one of the client's sandbox slots for a create in flight, so that concurrent creates
+     * cannot together pass the quota; {@link #releaseCreate} gives it back.
+     */
+    private void reserveCreate(Client client) {
+        synchronized (creating) {
+            long held = sandboxes.values().stream().filter(s -> s.owner().equals(client.name())).count()
+                    + creating.getOrDefault(client.name(), 0);
+            if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
+                throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '" + client.name() + "' already holds " + held
                         + " sandboxes, its quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
             }
+            creating.merge(client.name(), 1, Integer::sum);
+        }
+    }
+
+    private void releaseCreate(Client client) {
+        synchronized (creating) {
+            creating.computeIfPresent(client.name(), (k, n) -> n > 1 ? n - 1 : null);
         }
     }
 
@@ -404,7 +456,7 @@ public final class SandboxService implements AutoCloseable {
         Profile p = s.profile();
         Duration lifetime = Duration.between(s.createdAt(), Instant.now().plus(ttl));
         if (lifetime.compareTo(p.maxLifetime()) > 0) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "sandbox " + id + " would live " + lifetime.toSeconds() + " s in all, above profile '"
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLifetimeSeconds"), "sandbox " + id + " would live " + lifetime.toSeconds() + " s in all, above profile '"
                     + p.name() + "''s " + p.maxLifetime().toSeconds() + " s (rule " + p.rule("maxLifetimeSeconds") + ")");
         }
         s.extend(ttl);
@@ -442,11 +494,12 @@ public final class SandboxService implements AutoCloseable {
     public ManagedSandbox updateNetwork(String id, NetworkPolicy policy) {
         Caller c = require(Operation.NETWORK_UPDATE);
         ManagedSandbox s = get(id);
-        List<String> beyond = s.profile().beyondNetwork(policy);
+        NetworkPolicy narrowed = keepDeny(policy, s.profile());
+        List<String> beyond = s.profile().beyondNetwork(narrowed);
         if (!beyond.isEmpty()) {
             beyondNetwork(c, s.profile(), id, beyond);
         }
-        s.sandbox().updateNetworkPolicy(policy);
+        s.sandbox().updateNetworkPolicy(narrowed);
         Map<String, Object> d = lifecycle("network-updated", null);
         d.put("network", policy.allow().size() + " destinations, " + policy.ranges().size() + " ranges");
         audit.record(AuditRecord.LIFECYCLE, s.id(), d);
@@ -512,11 +565,15 @@ public final class SandboxService implements AutoCloseable {
         ManagedSandbox s = get(id);
         Profile p = s.profile();
         if (request.timeout() != null && request.timeout().compareTo(p.maxLimits().timeout()) > 0) {
-            throw new AirlockException(Kind.PERMISSION_DENIED, "a timeout of " + request.timeout().toSeconds() + " s is above profile '" + p.name()
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLimits.timeoutSeconds"), "a timeout of " + request.timeout().toSeconds() + " s is above profile '" + p.name()
                     + "''s " + p.maxLimits().timeout().toSeconds() + " s (rule " + p.rule("maxLimits.timeoutSeconds") + ")");
         }
         if (c.client() != null) {
-            rates.acquire(c.client());
+            try {
+                rates.acquire(c.client());
+            } catch (AirlockException e) {
+                throw refuse(e.kind(), c.client().rule("quotas.executionsPerMinute"), e.getMessage());
+            }
         }
         awaitApproval(c, p, Approval.Trigger.EXEC, id, "run in sandbox " + id + ": " + shown(request.argv()));
         return s;

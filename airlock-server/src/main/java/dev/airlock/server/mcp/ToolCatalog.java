@@ -251,7 +251,8 @@ final class ToolCatalog {
         String sandbox = args != null && args.get("sandboxId") instanceof String id ? id : null;
         String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));
         SandboxService.Request request = new SandboxService.Request(t.client(), via, t.transport(), call.tool(),
-                OPERATIONS.get(call.tool()), sandbox, digest, call.elicitation());
+                OPERATIONS.get(call.tool()), sandbox, digest,
+                t.service().policy().elicitation() ? call.elicitation() : null);
         try (Caller.Scope ignored = t.service().authorize(request)) {
             return handler.apply(call);
         } catch (AirlockException e) {

@@ -21,10 +21,12 @@ import java.util.Set;
  * those profiles may use, and how long an approval waits. Loaded from a YAML file
  * ({@link PolicyFile}, docs/policy.md) or built in.
  *
- * @param source where it came from, for messages: a file path or {@code built-in}
+ * @param source      where it came from, for messages: a file path or {@code built-in}
+ * @param elicitation whether an MCP client that supports elicitation is asked to approve its own
+ *                    agent's actions (its user answers); false leaves approvals to operators
  */
 public record Policy(String source, Map<String, Profile> profiles, Map<String, Client> clients, Map<String, SecretSource> secrets,
-                     Duration approvalTimeout) {
+                     Duration approvalTimeout, boolean elicitation) {
 
     public static final String LOCAL_CLIENT = "local";
     public static final String DEFAULT_PROFILE = "default";
@@ -50,7 +52,7 @@ public record Policy(String source, Map<String, Profile> profiles, Map<String, C
         Profile profile = new Profile(DEFAULT_PROFILE, SandboxSpec.SYSTEM_IMAGE, EnumSet.allOf(Language.class), Limits.DEFAULTS,
                 BUILT_IN_MAX, NetworkPolicy.NONE, List.of(), List.of(), Duration.ofHours(24), Set.of(), List.of(), DEFAULT_OUTPUT_BYTES);
         Client local = new Client(LOCAL_CLIENT, sha256(localToken), List.of(DEFAULT_PROFILE), EnumSet.allOf(Operation.class), 0, 0);
-        return new Policy("built-in", Map.of(DEFAULT_PROFILE, profile), Map.of(LOCAL_CLIENT, local), Map.of(), DEFAULT_APPROVAL_TIMEOUT);
+        return new Policy("built-in", Map.of(DEFAULT_PROFILE, profile), Map.of(LOCAL_CLIENT, local), Map.of(), DEFAULT_APPROVAL_TIMEOUT, true);
     }
 
     /** The client whose token an {@code Authorization: Bearer} header value carries. */

@@ -99,10 +99,14 @@ public final class PolicyFile {
             throw fields.get("version").error("only version 1 exists");
         }
         Duration approvalTimeout = Policy.DEFAULT_APPROVAL_TIMEOUT;
+        boolean elicitation = true;
         if (fields.containsKey("approvals")) {
-            Map<String, Y> a = fields.get("approvals").map(Set.of("timeoutSeconds"));
+            Map<String, Y> a = fields.get("approvals").map(Set.of("timeoutSeconds", "elicitation"));
             if (a.containsKey("timeoutSeconds")) {
                 approvalTimeout = Duration.ofSeconds(a.get("timeoutSeconds").integer(1, 86_400));
+            }
+            if (a.containsKey("elicitation")) {
+                elicitation = a.get("elicitation").bool();
             }
         }
         Map<String, SecretSource> secrets = new LinkedHashMap<>();
@@ -133,7 +137,7 @@ public final class PolicyFile {
         if (clients.isEmpty()) {
             throw clientsNode.error("no client is defined: nobody could use the server");
         }
-        return new Policy(source, profiles, clients, secrets, approvalTimeout);
+        return new Policy(source, profiles, clients, secrets, approvalTimeout, elicitation);
     }
 
     private SecretSource secret(String name, Y y) {
@@ -436,6 +440,15 @@ public final class PolicyFile {
             } catch (NumberFormatException e) {
                 throw error("'" + s + "' is not a whole number");
             }
+        }
+
+        boolean bool() {
+            String s = string();
+            return switch (s) {
+                case "true" -> true;
+                case "false" -> false;
+                default -> throw error("'" + s + "' is not true or false");
+            };
         }
 
         double decimal() {

@@ -33,7 +33,7 @@ class PolicyFileTest {
     void aFullPolicyLoads() {
         Policy p = parse("""
                 version: 1
-                approvals: {timeoutSeconds: 60}
+                approvals: {timeoutSeconds: 60, elicitation: false}
                 secrets:
                   github: {env: GITHUB_TOKEN, prefix: "Bearer ", destinations: ["api.github.com:443"]}
                 profiles:
@@ -82,6 +82,7 @@ class PolicyFileTest {
         assertThat(agent.maxSandboxes()).isEqualTo(3);
         assertThat(agent.executionsPerMinute()).isEqualTo(30);
         assertThat(p.approvalTimeout()).isEqualTo(Duration.ofSeconds(60));
+        assertThat(p.elicitation()).isFalse();
         assertThat(p.secrets().get("github").toString()).doesNotContain("Bearer ghp");
     }
 

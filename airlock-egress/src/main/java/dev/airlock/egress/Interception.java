@@ -2,6 +2,7 @@ package dev.airlock.egress;
 
 import dev.airlock.core.Credential;
 import dev.airlock.core.NetworkPolicy.Destination;
+import dev.airlock.core.RequestApproval;
 
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.SNIHostName;
@@ -20,34 +21,48 @@ import java.util.Locale;
 import java.util.Set;
 
 /**
- * The sandbox's credentials and what injecting them takes: which credentials a destination is
- * bound to, the sandbox's certificate authority to terminate its TLS, and the trust that verifies
- * the real host before a secret is sent to it.
+ * What the proxy needs to read a sandbox's HTTP requests to some destinations: which destinations
+ * (those a credential is bound to, and those a request approval inspects), the credentials to inject
+ * and the requests to hold for approval there, the sandbox's certificate authority to terminate its
+ * TLS, and the trust that verifies the real host before anything is sent to it.
  */
-final class CredentialBroker implements AutoCloseable {
+final class Interception implements AutoCloseable {
 
     private static final String[] HTTP_1_1 = {"http/1.1"};
 
     private final List<Credential> credentials;
+    private final List<RequestApproval> approvals;
     private final SandboxCertificateAuthority ca;
     private final SSLContext sandboxSide;
     private final SSLContext upstream;
 
-    private CredentialBroker(List<Credential> credentials, SandboxCertificateAuthority ca, SSLContext sandboxSide, SSLContext upstream) {
+    private Interception(List<Credential> credentials, List<RequestApproval> approvals, SandboxCertificateAuthority ca, SSLContext sandboxSide,
+                         SSLContext upstream) {
         this.credentials = credentials;
+        this.approvals = approvals;
         this.ca = ca;
         this.sandboxSide = sandboxSide;
         this.upstream = upstream;
     }
 
-    /** @param upstream verifies upstream servers; null for the JVM's default trust */
-    static CredentialBroker create(String sandboxId, List<Credential> credentials, SSLContext upstream) throws GeneralSecurityException {
+    /**
+     * Null when there is nothing to intercept (no credential and no request approval).
+     *
+     * @param upstream verifies upstream servers; null for the JVM's default trust
+     */
+    static Interception create(String sandboxId, List<Credential> credentials, List<RequestApproval> approvals, SSLContext upstream)
+            throws GeneralSecurityException {
+        if (credentials.isEmpty() && approvals.isEmpty()) {
+            return null;
+        }
         Set<String> hosts = new LinkedHashSet<>();
         credentials.forEach(c -> c.destinations().forEach(d -> hosts.add(d.host())));
+        approvals.forEach(a -> a.destinations().forEach(d -> hosts.add(d.host())));
         SandboxCertificateAuthority ca = SandboxCertificateAuthority.create(sandboxId, hosts);
         SSLContext sandboxSide = SSLContext.getInstance("TLS");
         sandboxSide.init(new KeyManager[] {ca.keyManager()}, null, null);
-        return new CredentialBroker(List.copyOf(credentials), ca, sandboxSide, upstream != null ? upstream : SSLContext.getDefault());
+        return new Interception(List.copyOf(credentials), List.copyOf(approvals), ca, sandboxSide,
+                upstream != null ? upstream : SSLContext.getDefault());
     }
 
     SandboxCertificateAuthority certificateAuthority() {
@@ -55,8 +70,16 @@ final class CredentialBroker implements AutoCloseable {
     }
 
     /**
-     * The credentials bound to {@code destination} (a normalized name; an IP literal matches
-     * none) on {@code port}. When two fill the same header, the first in the spec wins.
+     * Whether connections to {@code destination} (a normalized name; an IP literal matches none) on
+     * {@code port} are read request by request rather than relayed.
+     */
+    boolean inspects(String destination, int port) {
+        return !boundTo(destination, port).isEmpty() || approvals.stream().anyMatch(a -> a.inspects(destination, port));
+    }
+
+    /**
+     * The credentials bound to {@code destination} on {@code port}. When two fill the same header,
+     * the first in the spec wins.
      */
     List<Credential> boundTo(String destination, int port) {
         List<Credential> out = new ArrayList<>();
@@ -72,6 +95,21 @@ final class CredentialBroker implements AutoCloseable {
             }
         }
         return out;
+    }
+
+    /**
+     * The method a request approval holds a request for, or null when none covers it. {@code
+     * methods} are the methods the request may act as (its own, then any an override header names);
+     * a covered override is preferred, since that is what a server honouring it would do.
+     */
+    String approvalFor(List<String> methods, String destination, int port) {
+        String covered = null;
+        for (String m : methods) {
+            if (approvals.stream().anyMatch(a -> a.covers(m, destination, port))) {
+                covered = m;
+            }
+        }
+        return covered;
     }
 
     /** The server end for the sandbox: a leaf for {@code host}, whatever SNI the client sends; HTTP/1.1 only. */
