@@ -53,8 +53,14 @@ class ApprovalsTest {
                     approvals: [network]
                   watched:
                     approvals: [exec]
+                  pay:
+                    network:
+                      allow: [{host: test.example}]
+                      ranges: [127.0.0.0/8]
+                      hosts: {test.example: [127.0.0.1]}
+                    approveRequests: [{host: test.example, methods: [POST, DELETE]}]
                 clients:
-                  local: {tokenFile: token, profiles: [default, big, net, watched], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, big, net, watched, pay], allow: ["*"]}
                   operator: {tokenSha256: %s, profiles: [default], allow: [approvals]}
                   mcp-agent: {tokenSha256: %s, profiles: [big], allow: [sandbox.create, sandbox.destroy, sandbox.read]}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(OPERATOR)), HexFormat.of().formatHex(Policy.sha256(MCP_AGENT))),
@@ -191,6 +197,61 @@ class ApprovalsTest {
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }
+    }
+
+    @Test
+    void anIrreversibleRequestWaitsInTheProxyAndNothingReachesTheHostUntilApproved() throws Exception {
+        java.util.List<String> received = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        com.sun.net.httpserver.HttpServer origin = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 10);
+        origin.createContext("/", ex -> {
+            received.add(ex.getRequestMethod() + " " + ex.getRequestURI());
+            ex.getRequestBody().readAllBytes();
+            byte[] body = "charged".getBytes();
+            ex.sendResponseHeaders(200, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        origin.start();
+        HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"pay\"}");
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String id = JSON.readTree(created.body()).path("id").asString();
+        String url = "http://test.example:" + origin.getAddress().getPort();
+        try {
+            String get = live.raw("POST", "/v1/sandboxes/" + id + "/exec", request(url + "/balance", "GET")).body();
+            assertThat(JSON.readTree(get).path("stdout").asString()).as(get).startsWith("200");
+            assertThat(received).containsExactly("GET /balance");
+
+            CompletableFuture<HttpResponse<String>> charge = async("POST", "/v1/sandboxes/" + id + "/exec", request(url + "/charge?amount=5", "POST"));
+            JsonNode a = pending();
+            assertThat(a.path("action").asString()).isEqualTo("request");
+            assertThat(a.path("sandbox").asString()).isEqualTo(id);
+            assertThat(a.path("summary").asString()).contains("POST test.example:" + origin.getAddress().getPort() + "/charge?amount=5");
+            assertThat(received).as("nothing reaches the host before the decision").containsExactly("GET /balance");
+            live.raw("POST", "/v1/approvals/" + a.path("id").asString() + "/approve", "{}", OPERATOR);
+            assertThat(JSON.readTree(charge.get().body()).path("stdout").asString()).startsWith("200 charged");
+            assertThat(received).containsExactly("GET /balance", "POST /charge?amount=5");
+
+            CompletableFuture<HttpResponse<String>> refund = async("POST", "/v1/sandboxes/" + id + "/exec", request(url + "/refund", "delete"));
+            live.raw("POST", "/v1/approvals/" + pending().path("id").asString() + "/deny", "{}", OPERATOR);
+            assertThat(JSON.readTree(refund.get().body()).path("stdout").asString()).startsWith("403");
+            assertThat(received).containsExactly("GET /balance", "POST /charge?amount=5");
+
+            JsonNode egress = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/egress", null).body()).path("records");
+            assertThat(egress.valueStream().map(r -> r.path("approval").asString(""))).contains("approved", "denied");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+            origin.stop(0);
+        }
+    }
+
+    /** An exec body: python3 sends {@code method} to {@code url} through the sandbox's proxy and prints the status and body. */
+    private static String request(String url, String method) {
+        String code = "import urllib.request, urllib.error\n"
+                + "r = urllib.request.Request('" + url + "', data=(b'x' if '" + method + "' != 'GET' else None), method='" + method + "')\n"
+                + "try:\n    res = urllib.request.urlopen(r, timeout=25)\n    print(res.status, res.read().decode())\n"
+                + "except urllib.error.HTTPError as e:\n    print(e.code)\n";
+        return JSON.createObjectNode().put("language", "python").put("code", code).put("timeoutSeconds", 30).toString();
     }
 
     @Test

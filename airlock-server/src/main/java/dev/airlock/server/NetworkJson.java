@@ -118,6 +118,7 @@ public final class NetworkJson {
         // Names only: the values stay in the proxy.
         ArrayNode credentials = n.putArray("credentials");
         r.credentials().forEach(name -> credentials.add(Json.printable(name)));
+        n.put("approval", r.approval());
         return n;
     }
 

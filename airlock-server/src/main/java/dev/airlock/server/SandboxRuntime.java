@@ -90,7 +90,10 @@ public final class SandboxRuntime implements AutoCloseable {
                         egressLog.add(r);
                         auditLog.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));
                     })
-                    .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)));
+                    .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)))
+                    // a request a profile's approveRequests covers waits for a person, asked through the service
+                    .withRequestGate((sandbox, method, host, port, target) ->
+                            self[0] != null && self[0].service.approveRequest(sandbox, method, host, port, target));
             engine = new Engine(new OciDriver(driverConfig(config), egress), config.poolSize(), SandboxSpec.defaults());
             ServerMetrics metrics = new ServerMetrics();
             self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, policy, engine, store, metrics, egressLog, audit));
@@ -212,6 +215,7 @@ public final class SandboxRuntime implements AutoCloseable {
         d.put("durationMs", r.duration() == null ? null : r.duration().toMillis());
         d.put("start", r.start() == null ? null : r.start().toString());
         d.put("credentials", r.credentials());
+        d.put("approval", r.approval());
         return d;
     }
 

@@ -49,6 +49,8 @@ public final class SandboxService implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
     /** Background processes kept per sandbox, running or ended. */
     private static final int MAX_PROCESSES = 64;
+    /** Egress requests of one sandbox that may wait for approval at once. */
+    private static final int MAX_PENDING_REQUESTS = 4;
 
     /**
      * A create request as a client asked for it; the service fills in and bounds it from the
@@ -835,6 +837,13 @@ public final class SandboxService implements AutoCloseable {
     public boolean approveRequest(String sandboxId, String method, String host, int port, String target) {
         ManagedSandbox s = sandboxes.get(sandboxId);
         if (s == null) {
+            return false;
+        }
+        long waiting = approvals.pending().stream().filter(a -> sandboxId.equals(a.sandbox()) && a.trigger() == Approval.Trigger.REQUEST).count();
+        if (waiting >= MAX_PENDING_REQUESTS) {
+            // a sandbox must not bury a person in prompts: its further requests are refused until these are decided
+            LOG.warn("sandbox {}: {} egress requests already wait for approval; refused {} {}:{}", sandboxId, waiting, Json.printable(method),
+                    Json.printable(host), port);
             return false;
         }
         Caller caller = new Caller(policy.clients().get(s.owner()), "egress-proxy", null, null);
