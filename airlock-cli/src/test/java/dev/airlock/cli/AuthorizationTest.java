@@ -179,6 +179,8 @@ class AuthorizationTest {
         try (Airlock agent = Airlock.connect(live.uri(), AGENT)) {
             assertThatThrownBy(() -> agent.create(SandboxSpec.builder().limits(Limits.builder().memory("2g").build()).build()))
                     .isInstanceOf(ForbiddenException.class).hasMessageContaining("profiles.small.maxLimits");
+            assertThatThrownBy(() -> agent.create(SandboxSpec.builder().profile("big").build()))
+                    .isInstanceOf(ForbiddenException.class).hasMessageContaining("clients.agent.profiles");
         }
     }
 

@@ -54,6 +54,9 @@ final class Json {
         if (spec.image() != null) {
             o.put("image", spec.image());
         }
+        if (spec.profile() != null) {
+            o.put("profile", spec.profile());
+        }
         ObjectNode l = MAPPER.createObjectNode();
         Limits limits = spec.limits();
         putIfSet(l, "memory", limits.memory());

@@ -23,6 +23,8 @@ import java.util.regex.Pattern;
  *                    null for the default
  * @param idleTimeout destroy earlier after this long without a request (server default 5 min);
  *                    null for the default
+ * @param profile     the server policy's profile to create with; null for this client's default
+ *                    (its first). Limits above the profile's are refused (ForbiddenException).
  */
 public record SandboxSpec(
         String image,
@@ -30,7 +32,8 @@ public record SandboxSpec(
         Map<String, String> env,
         Map<String, String> labels,
         Duration ttl,
-        Duration idleTimeout) {
+        Duration idleTimeout,
+        String profile) {
 
     /** The longest ttl the server accepts. */
     public static final Duration MAX_TTL = Duration.ofHours(24);
@@ -55,6 +58,14 @@ public record SandboxSpec(
             throw new IllegalArgumentException("ttl " + ttl + " is too long: the server keeps a sandbox at most 24 h");
         }
         checkSeconds("idleTimeout", idleTimeout);
+        if (profile != null && profile.isBlank()) {
+            throw new IllegalArgumentException("profile is blank: leave it unset for this client's default profile");
+        }
+    }
+
+    /** A spec with this client's default profile. */
+    public SandboxSpec(String image, Limits limits, Map<String, String> env, Map<String, String> labels, Duration ttl, Duration idleTimeout) {
+        this(image, limits, env, labels, ttl, idleTimeout, null);
     }
 
     /** Everything at the server's defaults: a sandbox from the warm pool. */
@@ -95,6 +106,7 @@ public record SandboxSpec(
      */
     public static final class Builder {
         private String image;
+        private String profile;
         private final Limits.Builder limits = Limits.builder();
         private final Map<String, String> env = new LinkedHashMap<>();
         private final Map<String, String> labels = new LinkedHashMap<>();
@@ -105,6 +117,9 @@ public record SandboxSpec(
         }
 
         public Builder image(String image) { this.image = image; return this; }
+
+        /** The policy profile to create with (the server's policy file names them). */
+        public Builder profile(String profile) { this.profile = profile; return this; }
 
         /** Replaces every limit set so far. */
         public Builder limits(Limits l) {
@@ -142,7 +157,7 @@ public record SandboxSpec(
         public Builder idleTimeout(Duration idleTimeout) { this.idleTimeout = idleTimeout; return this; }
 
         public SandboxSpec build() {
-            return new SandboxSpec(image, limits.build(), env, labels, ttl, idleTimeout);
+            return new SandboxSpec(image, limits.build(), env, labels, ttl, idleTimeout, profile);
         }
     }
 }
