@@ -108,7 +108,7 @@ class ServerScaleTest {
             // Meanwhile each of the others proves it is itself: it writes its own file and sees only that one.
             List<RemoteSandbox> others = sandboxes.subList(1, COUNT);
             List<ExecResult> results = inParallel(others, s -> s.exec(Exec.command("sh", "-c",
-                    "echo \"$IDENTITY\" > \"/workspace/$IDENTITY\"; ls /workspace; cat /workspace/*")));
+                    "echo \"$IDENTITY\" > \"/workspace/$IDENTITY\"; ls -I output /workspace; cat /workspace/sandbox-*")));
             for (int i = 0; i < others.size(); i++) {
                 String identity = "sandbox-" + (i + 1);
                 assertThat(results.get(i).stdout()).as("what %s sees", identity).isEqualTo(identity + "\n" + identity + "\n");

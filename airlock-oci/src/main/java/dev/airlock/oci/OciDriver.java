@@ -166,7 +166,8 @@ public final class OciDriver implements IsolationDriver {
                 live.put(id, sandbox);
                 return sandbox;
             }
-        } catch (IOException | InterruptedException | RuntimeException e) {
+        } catch (IOException | InterruptedException | RuntimeException | Error e) {
+            // an Error too (a class missing from a half-updated install): the slot and state must not leak
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
@@ -181,6 +182,9 @@ public final class OciDriver implements IsolationDriver {
             uidSlots.release(hostIdBase);
             if (e instanceof AirlockException ae) {
                 throw ae;
+            }
+            if (e instanceof Error error) {
+                throw error;
             }
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
         }

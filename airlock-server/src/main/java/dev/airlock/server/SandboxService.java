@@ -313,14 +313,14 @@ public final class SandboxService implements AutoCloseable {
         }
         reserveCreate(client);
         try {
-            return create(c, client, p, request, limits, ttl, idle, network);
+            return createApproved(c, client, p, request, limits, ttl, idle, network);
         } finally {
             releaseCreate(client);
         }
     }
 
-    private ManagedSandbox create(Caller c, Client client, Profile p, CreateRequest request, Limits limits, Duration ttl, Duration idle,
-                                  NetworkPolicy network) {
+    private ManagedSandbox createApproved(Caller c, Client client, Profile p, CreateRequest request, Limits limits, Duration ttl,
+                                          Duration idle, NetworkPolicy network) {
         awaitApproval(c, p, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
                 + client.name() + "' (limits: memory " + Limits.formatBytes(limits.memoryBytes()) + ", cpus " + limits.cpus() + ", pids "
                 + limits.pids() + ", timeout " + limits.timeout().toSeconds() + " s; network: " + describe(network) + ")");
@@ -334,6 +334,10 @@ public final class SandboxService implements AutoCloseable {
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
         try {
+            if (closed) {
+                // the server began to shut down while this sandbox started: nothing may outlive it
+                throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
+            }
             if (p.outputBytes() > 0) {
                 // ready for the code to write into, so that outputs need no set-up
                 sandbox.files().mkdir(OutputStore.DIR, true);
@@ -345,6 +349,11 @@ public final class SandboxService implements AutoCloseable {
                     + " did not answer after it started: " + e.getMessage(), e);
         }
         sandboxes.put(managed.id(), managed);
+        if (closed && sandboxes.remove(managed.id()) != null) {
+            // close() began after the check above and may not have seen this sandbox
+            destroy(managed, "destroyed", "destroyed at shutdown");
+            throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
+        }
         metrics.sandboxCreated();
         Map<String, Object> d = lifecycle("created", null);
         d.put("client", client.name());
@@ -945,6 +954,9 @@ public final class SandboxService implements AutoCloseable {
         closed = true;
         expiry.interrupt();
         for (ManagedSandbox s : List.copyOf(sandboxes.values())) {
+            if (sandboxes.remove(s.id()) == null) {
+                continue; // a create that saw the close destroys its own
+            }
             try {
                 destroy(s, "destroyed", "destroyed at shutdown");
             } catch (RuntimeException e) {
