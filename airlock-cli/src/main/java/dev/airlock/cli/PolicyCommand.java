@@ -25,12 +25,15 @@ final class PolicyCommand {
         @Override
         public Integer call() {
             Policy p = PolicyFile.load(file);
-            System.out.println(file + ": valid");
+            System.out.println(file + ": valid; approvals wait " + p.approvalTimeout().toSeconds() + " s"
+                    + (p.elicitation() ? ", MCP clients are asked through elicitation" : ", only operators decide (elicitation off)"));
             for (Profile profile : p.profiles().values()) {
                 System.out.println("  profile " + profile.name() + ": image " + profile.image() + ", network "
                         + (profile.network().isNone() ? "none" : profile.network().allow().size() + " destinations")
                         + ", inputs " + profile.inputs().size() + ", credentials " + profile.credentials()
-                        + ", approvals " + profile.approvals().stream().map(a -> a.id()).sorted().toList());
+                        + ", approvals " + profile.approvals().stream().map(a -> a.id()).sorted().toList()
+                        + (profile.requestApprovals().isEmpty() ? "" : ", requests approved by a person: " + profile.requestApprovals().stream()
+                        .map(r -> r.methods().stream().sorted().toList() + " to " + r.destinations()).toList()));
             }
             for (Client c : p.clients().values()) {
                 System.out.println("  client " + c.name() + ": profiles " + c.profiles() + ", may "

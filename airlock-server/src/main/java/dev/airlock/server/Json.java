@@ -230,10 +230,15 @@ final class Json {
 
     /** Untrusted text made safe for messages and logs: printable ASCII, at most 200 characters. */
     static String printable(String s) {
+        return printable(s, 200);
+    }
+
+    /** {@code s} cut to {@code max} characters, with anything but printable ASCII as '?'. */
+    static String printable(String s, int max) {
         if (s == null) {
             return "null";
         }
-        String cut = s.length() > 200 ? s.substring(0, 200) + "..." : s;
+        String cut = s.length() > max ? s.substring(0, max) + "..." : s;
         return cut.replaceAll("[^\\x20-\\x7e]", "?");
     }
 }

@@ -85,7 +85,9 @@ public final class SandboxRuntime implements AutoCloseable {
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
             SandboxRuntime[] self = new SandboxRuntime[1];
-            EgressSettings egress = EgressSettings.DEFAULTS.withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(upstreamTls))
+            EgressSettings egress = EgressSettings.DEFAULTS.withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(upstreamTls)
+                            // the proxy's own limit on a held request stays above the policy's, which decides first
+                            .withApprovalTimeout(policy.approvalTimeout().plusMinutes(1)))
                     .withListener(r -> {
                         egressLog.add(r);
                         auditLog.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));

@@ -593,7 +593,7 @@ public final class SandboxService implements AutoCloseable {
     /** A command as a person approving it reads it: arguments quoted, cut at 500 characters. */
     private static String shown(List<String> argv) {
         String text = String.join(" ", argv.stream().map(a -> a.matches("[A-Za-z0-9_./=:-]+") ? a : "'" + a.replace("'", "'\\''") + "'").toList());
-        return Json.printable(text.length() > 500 ? text.substring(0, 500) + "..." : text);
+        return Json.printable(text, 500);
     }
 
     private void recordExecution(ManagedSandbox s, ExecRequest request, String processId) {
@@ -859,7 +859,7 @@ public final class SandboxService implements AutoCloseable {
         try {
             approvals.await(caller, Approval.Trigger.REQUEST, s.profile().rule("approveRequests"), sandboxId, "let sandbox " + sandboxId
                     + " (client '" + s.owner() + "') send " + Json.printable(method) + " " + Json.printable(host) + ":" + port
-                    + Json.printable(target));
+                    + Json.printable(target, 600));
             return true;
         } catch (AirlockException e) {
             return false;

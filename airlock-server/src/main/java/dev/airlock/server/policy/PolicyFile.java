@@ -235,7 +235,11 @@ public final class PolicyFile {
         Set<Approval.Trigger> approvals = EnumSet.noneOf(Approval.Trigger.class);
         if (f.containsKey("approvals")) {
             for (Y a : f.get("approvals").list()) {
-                approvals.add(a.check(() -> Approval.Trigger.parse(a.string())));
+                Approval.Trigger t = a.check(() -> Approval.Trigger.parse(a.string()));
+                if (t == Approval.Trigger.REQUEST) {
+                    throw a.error("'request' is set by approveRequests rules, such as {host: api.example.com, methods: [POST]}, not listed here");
+                }
+                approvals.add(t);
             }
         }
         List<RequestApproval> requestApprovals = new ArrayList<>();
