@@ -115,7 +115,7 @@ final class OutputStore {
                 long written;
                 try (OutputStream out = Files.newOutputStream(target, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
                         LinkOption.NOFOLLOW_LINKS)) {
-                    CountingSink sink = new CountingSink(out);
+                    CountingOutputStream sink = new CountingOutputStream(out);
                     // the file may have grown since it was listed: read no more than is left of the cap
                     agent.readFile(f.path(), maxBytes - total, sink);
                     written = sink.count;
@@ -214,26 +214,6 @@ final class OutputStore {
             return Json.MAPPER.readTree(Files.readString(dir.resolve(MANIFEST)));
         } catch (IOException | RuntimeException e) {
             return null;
-        }
-    }
-
-    private static final class CountingSink extends java.io.FilterOutputStream {
-        long count;
-
-        CountingSink(OutputStream out) {
-            super(out);
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            out.write(b);
-            count++;
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            out.write(b, off, len);
-            count += len;
         }
     }
 }

@@ -795,27 +795,6 @@ public final class SandboxService implements AutoCloseable {
         }
     }
 
-    /** Counts the bytes of a file read, for its audit record. */
-    private static final class CountingOutputStream extends java.io.FilterOutputStream {
-        long count;
-
-        CountingOutputStream(OutputStream out) {
-            super(out);
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            out.write(b);
-            count++;
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            out.write(b, off, len);
-            count += len;
-        }
-    }
-
     private <T> T mapFileErrors(ManagedSandbox s, String path, FileOperation<T> op) {
         try {
             return op.apply(s.sandbox().files());
