@@ -61,8 +61,19 @@ class PolicyCredentialsTest {
     /** Every REST response body this class received from the live server. */
     private static final List<String> responses = new CopyOnWriteArrayList<>();
 
+    /** Every log event of the server while this class runs, Airlock's own at DEBUG. */
+    private static final ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> LOGS =
+            new ch.qos.logback.core.read.ListAppender<>();
+    private static ch.qos.logback.classic.Level airlockLevel;
+
     @BeforeAll
     static void start() throws Exception {
+        ch.qos.logback.classic.LoggerContext context = (ch.qos.logback.classic.LoggerContext) org.slf4j.LoggerFactory.getILoggerFactory();
+        LOGS.setContext(context);
+        LOGS.start();
+        context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME).addAppender(LOGS);
+        airlockLevel = context.getLogger("dev.airlock").getLevel();
+        context.getLogger("dev.airlock").setLevel(ch.qos.logback.classic.Level.DEBUG);
         assertThat(System.getenv(UNSET_VARIABLE)).as(UNSET_VARIABLE + " must not be set for this test").isNull();
         tls = TestTls.create(tmp, "test.example", "other.example");
         https = new RecordingServer(tls.serverContext());
@@ -121,6 +132,17 @@ class PolicyCredentialsTest {
                 files.forEach((name, bytes) -> assertThat(new String(bytes, StandardCharsets.ISO_8859_1))
                         .as("data directory file %s", name).doesNotContain(SECRET_TAIL));
                 assertThat(responses).isNotEmpty().allSatisfy(body -> assertThat(body).doesNotContain(SECRET_TAIL));
+                // nor any log line, message or exception of the server, down to Airlock's DEBUG lines
+                ch.qos.logback.classic.LoggerContext context = (ch.qos.logback.classic.LoggerContext) org.slf4j.LoggerFactory.getILoggerFactory();
+                context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME).detachAppender(LOGS);
+                context.getLogger("dev.airlock").setLevel(airlockLevel);
+                assertThat(LOGS.list).as("log events while secrets were in use").isNotEmpty();
+                assertThat(LOGS.list).allSatisfy(e -> {
+                    assertThat(e.getFormattedMessage()).doesNotContain(SECRET_TAIL);
+                    if (e.getThrowableProxy() != null) {
+                        assertThat(ch.qos.logback.classic.spi.ThrowableProxyUtil.asString(e.getThrowableProxy())).doesNotContain(SECRET_TAIL);
+                    }
+                });
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
