@@ -245,6 +245,41 @@ class AuthorizationTest {
                 "sandbox_exec");
     }
 
+    @Test
+    void anMcpSessionOfOneClientIsUnknownToAnother() throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        java.net.URI mcp = java.net.URI.create(live.uri() + "/mcp");
+        HttpResponse<String> init = http.send(mcpPost(mcp, AGENT, null, """
+                {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}"""),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(init.statusCode()).as(init.body()).isEqualTo(200);
+        String session = init.headers().firstValue("Mcp-Session-Id").orElseThrow();
+        http.send(mcpPost(mcp, AGENT, session, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), HttpResponse.BodyHandlers.ofString());
+        String list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
+        // the agent's own session lists its tools
+        assertThat(http.send(mcpPost(mcp, AGENT, session, list), HttpResponse.BodyHandlers.ofString()).body()).contains("run_code");
+        // the reader presenting the agent's session id gets no session and no tools
+        HttpResponse<String> hijack = http.send(mcpPost(mcp, READER, session, list), HttpResponse.BodyHandlers.ofString());
+        assertThat(hijack.statusCode()).as(hijack.body()).isIn(400, 404);
+        assertThat(hijack.body()).doesNotContain("run_code");
+        String call = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"print(1)\"}}}";
+        HttpResponse<String> hijackCall = http.send(mcpPost(mcp, READER, session, call), HttpResponse.BodyHandlers.ofString());
+        assertThat(hijackCall.statusCode()).isIn(400, 404);
+        assertThat(live.audit(null, AuditRecord.REQUEST)).noneMatch(r -> r.actor().startsWith("reader@") && r.detail().contains("run_code"));
+    }
+
+    private static java.net.http.HttpRequest mcpPost(java.net.URI mcp, String token, String session, String body) {
+        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(mcp)
+                .header("Authorization", "Bearer " + token)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (session != null) {
+            b.header("Mcp-Session-Id", session);
+        }
+        return b.build();
+    }
+
     private static Map<String, String> with(Map<String, String> env, String token) {
         Map<String, String> m = new java.util.HashMap<>(env);
         m.put("MCP_TOKEN", token);
