@@ -83,7 +83,15 @@ final class ApiServlet extends HttpServlet {
                 error(resp, 401, "unauthenticated", "missing or wrong bearer token: " + AirlockServer.authHint(config));
                 return;
             }
-            try (Grants grants = new Grants(req, client, argsDigest(req))) {
+            String digest;
+            try {
+                digest = argsDigest(req);
+            } catch (AirlockException e) {
+                // a body that could not be read (too large): still on the log, then refused
+                new Grants(req, client, null).close();
+                throw e;
+            }
+            try (Grants grants = new Grants(req, client, digest)) {
                 route(grants, req, resp, path);
             }
         } catch (AirlockException e) {
