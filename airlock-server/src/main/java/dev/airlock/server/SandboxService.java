@@ -406,8 +406,10 @@ public final class SandboxService implements AutoCloseable {
     /** Network beyond the profile's: waits for approval if the profile says so, else refused. */
     private void beyondNetwork(Caller c, Profile p, String sandbox, List<String> beyond) {
         if (!p.approvals().contains(Approval.Trigger.NETWORK)) {
-            throw refuse(Kind.PERMISSION_DENIED, p.rule("network"), "network beyond what profile '" + p.name() + "' allows: "
-                    + String.join("; ", beyond) + " (rule " + p.rule("network") + "): ask only for what the profile names");
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("network"), (p.network().isNone() ? "profile '" + p.name() + "' has no network, and"
+                    + " this asks for " : "network beyond what profile '" + p.name() + "' allows: ")
+                    + String.join("; ", beyond) + " (rule " + p.rule("network") + "): " + (p.network().isNone()
+                    ? "create the sandbox with a profile that has network (see docs/policy.md)" : "ask only for what the profile names"));
         }
         awaitApproval(c, p, Approval.Trigger.NETWORK, sandbox, "let client '" + c.client().name() + "' reach, beyond profile '"
                 + p.name() + "': " + String.join("; ", beyond));

@@ -95,6 +95,9 @@ public record Profile(String name, String image, Set<Language> languages, Limits
                 beyond.add("hosts entry " + h.getKey() + " -> " + h.getValue());
             }
         }
+        if (network.isNone()) {
+            return beyond; // its budgets say nothing more than "no network"
+        }
         if (asked.maxConnections() > network.maxConnections()) {
             beyond.add("maxConnections " + asked.maxConnections() + " > " + network.maxConnections());
         }
