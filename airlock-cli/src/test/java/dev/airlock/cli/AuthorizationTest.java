@@ -260,7 +260,8 @@ class AuthorizationTest {
         assertThat(http.send(mcpPost(mcp, AGENT, session, list), HttpResponse.BodyHandlers.ofString()).body()).contains("run_code");
         // the reader presenting the agent's session id gets no session and no tools
         HttpResponse<String> hijack = http.send(mcpPost(mcp, READER, session, list), HttpResponse.BodyHandlers.ofString());
-        assertThat(hijack.statusCode()).as(hijack.body()).isIn(400, 404);
+        assertThat(hijack.statusCode()).as(hijack.body()).isEqualTo(404);
+        assertThat(hijack.body()).contains("does not exist for this client");
         assertThat(hijack.body()).doesNotContain("run_code");
         String call = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"print(1)\"}}}";
         HttpResponse<String> hijackCall = http.send(mcpPost(mcp, READER, session, call), HttpResponse.BodyHandlers.ofString());

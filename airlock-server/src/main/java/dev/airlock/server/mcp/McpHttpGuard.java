@@ -95,6 +95,12 @@ final class McpHttpGuard implements Filter {
             refuse(resp, 404, "MCP session " + printable(session) + " has ended and its sandboxes were destroyed: start a new session");
             return;
         }
+        String owner = session == null ? null : sessions.clientOf(session);
+        if (session != null && owner != null && !owner.equals(client.name())) {
+            // another client's session: as unknown to this client as one that never existed
+            refuse(resp, 404, "MCP session " + printable(session) + " does not exist for this client: start a new session");
+            return;
+        }
         HttpServletRequest forwarded = req;
         if ("POST".equals(req.getMethod())) {
             Charset charset = charset(req);
@@ -111,6 +117,10 @@ final class McpHttpGuard implements Filter {
         }
         try {
             transports.get(client.name()).service(forwarded, resp);
+            String created = resp.getHeader(SESSION_HEADER);
+            if (session == null && created != null) {
+                sessions.claim(created, client.name());
+            }
         } finally {
             if (session != null) {
                 if (forwarded.isAsyncStarted()) {

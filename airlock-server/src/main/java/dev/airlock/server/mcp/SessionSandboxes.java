@@ -30,6 +30,8 @@ final class SessionSandboxes implements AutoCloseable {
     private static final class Session {
         final Set<String> sandboxes = ConcurrentHashMap.newKeySet();
         final AtomicInteger inFlight = new AtomicInteger();
+        /** The policy client that opened it (HTTP); no other client's request may touch it. */
+        volatile String client;
         volatile Instant lastSeen = Instant.now();
     }
 
@@ -55,6 +57,17 @@ final class SessionSandboxes implements AutoCloseable {
 
     void disown(String sandboxId) {
         sessions.values().forEach(s -> s.sandboxes.remove(sandboxId));
+    }
+
+    /** Records which client opened {@code session}. */
+    void claim(String session, String client) {
+        session(session).client = client;
+    }
+
+    /** The client that opened {@code session}, or null when none is known. */
+    String clientOf(String session) {
+        Session s = sessions.get(session);
+        return s == null ? null : s.client;
     }
 
     boolean hasEnded(String session) {
