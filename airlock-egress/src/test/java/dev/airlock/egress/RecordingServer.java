@@ -37,6 +37,29 @@ public final class RecordingServer implements AutoCloseable {
         return server.getLocalPort();
     }
 
+    /**
+     * What the connection that asked for {@code path} sent, once that connection has ended;
+     * fails after 20 seconds without one.
+     */
+    public String awaitRequestFor(String path) {
+        long deadline = System.nanoTime() + java.time.Duration.ofSeconds(20).toNanos();
+        while (true) {
+            for (String r : received) {
+                if (r.contains(" " + path + " ")) {
+                    return r;
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the origin received no request for " + path + " within 20 s");
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        }
+    }
+
     /** Everything every connection sent, joined. */
     public String all() {
         return String.join("\n", received);

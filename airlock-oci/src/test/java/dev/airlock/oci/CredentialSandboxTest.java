@@ -1,9 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.Credential;
-import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
-import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.NetworkPolicy.AddressRange;
@@ -24,7 +22,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -85,43 +82,8 @@ class CredentialSandboxTest extends SandboxTestBase {
         return engine.create(SandboxSpec.defaults().withNetwork(policy()).withCredentials(List.of(githubApi())));
     }
 
-    static ExecResult exec(Sandbox sb, String... argv) {
-        return sb.exec(ExecRequest.of(argv).withTimeout(Duration.ofSeconds(60)));
-    }
-
-    static ExecResult python(Sandbox sb, String code) {
-        sb.writeFile("/tmp/t.py", code.getBytes(StandardCharsets.UTF_8));
-        return exec(sb, "/usr/bin/python3", "/tmp/t.py");
-    }
-
-    static void ok(ExecResult r) {
-        assertThat(r.endReason()).as("stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("stderr: %s / stdout: %s", r.stderrText(), r.stdoutText()).isZero();
-    }
-
     static void noSecretIn(ExecResult r) {
         assertThat(r.stdoutText() + r.stderrText()).doesNotContain(SECRET_TAIL);
-    }
-
-    /** What the origin received on the connection of {@code path}, once that connection has ended. */
-    static String receivedFor(RecordingServer server, String path) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (true) {
-            var hit = server.received.stream().filter(r -> r.contains(" " + path + " ")).findFirst();
-            if (hit.isPresent()) {
-                return hit.get();
-            }
-            assertThat(System.nanoTime()).as("the origin received a request for " + path).isLessThan(deadline);
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                throw new AssertionError(e);
-            }
-        }
-    }
-
-    static void assumeCurl() {
-        assumeThat(Files.isExecutable(Path.of("/usr/bin/curl"))).as("/usr/bin/curl on the host").isTrue();
     }
 
     @Test
@@ -146,9 +108,9 @@ class CredentialSandboxTest extends SandboxTestBase {
             assertThat(py.stdoutText()).contains("seen GET /py-tls");
             noSecretIn(py);
         }
-        assertThat(receivedFor(https, "/curl-tls")).contains("Authorization: " + SECRET + "\r\n");
-        assertThat(receivedFor(http, "/curl-plain")).contains("Authorization: " + SECRET + "\r\n");
-        assertThat(receivedFor(https, "/py-tls")).contains("Authorization: " + SECRET + "\r\n").doesNotContain("forged");
+        assertThat(https.awaitRequestFor("/curl-tls")).contains("Authorization: " + SECRET + "\r\n");
+        assertThat(http.awaitRequestFor("/curl-plain")).contains("Authorization: " + SECRET + "\r\n");
+        assertThat(https.awaitRequestFor("/py-tls")).contains("Authorization: " + SECRET + "\r\n").doesNotContain("forged");
         assertThat(records).anySatisfy(r -> {
             assertThat(r.destination()).isEqualTo("test.example");
             assertThat(r.credentials()).containsExactly("github-api");
@@ -177,7 +139,7 @@ class CredentialSandboxTest extends SandboxTestBase {
             assertThat(r.stdoutText()).contains("seen GET /node");
             noSecretIn(r);
         }
-        assertThat(receivedFor(https, "/node")).contains("Authorization: " + SECRET + "\r\n");
+        assertThat(https.awaitRequestFor("/node")).contains("Authorization: " + SECRET + "\r\n");
     }
 
     @Test
@@ -287,8 +249,8 @@ class CredentialSandboxTest extends SandboxTestBase {
             assertThat(r.stdoutText()).contains("plain-other: HTTP/1.1 200", "plain-mixed: HTTP/1.1 400", "tls-other: seen GET /tls-other",
                     "tls-mixed: HTTP/1.1 400");
         }
-        assertThat(receivedFor(http, "/plain-other")).doesNotContain(SECRET_TAIL);
-        assertThat(receivedFor(https, "/tls-other")).doesNotContain(SECRET_TAIL);
+        assertThat(http.awaitRequestFor("/plain-other")).doesNotContain(SECRET_TAIL);
+        assertThat(https.awaitRequestFor("/tls-other")).doesNotContain(SECRET_TAIL);
         assertThat(http.all() + https.all()).doesNotContain("/plain-mixed", "/tls-mixed");
     }
 
@@ -302,7 +264,7 @@ class CredentialSandboxTest extends SandboxTestBase {
             ok(r);
             assertThat(r.stdoutText()).contains("seen GET /after-update");
         }
-        assertThat(receivedFor(https, "/after-update")).contains("Authorization: " + SECRET + "\r\n");
+        assertThat(https.awaitRequestFor("/after-update")).contains("Authorization: " + SECRET + "\r\n");
     }
 
     @Test
@@ -315,7 +277,7 @@ class CredentialSandboxTest extends SandboxTestBase {
                     + "curl -sS --cacert /tmp/test-ca.pem https://test.example:" + https.port() + "/no-credentials");
             assertThat(r.stdoutText()).startsWith("0\n").contains("no ca", "seen GET /no-credentials");
         }
-        assertThat(receivedFor(https, "/no-credentials")).doesNotContain("Authorization");
+        assertThat(https.awaitRequestFor("/no-credentials")).doesNotContain("Authorization");
     }
 
     @Test

@@ -1,6 +1,5 @@
 package dev.airlock.oci;
 
-import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Sandbox;
@@ -17,12 +16,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * loopback ports and System V IPC are all private.
  */
 class CrossSandboxTest extends SandboxTestBase {
-
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stdout: %s; stderr: %s", r.stdoutText(), r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
 
     private static ExecResult py(Sandbox sandbox, String body) {
         return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body)));

@@ -3,7 +3,6 @@ package dev.airlock.oci;
 import dev.airlock.egress.LocalServers;
 import dev.airlock.egress.TestTls;
 
-import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
@@ -88,20 +87,6 @@ class EgressSandboxTest extends SandboxTestBase {
 
     static Sandbox sandbox(NetworkPolicy policy) {
         return engine.create(SandboxSpec.defaults().withNetwork(policy));
-    }
-
-    static ExecResult exec(Sandbox sb, String... argv) {
-        return sb.exec(ExecRequest.of(argv).withTimeout(Duration.ofSeconds(60)));
-    }
-
-    static ExecResult python(Sandbox sb, String code) {
-        sb.writeFile("/tmp/t.py", code.getBytes(StandardCharsets.UTF_8));
-        return exec(sb, "/usr/bin/python3", "/tmp/t.py");
-    }
-
-    static void ok(ExecResult r) {
-        assertThat(r.endReason()).as("stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("stderr: %s / stdout: %s", r.stderrText(), r.stdoutText()).isZero();
     }
 
     static void assumeCurl() {

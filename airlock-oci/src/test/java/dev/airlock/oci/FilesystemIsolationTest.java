@@ -1,6 +1,5 @@
 package dev.airlock.oci;
 
-import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -24,12 +23,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the host's own files, accounts or Airlock state; masked /proc files; no /sys.
  */
 class FilesystemIsolationTest extends SandboxTestBase {
-
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
 
     @Test
     void sandboxCannotSeeHostRootOrHomeDirectories() {

@@ -1,10 +1,8 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
-import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
-import dev.airlock.core.ExecResult;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Input;
 import dev.airlock.core.Sandbox;
@@ -105,12 +103,6 @@ class InputsIsolationTest extends SandboxTestBase {
             }
         }
         return all;
-    }
-
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stdout: %s; stderr: %s", r.stdoutText(), r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stdout: %s; stderr: %s", r.stdoutText(), r.stderrText()).isZero();
-        return r;
     }
 
     private static String py(Sandbox sandbox, String body) {

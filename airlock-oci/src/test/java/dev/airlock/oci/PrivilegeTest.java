@@ -1,6 +1,5 @@
 package dev.airlock.oci;
 
-import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
 import org.junit.jupiter.api.Test;
 
@@ -19,12 +18,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * cannot reach although it shares the agent's uid.
  */
 class PrivilegeTest extends SandboxTestBase {
-
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
 
     @Test
     void processHasNoCapabilitiesNoNewPrivsAndASeccompFilter() {

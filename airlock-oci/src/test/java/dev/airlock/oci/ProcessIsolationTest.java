@@ -1,6 +1,5 @@
 package dev.airlock.oci;
 
-import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
@@ -23,12 +22,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ProcessIsolationTest extends SandboxTestBase {
 
     private static final String AGENT_CMDLINE = "/.airlock/airlock-agent\0/run/airlock/agent.sock\0";
-
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
 
     @Test
     void onlyTheSandboxsOwnProcessesAreVisible() {

@@ -27,12 +27,6 @@ class ResourceLimitsTest extends SandboxTestBase {
 
     private static final long MIB = 1024 * 1024;
 
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
-
     /** The pids limit counts the agent and the program: with 16, the program gets 14 children, then EAGAIN. */
     @Test
     void forkBombIsStoppedByPidsLimit() {

@@ -17,12 +17,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class SyscallFilterTest extends SandboxTestBase {
 
-    private static ExecResult ok(ExecResult r) {
-        assertThat(r.endReason()).as("end reason; stderr: %s", r.stderrText()).isEqualTo(EndReason.EXITED);
-        assertThat(r.exitCode()).as("exit code; stderr: %s", r.stderrText()).isZero();
-        return r;
-    }
-
     /**
      * Python set-up for the rows: {@code buf} a zeroed 4 KiB buffer, {@code B} its address,
      * {@code E} the address of an empty C string, {@code IOV} an iovec of 8 bytes of {@code buf},
