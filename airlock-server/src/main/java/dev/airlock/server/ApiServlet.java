@@ -221,7 +221,7 @@ final class ApiServlet extends HttpServlet {
             return;
         }
         if (parts.size() < 2 || !parts.get(0).equals("v1") || !parts.get(1).equals("sandboxes")) {
-            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
+            throw noSuchEndpoint(req);
         }
         if (parts.size() == 2) {
             switch (method) {
@@ -325,7 +325,7 @@ final class ApiServlet extends HttpServlet {
     private void processRoute(Grants g, HttpServletRequest req, HttpServletResponse resp, String id, List<String> parts, String method)
             throws IOException {
         if (parts.size() < 5 || !parts.get(3).equals("processes") || parts.size() > 6) {
-            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
+            throw noSuchEndpoint(req);
         }
         if (parts.size() == 5) {
             switch (method) {
@@ -343,7 +343,7 @@ final class ApiServlet extends HttpServlet {
             return;
         }
         if (!parts.get(5).equals("signal")) {
-            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()));
+            throw noSuchEndpoint(req);
         }
         only(method, "POST");
         g.grant(Operation.EXEC);
@@ -385,7 +385,7 @@ final class ApiServlet extends HttpServlet {
             send(resp, 200, Json.approval(a));
             return;
         }
-        throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
+        throw noSuchEndpoint(req);
     }
 
     /** {@code /v1/outputs}: what ended sandboxes left in /workspace/output. */
@@ -425,7 +425,7 @@ final class ApiServlet extends HttpServlet {
             service.readOutput(id, path == null ? "" : path, resp.getOutputStream());
             return;
         }
-        throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
+        throw noSuchEndpoint(req);
     }
 
     private void listSandboxes(HttpServletRequest req, HttpServletResponse resp) throws IOException {
@@ -644,6 +644,10 @@ final class ApiServlet extends HttpServlet {
             }
         }
         return parts;
+    }
+
+    private static AirlockException noSuchEndpoint(HttpServletRequest req) {
+        return new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(req.getRequestURI()) + " (see GET /openapi.json)");
     }
 
     private static void only(String method, String allowed) {

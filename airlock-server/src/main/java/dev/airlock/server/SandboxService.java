@@ -305,7 +305,7 @@ public final class SandboxService implements AutoCloseable {
         }
         NetworkPolicy network = p.network();
         if (request.network() != null) {
-            network = keepDeny(request.network(), p);
+            network = p.keepingDeny(request.network());
             List<String> beyond = p.beyondNetwork(network);
             if (!beyond.isEmpty()) {
                 beyondNetwork(c, p, null, beyond);
@@ -334,10 +334,6 @@ public final class SandboxService implements AutoCloseable {
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
         try {
-            if (closed) {
-                // the server began to shut down while this sandbox started: nothing may outlive it
-                throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
-            }
             if (p.outputBytes() > 0) {
                 // ready for the code to write into, so that outputs need no set-up
                 sandbox.files().mkdir(OutputStore.DIR, true);
@@ -367,16 +363,6 @@ public final class SandboxService implements AutoCloseable {
         d.put("labels", request.labels().size());
         audit.record(AuditRecord.LIFECYCLE, managed.id(), d);
         return managed;
-    }
-
-    /** A client's network with the profile's deny list added: a client may narrow the profile's network, never widen it. */
-    private static NetworkPolicy keepDeny(NetworkPolicy asked, Profile p) {
-        if (p.network().deny().isEmpty() || asked.isNone()) {
-            return asked;
-        }
-        List<String> deny = new java.util.ArrayList<>(asked.deny());
-        p.network().deny().stream().filter(d -> !deny.contains(d)).forEach(deny::add);
-        return new NetworkPolicy(asked.allow(), deny, asked.ranges(), asked.hosts(), asked.maxConnections(), asked.maxBytes());
     }
 
     private static String describe(NetworkPolicy n) {
@@ -507,7 +493,7 @@ public final class SandboxService implements AutoCloseable {
     public ManagedSandbox updateNetwork(String id, NetworkPolicy policy) {
         Caller c = require(Operation.NETWORK_UPDATE);
         ManagedSandbox s = get(id);
-        NetworkPolicy narrowed = keepDeny(policy, s.profile());
+        NetworkPolicy narrowed = s.profile().keepingDeny(policy);
         List<String> beyond = s.profile().beyondNetwork(narrowed);
         if (!beyond.isEmpty()) {
             beyondNetwork(c, s.profile(), id, beyond);

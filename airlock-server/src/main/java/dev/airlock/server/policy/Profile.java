@@ -72,6 +72,16 @@ public record Profile(String name, String image, Set<Language> languages, Limits
         return d.toMillis() % 1000 == 0 ? String.valueOf(d.toSeconds()) : String.valueOf(d.toMillis() / 1000.0);
     }
 
+    /** {@code asked} with this profile's deny list added: a client may narrow the profile's network, never widen it. */
+    public NetworkPolicy keepingDeny(NetworkPolicy asked) {
+        if (network.deny().isEmpty() || asked.isNone()) {
+            return asked;
+        }
+        List<String> deny = new ArrayList<>(asked.deny());
+        network.deny().stream().filter(d -> !deny.contains(d)).forEach(deny::add);
+        return new NetworkPolicy(asked.allow(), deny, asked.ranges(), asked.hosts(), asked.maxConnections(), asked.maxBytes());
+    }
+
     /**
      * What {@code asked} reaches that this profile's network does not: destinations, ranges,
      * static names or budgets beyond it, one line each; empty when it only narrows the profile's.
