@@ -307,6 +307,25 @@ class ApprovalsTest {
         assertThat(decisions.getFirst().actor()).isEqualTo("mcp-elicitation:mcp-agent");
     }
 
+    @Test
+    void withElicitationOffAnMcpClientWhoWouldApproveIsNeverAsked() throws Exception {
+        try (LiveServer off = LiveServer.withPolicy("""
+                approvals: {timeoutSeconds: 2, elicitation: false}
+                profiles:
+                  default: {}
+                  big: {approvals: [create]}
+                clients:
+                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                  mcp-agent: {tokenSha256: %s, profiles: [big], allow: [sandbox.create, sandbox.destroy]}
+                """.formatted(HexFormat.of().formatHex(Policy.sha256(MCP_AGENT))), c -> c.withPoolSize(0))) {
+            JsonNode r = McpNode.client(Map.of("MCP_TRANSPORT", "http", "MCP_URL", off.uri() + "/mcp", "MCP_TOKEN", MCP_AGENT,
+                    "MCP_ELICIT", "accept"), "approvedCreate").path("approvedCreate");
+            assertThat(r.path("elicitations")).as(r.toString()).isEmpty();
+            assertThat(r.path("result").path("isError").asBoolean()).isTrue();
+            assertThat(r.toString()).contains("nobody approved it within 2 s");
+        }
+    }
+
     private static Map<String, String> with(Map<String, String> env, String key, String value) {
         Map<String, String> m = new java.util.HashMap<>(env);
         m.put(key, value);
