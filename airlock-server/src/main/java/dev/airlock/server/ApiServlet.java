@@ -576,7 +576,16 @@ final class ApiServlet extends HttpServlet {
             case "PUT" -> {
                 g.grant(Operation.FILES_WRITE);
                 try (InputStream in = req.getInputStream()) {
-                    send(resp, 201, Json.file(service.writeFile(id, path, in)));
+                    try {
+                        send(resp, 201, Json.file(service.writeFile(id, path, in)));
+                    } catch (AirlockException e) {
+                        if (e.kind() == Kind.TOO_LARGE) {
+                            // read the rest of the upload (within a bound), so that the client is
+                            // still listening when the 413 comes, instead of seeing a reset
+                            drain(in, MAX_DRAIN);
+                        }
+                        throw e;
+                    }
                 }
             }
             case "GET" -> {
@@ -644,6 +653,22 @@ final class ApiServlet extends HttpServlet {
             }
         }
         return parts;
+    }
+
+    /** The most of a refused upload that is read and dropped before the refusal is sent. */
+    private static final long MAX_DRAIN = 16L << 20;
+
+    private static void drain(InputStream in, long max) {
+        try {
+            byte[] buf = new byte[64 * 1024];
+            long read = 0;
+            int n;
+            while (read < max && (n = in.read(buf)) > 0) {
+                read += n;
+            }
+        } catch (IOException e) {
+            // the client went away: nothing to answer
+        }
     }
 
     private static AirlockException noSuchEndpoint(HttpServletRequest req) {
