@@ -562,8 +562,7 @@ public final class EgressProxy implements AutoCloseable {
                     if (inspected()) {
                         forwardInspected(head, head.originPath(), target, false, clientInput(), clientOutput());
                     } else {
-                        dial();
-                        relay(head.originForm(target));
+                        forwardPlain(head, target);
                     }
                 }
             } catch (HttpHead.Malformed e) {
@@ -573,6 +572,19 @@ public final class EgressProxy implements AutoCloseable {
                 rule = r.rule;
                 httpError(r.httpStatus, r.rule, r.getMessage());
             }
+        }
+
+        /**
+         * The one request of a plain-HTTP forward: sent upstream with exactly its body, the response
+         * relayed until upstream closes, then the connection ends. Nothing after that body is read,
+         * so a pipelined request (another Host, another target) is never relayed unchecked; a
+         * client asks again on a new connection, admitted like the first.
+         */
+        private void forwardPlain(HttpHead head, HttpHead.Authority target) throws IOException, HttpHead.Malformed, Refused {
+            long length = head.bodyLength();
+            dial();
+            Socket s = upstream;
+            exchange(head.originForm(target), length, List.of(), clientInput(), clientOutput(), s.getInputStream(), s.getOutputStream());
         }
 
         private void httpError(int status, String rule, String message) throws IOException {

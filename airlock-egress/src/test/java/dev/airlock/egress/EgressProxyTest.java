@@ -230,6 +230,26 @@ class EgressProxyTest {
     }
 
     @Test
+    void aPipelinedRequestToADeniedHostNeverReachesTheAdmittedOrigin() throws Exception {
+        try (RecordingServer origin = new RecordingServer(null)) {
+            start(loopbackPolicy(List.of(Destination.of("test.example", origin.port())), List.of("other.example")));
+            String allowed = "test.example:" + origin.port();
+            String denied = "other.example:" + origin.port();
+            // The first request is allowed and has a body; the second, pipelined behind it, names a denied host
+            // both in its absolute-form target and in Host, and would reach the admitted address if relayed.
+            Response r = send("POST http://" + allowed + "/first HTTP/1.1\r\nHost: " + allowed + "\r\nContent-Length: 4\r\n\r\nbody"
+                    + "GET http://" + denied + "/second HTTP/1.1\r\nHost: " + denied + "\r\n\r\n"
+                    + "GET /third HTTP/1.1\r\nHost: " + denied + "\r\n\r\n");
+            assertThat(r.status()).isEqualTo(200);
+            assertThat(r.body()).isEqualTo("seen POST /first\n");
+            String upstream = origin.awaitRequestFor("/first");
+            assertThat(upstream).endsWith("\r\n\r\nbody").doesNotContain("/second", "/third", "other.example");
+            assertThat(origin.accepted).hasValue(1);
+            assertThat(records).extracting(EgressRecord::destination).containsExactly("test.example");
+        }
+    }
+
+    @Test
     void oversizedHeadersAreRefused() throws Exception {
         start(loopbackPolicy(List.of(Destination.of("test.example")), List.of()));
         Response r = send("GET http://test.example/ HTTP/1.1\r\nX-Big: " + "a".repeat(40_000) + "\r\n\r\n");
