@@ -77,9 +77,21 @@ public final class Sandbox implements AutoCloseable {
      * now; it is enforced by whoever calls {@link Execution#await()}.
      */
     public Execution start(ExecRequest request, OutputListener listener) {
+        return start(request, new CappedOutput(spec.limits().outputBytes(), listener));
+    }
+
+    /**
+     * Starts a process like {@link #start(ExecRequest, OutputListener)} whose output, capped at the
+     * output limit, only goes to {@code listener}: its result's stdout and stderr are empty, so a
+     * long-lived process holds no output in memory (the listener stores it elsewhere).
+     */
+    public Execution startStreaming(ExecRequest request, OutputListener listener) {
+        return start(request, new CappedOutput(spec.limits().outputBytes(), listener, false));
+    }
+
+    private Execution start(ExecRequest request, CappedOutput output) {
         ensureOpen();
         Duration timeout = request.timeout() != null ? request.timeout() : spec.limits().timeout();
-        CappedOutput output = new CappedOutput(spec.limits().outputBytes(), listener);
         long oomBefore = driverSandbox.oomKills();
         long start = System.nanoTime();
         SandboxAgent.AgentProcess process;

@@ -290,7 +290,7 @@ final class ApiServlet extends HttpServlet {
                 only(method, "GET");
                 g.grant(Operation.SANDBOX_READ);
                 ArrayNode list = Json.MAPPER.createArrayNode();
-                service.get(id).processes().forEach(p -> list.add(Json.process(p)));
+                service.get(id).processes().forEach(p -> list.add(Json.process(p, false)));
                 send(resp, 200, Json.object().set("processes", list));
             }
             case "files" -> files(g, req, resp, id, method);
@@ -340,6 +340,15 @@ final class ApiServlet extends HttpServlet {
                 }
                 default -> only(method, "GET, DELETE");
             }
+            return;
+        }
+        if (parts.get(5).equals("stdout") || parts.get(5).equals("stderr")) {
+            only(method, "GET");
+            g.grant(Operation.SANDBOX_READ);
+            SpilledOutput output = service.get(id).process(parts.get(4)).output();
+            resp.setStatus(200);
+            resp.setContentType("application/octet-stream");
+            ProcessOutputFiles.copy(parts.get(5).equals("stdout") ? output.stdoutFile() : output.stderrFile(), resp.getOutputStream());
             return;
         }
         if (!parts.get(5).equals("signal")) {

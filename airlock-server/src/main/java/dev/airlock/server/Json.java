@@ -194,18 +194,40 @@ final class Json {
         return n;
     }
 
+    /** A process with the head of its output ({@value BackgroundProcess#OUTPUT_PREVIEW_BYTES} bytes a stream) once it ended. */
     static ObjectNode process(BackgroundProcess p) {
+        return process(p, true);
+    }
+
+    /**
+     * A process; {@code withOutput} false (a list) leaves out the output, so a list of every kept
+     * process stays small whatever they wrote. All of it: {@code GET .../processes/{pid}/stdout}.
+     */
+    static ObjectNode process(BackgroundProcess p, boolean withOutput) {
         ObjectNode n = object();
         n.put("id", p.id());
         n.set("command", MAPPER.valueToTree(p.command()));
         n.put("state", p.running() ? "running" : "exited");
         n.put("pid", p.execution().pid());
         n.put("startedAt", p.startedAt().toString());
-        if (p.result() == null) {
+        n.put("stdoutBytes", p.output().stdoutBytes());
+        n.put("stderrBytes", p.output().stderrBytes());
+        ExecResult r = p.result();
+        if (r == null) {
             n.putNull("result");
-        } else {
-            n.set("result", result(p.result()));
+            return n;
         }
+        ObjectNode result = result(r);
+        if (withOutput) {
+            result.put("stdout", new String(SpilledOutput.head(p.output().stdoutFile(), BackgroundProcess.OUTPUT_PREVIEW_BYTES),
+                    StandardCharsets.UTF_8));
+            result.put("stderr", new String(SpilledOutput.head(p.output().stderrFile(), BackgroundProcess.OUTPUT_PREVIEW_BYTES),
+                    StandardCharsets.UTF_8));
+        } else {
+            result.remove("stdout");
+            result.remove("stderr");
+        }
+        n.set("result", result);
         return n;
     }
 

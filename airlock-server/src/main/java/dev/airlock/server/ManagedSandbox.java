@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -22,8 +21,7 @@ public final class ManagedSandbox {
     private final Map<String, String> labels;
     private final Instant createdAt;
     private final Duration idleTimeout;
-    private final Map<String, BackgroundProcess> processes = new ConcurrentHashMap<>();
-    private final AtomicInteger nextProcess = new AtomicInteger(1);
+    private final BackgroundProcesses processes;
     private final AtomicInteger running = new AtomicInteger();
     private final Language defaultLanguage;
     private final String owner;
@@ -37,6 +35,7 @@ public final class ManagedSandbox {
         this.profile = profile;
         this.defaultLanguage = defaultLanguage;
         this.sandbox = sandbox;
+        this.processes = new BackgroundProcesses(sandbox.id().value());
         this.labels = Map.copyOf(labels);
         this.createdAt = createdAt;
         this.idleTimeout = idleTimeout;
@@ -122,23 +121,21 @@ public final class ManagedSandbox {
         return filter.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
     }
 
-    String newProcessId() {
-        return "p-" + nextProcess.getAndIncrement();
+    BackgroundProcesses backgroundProcesses() {
+        return processes;
     }
 
-    void addProcess(BackgroundProcess process) {
-        processes.put(process.id(), process);
-    }
-
+    /** Its background processes, running and the most recent ended ones, oldest first. */
     public List<BackgroundProcess> processes() {
-        return processes.values().stream().sorted((a, b) -> a.startedAt().compareTo(b.startedAt())).toList();
+        return processes.list();
     }
 
     public BackgroundProcess process(String processId) {
         BackgroundProcess p = processes.get(processId);
         if (p == null) {
             throw new AirlockException(AirlockException.Kind.NOT_FOUND, "process " + Json.printable(processId)
-                    + " does not exist in sandbox " + id() + ": list them with GET /v1/sandboxes/" + id() + "/processes");
+                    + " does not exist in sandbox " + id() + " (of its ended processes, only the newest are kept: at most "
+                    + BackgroundProcesses.MAX_KEPT + " in all): list them with GET /v1/sandboxes/" + id() + "/processes");
         }
         return p;
     }

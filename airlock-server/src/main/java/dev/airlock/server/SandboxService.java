@@ -47,8 +47,6 @@ import java.util.function.UnaryOperator;
 public final class SandboxService implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
-    /** Background processes kept per sandbox, running or ended. */
-    private static final int MAX_PROCESSES = 64;
     /** Egress requests of one sandbox that may wait for approval at once. */
     private static final int MAX_PENDING_REQUESTS = 4;
 
@@ -94,6 +92,7 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final OutputStore outputs;
+    private final ProcessOutputFiles processOutputs;
     /** Creates in flight per client, counted against its sandbox quota. */
     private final Map<String, Integer> creating = new java.util.HashMap<>();
     private final Thread expiry;
@@ -106,6 +105,8 @@ public final class SandboxService implements AutoCloseable {
         this.policy = policy;
         this.approvals = new Approvals(audit, policy.approvalTimeout());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
+        this.processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"), engine.driver().instance(),
+                engine.driver()::isAlive);
         this.egressLog = egressLog;
         this.audit = audit;
         this.config = config;
@@ -481,6 +482,7 @@ public final class SandboxService implements AutoCloseable {
             audit.record(AuditRecord.LIFECYCLE, s.id(), d);
             store.delete(s.id());
             egressLog.forget(s.id());
+            processOutputs.deleteSandbox(s.id());
             metrics.sandboxDestroyed();
             LOG.info("sandbox {} {}", s.id(), why);
         }
@@ -653,36 +655,53 @@ public final class SandboxService implements AutoCloseable {
         return s.sandbox().codeRequest(language, code);
     }
 
+    /**
+     * Starts a process that runs on without a request waiting for it; its output goes to files in
+     * the data directory ({@link ProcessOutputFiles}), and the sandbox keeps a bounded list of
+     * such processes ({@link BackgroundProcesses}).
+     */
     public BackgroundProcess startBackground(String id, ExecRequest request) {
         ManagedSandbox s = startable(id, request);
-        if (s.processes().stream().filter(BackgroundProcess::running).count() >= MAX_PROCESSES) {
-            throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + id + " already runs " + MAX_PROCESSES
-                    + " background processes: kill some first");
-        }
-        s.executionStarted();
-        String processId = s.newProcessId();
-        recordExecution(s, request, processId);
+        BackgroundProcesses processes = s.backgroundProcesses();
+        String processId = processes.reserve();
+        SpilledOutput output;
         Execution execution;
         try {
-            execution = s.sandbox().start(request, OutputListener.NONE);
+            output = processOutputs.create(s.id(), processId);
         } catch (RuntimeException e) {
+            processes.release();
+            throw e;
+        }
+        s.executionStarted();
+        recordExecution(s, request, processId);
+        try {
+            execution = s.sandbox().startStreaming(request, output);
+        } catch (RuntimeException e) {
+            processes.release();
+            output.close();
+            processOutputs.delete(output);
             s.executionEnded();
             recordFailure(s, processId, e);
             throw e;
         }
-        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution);
-        s.addProcess(p);
+        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output);
+        processes.add(p).forEach(evicted -> processOutputs.delete(evicted.output()));
         Caller caller = Caller.current();
         Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> {
             try (Caller.Scope ignored = Caller.as(caller)) {
                 ExecResult r = execution.await();
                 metrics.execEnded(r);
-                recordResult(s, r, processId, -1, -1);
+                recordResult(s, r, processId, output.stdoutBytes(), output.stderrBytes());
             } catch (RuntimeException e) {
                 recordFailure(s, processId, e);
                 throw e;
             } finally {
+                output.close();
                 s.executionEnded();
+                if (!s.sandbox().isOpen()) {
+                    // destroyed while this process ran: its files may have been made after the sandbox's went
+                    processOutputs.deleteSandbox(s.id());
+                }
             }
         });
         return p;

@@ -1,0 +1,74 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The background processes of one sandbox, in the order they started: at most
+ * {@value #MAX_RUNNING} running (more is refused) and {@value #MAX_KEPT} kept in all, running or
+ * ended; past that, the oldest ended ones are evicted, so a client that starts processes forever
+ * holds a bounded list on the server.
+ */
+final class BackgroundProcesses {
+
+    /** Background processes that may run at once in one sandbox. */
+    static final int MAX_RUNNING = 64;
+    /** Background processes kept per sandbox, running or ended; the oldest ended go first. */
+    static final int MAX_KEPT = 128;
+
+    private final String sandboxId;
+    private final Map<String, BackgroundProcess> kept = new LinkedHashMap<>();
+    private int nextId = 1;
+    private int starting;
+
+    BackgroundProcesses(String sandboxId) {
+        this.sandboxId = sandboxId;
+    }
+
+    /**
+     * Takes a running slot for a process about to start and returns its id; give it back with
+     * {@link #release()} if the start fails, or hand over the process with {@link #add}.
+     */
+    synchronized String reserve() {
+        long running = kept.values().stream().filter(BackgroundProcess::running).count() + starting;
+        if (running >= MAX_RUNNING) {
+            throw new AirlockException(AirlockException.Kind.LIMIT_EXCEEDED, "sandbox " + sandboxId + " already runs " + MAX_RUNNING
+                    + " background processes, the most one sandbox may run: kill some first, or wait for them to end");
+        }
+        starting++;
+        return "p-" + nextId++;
+    }
+
+    synchronized void release() {
+        starting--;
+    }
+
+    /** Keeps a started process (its slot reserved); returns the ended ones evicted to make room, for their files to go. */
+    synchronized List<BackgroundProcess> add(BackgroundProcess process) {
+        starting--;
+        kept.put(process.id(), process);
+        List<BackgroundProcess> evicted = new ArrayList<>();
+        for (Iterator<BackgroundProcess> it = kept.values().iterator(); kept.size() > MAX_KEPT && it.hasNext(); ) {
+            BackgroundProcess oldest = it.next();
+            if (!oldest.running()) {
+                it.remove();
+                evicted.add(oldest);
+            }
+        }
+        return evicted;
+    }
+
+    /** Oldest first. */
+    synchronized List<BackgroundProcess> list() {
+        return List.copyOf(kept.values());
+    }
+
+    synchronized BackgroundProcess get(String processId) {
+        return kept.get(processId);
+    }
+}
