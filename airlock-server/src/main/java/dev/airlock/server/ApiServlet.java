@@ -54,12 +54,18 @@ final class ApiServlet extends HttpServlet {
     private final ServerConfig config;
     private final ServerMetrics metrics;
     private final byte[] openApi;
+    private final ClientDisconnects disconnects = new ClientDisconnects();
 
     ApiServlet(SandboxService service, ServerConfig config, ServerMetrics metrics, byte[] openApi) {
         this.service = service;
         this.config = config;
         this.metrics = metrics;
         this.openApi = openApi;
+    }
+
+    @Override
+    public void destroy() {
+        disconnects.close();
     }
 
     @Override
@@ -530,7 +536,19 @@ final class ApiServlet extends HttpServlet {
             service.execStreamed(id, request, start -> new NdjsonExecStream().run(start, resp.getOutputStream()));
             return;
         }
-        send(resp, 200, Json.result(service.exec(id, request, OutputListener.NONE)));
+        // Nothing is written until the process ends, so a client that gives up is noticed by watching its connection:
+        // interrupting this thread cancels the execution (its process group is killed, the result recorded as cancelled).
+        Thread handler = Thread.currentThread();
+        ExecResult result;
+        try (ClientDisconnects.Watch watch = disconnects.watch(req, handler::interrupt)) {
+            result = service.exec(id, request, OutputListener.NONE);
+            if (watch.disconnected()) {
+                Thread.interrupted();
+                LOG.info("sandbox {}: the client of a plain exec went away; its execution was killed", id);
+                return;
+            }
+        }
+        send(resp, 200, Json.result(result));
     }
 
     private ExecRequest execRequest(String id, JsonNode body) {
