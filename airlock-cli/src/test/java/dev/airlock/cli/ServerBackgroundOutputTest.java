@@ -11,13 +11,15 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -100,7 +102,10 @@ class ServerBackgroundOutputTest {
             assertThat(grown).as("heap growth after 4 x 128 MiB of background output, in bytes").isLessThan(16 * MIB);
 
             for (BackgroundProcess p : started) {
-                assertThat(streamedBytes(sandbox.id(), p.id(), "stdout")).isEqualTo(OUTPUT_LIMIT);
+                assertThat(streamedStdout(p)).isEqualTo(OUTPUT_LIMIT);
+                ByteArrayOutputStream err = new ByteArrayOutputStream();
+                p.stderr(err);
+                assertThat(err.toString(StandardCharsets.UTF_8)).isEqualTo("done\n");
             }
             assertThat(spilledFiles()).hasSize(8);
         }
@@ -144,23 +149,27 @@ class ServerBackgroundOutputTest {
         assertThat(r.statusCode()).isEqualTo(200);
     }
 
-    private long streamedBytes(String sandbox, String process, String stream) throws IOException, InterruptedException {
-        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(URI.create(live.uri() + "/v1/sandboxes/" + sandbox + "/processes/"
-                + process + "/" + stream)).header("Authorization", "Bearer " + live.token()).build(), HttpResponse.BodyHandlers.ofInputStream());
-        assertThat(r.statusCode()).isEqualTo(200);
-        long n = 0;
-        byte[] buf = new byte[64 * 1024];
-        try (InputStream in = r.body()) {
-            for (int k; (k = in.read(buf)) > 0; ) {
-                for (int i = 0; i < k; i++) {
-                    if (buf[i] != 0) {
-                        throw new AssertionError("byte " + (n + i) + " of " + stream + " is not what the process wrote");
+    /** What the SDK streams of a process's stdout, checked byte by byte against what it wrote (zeros), counted. */
+    private static long streamedStdout(BackgroundProcess p) {
+        long[] n = {0};
+        long copied = p.stdout(new OutputStream() {
+            @Override
+            public void write(int b) {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) {
+                for (int i = off; i < off + len; i++) {
+                    if (b[i] != 0) {
+                        throw new AssertionError("byte " + (n[0] + i - off) + " of stdout is not what the process wrote");
                     }
                 }
-                n += k;
+                n[0] += len;
             }
-        }
-        return n;
+        });
+        assertThat(copied).isEqualTo(n[0]);
+        return n[0];
     }
 
     /** Every output file of this server's processes now. */

@@ -1,8 +1,13 @@
 package dev.airlock.client;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -88,6 +93,32 @@ public final class BackgroundProcess {
             pause = Math.min(pause * 2, 500);
         }
         return result();
+    }
+
+    /**
+     * Streams all the process has written to stdout so far (up to the sandbox's output limit) to
+     * {@code out}, which is not closed. A result carries only the first 64 KiB of each stream.
+     *
+     * @return the number of bytes copied
+     */
+    public long stdout(OutputStream out) {
+        return download("stdout", out);
+    }
+
+    /** Like {@link #stdout(OutputStream)}, for stderr. */
+    public long stderr(OutputStream out) {
+        return download("stderr", out);
+    }
+
+    private long download(String stream, OutputStream out) {
+        Objects.requireNonNull(out, "out");
+        HttpResponse<InputStream> r = transport.open(transport.request(path() + "/" + stream, true)
+                .header("Accept", "application/octet-stream").GET().build());
+        try (InputStream in = r.body()) {
+            return in.transferTo(out);
+        } catch (IOException e) {
+            throw transport.broken(Transport.describe(r.request()), e);
+        }
     }
 
     /** Sends a signal to the process, such as 15 (SIGTERM) to ask it to stop. */
