@@ -5,6 +5,7 @@ import dev.airlock.client.Exec;
 import dev.airlock.client.ExecResult;
 import dev.airlock.client.NotFoundException;
 import dev.airlock.client.RemoteSandbox;
+import dev.airlock.client.SandboxSpec;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -140,6 +141,35 @@ class ServerBackgroundOutputTest {
             assertThat(sandbox.process(quick.getLast().id()).result().orElseThrow().stdout()).isEqualTo("149\n");
             assertThat(spilledFiles()).as("the files of evicted processes are gone").hasSize(2 * 128);
             longLived.kill();
+        }
+    }
+
+    @Test
+    void theOutputOneSandboxsProcessesStoreIsCutAtEightOutputLimits() throws Exception {
+        try (RemoteSandbox sandbox = live.client.create(SandboxSpec.builder().outputLimit("1m").build())) {
+            List<BackgroundProcess> started = new ArrayList<>();
+            for (int i = 0; i < 12; i++) {
+                started.add(sandbox.start(Exec.command("head", "-c", "1048576", "/dev/zero")));
+            }
+            for (BackgroundProcess p : started) {
+                assertThat(p.waitFor(Duration.ofSeconds(60))).isPresent();
+            }
+            JsonNode processes = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + sandbox.id() + "/processes", null).body()).get("processes");
+            long stored = 0;
+            int cut = 0;
+            for (JsonNode p : processes) {
+                stored += p.get("stdoutBytes").asLong();
+                if (p.get("result").get("truncated").asBoolean()) {
+                    cut++;
+                }
+            }
+            assertThat(stored).as("bytes stored for the sandbox's 12 processes of 1 MiB each").isEqualTo(8 * MIB);
+            assertThat(cut).as("processes whose output was cut (4 MiB in all was dropped)").isGreaterThanOrEqualTo(4);
+            long onDisk = 0;
+            for (Path f : spilledFiles()) {
+                onDisk += Files.size(f);
+            }
+            assertThat(onDisk).isEqualTo(8 * MIB);
         }
     }
 

@@ -7,12 +7,14 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The background processes of one sandbox, in the order they started: at most
  * {@value #MAX_RUNNING} running (more is refused) and {@value #MAX_KEPT} kept in all, running or
  * ended; past that, the oldest ended ones are evicted, so a client that starts processes forever
- * holds a bounded list on the server.
+ * holds a bounded list on the server. Their output on disk shares one budget of
+ * {@value #STORED_OUTPUT_LIMITS} output limits.
  */
 final class BackgroundProcesses {
 
@@ -20,14 +22,29 @@ final class BackgroundProcesses {
     static final int MAX_RUNNING = 64;
     /** Background processes kept per sandbox, running or ended; the oldest ended go first. */
     static final int MAX_KEPT = 128;
+    /**
+     * The output the processes of one sandbox may hold on disk at once, in output limits: past it,
+     * their further output is dropped (and their results say truncated) until ended ones are evicted.
+     */
+    static final int STORED_OUTPUT_LIMITS = 8;
 
     private final String sandboxId;
+    private final long storedBudget;
+    /** Bytes of output its processes hold on disk now. */
+    private final AtomicLong stored = new AtomicLong();
     private final Map<String, BackgroundProcess> kept = new LinkedHashMap<>();
     private int nextId = 1;
     private int starting;
 
-    BackgroundProcesses(String sandboxId) {
+    /** @param outputLimit the sandbox's output limit, per stream and execution */
+    BackgroundProcesses(String sandboxId, long outputLimit) {
         this.sandboxId = sandboxId;
+        this.storedBudget = STORED_OUTPUT_LIMITS * outputLimit;
+    }
+
+    /** Opens the output files of the process {@code processId}, within this sandbox's budget on disk. */
+    SpilledOutput spill(ProcessOutputFiles files, String processId) {
+        return files.create(sandboxId, processId, stored, storedBudget);
     }
 
     /**

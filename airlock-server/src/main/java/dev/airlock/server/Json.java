@@ -218,6 +218,7 @@ final class Json {
             return n;
         }
         ObjectNode result = result(r);
+        result.put("truncated", r.truncated() || p.output().dropped());
         if (withOutput) {
             result.put("stdout", new String(SpilledOutput.head(p.output().stdoutFile(), BackgroundProcess.OUTPUT_PREVIEW_BYTES),
                     StandardCharsets.UTF_8));

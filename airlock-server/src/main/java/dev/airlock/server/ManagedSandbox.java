@@ -35,7 +35,7 @@ public final class ManagedSandbox {
         this.profile = profile;
         this.defaultLanguage = defaultLanguage;
         this.sandbox = sandbox;
-        this.processes = new BackgroundProcesses(sandbox.id().value());
+        this.processes = new BackgroundProcesses(sandbox.id().value(), sandbox.spec().limits().outputBytes());
         this.labels = Map.copyOf(labels);
         this.createdAt = createdAt;
         this.idleTimeout = idleTimeout;

@@ -12,6 +12,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 
 /**
@@ -51,21 +52,22 @@ final class ProcessOutputFiles {
         }
     }
 
-    /** Opens the two files a new process writes its output to. */
-    SpilledOutput create(String sandboxId, String processId) {
+    /** Opens the two files a new process writes its output to, within the budget its sandbox's processes share. */
+    SpilledOutput create(String sandboxId, String processId, AtomicLong stored, long budget) {
         Path dir = own.resolve(sandboxId);
         try {
             Files.createDirectories(own, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-            return SpilledOutput.create(dir.resolve(processId + ".out"), dir.resolve(processId + ".err"));
+            return SpilledOutput.create(dir.resolve(processId + ".out"), dir.resolve(processId + ".err"), stored, budget);
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot store the output of a background process in " + root + ": " + e.getMessage()
                     + ": check that the data directory is writable and has space");
         }
     }
 
-    /** Deletes the files of one process (evicted); a reader that has one open reads on. */
+    /** Deletes the files of one process (evicted) and gives its bytes back to the budget; a reader that has one open reads on. */
     void delete(SpilledOutput output) {
+        output.release();
         try {
             Files.deleteIfExists(output.stdoutFile());
             Files.deleteIfExists(output.stderrFile());

@@ -667,7 +667,7 @@ public final class SandboxService implements AutoCloseable {
         SpilledOutput output;
         Execution execution;
         try {
-            output = processOutputs.create(s.id(), processId);
+            output = processes.spill(processOutputs, processId);
         } catch (RuntimeException e) {
             processes.release();
             throw e;

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -33,7 +34,7 @@ class ProcessOutputFilesTest {
     @Test
     void outputIsWrittenAsProducedCountedAndDeletedWithItsSandbox() throws Exception {
         ProcessOutputFiles files = new ProcessOutputFiles(data.resolve("processes"), "me-3", "me-3"::equals);
-        SpilledOutput out = files.create("al-me-3-a", "p-1");
+        SpilledOutput out = files.create("al-me-3-a", "p-1", new AtomicLong(), 1024);
         out.stdout("hello ".getBytes(StandardCharsets.UTF_8));
         out.stdout("world".getBytes(StandardCharsets.UTF_8));
         out.stderr("oops".getBytes(StandardCharsets.UTF_8));
@@ -47,5 +48,27 @@ class ProcessOutputFilesTest {
 
         files.deleteSandbox("al-me-3-a");
         assertThat(out.stdoutFile().getParent()).doesNotExist();
+    }
+
+    @Test
+    void processesOfASandboxShareOneBudgetOnDiskAndAnEvictedOneGivesItsShareBack() throws Exception {
+        ProcessOutputFiles files = new ProcessOutputFiles(data.resolve("processes"), "me-3", "me-3"::equals);
+        AtomicLong stored = new AtomicLong();
+        SpilledOutput first = files.create("al-me-3-a", "p-1", stored, 8);
+        SpilledOutput second = files.create("al-me-3-a", "p-2", stored, 8);
+        first.stdout("hello".getBytes(StandardCharsets.UTF_8));
+        second.stdout("world".getBytes(StandardCharsets.UTF_8));
+        assertThat(first.dropped()).isFalse();
+        assertThat(second.dropped()).as("the budget was spent mid-chunk").isTrue();
+        assertThat(second.stdoutFile()).hasContent("wor");
+        assertThat(stored).hasValue(8);
+        second.stderr("more".getBytes(StandardCharsets.UTF_8));
+        assertThat(second.stderrBytes()).isZero();
+
+        files.delete(first);
+        assertThat(stored).hasValue(3);
+        assertThat(first.stdoutFile()).doesNotExist();
+        second.stdout("again".getBytes(StandardCharsets.UTF_8));
+        assertThat(second.stdoutFile()).hasContent("woragain");
     }
 }
