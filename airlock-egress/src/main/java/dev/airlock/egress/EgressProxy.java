@@ -43,7 +43,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * speaks three protocols, told apart by the first byte: SOCKS5 (0x05: no authentication, CONNECT
  * only), HTTP CONNECT (a tunnel) and HTTP/1.1 absolute-form forward requests ({@code GET
  * http://host/path}). Every destination goes through {@link EgressRules}; the proxy connects to
- * exactly the address the rules approved and never resolves a name itself.
+ * exactly the address the rules approved and never resolves a name itself. A forward request is
+ * the only one of its connection: nothing pipelined behind it is read.
  *
  * <p>One virtual thread per connection (two while relaying). Header bytes, handshake time, idle
  * time, connections open at once and bytes over the sandbox's life are all bounded. {@link
