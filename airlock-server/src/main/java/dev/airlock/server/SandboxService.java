@@ -94,8 +94,8 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final OutputStore outputs;
-    /** Creates in flight per client, counted against its sandbox quota. */
-    private final Map<String, Integer> creating = new java.util.HashMap<>();
+    /** Sandbox slots against --max-sandboxes and each client's quota, held from before a create until the sandbox is gone. */
+    private final SandboxSlots slots;
     private final Thread expiry;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
@@ -109,6 +109,7 @@ public final class SandboxService implements AutoCloseable {
         this.egressLog = egressLog;
         this.audit = audit;
         this.config = config;
+        this.slots = new SandboxSlots(config.maxSandboxes());
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
@@ -311,28 +312,34 @@ public final class SandboxService implements AutoCloseable {
                 beyondNetwork(c, p, null, beyond);
             }
         }
-        reserveCreate(client);
+        SandboxSlots.Slot slot = reserveSlot(client);
+        boolean created = false;
         try {
-            return createApproved(c, client, p, request, limits, ttl, idle, network);
+            ManagedSandbox managed = createApproved(c, client, p, request, limits, ttl, idle, network, slot);
+            created = true;
+            return managed;
         } finally {
-            releaseCreate(client);
+            if (!created) {
+                slot.release();
+            }
         }
     }
 
     private ManagedSandbox createApproved(Caller c, Client client, Profile p, CreateRequest request, Limits limits, Duration ttl,
-                                          Duration idle, NetworkPolicy network) {
+                                          Duration idle, NetworkPolicy network, SandboxSlots.Slot slot) {
         awaitApproval(c, p, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
                 + client.name() + "' (limits: memory " + Limits.formatBytes(limits.memoryBytes()) + ", cpus " + limits.cpus() + ", pids "
                 + limits.pids() + ", timeout " + limits.timeout().toSeconds() + " s; network: " + describe(network) + ")");
-        if (sandboxes.size() >= config.maxSandboxes()) {
-            throw new AirlockException(Kind.LIMIT_EXCEEDED, "this server already holds " + sandboxes.size()
-                    + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
+        if (slot.takeServerSlot() instanceof SandboxSlots.ServerFull full) {
+            throw refuse(Kind.LIMIT_EXCEEDED, "--max-sandboxes", "this server already holds " + full.held() + " sandboxes (counting those"
+                    + " being created or destroyed), its limit of " + full.max() + " (--max-sandboxes): destroy some, or raise --max-sandboxes");
         }
         List<dev.airlock.core.Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
         SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials, p.requestApprovals());
         Sandbox sandbox = engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
+        managed.holdSlot(slot);
         try {
             if (p.outputBytes() > 0) {
                 // ready for the code to write into, so that outputs need no set-up
@@ -402,25 +409,17 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /**
-     * Takes one of the client's sandbox slots for a create in flight, so that concurrent creates
-     * cannot together pass the quota; {@link #releaseCreate} gives it back.
+     * Takes one of the client's sandbox slots for a create, so that concurrent creates cannot
+     * together pass its quota; the sandbox holds it until it is gone.
      */
-    private void reserveCreate(Client client) {
-        synchronized (creating) {
-            long held = sandboxes.values().stream().filter(s -> s.owner().equals(client.name())).count()
-                    + creating.getOrDefault(client.name(), 0);
-            if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
-                throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '" + client.name() + "' already holds " + held
-                        + " sandboxes, its quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
-            }
-            creating.merge(client.name(), 1, Integer::sum);
-        }
-    }
-
-    private void releaseCreate(Client client) {
-        synchronized (creating) {
-            creating.computeIfPresent(client.name(), (k, n) -> n > 1 ? n - 1 : null);
-        }
+    private SandboxSlots.Slot reserveSlot(Client client) {
+        return switch (slots.reserveForClient(client)) {
+            case SandboxSlots.Reserved r -> r.slot();
+            case SandboxSlots.ClientQuotaReached q -> throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '"
+                    + client.name() + "' already holds " + q.held() + " sandboxes (counting those being created or destroyed), its quota (rule "
+                    + client.rule("quotas.sandboxes") + "): destroy some first");
+            case SandboxSlots.ServerFull f -> throw new IllegalStateException("a client slot never reports the server full");
+        };
     }
 
     /** A sandbox the caller may see; another client's is NOT_FOUND, as if it did not exist. */
@@ -481,6 +480,7 @@ public final class SandboxService implements AutoCloseable {
             audit.record(AuditRecord.LIFECYCLE, s.id(), d);
             store.delete(s.id());
             egressLog.forget(s.id());
+            s.releaseSlot();
             metrics.sandboxDestroyed();
             LOG.info("sandbox {} {}", s.id(), why);
         }
