@@ -49,6 +49,8 @@ public final class SandboxService implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
     /** Background processes kept per sandbox, running or ended. */
     private static final int MAX_PROCESSES = 64;
+    /** How long shutdown waits for the sandboxes' destroys (each collection has its own deadline). */
+    private static final Duration SHUTDOWN_WAIT = Duration.ofMinutes(2);
     /** Egress requests of one sandbox that may wait for approval at once. */
     private static final int MAX_PENDING_REQUESTS = 4;
 
@@ -94,6 +96,7 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final OutputStore outputs;
+    private final SandboxTeardown teardown;
     /** Sandbox slots against --max-sandboxes and each client's quota, held from before a create until the sandbox is gone. */
     private final SandboxSlots slots;
     private final Thread expiry;
@@ -113,6 +116,7 @@ public final class SandboxService implements AutoCloseable {
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
+        this.teardown = new SandboxTeardown(sandboxes, outputs, audit, store, egressLog, metrics);
         this.reapedAtStart = forgetOrphans();
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(this::expireLoop);
         metrics.bind(this);
@@ -352,9 +356,9 @@ public final class SandboxService implements AutoCloseable {
                     + " did not answer after it started: " + e.getMessage(), e);
         }
         sandboxes.put(managed.id(), managed);
-        if (closed && sandboxes.remove(managed.id()) != null) {
+        if (closed) {
             // close() began after the check above and may not have seen this sandbox
-            destroy(managed, "destroyed", "destroyed at shutdown");
+            teardown.destroy(managed, "destroyed", "destroyed at shutdown");
             throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
         }
         metrics.sandboxCreated();
@@ -426,7 +430,7 @@ public final class SandboxService implements AutoCloseable {
     public ManagedSandbox get(String id) {
         Caller c = require(Operation.values());
         ManagedSandbox s = sandboxes.get(id);
-        if (!visible(c, s)) {
+        if (!visible(c, s) || s.destroying()) {
             throw notFound(id);
         }
         s.touch();
@@ -440,7 +444,7 @@ public final class SandboxService implements AutoCloseable {
 
     public List<ManagedSandbox> list(Map<String, String> labelFilter) {
         Caller c = require(Operation.SANDBOX_READ);
-        return sandboxes.values().stream().filter(s -> visible(c, s) && s.matches(labelFilter))
+        return sandboxes.values().stream().filter(s -> visible(c, s) && !s.destroying() && s.matches(labelFilter))
                 .sorted((a, b) -> a.createdAt().compareTo(b.createdAt())).toList();
     }
 
@@ -464,25 +468,8 @@ public final class SandboxService implements AutoCloseable {
     public void destroy(String id) {
         require(Operation.SANDBOX_DESTROY, Operation.RUN);
         ManagedSandbox s = get(id);
-        if (sandboxes.remove(id) == null) {
-            throw notFound(id);
-        }
-        destroy(s, "destroyed", "destroyed on request");
-    }
-
-    private void destroy(ManagedSandbox s, String event, String why) {
-        sandboxes.remove(s.id());
-        Map<String, Object> d = lifecycle(event, why);
-        try {
-            d.put("outputs", collectOutputs(s));
-            s.sandbox().close();
-        } finally {
-            audit.record(AuditRecord.LIFECYCLE, s.id(), d);
-            store.delete(s.id());
-            egressLog.forget(s.id());
-            s.releaseSlot();
-            metrics.sandboxDestroyed();
-            LOG.info("sandbox {} {}", s.id(), why);
+        if (!teardown.destroy(s, "destroyed", "destroyed on request")) {
+            throw notFound(id); // expiry (or another request) got to it first
         }
     }
 
@@ -835,28 +822,6 @@ public final class SandboxService implements AutoCloseable {
 
     // --- outputs ---
 
-    /** Collects what the sandbox left in /workspace/output; a summary for the audit record, or null. */
-    private Map<String, Object> collectOutputs(ManagedSandbox s) {
-        if (!s.sandbox().isOpen()) {
-            return null;
-        }
-        try {
-            tools.jackson.databind.node.ObjectNode m = outputs.collect(s.id(), s.owner(), s.profile().name(), s.sandbox().files(),
-                    s.profile().outputBytes());
-            if (m == null) {
-                return null;
-            }
-            Map<String, Object> d = new LinkedHashMap<>();
-            d.put("files", m.path("files").size());
-            d.put("bytes", m.path("bytes").asLong());
-            d.put("skipped", m.path("skipped").size());
-            return d;
-        } catch (RuntimeException e) {
-            LOG.warn("could not collect the outputs of sandbox {}: {}", s.id(), e.getMessage());
-            return null;
-        }
-    }
-
     /** The caller's collected outputs, newest first. */
     public List<tools.jackson.databind.JsonNode> listOutputs() {
         return outputs.list(outputOwner());
@@ -882,31 +847,31 @@ public final class SandboxService implements AutoCloseable {
 
     // --- lifetime ---
 
+    /**
+     * Every half second, starts the destroy of each expired sandbox on its own thread, so one slow
+     * destroy delays no other; nothing thrown ends the loop.
+     */
     private void expireLoop() {
         long rounds = 0;
         while (!closed) {
-            if (rounds++ % 120 == 0) {
-                try {
-                    outputs.sweep();
-                } catch (RuntimeException e) {
-                    LOG.warn("could not sweep old outputs: {}", e.getMessage());
-                }
-            }
             try {
                 Thread.sleep(500);
             } catch (InterruptedException e) {
                 return;
             }
-            Instant now = Instant.now();
-            for (ManagedSandbox s : List.copyOf(sandboxes.values())) {
-                String why = s.expiryReason(now);
-                if (why != null && sandboxes.remove(s.id()) != null) {
-                    try {
-                        destroy(s, "expired", "expired: " + why);
-                    } catch (RuntimeException e) {
-                        LOG.warn("could not destroy expired sandbox {}: {}", s.id(), e.getMessage());
+            try {
+                if (rounds++ % 120 == 0) {
+                    outputs.sweep();
+                }
+                Instant now = Instant.now();
+                for (ManagedSandbox s : sandboxes.values()) {
+                    String why = s.destroying() ? null : s.expiryReason(now);
+                    if (why != null) {
+                        teardown.destroyInBackground(s, "expired", "expired: " + why);
                     }
                 }
+            } catch (Throwable t) {
+                LOG.warn("expiry round failed, trying again in 0.5 s: {}", t.toString());
             }
         }
     }
@@ -915,20 +880,16 @@ public final class SandboxService implements AutoCloseable {
         return engine;
     }
 
-    /** Destroys every sandbox; the engine and store are closed by their owner. */
+    /** Destroys every sandbox, in parallel, and waits for them; the engine and store are closed by their owner. */
     @Override
     public void close() {
         closed = true;
         expiry.interrupt();
-        for (ManagedSandbox s : List.copyOf(sandboxes.values())) {
-            if (sandboxes.remove(s.id()) == null) {
-                continue; // a create that saw the close destroys its own
-            }
-            try {
-                destroy(s, "destroyed", "destroyed at shutdown");
-            } catch (RuntimeException e) {
-                LOG.warn("could not destroy sandbox {} at shutdown: {}", s.id(), e.getMessage());
-            }
+        for (ManagedSandbox s : sandboxes.values()) {
+            teardown.destroyInBackground(s, "destroyed", "destroyed at shutdown");
+        }
+        if (!teardown.awaitAll(SHUTDOWN_WAIT)) {
+            LOG.warn("some sandboxes were still being destroyed {} s after shutdown began; the engine closes them", SHUTDOWN_WAIT.toSeconds());
         }
     }
 }
