@@ -54,6 +54,12 @@ final class SandboxSlots {
     }
 
     private synchronized Outcome takeServer(Slot slot) {
+        if (slot.released) {
+            throw new IllegalStateException("a released slot cannot take a server slot");
+        }
+        if (slot.server) {
+            return new Reserved(slot);
+        }
         if (server >= serverMax) {
             return new ServerFull(server, serverMax);
         }
