@@ -131,7 +131,7 @@ final class SandboxTeardown {
             return null;
         }
         try {
-            s.sandbox().files().killAll();
+            s.sandbox().stopProcesses();
         } catch (IOException | RuntimeException e) {
             LOG.warn("outputs of sandbox {} not collected: its processes could not be stopped: {}", s.id(), e.getMessage());
             return Map.of("error", "processes could not be stopped");
