@@ -201,6 +201,29 @@ class OutputCollectionHostileTest {
         assertThat(usedHeapAfterGc() - heapBefore).as("heap growth in bytes").isLessThan(64L << 20);
     }
 
+    @Test
+    void outputTreeDeeperThanItsDepthBoundIsNotEntered() {
+        RemoteSandbox s = live.client.create(SandboxSpec.builder().build());
+        ok(s.exec("sh", "-c", "cd /workspace/output && echo top > top.txt && d=. && for i in $(seq 40); do d=$d/l$i; done"
+                + " && mkdir -p $d && echo bottom > $d/bottom.txt"));
+        s.close();
+
+        JsonNode manifest = JSON.readTree(live.raw("GET", "/v1/outputs/" + s.id(), null).body());
+        assertThat(manifest.path("files").valueStream().map(f -> f.path("path").asString())).containsExactly("top.txt");
+        assertThat(manifest.path("cut").toString()).contains("depth: 1 directories 32 levels deep were not entered");
+    }
+
+    @Test
+    void outputFolderReplacedByALinkToAWideTreeGivesNothing() {
+        RemoteSandbox s = live.client.create(SandboxSpec.builder().build());
+        ok(s.exec("sh", "-c", "rm -rf /workspace/output && ln -s /usr /workspace/output"));
+        s.close();
+
+        HttpResponse<String> r = live.raw("GET", "/v1/outputs/" + s.id(), null);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(404);
+        assertThat(live.dataDir.resolve("outputs").resolve(s.id())).doesNotExist();
+    }
+
     private static long usedHeapAfterGc() {
         System.gc();
         return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
