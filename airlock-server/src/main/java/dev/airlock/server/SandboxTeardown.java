@@ -26,6 +26,12 @@ import java.util.concurrent.TimeoutException;
 final class SandboxTeardown {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxTeardown.class);
+    /**
+     * Output collections that run at once. Each holds up to {@link OutputStore#MAX_FILES} names in
+     * memory, so this bounds the heap many sandboxes ending together can take; processes are killed
+     * before the wait, so a sandbox waiting here runs nothing.
+     */
+    static final int MAX_CONCURRENT_COLLECTIONS = 8;
 
     private final Map<String, ManagedSandbox> sandboxes;
     private final OutputStore outputs;
@@ -35,6 +41,7 @@ final class SandboxTeardown {
     private final ServerMetrics metrics;
     /** Destroys in flight, by sandbox id, so that shutdown can wait for every one of them. */
     private final Map<String, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
+    private final java.util.concurrent.Semaphore collections = new java.util.concurrent.Semaphore(MAX_CONCURRENT_COLLECTIONS, true);
 
     SandboxTeardown(Map<String, ManagedSandbox> sandboxes, OutputStore outputs, AuditLog audit, SandboxStore store, EgressLog egressLog,
                     ServerMetrics metrics) {
@@ -140,6 +147,13 @@ final class SandboxTeardown {
             return null;
         }
         try {
+            collections.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            LOG.warn("outputs of sandbox {} not collected: interrupted while waiting for a collection slot", s.id());
+            return null;
+        }
+        try {
             ObjectNode m = outputs.collect(s.id(), s.owner(), s.profile().name(), s.sandbox().files(), s.profile().outputBytes());
             if (m == null) {
                 return null;
@@ -154,6 +168,8 @@ final class SandboxTeardown {
         } catch (RuntimeException e) {
             LOG.warn("could not collect the outputs of sandbox {}: {}", s.id(), e.getMessage());
             return null;
+        } finally {
+            collections.release();
         }
     }
 }
