@@ -76,6 +76,9 @@ final class OutputStore {
             try {
                 tree = agent.walk(DIR, BOUNDS);
             } catch (IOException e) {
+                if (deadline.passed()) {
+                    LOG.warn("outputs of sandbox {} not collected: the walk took over {} s", sandboxId, DEADLINE.toSeconds());
+                }
                 return null; // no output folder, a link instead of one, or the sandbox can no longer answer
             }
             List<String> cut = cuts(tree);

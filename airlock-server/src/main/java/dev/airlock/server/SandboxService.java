@@ -859,10 +859,14 @@ public final class SandboxService implements AutoCloseable {
             } catch (InterruptedException e) {
                 return;
             }
-            try {
-                if (rounds++ % 120 == 0) {
+            if (rounds++ % 120 == 0) {
+                try {
                     outputs.sweep();
+                } catch (RuntimeException e) {
+                    LOG.warn("could not sweep old outputs: {}", e.getMessage());
                 }
+            }
+            try {
                 Instant now = Instant.now();
                 for (ManagedSandbox s : sandboxes.values()) {
                     String why = s.destroying() ? null : s.expiryReason(now);
