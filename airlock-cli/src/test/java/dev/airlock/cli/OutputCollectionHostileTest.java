@@ -118,7 +118,9 @@ class OutputCollectionHostileTest {
         hog.start(Exec.command("sleep", "1000").timeout(Duration.ofMinutes(10)));
         Instant hogExpires = hog.info().expiresAt();
 
-        RemoteSandbox victim = live.client.create(SandboxSpec.builder().ttl(Duration.ofSeconds(3)).build());
+        // Another tenant's sandbox that expires a moment after the hog, while the hog is being destroyed.
+        long victimTtl = Duration.between(Instant.now(), hogExpires).toSeconds() + 2;
+        RemoteSandbox victim = live.client.create(SandboxSpec.builder().ttl(Duration.ofSeconds(victimTtl)).build());
         SandboxOnHost victimOnHost = SandboxOnHost.of(victim.id());
         victim.start(Exec.command("sleep", "1000").timeout(Duration.ofMinutes(10)));
         Instant victimExpires = victim.info().expiresAt();
@@ -150,10 +152,10 @@ class OutputCollectionHostileTest {
             }
         });
         try (HealthWatch health = new HealthWatch()) {
-            await().atMost(Duration.between(Instant.now(), victimExpires.plus(MARGIN))).pollInterval(Duration.ofMillis(100))
-                    .untilAsserted(() -> assertThat(remainsById(victimOnHost)).as("the victim, expired on time").isEmpty());
             await().atMost(Duration.between(Instant.now(), hogExpires.plus(MARGIN))).pollInterval(Duration.ofMillis(100))
                     .untilAsserted(() -> assertThat(codeProcesses(hogOnHost)).as("the hog's processes, dead by its TTL").isEmpty());
+            await().atMost(Duration.between(Instant.now(), victimExpires.plus(MARGIN))).pollInterval(Duration.ofMillis(100))
+                    .untilAsserted(() -> assertThat(remainsById(victimOnHost)).as("the victim, expired on time").isEmpty());
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(remainsById(hogOnHost)).isEmpty());
         } finally {
             stop.set(true);
