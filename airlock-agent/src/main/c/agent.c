@@ -48,12 +48,13 @@ enum {
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
     T_DATA = 17, T_FILEINFO = 18,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
+    T_WALK = 26, T_KILL_ALL = 27,
 };
 
-enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1 };
+enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 2
+#define PROTOCOL_VERSION 3
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
 #define MAX_EXECS 64
@@ -65,6 +66,8 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 #define MAX_READS 16                   /* READ_FILE streams in progress at once */
 #define MAX_LIST 10000                 /* entries one LIST may report */
 #define MAX_REMOVE_DEPTH 128           /* directory levels a recursive REMOVE descends (one fd each) */
+#define MAX_WALK_DEPTH 256             /* largest maxDepth a WALK may ask for (one fd each level) */
+#define KILL_WAIT_TRIES 500            /* KILL_ALL waits up to 500 x 10 ms for the processes to be gone */
 #define MAX_BRIDGES 64                 /* egress connections spliced at once; more are refused */
 #define BRIDGE_BUF (32 * 1024)         /* per direction of one egress connection */
 #define DEFAULT_EGRESS_SOCKET "/run/airlock/egress.sock"
@@ -92,6 +95,7 @@ struct read_stream {
 static struct read_stream reads[MAX_READS];
 static int sock = -1;
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
+static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
 
 /* Test mode only: every process group ever started, killed on exit (see kill_everything). */
 static pid_t test_groups[MAX_TEST_GROUPS];
@@ -114,7 +118,8 @@ _Static_assert(sizeof out_frame > 5 + 4 + 2 * (4 + PATH_MAX) + 1 + 8 + 4 + 8, "o
 
 /* ---------------------------------------------------------------- shutdown */
 
-static void kill_everything(void) {
+/* SIGKILL to every process we may end: all of the namespace but us as PID 1, else our groups. */
+static void signal_everything(void) {
     if (is_init) {
         /* Every process in the namespace except us; our exit then ends the namespace. */
         kill(-1, SIGKILL);
@@ -130,6 +135,13 @@ static void kill_everything(void) {
      * freed and reused by a new group leader, which pid wrap-around makes negligible. */
     for (int i = 0; i < test_group_count; i++) {
         kill(-test_groups[i], SIGKILL);
+    }
+}
+
+static void kill_everything(void) {
+    signal_everything();
+    if (is_init) {
+        return;
     }
     /* Reap them (we are their subreaper), so they do not linger as zombies of the host's init,
      * which may not reap. Bounded: a process that left our groups is not waited for. */
@@ -340,6 +352,10 @@ static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, 
 }
 
 static void start_exec(uint32_t id, const char *cwd) {
+    if (quiesced) {
+        send_failed(id, "the sandbox is being destroyed: no process may start in it");
+        return;
+    }
     struct exec *e = NULL;
     for (int i = 0; i < MAX_EXECS && e == NULL; i++) {
         if (!execs[i].used) e = &execs[i];
@@ -601,7 +617,9 @@ static int reads_active(void) {
     return 0;
 }
 
-static void start_read(uint32_t id, const char *path, uint64_t max) {
+static int open_nofollow(const char *path, int flags);
+
+static void start_read(uint32_t id, const char *path, uint64_t max, uint32_t flags) {
     if (!is_absolute(id, path)) return;
     struct read_stream *r = NULL;
     for (int i = 0; i < MAX_READS && r == NULL; i++) {
@@ -611,14 +629,17 @@ static void start_read(uint32_t id, const char *path, uint64_t max) {
         send_failed_errno(id, EBUSY, "too many files are being read at once (the limit is 16)");
         return;
     }
-    /* Reads may follow symlinks: the code could read the target itself. O_NONBLOCK: opening a FIFO
-     * must not wait for a writer; fstat then refuses it, and devices such as /dev/zero too. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    /* Reads may follow symlinks: the code could read the target itself; with NOFOLLOW (the host
+     * collecting outputs) a link at any component is refused. O_NONBLOCK: opening a FIFO must not
+     * wait for a writer; fstat then refuses it, and devices such as /dev/zero too. */
+    int how = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = (flags & READ_NOFOLLOW) ? open_nofollow(path, how) : open(path, how);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         int err = errno;
         if (fd >= 0) close(fd);
-        fail_op(id, err, NULL);
+        if (flags & READ_NOFOLLOW) fail_nofollow(id, err, NULL);
+        else fail_op(id, err, NULL);
         return;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -710,14 +731,14 @@ static void send_info(uint32_t id, const char *name, const struct stat *st, cons
 }
 
 /* Sends FILEINFO for `name` relative to `dirfd`, never following it. 0, or -1 with errno. */
-static int describe(uint32_t id, int dirfd, const char *name, const char *reported) {
-    struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+static int describe(uint32_t id, int dirfd, const char *name, const char *reported, struct stat *found) {
+    struct stat own, *st = found != NULL ? found : &own;
+    if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
         return -1;
     }
     char link[PATH_MAX];
     ssize_t link_len = 0;
-    if (S_ISLNK(st.st_mode)) {
+    if (S_ISLNK(st->st_mode)) {
         link_len = readlinkat(dirfd, name, link, sizeof link);
         if (link_len < 0) return -1;   /* EINVAL: it stopped being a symlink since fstatat */
         if ((size_t) link_len == sizeof link) {
@@ -725,13 +746,13 @@ static int describe(uint32_t id, int dirfd, const char *name, const char *report
             return -1;
         }
     }
-    send_info(id, reported, &st, link, (size_t) link_len);
+    send_info(id, reported, st, link, (size_t) link_len);
     return 0;
 }
 
 static void stat_path(uint32_t id, const char *path) {
     if (!is_absolute(id, path)) return;
-    if (describe(id, AT_FDCWD, path, "") < 0) {
+    if (describe(id, AT_FDCWD, path, "", NULL) < 0) {
         fail_op(id, errno, NULL);
     }
 }
@@ -760,7 +781,7 @@ static void list_dir(uint32_t id, const char *path) {
             send_failed_errno(id, E2BIG, "the directory has more than 10000 entries");
             return;
         }
-        if (describe(id, dirfd(dir), entry->d_name, entry->d_name) < 0 && errno != ENOENT && errno != EINVAL) {
+        if (describe(id, dirfd(dir), entry->d_name, entry->d_name, NULL) < 0 && errno != ENOENT && errno != EINVAL) {
             int err = errno;
             char step[MAX_MESSAGE / 2];
             snprintf(step, sizeof step, "cannot describe the entry '%.200s'", entry->d_name);
@@ -776,6 +797,121 @@ static void list_dir(uint32_t id, const char *path) {
         return;
     }
     send_ids(T_DONE, id, 0, 0, 1);
+}
+
+/* ---- WALK: a bounded listing of a whole tree that never follows a symlink */
+
+/*
+ * Opens an absolute path without following a symbolic link at any component: each directory is
+ * opened with O_NOFOLLOW relative to its parent's descriptor, the last component with
+ * `flags | O_NOFOLLOW`. A link anywhere fails (ELOOP, or ENOTDIR where a directory was needed),
+ * so code that swaps a directory for a link between two requests sends us nowhere. -1 with errno.
+ */
+static int open_nofollow(const char *path, int flags) {
+    int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *p = path;
+    while (dir >= 0) {
+        while (*p == '/') p++;
+        if (*p == '\0') {             /* the path is "/" */
+            int fd = openat(dir, ".", flags | O_CLOEXEC);
+            int err = errno;
+            close(dir);
+            errno = err;
+            return fd;
+        }
+        const char *end = strchrnul(p, '/'), *next = end;
+        while (*next == '/') next++;
+        char name[NAME_MAX + 1];
+        size_t len = (size_t) (end - p);
+        if (len > NAME_MAX) {
+            close(dir);
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        int last = *next == '\0';
+        int fd = openat(dir, name, last ? flags | O_NOFOLLOW | O_CLOEXEC : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int err = errno;
+        close(dir);
+        errno = err;
+        if (fd < 0 || last) return fd;
+        dir = fd;
+        p = next;
+    }
+    return -1;
+}
+
+struct walk {
+    uint32_t id;
+    uint32_t entries_left;             /* every entry counts: files, directories, links, others */
+    uint32_t max_depth;
+    char rel[PATH_MAX];                /* the entry being described, relative to the walk's root */
+};
+
+/*
+ * Describes each entry of the directory `fd` (which it closes) and descends into subdirectories,
+ * each opened with O_NOFOLLOW relative to its parent: a directory swapped for a link after it was
+ * described is not entered. Entries at depth max_depth are described but not entered; an entry
+ * whose relative path would not fit PATH_MAX is left out (still counted); one that vanishes is
+ * skipped. Depth-first, so at most max_depth directories are open at once.
+ */
+static void walk_dir(struct walk *w, int fd, size_t rel_len, uint32_t depth) {
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        close(fd);
+        return;
+    }
+    struct dirent *entry;
+    while (w->entries_left > 0 && (entry = readdir(dir)) != NULL) {
+        if (is_dot(entry->d_name)) continue;
+        w->entries_left--;
+        size_t name_len = strlen(entry->d_name), sep = rel_len > 0 ? 1 : 0;
+        if (rel_len + sep + name_len >= sizeof w->rel) continue;
+        if (sep) w->rel[rel_len] = '/';
+        memcpy(w->rel + rel_len + sep, entry->d_name, name_len + 1);
+        struct stat st;
+        if (describe(w->id, dirfd(dir), entry->d_name, w->rel, &st) == 0 && S_ISDIR(st.st_mode) && depth < w->max_depth) {
+            int sub = openat(dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (sub >= 0) walk_dir(w, sub, rel_len + sep + name_len, depth + 1);
+        }
+        w->rel[rel_len] = '\0';
+    }
+    closedir(dir);
+}
+
+/* FILEINFO per entry (name: the path relative to `path`), at most max_entries, then DONE. */
+static void walk_tree(uint32_t id, const char *path, uint32_t max_entries, uint32_t max_depth) {
+    if (!is_absolute(id, path)) return;
+    int fd = open_nofollow(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+    if (fd < 0) {
+        fail_nofollow(id, errno, NULL);
+        return;
+    }
+    static struct walk w;
+    w.id = id;
+    w.entries_left = max_entries;
+    w.max_depth = max_depth;
+    w.rel[0] = '\0';
+    walk_dir(&w, fd, 0, 1);
+    send_ids(T_DONE, id, 0, 0, 1);
+}
+
+/* ---- KILL_ALL: every process but us, before the host collects what the sandbox leaves */
+
+static void kill_all(uint32_t id) {
+    quiesced = 1;
+    for (int tries = 0; tries < KILL_WAIT_TRIES; tries++) {
+        signal_everything();           /* again each turn: a fork may have raced the last kill */
+        reap_children();               /* EXIT for each exec, as usual */
+        siginfo_t info;
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
+            send_ids(T_DONE, id, 0, 0, 1);
+            return;
+        }
+        usleep(10 * 1000);
+    }
+    send_failed_errno(id, EBUSY, "processes of the sandbox were still alive 5 s after SIGKILL");
 }
 
 /* ---- MKDIR, REMOVE, RENAME */
@@ -1033,8 +1169,9 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         expect_new_id(id);
         char *path = read_path(&r, "READ_FILE");
         uint64_t max = read_u64(&r);
+        uint32_t flags = read_flags(&r, READ_NOFOLLOW, "READ_FILE");
         expect_end(&r, "READ_FILE");
-        start_read(id, path, max);
+        start_read(id, path, max, flags);
         break;
     }
     case T_STAT: {
@@ -1049,6 +1186,19 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         list_dir(id, path);
         break;
     }
+    case T_WALK: {
+        char *path = read_path(&r, "WALK");
+        uint32_t max_entries = read_u32(&r);
+        uint32_t max_depth = read_u32(&r);
+        expect_end(&r, "WALK");
+        if (max_depth == 0 || max_depth > MAX_WALK_DEPTH) die("malformed frame from host: WALK depth %u", max_depth);
+        walk_tree(id, path, max_entries, max_depth);
+        break;
+    }
+    case T_KILL_ALL:
+        expect_end(&r, "KILL_ALL");
+        kill_all(id);
+        break;
     case T_MKDIR: {
         char *path = read_path(&r, "MKDIR");
         uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");

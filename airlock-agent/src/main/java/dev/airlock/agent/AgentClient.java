@@ -36,8 +36,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25, DATA and FILEINFO. */
-    static final int PROTOCOL_VERSION = 2;
+    /** 3: READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 3;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     private static final int MAX_MESSAGE_CHARS = 200;
@@ -119,7 +119,22 @@ public final class AgentClient implements SandboxAgent {
 
     @Override
     public void readFile(String path, long maxBytes, OutputStream sink) throws IOException {
-        files.readFile(path, maxBytes, sink);
+        files.readFile(path, maxBytes, sink, false);
+    }
+
+    @Override
+    public void readFileNoFollow(String path, long maxBytes, OutputStream sink) throws IOException {
+        files.readFile(path, maxBytes, sink, true);
+    }
+
+    @Override
+    public Tree walk(String directory, TreeBounds bounds) throws IOException {
+        return files.walk(directory, bounds);
+    }
+
+    @Override
+    public void killAll() throws IOException {
+        files.killAll();
     }
 
     @Override

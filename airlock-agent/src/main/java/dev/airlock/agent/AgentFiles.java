@@ -3,6 +3,8 @@ package dev.airlock.agent;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxAgent.FileTooLargeException;
+import dev.airlock.core.SandboxAgent.Tree;
+import dev.airlock.core.SandboxAgent.TreeBounds;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -81,12 +83,14 @@ final class AgentFiles {
         }
     }
 
-    void readFile(String path, long maxBytes, OutputStream sink) throws IOException {
+    /** {@code noFollow}: refuse a symbolic link at any component of the path, not only the last. */
+    void readFile(String path, long maxBytes, OutputStream sink, boolean noFollow) throws IOException {
         checkPath(path);
         checkLimit(maxBytes);
         int id = client.newId();
         PendingFileRead read = new PendingFileRead(path, maxBytes);
-        client.request(id, read, new FrameBuilder(Frame.READ_FILE, "file " + path).u32(id).string(path).u64(maxBytes).build());
+        client.request(id, read, new FrameBuilder(Frame.READ_FILE, "file " + path).u32(id).string(path).u64(maxBytes)
+                .u32(noFollow ? Frame.READ_NOFOLLOW : 0).build());
         try {
             read.copyTo(sink, AgentClient.REPLY_TIMEOUT);
         } catch (TimeoutException e) {
@@ -113,6 +117,20 @@ final class AgentFiles {
         PendingList list = new PendingList(directory);
         client.request(id, list, new FrameBuilder(Frame.LIST, "directory " + directory).u32(id).string(directory).build());
         return await(list.result(), "listing " + directory);
+    }
+
+    Tree walk(String directory, TreeBounds bounds) throws IOException {
+        checkPath(directory);
+        int id = client.newId();
+        PendingWalk walk = new PendingWalk(directory, bounds);
+        client.request(id, walk, new FrameBuilder(Frame.WALK, "directory " + directory).u32(id).string(directory)
+                .u32(bounds.maxEntries()).u32(bounds.maxDepth()).build());
+        return await(walk.result(), "walking " + directory);
+    }
+
+    void killAll() throws IOException {
+        int id = client.newId();
+        operation(id, "stop the sandbox's processes", new FrameBuilder(Frame.KILL_ALL, "request").u32(id));
     }
 
     void mkdir(String path, boolean parents) throws IOException {

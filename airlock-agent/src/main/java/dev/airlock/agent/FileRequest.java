@@ -8,7 +8,7 @@ import dev.airlock.core.SandboxAgent.FileInfo;
  * the client treats as a protocol violation. By default a request expects none of DATA, FILEINFO
  * or DONE.
  */
-sealed interface FileRequest extends PendingRequest permits PendingOperation, PendingStat, PendingList, PendingFileRead {
+sealed interface FileRequest extends PendingRequest permits PendingOperation, PendingStat, PendingList, PendingWalk, PendingFileRead {
 
     default boolean onData(byte[] chunk) throws AgentProtocolException {
         return false;

@@ -30,6 +30,8 @@ record Frame(int type, ByteBuffer payload) {
     static final int MKDIR = 23;
     static final int REMOVE = 24;
     static final int RENAME = 25;
+    static final int WALK = 26;
+    static final int KILL_ALL = 27;
 
     /** WRITE_FILE flag: append to the file an earlier frame created instead of replacing it. */
     static final int WRITE_APPEND = 1;
@@ -37,6 +39,8 @@ record Frame(int type, ByteBuffer payload) {
     static final int MKDIR_PARENTS = 1;
     /** REMOVE flag: remove a directory with everything in it. */
     static final int REMOVE_RECURSIVE = 1;
+    /** READ_FILE flag: refuse a symbolic link at any component of the path. */
+    static final int READ_NOFOLLOW = 1;
 
     /** Largest N (type and payload) either side may send. */
     static final int MAX_LENGTH = 1024 * 1024 + 64;

@@ -107,7 +107,7 @@ class AgentValidationTest {
     void aReadWithTheIdOfARunningProcessEndsTheAgent() throws Exception {
         long sleep = startSleep();   // id 1
 
-        send(new FrameBuilder(Frame.READ_FILE, "test").u32(1).string("/etc/hostname").u64(100).build());
+        send(new FrameBuilder(Frame.READ_FILE, "test").u32(1).string("/etc/hostname").u64(100).u32(0).build());
 
         assertEndsAndKills(sleep, "id 1 is already in use");
     }

@@ -108,7 +108,7 @@ class OutputsTest {
         assertThat(live.raw("DELETE", "/v1/outputs/" + id, null, OTHER).statusCode()).isEqualTo(404);
 
         assertThat(live.audit(id, AuditRecord.LIFECYCLE)).anySatisfy(r -> assertThat(r.detail())
-                .contains("\"event\":\"destroyed\"", "\"outputs\":{\"bytes\":900,\"files\":2,\"skipped\":"));
+                .contains("\"event\":\"destroyed\"", "\"outputs\":{\"bytes\":900,\"cut\":[],\"entries\":9,\"files\":2,\"skipped\":"));
 
         assertThat(live.raw("DELETE", "/v1/outputs/" + id, null).statusCode()).isEqualTo(204);
         assertThat(live.raw("GET", "/v1/outputs/" + id, null).statusCode()).isEqualTo(404);

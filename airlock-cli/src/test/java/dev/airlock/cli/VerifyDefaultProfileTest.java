@@ -28,7 +28,7 @@ class VerifyDefaultProfileTest {
         assertThat(cases.stream().map(VerifyCase::control).collect(Collectors.toSet())).containsExactlyInAnyOrder(
                 "filesystem", "pid-namespace", "privileges", "syscall-filter", "network-namespace", "limits", "cleanup", "cross-sandbox", "recovery");
         assertThat(cases.stream().filter(c -> c.kind() == VerifyCase.Kind.RECOVERY).map(VerifyCase::scenario).collect(Collectors.toSet()))
-                .isEqualTo(Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full"));
+                .isEqualTo(Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full", "output-tree"));
         assertThat(cases.stream().map(VerifyCase::kind).collect(Collectors.toSet())).containsExactlyInAnyOrder(VerifyCase.Kind.values());
     }
 
@@ -52,6 +52,16 @@ class VerifyDefaultProfileTest {
         assertThat(report.finding("recovery-disk-full").get("happened").asString()).contains("No space left on device");
         assertThat(report.finding("recovery-killed-agent").get("happened").asString()).contains("ended cancelled");
         assertThat(report.finding("recovery-agent-flood").get("happened").asString()).contains("ended timed_out").contains("kept 1048576 bytes");
+        assertThat(report.finding("recovery-output-tree").get("happened").asString())
+                .contains("processes were dead within 3 s").contains("entries: the walk stopped at 10000 entries");
+    }
+
+    @Test
+    void outputTreeScenarioHoldsAgainstARealServer() throws Exception {
+        VerifyTestSupport.Report report = VerifyTestSupport.verify("--case", "recovery-output-tree");
+        assertThat(report.exitCode()).as("stderr:\n%s", report.stderr()).isZero();
+        assertThat(report.finding("recovery-output-tree").get("happened").asString())
+                .contains("processes were dead within 3 s").contains("entries: the walk stopped at 10000 entries");
     }
 
     @Test

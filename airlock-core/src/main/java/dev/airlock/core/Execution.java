@@ -21,10 +21,13 @@ public final class Execution {
     private final IsolationDriver.DriverSandbox sandbox;
     private final long oomBefore;
     private final long startNanos;
+    /** Whether the sandbox's processes were stopped for its end: a SIGKILL then means cancelled. */
+    private final java.util.function.BooleanSupplier sandboxStopped;
     private volatile ExecResult result;
 
     Execution(SandboxAgent.AgentProcess process, CappedOutput output, Duration timeout, long memoryLimit,
-              IsolationDriver.DriverSandbox sandbox, long oomBefore, long startNanos) {
+              IsolationDriver.DriverSandbox sandbox, long oomBefore, long startNanos, java.util.function.BooleanSupplier sandboxStopped) {
+        this.sandboxStopped = sandboxStopped;
         this.process = process;
         this.output = output;
         this.timeout = timeout;
@@ -117,6 +120,9 @@ public final class Execution {
         }
         if (exit.startError() != null) {
             return new ExecResult(out, err, 127, EndReason.START_FAILED, truncated, duration, exit.startError());
+        }
+        if (exit.signal() == SIGKILL && sandboxStopped.getAsBoolean()) {
+            return new ExecResult(out, err, 128 + SIGKILL, EndReason.CANCELLED, truncated, duration, "cancelled: the sandbox was destroyed");
         }
         if (exit.signal() != 0) {
             if (exit.signal() == SIGKILL && sandbox.oomKills() > oomBefore) {

@@ -17,6 +17,7 @@ public final class Sandbox implements AutoCloseable {
     private final SandboxSpec spec;
     private final Engine engine;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean stopped = new AtomicBoolean();
     private volatile NetworkPolicy network;
 
     Sandbox(IsolationDriver.DriverSandbox driverSandbox, SandboxSpec spec, Engine engine) {
@@ -109,7 +110,7 @@ public final class Sandbox implements AutoCloseable {
             // The process started, then the channel broke (the sandbox is being destroyed): the
             // execution reports that as cancelled, with whatever output it produced.
         }
-        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start);
+        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start, stopped::get);
     }
 
     private Map<String, String> environment(ExecRequest request) {
@@ -146,6 +147,19 @@ public final class Sandbox implements AutoCloseable {
     public ExecRequest codeRequest(Language language, String code) {
         writeFile(language.codePath(), code.getBytes(java.nio.charset.StandardCharsets.UTF_8));
         return new ExecRequest(language.command(), Map.of(), ExecRequest.DEFAULT_CWD, null, null);
+    }
+
+    /**
+     * Kills every process in the sandbox but its agent and waits until they are gone, ahead of
+     * {@link #close()}, so that what the sandbox leaves can be read while nothing changes it; no
+     * process can start afterwards. Executions it ends report {@link EndReason#CANCELLED}.
+     *
+     * @throws IOException if processes remain after the agent's wait, or the agent did not answer
+     */
+    public void stopProcesses() throws IOException {
+        ensureOpen();
+        stopped.set(true);
+        driverSandbox.agent().killAll();
     }
 
     /** The agent, for file operations; every path is resolved inside the sandbox. */

@@ -40,6 +40,56 @@ public interface SandboxAgent extends AutoCloseable {
      */
     void readFile(String path, long maxBytes, java.io.OutputStream sink) throws IOException;
 
+    /**
+     * Like {@link #readFile}, but refuses a symbolic link at any component of {@code path}, not only
+     * the last: for what the host collects from a sandbox, which must never follow a link the
+     * sandbox made.
+     */
+    void readFileNoFollow(String path, long maxBytes, java.io.OutputStream sink) throws IOException;
+
+    /**
+     * The tree under {@code directory}, depth-first, never following a symbolic link at any step
+     * (the directory itself is reached without following one either; a directory swapped for a link
+     * during the walk is not entered). At most {@code bounds.maxEntries()} entries of every kind are
+     * looked at, directories at depth {@code bounds.maxDepth()} are not entered, and at most
+     * {@code bounds.maxFiles()} regular files are kept (the rest only counted), so the host holds a
+     * bounded amount whatever the sandbox made.
+     */
+    Tree walk(String directory, TreeBounds bounds) throws IOException;
+
+    /**
+     * Kills every process in the sandbox except the agent and waits until they are gone; no
+     * process can start in the sandbox afterwards. For the end of a sandbox, before the host
+     * collects what it leaves, so that nothing changes under the collection.
+     *
+     * @throws IOException if processes remain after the agent's wait, or the agent did not answer
+     */
+    void killAll() throws IOException;
+
+    /** How much of a tree {@link #walk} looks at and keeps. */
+    record TreeBounds(int maxEntries, int maxDepth, int maxFiles) {
+        public TreeBounds {
+            if (maxEntries < 1 || maxDepth < 1 || maxDepth > 256 || maxFiles < 0) {
+                throw new IllegalArgumentException("tree bounds " + maxEntries + " entries, depth " + maxDepth + ", " + maxFiles
+                        + " files: need at least one entry, a depth of 1 to 256 and no negative file count");
+            }
+        }
+    }
+
+    /**
+     * What {@link #walk} saw: the regular files it kept (paths under the walked directory, sorted),
+     * the entries it looked at, and where a bound cut it.
+     *
+     * @param entriesCut            the entry bound was reached: entries beyond it were not seen
+     * @param directoriesNotEntered directories at the depth bound
+     * @param filesLeftOut          regular files seen beyond {@code maxFiles}
+     */
+    record Tree(java.util.List<FileInfo> files, int entries, boolean entriesCut, int directoriesNotEntered, int filesLeftOut) {
+        public Tree {
+            files = java.util.List.copyOf(files);
+        }
+    }
+
     /** Describes one path without following a final symlink. */
     FileInfo stat(String path) throws IOException;
 

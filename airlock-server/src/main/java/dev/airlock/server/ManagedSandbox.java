@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -28,6 +29,9 @@ public final class ManagedSandbox {
     private final Profile profile;
     private volatile Instant expiresAt;
     private volatile Instant lastActivity;
+    /** Set once, by the one destroy allowed per sandbox; from then on no client sees it. */
+    private final AtomicBoolean destroying = new AtomicBoolean();
+    private volatile SandboxSlots.Slot slot;
 
     ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
                    Duration idleTimeout, Language defaultLanguage) {
@@ -138,5 +142,27 @@ public final class ManagedSandbox {
                     + BackgroundProcesses.MAX_KEPT + " in all): list them with GET /v1/sandboxes/" + id() + "/processes");
         }
         return p;
+    }
+
+    /** The slot it holds against the server's limit and its client's quota, until it is gone. */
+    void holdSlot(SandboxSlots.Slot held) {
+        this.slot = held;
+    }
+
+    void releaseSlot() {
+        SandboxSlots.Slot held = slot;
+        if (held != null) {
+            held.release();
+        }
+    }
+
+    /** Claims the sandbox's one destroy; false when another destroy already has it. */
+    boolean beginDestroy() {
+        return destroying.compareAndSet(false, true);
+    }
+
+    /** Being destroyed: it still counts against the limits, but no client can reach it. */
+    boolean destroying() {
+        return destroying.get();
     }
 }

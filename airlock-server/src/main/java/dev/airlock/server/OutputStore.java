@@ -5,7 +5,6 @@ import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxAgent.FileInfo;
-import dev.airlock.core.SandboxAgent.FileType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
@@ -22,10 +21,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.Deque;
 import java.util.List;
 import java.util.regex.Pattern;
 
@@ -33,14 +30,27 @@ import java.util.regex.Pattern;
  * Outputs: what a sandbox's code left in {@value #DIR}, collected into Airlock's data directory
  * ({@code <data>/outputs/<sandbox>/}) when the sandbox ends, within its profile's byte cap, and
  * kept for {@link #RETENTION} for its owner to download. Names come from the sandbox, so each is
- * checked before it becomes a host path; contents are read by the agent inside the sandbox, so a
- * link there resolves inside the sandbox, never on the host.
+ * checked before it becomes a host path; the tree is walked and read by the agent inside the
+ * sandbox, never following a link the sandbox made, at any step.
+ *
+ * <p>Collection is bounded whatever the sandbox left: at most {@link #MAX_ENTRIES} entries of any
+ * kind are looked at, {@link #MAX_DEPTH} levels, {@link #MAX_FILES} files, the profile's bytes, and
+ * all of it within {@link #DEADLINE}, after which the agent's channel is closed. The caller stops
+ * the sandbox's processes first, so nothing changes the tree under the walk.
  */
 final class OutputStore {
 
     static final String DIR = "/workspace/output";
     static final Duration RETENTION = Duration.ofHours(24);
-    private static final int MAX_FILES = 1000;
+    /** Entries (files, directories, links, others) the walk of {@value #DIR} looks at. */
+    static final int MAX_ENTRIES = 10_000;
+    /** Directory levels below {@value #DIR} the walk enters. */
+    static final int MAX_DEPTH = 32;
+    /** Regular files considered for collection. */
+    static final int MAX_FILES = 1000;
+    /** How long one sandbox's collection may take, walk and reads together. */
+    static final Duration DEADLINE = Duration.ofSeconds(10);
+    private static final SandboxAgent.TreeBounds BOUNDS = new SandboxAgent.TreeBounds(MAX_ENTRIES, MAX_DEPTH, MAX_FILES);
     private static final String MANIFEST = "manifest.json";
     private static final Pattern SAFE_NAME = Pattern.compile("[^/\\x00-\\x1f]{1,255}");
     private static final Pattern ID = Pattern.compile("al-[a-z0-9-]{1,64}");
@@ -54,35 +64,51 @@ final class OutputStore {
 
     /**
      * Copies the sandbox's outputs (if it left any) to the host, up to {@code maxBytes} in all;
-     * files beyond the cap are listed as skipped. Returns the manifest, or null when there was
-     * nothing to collect.
+     * files beyond the cap are listed as skipped, and the bounds that cut the collection under
+     * {@code cut}. Returns the manifest, or null when there was nothing to collect.
      */
     ObjectNode collect(String sandboxId, String owner, String profile, SandboxAgent agent, long maxBytes) {
         if (maxBytes <= 0) {
             return null;
         }
-        List<FileInfo> files = new ArrayList<>();
-        try {
-            FileInfo top = agent.stat(DIR);
-            if (top.type() != FileType.DIRECTORY) {
+        try (CollectionDeadline deadline = CollectionDeadline.closing(agent, DEADLINE)) {
+            SandboxAgent.Tree tree;
+            try {
+                tree = agent.walk(DIR, BOUNDS);
+            } catch (IOException e) {
+                if (deadline.passed()) {
+                    LOG.warn("outputs of sandbox {} not collected: the walk took over {} s", sandboxId, DEADLINE.toSeconds());
+                }
+                return null; // no output folder, a link instead of one, or the sandbox can no longer answer
+            }
+            List<String> cut = cuts(tree);
+            if (tree.files().isEmpty() && cut.isEmpty()) {
                 return null;
             }
-            Deque<String> dirs = new ArrayDeque<>(List.of(DIR));
-            while (!dirs.isEmpty() && files.size() < MAX_FILES) {
-                for (FileInfo f : agent.list(dirs.poll())) {
-                    if (f.type() == FileType.DIRECTORY) {
-                        dirs.add(f.path());
-                    } else if (f.type() == FileType.FILE && files.size() < MAX_FILES) {
-                        files.add(f);
-                    }
-                }
+            if (!cut.isEmpty()) {
+                LOG.info("outputs of sandbox {} cut at their bounds: {}", sandboxId, String.join("; ", cut));
             }
-        } catch (IOException e) {
-            return null; // no output folder, or the sandbox can no longer answer
+            return store(sandboxId, owner, profile, agent, maxBytes, tree, cut, deadline);
         }
-        if (files.isEmpty()) {
-            return null;
+    }
+
+    private static List<String> cuts(SandboxAgent.Tree tree) {
+        List<String> cut = new ArrayList<>();
+        if (tree.entriesCut()) {
+            cut.add("entries: the walk stopped at " + MAX_ENTRIES + " entries (files, directories and links)");
         }
+        if (tree.directoriesNotEntered() > 0) {
+            cut.add("depth: " + tree.directoriesNotEntered() + " directories " + MAX_DEPTH + " levels deep were not entered");
+        }
+        if (tree.filesLeftOut() > 0) {
+            cut.add("files: " + tree.filesLeftOut() + " files beyond the first " + MAX_FILES + " were not considered");
+        }
+        return cut;
+    }
+
+    private ObjectNode store(String sandboxId, String owner, String profile, SandboxAgent agent, long maxBytes, SandboxAgent.Tree tree,
+                             List<String> cut, CollectionDeadline deadline) {
+        List<FileInfo> files = new ArrayList<>(tree.files());
         files.sort(Comparator.comparing(FileInfo::path));
         Path dir = root.resolve(sandboxId);
         ObjectNode manifest = Json.object();
@@ -91,6 +117,9 @@ final class OutputStore {
         manifest.put("profile", profile);
         manifest.put("collectedAt", Instant.now().toString());
         manifest.put("maxBytes", maxBytes);
+        manifest.put("entries", tree.entries());
+        ArrayNode cuts = manifest.putArray("cut");
+        cut.forEach(cuts::add);
         ArrayNode kept = manifest.putArray("files");
         ArrayNode skipped = manifest.putArray("skipped");
         long total = 0;
@@ -100,6 +129,10 @@ final class OutputStore {
                 String relative = relative(f.path());
                 if (relative == null) {
                     skipped.addObject().put("path", Json.printable(f.path())).put("reason", "name not allowed");
+                    continue;
+                }
+                if (deadline.passed()) {
+                    skipped.addObject().put("path", relative).put("reason", "the collection deadline of " + DEADLINE.toSeconds() + " s passed");
                     continue;
                 }
                 if (total + f.size() > maxBytes) {
@@ -117,7 +150,7 @@ final class OutputStore {
                         LinkOption.NOFOLLOW_LINKS)) {
                     CountingOutputStream sink = new CountingOutputStream(out);
                     // the file may have grown since it was listed: read no more than is left of the cap
-                    agent.readFile(f.path(), maxBytes - total, sink);
+                    agent.readFileNoFollow(f.path(), maxBytes - total, sink);
                     written = sink.count;
                 } catch (IOException e) {
                     Files.deleteIfExists(target);
@@ -126,6 +159,9 @@ final class OutputStore {
                 }
                 total += written;
                 kept.addObject().put("path", relative).put("size", written);
+            }
+            if (deadline.passed()) {
+                cuts.add("deadline: the collection took over " + DEADLINE.toSeconds() + " s");
             }
             manifest.put("bytes", total);
             Files.writeString(dir.resolve(MANIFEST), manifest.toString());

@@ -47,6 +47,8 @@ import java.util.function.UnaryOperator;
 public final class SandboxService implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
+    /** How long shutdown waits for the sandboxes' destroys (each collection has its own deadline). */
+    private static final Duration SHUTDOWN_WAIT = Duration.ofMinutes(2);
     /** Egress requests of one sandbox that may wait for approval at once. */
     private static final int MAX_PENDING_REQUESTS = 4;
 
@@ -93,8 +95,9 @@ public final class SandboxService implements AutoCloseable {
     private final Map<String, ManagedSandbox> sandboxes = new ConcurrentHashMap<>();
     private final OutputStore outputs;
     private final ProcessOutputFiles processOutputs;
-    /** Creates in flight per client, counted against its sandbox quota. */
-    private final Map<String, Integer> creating = new java.util.HashMap<>();
+    private final SandboxTeardown teardown;
+    /** Sandbox slots against --max-sandboxes and each client's quota, held from before a create until the sandbox is gone. */
+    private final SandboxSlots slots;
     private final Thread expiry;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
@@ -110,9 +113,11 @@ public final class SandboxService implements AutoCloseable {
         this.egressLog = egressLog;
         this.audit = audit;
         this.config = config;
+        this.slots = new SandboxSlots(config.maxSandboxes());
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
+        this.teardown = new SandboxTeardown(sandboxes, outputs, processOutputs, audit, store, egressLog, metrics);
         this.reapedAtStart = forgetOrphans();
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(this::expireLoop);
         metrics.bind(this);
@@ -312,28 +317,34 @@ public final class SandboxService implements AutoCloseable {
                 beyondNetwork(c, p, null, beyond);
             }
         }
-        reserveCreate(client);
+        SandboxSlots.Slot slot = reserveSlot(client);
+        boolean created = false;
         try {
-            return createApproved(c, client, p, request, limits, ttl, idle, network);
+            ManagedSandbox managed = createApproved(c, client, p, request, limits, ttl, idle, network, slot);
+            created = true;
+            return managed;
         } finally {
-            releaseCreate(client);
+            if (!created) {
+                slot.release();
+            }
         }
     }
 
     private ManagedSandbox createApproved(Caller c, Client client, Profile p, CreateRequest request, Limits limits, Duration ttl,
-                                          Duration idle, NetworkPolicy network) {
+                                          Duration idle, NetworkPolicy network, SandboxSlots.Slot slot) {
         awaitApproval(c, p, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
                 + client.name() + "' (limits: memory " + Limits.formatBytes(limits.memoryBytes()) + ", cpus " + limits.cpus() + ", pids "
                 + limits.pids() + ", timeout " + limits.timeout().toSeconds() + " s; network: " + describe(network) + ")");
-        if (sandboxes.size() >= config.maxSandboxes()) {
-            throw new AirlockException(Kind.LIMIT_EXCEEDED, "this server already holds " + sandboxes.size()
-                    + " sandboxes, its limit: destroy some, or raise --max-sandboxes");
+        if (slot.takeServerSlot() instanceof SandboxSlots.ServerFull full) {
+            throw refuse(Kind.LIMIT_EXCEEDED, "--max-sandboxes", "this server already holds " + full.held() + " sandboxes (counting those"
+                    + " being created or destroyed), its limit of " + full.max() + " (--max-sandboxes): destroy some, or raise --max-sandboxes");
         }
         List<dev.airlock.core.Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
         SandboxSpec spec = new SandboxSpec(p.image(), limits, request.env(), network, p.inputs(), credentials, p.requestApprovals());
         Sandbox sandbox = engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), ttl, idle,
                 request.defaultLanguage());
+        managed.holdSlot(slot);
         try {
             if (p.outputBytes() > 0) {
                 // ready for the code to write into, so that outputs need no set-up
@@ -346,9 +357,9 @@ public final class SandboxService implements AutoCloseable {
                     + " did not answer after it started: " + e.getMessage(), e);
         }
         sandboxes.put(managed.id(), managed);
-        if (closed && sandboxes.remove(managed.id()) != null) {
+        if (closed) {
             // close() began after the check above and may not have seen this sandbox
-            destroy(managed, "destroyed", "destroyed at shutdown");
+            teardown.destroy(managed, "destroyed", "destroyed at shutdown");
             throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
         }
         metrics.sandboxCreated();
@@ -403,32 +414,24 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /**
-     * Takes one of the client's sandbox slots for a create in flight, so that concurrent creates
-     * cannot together pass the quota; {@link #releaseCreate} gives it back.
+     * Takes one of the client's sandbox slots for a create, so that concurrent creates cannot
+     * together pass its quota; the sandbox holds it until it is gone.
      */
-    private void reserveCreate(Client client) {
-        synchronized (creating) {
-            long held = sandboxes.values().stream().filter(s -> s.owner().equals(client.name())).count()
-                    + creating.getOrDefault(client.name(), 0);
-            if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
-                throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '" + client.name() + "' already holds " + held
-                        + " sandboxes, its quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
-            }
-            creating.merge(client.name(), 1, Integer::sum);
-        }
-    }
-
-    private void releaseCreate(Client client) {
-        synchronized (creating) {
-            creating.computeIfPresent(client.name(), (k, n) -> n > 1 ? n - 1 : null);
-        }
+    private SandboxSlots.Slot reserveSlot(Client client) {
+        return switch (slots.reserveForClient(client)) {
+            case SandboxSlots.Reserved r -> r.slot();
+            case SandboxSlots.ClientQuotaReached q -> throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '"
+                    + client.name() + "' already holds " + q.held() + " sandboxes (counting those being created or destroyed), its quota (rule "
+                    + client.rule("quotas.sandboxes") + "): destroy some first");
+            case SandboxSlots.ServerFull f -> throw new IllegalStateException("a client slot never reports the server full");
+        };
     }
 
     /** A sandbox the caller may see; another client's is NOT_FOUND, as if it did not exist. */
     public ManagedSandbox get(String id) {
         Caller c = require(Operation.values());
         ManagedSandbox s = sandboxes.get(id);
-        if (!visible(c, s)) {
+        if (!visible(c, s) || s.destroying()) {
             throw notFound(id);
         }
         s.touch();
@@ -442,7 +445,7 @@ public final class SandboxService implements AutoCloseable {
 
     public List<ManagedSandbox> list(Map<String, String> labelFilter) {
         Caller c = require(Operation.SANDBOX_READ);
-        return sandboxes.values().stream().filter(s -> visible(c, s) && s.matches(labelFilter))
+        return sandboxes.values().stream().filter(s -> visible(c, s) && !s.destroying() && s.matches(labelFilter))
                 .sorted((a, b) -> a.createdAt().compareTo(b.createdAt())).toList();
     }
 
@@ -466,25 +469,8 @@ public final class SandboxService implements AutoCloseable {
     public void destroy(String id) {
         require(Operation.SANDBOX_DESTROY, Operation.RUN);
         ManagedSandbox s = get(id);
-        if (sandboxes.remove(id) == null) {
-            throw notFound(id);
-        }
-        destroy(s, "destroyed", "destroyed on request");
-    }
-
-    private void destroy(ManagedSandbox s, String event, String why) {
-        sandboxes.remove(s.id());
-        Map<String, Object> d = lifecycle(event, why);
-        try {
-            d.put("outputs", collectOutputs(s));
-            s.sandbox().close();
-        } finally {
-            audit.record(AuditRecord.LIFECYCLE, s.id(), d);
-            store.delete(s.id());
-            egressLog.forget(s.id());
-            processOutputs.deleteSandbox(s.id());
-            metrics.sandboxDestroyed();
-            LOG.info("sandbox {} {}", s.id(), why);
+        if (!teardown.destroy(s, "destroyed", "destroyed on request")) {
+            throw notFound(id); // expiry (or another request) got to it first
         }
     }
 
@@ -854,28 +840,6 @@ public final class SandboxService implements AutoCloseable {
 
     // --- outputs ---
 
-    /** Collects what the sandbox left in /workspace/output; a summary for the audit record, or null. */
-    private Map<String, Object> collectOutputs(ManagedSandbox s) {
-        if (!s.sandbox().isOpen()) {
-            return null;
-        }
-        try {
-            tools.jackson.databind.node.ObjectNode m = outputs.collect(s.id(), s.owner(), s.profile().name(), s.sandbox().files(),
-                    s.profile().outputBytes());
-            if (m == null) {
-                return null;
-            }
-            Map<String, Object> d = new LinkedHashMap<>();
-            d.put("files", m.path("files").size());
-            d.put("bytes", m.path("bytes").asLong());
-            d.put("skipped", m.path("skipped").size());
-            return d;
-        } catch (RuntimeException e) {
-            LOG.warn("could not collect the outputs of sandbox {}: {}", s.id(), e.getMessage());
-            return null;
-        }
-    }
-
     /** The caller's collected outputs, newest first. */
     public List<tools.jackson.databind.JsonNode> listOutputs() {
         return outputs.list(outputOwner());
@@ -901,9 +865,18 @@ public final class SandboxService implements AutoCloseable {
 
     // --- lifetime ---
 
+    /**
+     * Every half second, starts the destroy of each expired sandbox on its own thread, so one slow
+     * destroy delays no other; nothing thrown ends the loop.
+     */
     private void expireLoop() {
         long rounds = 0;
         while (!closed) {
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                return;
+            }
             if (rounds++ % 120 == 0) {
                 try {
                     outputs.sweep();
@@ -912,20 +885,15 @@ public final class SandboxService implements AutoCloseable {
                 }
             }
             try {
-                Thread.sleep(500);
-            } catch (InterruptedException e) {
-                return;
-            }
-            Instant now = Instant.now();
-            for (ManagedSandbox s : List.copyOf(sandboxes.values())) {
-                String why = s.expiryReason(now);
-                if (why != null && sandboxes.remove(s.id()) != null) {
-                    try {
-                        destroy(s, "expired", "expired: " + why);
-                    } catch (RuntimeException e) {
-                        LOG.warn("could not destroy expired sandbox {}: {}", s.id(), e.getMessage());
+                Instant now = Instant.now();
+                for (ManagedSandbox s : sandboxes.values()) {
+                    String why = s.destroying() ? null : s.expiryReason(now);
+                    if (why != null) {
+                        teardown.destroyInBackground(s, "expired", "expired: " + why);
                     }
                 }
+            } catch (Throwable t) {
+                LOG.warn("expiry round failed, trying again in 0.5 s: {}", t.toString());
             }
         }
     }
@@ -934,20 +902,16 @@ public final class SandboxService implements AutoCloseable {
         return engine;
     }
 
-    /** Destroys every sandbox; the engine and store are closed by their owner. */
+    /** Destroys every sandbox, in parallel, and waits for them; the engine and store are closed by their owner. */
     @Override
     public void close() {
         closed = true;
         expiry.interrupt();
-        for (ManagedSandbox s : List.copyOf(sandboxes.values())) {
-            if (sandboxes.remove(s.id()) == null) {
-                continue; // a create that saw the close destroys its own
-            }
-            try {
-                destroy(s, "destroyed", "destroyed at shutdown");
-            } catch (RuntimeException e) {
-                LOG.warn("could not destroy sandbox {} at shutdown: {}", s.id(), e.getMessage());
-            }
+        for (ManagedSandbox s : sandboxes.values()) {
+            teardown.destroyInBackground(s, "destroyed", "destroyed at shutdown");
+        }
+        if (!teardown.awaitAll(SHUTDOWN_WAIT)) {
+            LOG.warn("some sandboxes were still being destroyed {} s after shutdown began; the engine closes them", SHUTDOWN_WAIT.toSeconds());
         }
     }
 }

@@ -89,6 +89,7 @@ final class Recovery {
                 case "killed-agent" -> killedAgent(config);
                 case "agent-flood" -> agentFlood(config);
                 case "disk-full" -> diskFull(config);
+                case "output-tree" -> OutputTreeScenario.run(config);
                 default -> Outcome.error("unknown scenario " + scenario);
             };
         } catch (IOException e) {

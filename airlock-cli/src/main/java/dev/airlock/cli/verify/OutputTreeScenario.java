@@ -1,0 +1,125 @@
+package dev.airlock.cli.verify;
+
+import dev.airlock.cli.verify.Verifier.Outcome;
+import dev.airlock.oci.LeakCheck;
+import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.server.AirlockServer;
+import dev.airlock.server.ServerConfig;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The output-tree scenario: a real server, in this JVM, on the scenario's own state and data
+ * directories and a free loopback port, holds a sandbox whose code leaves four times the output
+ * collection's entry bound in directories under /workspace/output, and keeps a process running.
+ * When its lifetime runs out, its processes must be dead within {@link #MARGIN}, the collection must
+ * stop at its bound, and nothing of the sandbox may remain.
+ */
+final class OutputTreeScenario {
+
+    /** From the end of the sandbox's lifetime to its processes being dead: the expiry loop ticks every 0.5 s. */
+    static final Duration MARGIN = Duration.ofSeconds(3);
+    private static final Duration TTL = Duration.ofSeconds(20);
+    private static final int DIRECTORIES = 40_000;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private OutputTreeScenario() {
+    }
+
+    static Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
+        Path data = config.stateRoot().resolveSibling("d");
+        Files.createDirectories(data);
+        Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwx------"));
+        List<String> problems = new ArrayList<>();
+        StringBuilder happened = new StringBuilder();
+        String id;
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config)
+                .withPoolSize(0)); HttpClient http = HttpClient.newHttpClient()) {
+            Rest rest = new Rest(http, server);
+            JsonNode created = rest.call("POST", "/v1/sandboxes", "{\"ttlSeconds\": " + TTL.toSeconds() + "}", 201);
+            id = created.path("id").asString();
+            attack(rest, id, Instant.parse(created.path("expiresAt").asString()), happened, problems, new LeakCheck(config));
+        }
+        problems.addAll(new LeakCheck(config).find(id));
+        if (problems.isEmpty()) {
+            return Outcome.held(happened + "; nothing is left behind");
+        }
+        return Outcome.broken(happened + "\n" + String.join("\n", problems));
+    }
+
+    private static void attack(Rest rest, String id, Instant expires, StringBuilder happened, List<String> problems, LeakCheck leaks)
+            throws IOException, InterruptedException {
+        JsonNode made = rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sh\", \"-c\", \"cd /workspace/output"
+                + " && for i in $(seq 200); do mkdir t$i && (cd t$i && seq 200 | xargs mkdir); done\"], \"timeoutSeconds\": "
+                + TTL.minusSeconds(5).toSeconds() + "}", 200);
+        if (made.path("exitCode").asInt(-1) != 0) {
+            throw new IOException("could not make the tree of directories: " + Findings.quote(made.toString()));
+        }
+        rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sleep\", \"1000\"], \"timeoutSeconds\": 600,"
+                + " \"background\": true}", 202);
+        if (!HostProcesses.eventually(10_000, () -> !codeProcesses(id).isEmpty())) {
+            throw new IOException("no process of sandbox " + id + " was seen on the host, so the check would prove nothing");
+        }
+        happened.append("left ").append(DIRECTORIES).append(" directories in /workspace/output and a running sleep");
+        long waitMillis = Math.max(0, Duration.between(Instant.now(), expires.plus(MARGIN)).toMillis());
+        if (HostProcesses.eventually(waitMillis, () -> codeProcesses(id).isEmpty())) {
+            happened.append("; its processes were dead within ").append(MARGIN.toSeconds()).append(" s of its lifetime's end");
+        } else {
+            problems.add("processes of the expired sandbox still ran " + MARGIN.toSeconds() + " s after its lifetime ended: "
+                    + HostProcesses.describe(codeProcesses(id)));
+        }
+        if (!HostProcesses.eventually(60_000, () -> leaks.find(id).isEmpty())) {
+            problems.add("the expired sandbox was not gone 60 s after its lifetime ended: " + leaks.find(id));
+        }
+        JsonNode manifest = rest.outputs(id);
+        String cut = manifest == null ? "" : manifest.path("cut").toString();
+        happened.append("; the collection looked at ").append(manifest == null ? 0 : manifest.path("entries").asInt())
+                .append(" entries, cut: ").append(manifest == null ? "no manifest" : cut);
+        if (!cut.contains("entries: the walk stopped at")) {
+            problems.add("the collection of the sandbox's outputs was not cut at its entry bound");
+        }
+    }
+
+    /** The sandbox's processes on the host other than its agent. */
+    private static List<HostProcesses.HostProcess> codeProcesses(String id) {
+        return HostProcesses.inSandboxes(id).stream().filter(p -> !p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
+    }
+
+    /** The scenario's server's REST API, with its token. */
+    private record Rest(HttpClient http, AirlockServer server) {
+
+        JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {
+            HttpResponse<String> r = send(method, path, body);
+            if (r.statusCode() != expected) {
+                throw new IOException(method + " " + path + " answered " + r.statusCode() + ": " + Findings.quote(r.body()));
+            }
+            return JSON.readTree(r.body());
+        }
+
+        /** The manifest of the sandbox's collected outputs, or null when none were kept. */
+        JsonNode outputs(String id) throws IOException, InterruptedException {
+            HttpResponse<String> r = send("GET", "/v1/outputs/" + id, null);
+            return r.statusCode() == 200 ? JSON.readTree(r.body()) : null;
+        }
+
+        private HttpResponse<String> send(String method, String path, String body) throws IOException, InterruptedException {
+            return http.send(HttpRequest.newBuilder(URI.create(server.uri() + path)).header("Authorization", "Bearer " + server.token())
+                    .header("Content-Type", "application/json")
+                    .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+        }
+    }
+}
