@@ -87,7 +87,8 @@ final class McpHttpGuard implements Filter {
         Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
         if (client == null) {
             // no client: an unauthenticated request names none that could be trusted
-            service.refuseUnauthenticated(McpServers.HTTP, McpServers.HTTP, req.getMethod() + " " + McpHttpEndpoint.PATH);
+            service.refuseUnauthenticated(McpServers.HTTP, McpServers.HTTP, req.getMethod() + " " + McpHttpEndpoint.PATH, req.getRemoteAddr(),
+                    req.getHeader("Authorization") != null);
             resp.setHeader("WWW-Authenticate", "Bearer");
             refuse(resp, 401, "missing or wrong bearer token: " + authHint);
             return;
