@@ -33,6 +33,11 @@ final class SessionSandboxes implements AutoCloseable {
     private static final Duration REMEMBER_ENDED = Duration.ofHours(24);
     /** Open HTTP sessions of one client; opening one more ends the client's least recently used idle one. */
     static final int MAX_SESSIONS_PER_CLIENT = 64;
+    /**
+     * Sandbox ids a session holds before those of sandboxes already gone (expired, destroyed by
+     * REST) are dropped from it; the live ones are bounded by quotas and {@code --max-sandboxes}.
+     */
+    static final int PRUNE_SANDBOXES_ABOVE = 256;
     /** Ended session ids remembered (to answer 404 instead of a confusing loss of sandboxes); the oldest go first. */
     static final int MAX_ENDED = 4096;
     private static final Logger LOG = LoggerFactory.getLogger(SessionSandboxes.class);
@@ -62,7 +67,15 @@ final class SessionSandboxes implements AutoCloseable {
     }
 
     void own(String session, String sandboxId) {
-        session(session).sandboxes.add(sandboxId);
+        Set<String> owned = session(session).sandboxes;
+        owned.add(sandboxId);
+        if (owned.size() > PRUNE_SANDBOXES_ABOVE) {
+            try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
+                Set<String> live = new java.util.HashSet<>();
+                service.list(Map.of()).forEach(s -> live.add(s.id()));
+                owned.retainAll(live);
+            }
+        }
     }
 
     boolean owns(String session, String sandboxId) {
