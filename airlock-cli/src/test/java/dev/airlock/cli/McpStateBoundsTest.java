@@ -138,4 +138,21 @@ class McpStateBoundsTest {
         assertThat(state().trackedCalls()).isZero();
         mcp.call(session, 8, "sandbox_destroy", "{\"sandboxId\":\"" + id + "\"}");
     }
+
+    @Test
+    void aCancelFromAnotherSessionDoesNotReachTheCall() throws Exception {
+        String session = mcp.open();
+        String other = mcp.open();
+        String id = mcp.call(session, 2, "sandbox_create", "{}").at("/result/structuredContent/sandboxId").asString();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<JsonNode> call = threads.submit(() -> mcp.call(session, 9, "sandbox_exec",
+                    "{\"sandboxId\":\"" + id + "\",\"command\":\"sleep 2; echo finished\"}"));
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> state().trackedCalls() >= 1);
+            // the same request id, from a session of the same client that did not send the call
+            mcp.post(other, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":9}}");
+            JsonNode r = call.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(r.at("/result/structuredContent/stdout").asString()).as(r.toString()).isEqualTo("finished\n");
+        }
+        mcp.call(session, 10, "sandbox_destroy", "{\"sandboxId\":\"" + id + "\"}");
+    }
 }

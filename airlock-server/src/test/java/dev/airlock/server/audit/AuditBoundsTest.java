@@ -183,4 +183,14 @@ class AuditBoundsTest {
         assertThat(a.path("repeatsNotSampled").asLong()).isEqualTo(notSampled);
         assertThat(verify(db).ok()).isTrue();
     }
+
+    @Test
+    void theBoundsAreSetFromTheEnvironmentAndABadValueSaysWhatToDo() {
+        AuditSettings s = AuditSettings.fromEnvironment(Map.of("AIRLOCK_AUDIT_RETENTION_DAYS", "7", "AIRLOCK_AUDIT_MAX_RECORDS", "5000"));
+        assertThat(s.retention()).isEqualTo(Duration.ofDays(7));
+        assertThat(s.maxRecords()).isEqualTo(5000);
+        assertThat(AuditSettings.fromEnvironment(Map.of())).isEqualTo(AuditSettings.DEFAULTS);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> AuditSettings.fromEnvironment(Map.of("AIRLOCK_AUDIT_MAX_RECORDS", "10")))
+                .hasMessageContaining("AIRLOCK_AUDIT_MAX_RECORDS").hasMessageContaining("1000").hasMessageContaining("unset it");
+    }
 }
