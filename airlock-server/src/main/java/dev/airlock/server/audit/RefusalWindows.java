@@ -10,6 +10,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * Refusals an outsider can repeat at will, folded per source and window: the first refusal of a
@@ -114,7 +115,7 @@ final class RefusalWindows {
         return close(w -> true, now);
     }
 
-    private List<Summary> close(java.util.function.Predicate<Window> due, Instant now) {
+    private List<Summary> close(Predicate<Window> due, Instant now) {
         List<Summary> out = new ArrayList<>(pending);
         pending.clear();
         for (Iterator<Window> it = open.values().iterator(); it.hasNext(); ) {

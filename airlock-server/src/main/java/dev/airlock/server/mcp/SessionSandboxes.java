@@ -8,6 +8,10 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -52,7 +56,7 @@ final class SessionSandboxes implements AutoCloseable {
 
     private final SandboxService service;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
-    private final Map<String, Instant> ended = java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>() {
+    private final Map<String, Instant> ended = Collections.synchronizedMap(new LinkedHashMap<>() {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, Instant> eldest) {
             return size() > MAX_ENDED;
@@ -71,7 +75,7 @@ final class SessionSandboxes implements AutoCloseable {
         owned.add(sandboxId);
         if (owned.size() > PRUNE_SANDBOXES_ABOVE) {
             try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
-                Set<String> live = new java.util.HashSet<>();
+                Set<String> live = new HashSet<>();
                 service.list(Map.of()).forEach(s -> live.add(s.id()));
                 owned.retainAll(live);
             }
@@ -108,7 +112,7 @@ final class SessionSandboxes implements AutoCloseable {
             return null;
         }
         return own.stream().filter(e -> !e.getKey().equals(session) && e.getValue().inFlight.get() <= 0)
-                .min(java.util.Comparator.comparing(e -> e.getValue().lastSeen)).map(Map.Entry::getKey).orElse(null);
+                .min(Comparator.comparing(e -> e.getValue().lastSeen)).map(Map.Entry::getKey).orElse(null);
     }
 
     /** False when {@code client} holds its most sessions and none is idle: a new one would exceed the bound. */

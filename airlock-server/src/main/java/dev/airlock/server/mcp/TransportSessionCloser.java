@@ -16,6 +16,7 @@ import java.io.PrintWriter;
 import java.io.Writer;
 import java.util.Collections;
 import java.util.Enumeration;
+import java.util.List;
 
 /**
  * Makes the SDK's transport forget a session that ended here (evicted by the per-client bound),
@@ -58,7 +59,7 @@ final class TransportSessionCloser {
 
         @Override
         public Enumeration<String> getHeaders(String name) {
-            return McpHttpGuard.SESSION_HEADER.equalsIgnoreCase(name) ? Collections.enumeration(java.util.List.of(session))
+            return McpHttpGuard.SESSION_HEADER.equalsIgnoreCase(name) ? Collections.enumeration(List.of(session))
                     : super.getHeaders(name);
         }
     }
