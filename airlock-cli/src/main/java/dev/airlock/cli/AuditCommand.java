@@ -94,7 +94,8 @@ final class AuditCommand implements Callable<Integer> {
             try (AuditReader reader = AuditReader.open(dataDir.resolve("airlock.db"))) {
                 AuditReader.Verdict v = reader.verify();
                 if (v.ok()) {
-                    System.out.println("audit log intact: " + v.records() + " records, chain verified from seq 1");
+                    System.out.println("audit log intact: " + v.records() + " records, chain verified from seq " + v.fromSeq()
+                            + (v.pruned() > 0 ? " (the anchor of " + v.pruned() + " pruned records: docs/audit.md#retention-and-the-cap)" : ""));
                     return 0;
                 }
                 System.out.println("audit log BROKEN at seq " + v.brokenSeq() + ": " + v.problem());

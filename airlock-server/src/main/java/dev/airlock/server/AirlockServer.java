@@ -109,6 +109,11 @@ public final class AirlockServer implements AutoCloseable {
         return runtime.service().reapedAtStart();
     }
 
+    /** The MCP endpoint's state sizes (sessions, ended ids, tracked calls): what the hostile tests watch. */
+    public McpHttpEndpoint.StateSizes mcpState() {
+        return mcp.stateSizes();
+    }
+
     /** The audit log of this server (tests flush it before reading the database). */
     public dev.airlock.server.audit.AuditLog audit() {
         return runtime.audit();

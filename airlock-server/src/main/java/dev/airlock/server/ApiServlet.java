@@ -84,7 +84,8 @@ final class ApiServlet extends HttpServlet {
             }
             Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
             if (client == null) {
-                service.refuseUnauthenticated(VIA, VIA, req.getMethod() + " " + template(segments(path)));
+                service.refuseUnauthenticated(VIA, VIA, req.getMethod() + " " + template(segments(path)), req.getRemoteAddr(),
+                        req.getHeader("Authorization") != null);
                 resp.setHeader("WWW-Authenticate", "Bearer");
                 error(resp, 401, "unauthenticated", "missing or wrong bearer token: " + AirlockServer.authHint(config));
                 return;

@@ -8,6 +8,7 @@ import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.oci.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditSettings;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.PolicyFile;
 import dev.airlock.server.policy.TokenFile;
@@ -80,7 +81,7 @@ public final class SandboxRuntime implements AutoCloseable {
         Engine engine = null;
         AuditLog audit = null;
         try {
-            audit = AuditLog.open(config.dataDir().resolve("airlock.db"));
+            audit = AuditLog.open(config.dataDir().resolve("airlock.db"), AuditSettings.fromEnvironment(System.getenv()));
             AuditLog auditLog = audit;
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
@@ -90,7 +91,7 @@ public final class SandboxRuntime implements AutoCloseable {
                             .withApprovalTimeout(policy.approvalTimeout().plusMinutes(1)))
                     .withListener(r -> {
                         egressLog.add(r);
-                        auditLog.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));
+                        recordEgress(auditLog, r);
                     })
                     .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)))
                     // a request a profile's approveRequests covers waits for a person, asked through the service
@@ -202,6 +203,23 @@ public final class SandboxRuntime implements AutoCloseable {
         } catch (GeneralSecurityException | IOException e) {
             throw AirlockException.invalid(what + " cannot be used as trust for upstream servers: " + e.getMessage());
         }
+    }
+
+    /**
+     * An allowed connection is recorded each time; a refused one is folded per sandbox and window
+     * (sandboxed code can try thousands a second): the first in full, the rest counted, with their
+     * distinct destinations among the samples (docs/audit.md).
+     */
+    private static void recordEgress(AuditLog log, EgressRecord r) {
+        if (!r.allowed()) {
+            Map<String, Object> base = new LinkedHashMap<>();
+            base.put("decision", "deny");
+            String sample = r.destination() + ":" + r.port() + " (" + r.rule() + ")";
+            if (!log.admitRefusal("sandbox " + r.sandboxId(), AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), base, sample)) {
+                return;
+            }
+        }
+        log.record(AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), egressDetail(r));
     }
 
     private static Map<String, Object> egressDetail(EgressRecord r) {

@@ -196,17 +196,29 @@ public final class SandboxService implements AutoCloseable {
         return sandbox;
     }
 
-    /** Records a request no client could be found for (a missing or wrong token). */
-    public void refuseUnauthenticated(String via, String iface, String endpoint) {
+    /**
+     * Records a request no client could be found for (a missing or wrong token). Anyone who can
+     * reach the port can repeat it at will, so it is folded per source (interface, address and
+     * whether a token was sent) and window: the first of a window is recorded as a request and a
+     * deny, the rest counted into one deny record when the window closes (docs/audit.md).
+     */
+    public void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent) {
+        String reason = tokenSent ? "wrong" : "missing";
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("interface", iface);
         q.put("endpoint", endpoint);
-        audit.record(AuditRecord.REQUEST, via, null, q);
+        q.put("source", sourceAddress);
+        String source = iface + " " + sourceAddress + " " + reason;
         Map<String, Object> a = new LinkedHashMap<>();
         a.put("interface", iface);
         a.put("decision", "deny");
         a.put("rule", "token");
-        audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+        a.put("token", reason);
+        a.put("source", sourceAddress);
+        if (audit.admitRefusal(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
+            audit.record(AuditRecord.REQUEST, via, null, q);
+            audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+        }
     }
 
     /** The policy this service enforces. */

@@ -15,24 +15,35 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The append-only, hash-chained audit log in the {@code audit} table of the state database.
  * Callers enqueue records (cheap: a digest and a map); one writer thread numbers them, chains
- * them and writes them in batches, in order. A full queue blocks the caller until there is room:
- * a record is never dropped. {@link #close()} writes everything enqueued before it returns.
+ * them and writes them in batches, in order. A full queue makes the caller wait at most
+ * {@link #MAX_ENQUEUE_WAIT_MILLIS}; a record that still finds no room is dropped and counted, and
+ * the count is written as one record of kind {@code audit} as soon as there is room. Refusals an
+ * outsider can repeat at will go through {@link #recordRefusal}, folded per source and window
+ * ({@link RefusalWindows}). The writer also prunes by age and count ({@link AuditPruner}).
+ * {@link #close()} writes everything enqueued before it returns.
  */
 public final class AuditLog implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(AuditLog.class);
     static final int QUEUE = 8192;
     private static final int BATCH = 512;
+    /** The longest a caller waits for room in a full queue before its record is dropped (and counted). */
+    public static final long MAX_ENQUEUE_WAIT_MILLIS = 1000;
+    /** How often the writer closes due aggregation windows when idle, and checks retention. */
+    private static final long TICK_MILLIS = 1000;
+    private static final long RETENTION_CHECK_MILLIS = 60_000;
 
     /** Fixed width, so that times compare as text: {@code 2026-11-29T23:00:00.000123Z}. */
     public static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSS'Z'").withZone(ZoneOffset.UTC);
@@ -43,7 +54,7 @@ public final class AuditLog implements AutoCloseable {
     /** A log that records nothing (services built without one, in unit tests). */
     public static final AuditLog NONE = new AuditLog();
 
-    private sealed interface Entry permits Pending, Flush {
+    private sealed interface Entry permits Pending, Flush, Prune {
     }
 
     private record Pending(Instant time, String kind, String actor, String sandbox, String detail) implements Entry {
@@ -52,29 +63,49 @@ public final class AuditLog implements AutoCloseable {
     private record Flush(CountDownLatch done, boolean stop) implements Entry {
     }
 
+    /** Closes every aggregation window and prunes now (tests; a flush does not close windows). */
+    private record Prune(CountDownLatch done) implements Entry {
+    }
+
     private final Connection db;
     private final BlockingQueue<Entry> queue;
     private final Thread writer;
+    private final AuditSettings settings;
+    private final RefusalWindows windows;
+    private final AtomicLong dropped = new AtomicLong();
     private volatile boolean closed;
     private long lastSeq;
     private String lastHash;
+    private long lastRetentionCheck;
+    /** The seq the kept chain starts after (0 until something was pruned). */
+    private long anchorSeq;
 
     private AuditLog() {
         this.db = null;
         this.queue = null;
         this.writer = null;
+        this.settings = AuditSettings.DEFAULTS;
+        this.windows = null;
     }
 
-    private AuditLog(Connection db, long lastSeq, String lastHash) {
+    private AuditLog(Connection db, long lastSeq, String lastHash, long anchorSeq, AuditSettings settings) {
         this.db = db;
+        this.anchorSeq = anchorSeq;
         this.lastSeq = lastSeq;
         this.lastHash = lastHash;
+        this.settings = settings;
+        this.windows = new RefusalWindows(settings.window());
         this.queue = new ArrayBlockingQueue<>(QUEUE);
         this.writer = Thread.ofPlatform().daemon().name("airlock-audit-writer").start(this::writeLoop);
     }
 
-    /** Opens (creating the table if needed) the log in the SQLite file {@code file}. */
+    /** Opens (creating the table if needed) the log in the SQLite file {@code file}, with the default settings. */
     public static AuditLog open(Path file) {
+        return open(file, AuditSettings.DEFAULTS);
+    }
+
+    /** Opens (creating the table if needed) the log in the SQLite file {@code file}. */
+    public static AuditLog open(Path file, AuditSettings settings) {
         try {
             Connection db = DriverManager.getConnection("jdbc:sqlite:" + file);
             try (Statement st = db.createStatement()) {
@@ -83,15 +114,18 @@ public final class AuditLog implements AutoCloseable {
                 st.execute(SCHEMA);
                 st.execute("CREATE INDEX IF NOT EXISTS audit_sandbox ON audit (sandbox)");
                 st.execute("CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind)");
-                long seq = 0;
-                String hash = AuditRecord.GENESIS;
+                st.execute("CREATE INDEX IF NOT EXISTS audit_time ON audit (time)");
+                st.execute(AuditPruner.ANCHOR_SCHEMA);
+                AuditPruner.Anchor anchor = AuditPruner.anchor(db);
+                long seq = anchor.seq();
+                String hash = anchor.hash();
                 try (ResultSet rs = st.executeQuery("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")) {
                     if (rs.next()) {
                         seq = rs.getLong(1);
                         hash = rs.getString(2);
                     }
                 }
-                return new AuditLog(db, seq, hash);
+                return new AuditLog(db, seq, hash, anchor.seq(), settings);
             } catch (SQLException e) {
                 db.close();
                 throw e;
@@ -106,7 +140,10 @@ public final class AuditLog implements AutoCloseable {
         record(kind, Audit.actor(), sandbox, detail);
     }
 
-    /** Records an event; blocks while the queue is full, never drops it. */
+    /**
+     * Records an event. Waits at most {@link #MAX_ENQUEUE_WAIT_MILLIS} for room in a full queue;
+     * then drops the record and counts it (the count is written as a record of its own).
+     */
     public void record(String kind, String actor, String sandbox, Map<String, ?> detail) {
         if (queue == null) {
             return;
@@ -116,23 +153,50 @@ public final class AuditLog implements AutoCloseable {
             LOG.warn("audit log closed: {} record of {} for sandbox {} not written", kind, actor, sandbox);
             return;
         }
-        if (queue.offer(p)) {
+        enqueue(p);
+    }
+
+    /**
+     * A refusal an outsider can repeat at will (a request without a valid token, a refused egress
+     * connection), folded per {@code source} and window. True when it is the first of its window:
+     * the caller records it in full. Otherwise it was counted, with {@code sample} (what differs
+     * between such refusals) among a few distinct ones kept, and one record of {@code kind} with
+     * {@code base} and the count is written when the window closes.
+     */
+    public boolean admitRefusal(String source, String kind, String actor, String sandbox, Map<String, Object> base, String sample) {
+        return queue == null || windows.admit(source, Instant.now(), kind, actor, sandbox, base, sample);
+    }
+
+    /** Records dropped because the queue stayed full (since the last count was written). */
+    public long droppedSinceLastCount() {
+        return dropped.get();
+    }
+
+    private void enqueue(Entry e) {
+        if (queue.offer(e)) {
             return;
         }
-        LOG.warn("audit queue full ({} records): waiting for the writer", QUEUE);
-        boolean interrupted = false;
-        while (true) {
-            try {
-                queue.put(p);
-                break;
-            } catch (InterruptedException e) {
-                // a cancelled call still gets its record; the interrupt is kept for the caller
-                interrupted = true;
+        try {
+            // Once a record was dropped, the writer is known to be stuck: later callers do not wait too.
+            if (dropped.get() == 0 && queue.offer(e, MAX_ENQUEUE_WAIT_MILLIS, TimeUnit.MILLISECONDS)) {
+                return;
             }
+        } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt(); // a cancelled call keeps its interrupt; the record is counted as dropped
         }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
+        if (dropped.getAndIncrement() == 0) {
+            LOG.error("audit queue full ({} records) for {} ms: dropping records and counting them", QUEUE, MAX_ENQUEUE_WAIT_MILLIS);
         }
+    }
+
+    /** Closes every aggregation window (writing its count) and prunes by age and count, now; waits for it. */
+    public boolean closeWindowsAndPrune(long timeoutMillis) throws InterruptedException {
+        if (queue == null || closed) {
+            return true;
+        }
+        CountDownLatch done = new CountDownLatch(1);
+        queue.put(new Prune(done));
+        return done.await(timeoutMillis, TimeUnit.MILLISECONDS);
     }
 
     /** Waits until every record enqueued before this call is written (at most {@code timeoutMillis}). */
@@ -150,23 +214,91 @@ public final class AuditLog implements AutoCloseable {
         boolean stop = false;
         while (!stop) {
             try {
-                batch.add(queue.take());
+                Entry first = queue.poll(TICK_MILLIS, TimeUnit.MILLISECONDS);
+                if (first != null) {
+                    batch.add(first);
+                }
             } catch (InterruptedException e) {
                 continue; // only close() ends the writer, with a stop entry
             }
             queue.drainTo(batch, BATCH - 1);
-            write(batch);
+            boolean closeAll = batch.stream().anyMatch(e -> e instanceof Prune || e instanceof Flush f && f.stop());
+            List<Pending> own = ownRecords(closeAll);
+            if (!batch.isEmpty() || !own.isEmpty()) {
+                write(batch, own);
+            }
+            if (closeAll || System.currentTimeMillis() - lastRetentionCheck > RETENTION_CHECK_MILLIS
+                    || lastSeq - anchorSeq > settings.maxRecords() + pruneSlack()) {
+                prune();
+            }
             for (Entry e : batch) {
                 if (e instanceof Flush f) {
                     f.done().countDown();
                     stop |= f.stop();
+                } else if (e instanceof Prune p) {
+                    p.done().countDown();
                 }
             }
             batch.clear();
         }
     }
 
-    private void write(List<Entry> batch) {
+    /** The log's own records: counts of closed aggregation windows, and of records dropped on a full queue. */
+    private List<Pending> ownRecords(boolean closeAll) {
+        List<Pending> own = new ArrayList<>();
+        Instant now = Instant.now();
+        for (RefusalWindows.Summary s : closeAll ? windows.closeAll(now) : windows.closeDue(now)) {
+            own.add(new Pending(s.time(), s.kind(), s.actor(), s.sandbox(), AuditRecord.canonicalDetail(s.detail())));
+        }
+        long lost = dropped.getAndSet(0);
+        if (lost > 0) {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("event", "dropped");
+            d.put("records", lost);
+            d.put("reason", "the queue of " + QUEUE + " records stayed full for " + MAX_ENQUEUE_WAIT_MILLIS + " ms");
+            own.add(new Pending(now, AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.canonicalDetail(d)));
+        }
+        return own;
+    }
+
+    /** Cuts by age and count; the cut is itself recorded, with the anchor it left. */
+    private void prune() {
+        lastRetentionCheck = System.currentTimeMillis();
+        try {
+            AuditPruner.Cut cut = AuditPruner.prune(db, lastSeq, settings, pruneSlack(), Instant.now());
+            if (cut == null) {
+                return;
+            }
+            anchorSeq = cut.through();
+            LOG.info("audit log: pruned {} records (seq {} to {}) by {}", cut.records(), cut.from(), cut.through(), cut.reason());
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("event", "pruned");
+            d.put("records", cut.records());
+            d.put("fromSeq", cut.from());
+            d.put("throughSeq", cut.through());
+            d.put("throughHash", cut.throughHash());
+            d.put("reason", cut.reason());
+            d.put("retentionSeconds", settings.retention().toSeconds());
+            d.put("maxRecords", settings.maxRecords());
+            write(List.of(), List.of(new Pending(Instant.now(), AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.canonicalDetail(d))));
+        } catch (SQLException e) {
+            LOG.error("cannot prune the audit log: {}", e.getMessage());
+        }
+    }
+
+    /** Records over the cap before a cut: 1% (at least one batch), so the cap is not cut at every batch. */
+    private long pruneSlack() {
+        return Math.max(BATCH, settings.maxRecords() / 100);
+    }
+
+    private void write(List<Entry> batch, List<Pending> own) {
+        List<Pending> records = new ArrayList<>();
+        for (Entry e : batch) {
+            if (e instanceof Pending p) {
+                records.add(p);
+            }
+        }
+        records.addAll(own);
         long seq = lastSeq;
         String hash = lastHash;
         int written = 0;
@@ -177,10 +309,7 @@ public final class AuditLog implements AutoCloseable {
             try (PreparedStatement ps = db.prepareStatement(
                     "INSERT INTO audit (seq, time, kind, actor, sandbox, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")) {
                 db.setAutoCommit(false);
-                for (Entry e : batch) {
-                    if (!(e instanceof Pending p)) {
-                        continue;
-                    }
+                for (Pending p : records) {
                     AuditRecord r = new AuditRecord(seq + 1, TIME.format(p.time()), p.kind(), p.actor(), p.sandbox(), p.detail(), hash, null);
                     String h = r.computeHash();
                     ps.setLong(1, r.seq());

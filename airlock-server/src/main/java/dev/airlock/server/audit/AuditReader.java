@@ -25,8 +25,16 @@ public final class AuditReader implements AutoCloseable {
     public record Query(String sandbox, String kind, Instant since, int limit) {
     }
 
-    /** The first break in the chain, or null fields when the chain is whole. */
-    public record Verdict(long records, Long brokenSeq, String problem) {
+    /**
+     * The first break in the chain, or null fields when the chain is whole. {@code fromSeq} is where
+     * the check started: 1, or the first record after the anchor that pruning left ({@code pruned}
+     * records cut before it).
+     */
+    public record Verdict(long records, Long brokenSeq, String problem, long fromSeq, long pruned) {
+        public Verdict(long records, Long brokenSeq, String problem) {
+            this(records, brokenSeq, problem, 1, 0);
+        }
+
         public boolean ok() {
             return brokenSeq == null;
         }
@@ -101,33 +109,46 @@ public final class AuditReader implements AutoCloseable {
                 rs.getString(6), rs.getString(7), rs.getString(8));
     }
 
-    /** Recomputes the chain from seq 1 and stops at the first record that does not fit. */
+    /**
+     * Recomputes the chain from seq 1, or from the anchor pruning left (the seq and hash of the last
+     * record cut), and stops at the first record that does not fit.
+     */
     public Verdict verify() {
         return verify(r -> { });
     }
 
     public Verdict verify(Consumer<AuditRecord> each) {
-        long expectedSeq = 1;
-        String prev = AuditRecord.GENESIS;
+        AuditPruner.Anchor anchor;
+        try {
+            anchor = AuditPruner.anchor(db);
+        } catch (SQLException e) {
+            throw AirlockException.internal("cannot read the audit log's anchor: " + e.getMessage(), e);
+        }
+        long from = anchor.seq() + 1;
+        long expectedSeq = from;
+        String prev = anchor.hash();
         long count = 0;
         try (Statement st = db.createStatement();
              ResultSet rs = st.executeQuery("SELECT seq, time, kind, actor, sandbox, detail, prev_hash, hash FROM audit ORDER BY seq")) {
             while (rs.next()) {
                 AuditRecord r = row(rs);
                 if (r.seq() != expectedSeq) {
-                    return new Verdict(count, expectedSeq, r.seq() > expectedSeq
+                    return new Verdict(count, expectedSeq, (r.seq() > expectedSeq
                             ? "record seq " + expectedSeq + (r.seq() - expectedSeq > 1 ? " to " + (r.seq() - 1) : "")
                               + " missing: seq " + (expectedSeq - 1) + " is followed by seq " + r.seq() + " (deleted?)"
-                            : "record seq " + r.seq() + " out of order: expected seq " + expectedSeq);
+                            : "record seq " + r.seq() + " out of order: expected seq " + expectedSeq)
+                            + (expectedSeq == from && from > 1 ? " (the anchor left by pruning says the chain starts at seq " + from + ")" : ""),
+                            from, anchor.pruned());
                 }
                 if (!prev.equals(r.prevHash())) {
                     return new Verdict(count, r.seq(), "record seq " + r.seq() + ": prev_hash differs: stored " + r.prevHash()
-                            + ", the previous record's hash is " + prev);
+                            + ", the previous record's hash is " + prev + (r.seq() == from && from > 1 ? " (the anchor left by pruning)" : ""),
+                            from, anchor.pruned());
                 }
                 String computed = r.computeHash();
                 if (!computed.equals(r.hash())) {
                     return new Verdict(count, r.seq(), "record seq " + r.seq() + " (" + r.kind() + "): hash differs: stored " + r.hash()
-                            + ", computed " + computed + " (its seq, time, kind, actor, sandbox or detail was changed)");
+                            + ", computed " + computed + " (its seq, time, kind, actor, sandbox or detail was changed)", from, anchor.pruned());
                 }
                 each.accept(r);
                 prev = r.hash();
@@ -137,7 +158,7 @@ public final class AuditReader implements AutoCloseable {
         } catch (SQLException e) {
             throw AirlockException.internal("cannot read the audit log: " + e.getMessage(), e);
         }
-        return new Verdict(count, null, null);
+        return new Verdict(count, null, null, from, anchor.pruned());
     }
 
     @Override

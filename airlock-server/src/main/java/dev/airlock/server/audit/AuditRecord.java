@@ -26,7 +26,9 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
     public static final String FILE = "file";
     public static final String EGRESS = "egress";
     public static final String APPROVAL = "approval";
-    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, LIFECYCLE, FILE, EGRESS, APPROVAL);
+    /** The log's own events: records dropped on a full queue, records pruned (with the anchor). */
+    public static final String AUDIT = "audit";
+    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, LIFECYCLE, FILE, EGRESS, APPROVAL, AUDIT);
 
     /** prev_hash of the first record. */
     public static final String GENESIS = "0".repeat(64);

@@ -28,39 +28,53 @@ final class InboundMessages {
         this.calls = calls;
     }
 
+    /** A message to hand to the SDK, and the key of the tools/call it is (null for any other message). */
+    record Observed(String message, String callKey) {
+    }
+
     /**
      * Observes one message of transport session {@code session}, and returns the message to hand to
      * the SDK (the same text unless it is a tools/call).
      */
-    String observe(String session, String message) {
+    Observed observe(String session, String message) {
         JsonNode node;
         try {
             node = JSON.readTree(message);
         } catch (JacksonException e) {
-            return message;
+            return new Observed(message, null);
         }
-        if (node == null || !node.isObject()) {
-            return message;
+        if (node == null || !node.isObject() || session.isEmpty()) {
+            // no session: nothing to cancel, and the SDK refuses a call without one
+            return new Observed(message, null);
         }
         String method = node.path("method").asString("");
         if (method.equals("notifications/cancelled")) {
             JsonNode id = node.path("params").get("requestId");
             if (id != null && !id.isNull()) {
-                LOG.debug("client cancelled request {} of session {}", id, session);
+                LOG.debug("client cancelled a request of session {}", session);
                 calls.cancel(key(session, id));
             }
-            return message;
+            return new Observed(message, null);
         }
         if (method.equals("tools/call") && node.get("id") != null && node.get("params") instanceof ObjectNode params) {
+            String key = key(session, node.get("id"));
+            calls.accept(key);
             ObjectNode meta = params.get("_meta") instanceof ObjectNode m ? m : params.putObject("_meta");
-            meta.put(CALL_KEY, key(session, node.get("id")));
-            return JSON.writeValueAsString(node);
+            meta.put(CALL_KEY, key);
+            return new Observed(JSON.writeValueAsString(node), key);
         }
-        return message;
+        return new Observed(message, null);
+    }
+
+    /** The request that carried call {@code key} ended (answered, refused by the SDK, or cut): forget the call. */
+    void requestEnded(String key) {
+        if (key != null) {
+            calls.end(key);
+        }
     }
 
     private static String key(String session, JsonNode id) {
         // The id's JSON text tells the number 5 from the string "5", as JSON-RPC does.
-        return session + "#" + id;
+        return RunningCalls.key(session, id.toString());
     }
 }

@@ -33,10 +33,20 @@ public final class McpHttpEndpoint implements AutoCloseable {
 
     private final List<McpAsyncServer> servers;
     private final SessionSandboxes sessions;
+    private final RunningCalls calls;
 
-    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions) {
+    /** How much MCP state the server holds now: what a client's requests can make it keep, each bounded. */
+    public record StateSizes(int sessions, int endedSessions, int trackedCalls) {
+    }
+
+    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions, RunningCalls calls) {
         this.servers = servers;
         this.sessions = sessions;
+        this.calls = calls;
+    }
+
+    public StateSizes stateSizes() {
+        return new StateSizes(sessions.size(), sessions.endedSize(), calls.size());
     }
 
     /**
@@ -69,7 +79,7 @@ public final class McpHttpEndpoint implements AutoCloseable {
                 new InboundMessages(calls), sessions));
         guard.setAsyncSupported(true);
         context.addFilter(guard, PATH, EnumSet.of(DispatcherType.REQUEST));
-        return new McpHttpEndpoint(List.copyOf(servers), sessions);
+        return new McpHttpEndpoint(List.copyOf(servers), sessions, calls);
     }
 
     /** Ends every session (destroying the sandboxes they own) and stops the MCP server. */

@@ -36,7 +36,9 @@ import java.util.regex.Pattern;
  *       local address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header, if
  *       sent, must be a loopback origin. A web page an attacker serves cannot pass both.</li>
  *   <li>The bearer token of a policy client, as on the REST API; the request goes to that client's own MCP server.</li>
- *   <li>Sessions that ended here (idle, or closed) are refused with 404, so the client starts anew.</li>
+ *   <li>Sessions that ended here (idle, or closed), and ids never opened for this client, are refused
+ *       with 404, so the client starts anew; an unknown id creates no state. A client that holds its
+ *       most sessions ({@link SessionSandboxes#MAX_SESSIONS_PER_CLIENT}), all busy, gets 429.</li>
  *   <li>Each message body passes through {@link InboundMessages} (cancellations, call keys).</li>
  * </ol>
  * Refusals are JSON-RPC error objects, so MCP clients can show them.
@@ -47,7 +49,7 @@ final class McpHttpGuard implements Filter {
     static final int MAX_BODY = 32 * 1024 * 1024;
     private static final Pattern LOOPBACK_ORIGIN = Pattern.compile("https?://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:\\d{1,5})?",
             Pattern.CASE_INSENSITIVE);
-    private static final String SESSION_HEADER = "Mcp-Session-Id";
+    static final String SESSION_HEADER = "Mcp-Session-Id";
 
     private final String bindHost;
     private final SandboxService service;
@@ -85,7 +87,8 @@ final class McpHttpGuard implements Filter {
         Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
         if (client == null) {
             // no client: an unauthenticated request names none that could be trusted
-            service.refuseUnauthenticated(McpServers.HTTP, McpServers.HTTP, req.getMethod() + " " + McpHttpEndpoint.PATH);
+            service.refuseUnauthenticated(McpServers.HTTP, McpServers.HTTP, req.getMethod() + " " + McpHttpEndpoint.PATH, req.getRemoteAddr(),
+                    req.getHeader("Authorization") != null);
             resp.setHeader("WWW-Authenticate", "Bearer");
             refuse(resp, 401, "missing or wrong bearer token: " + authHint);
             return;
@@ -96,12 +99,18 @@ final class McpHttpGuard implements Filter {
             return;
         }
         String owner = session == null ? null : sessions.clientOf(session);
-        if (session != null && owner != null && !owner.equals(client.name())) {
-            // another client's session: as unknown to this client as one that never existed
+        if (session != null && !client.name().equals(owner)) {
+            // never opened, or another client's: as unknown to this client as one that never existed
             refuse(resp, 404, "MCP session " + printable(session) + " does not exist for this client: start a new session");
             return;
         }
+        if (session == null && "POST".equals(req.getMethod()) && !sessions.mayOpen(client.name())) {
+            refuse(resp, 429, "client '" + client.name() + "' holds " + SessionSandboxes.MAX_SESSIONS_PER_CLIENT
+                    + " MCP sessions, all busy (the per-client session bound): end one with DELETE, or wait for one to finish");
+            return;
+        }
         HttpServletRequest forwarded = req;
+        String callKey = null;
         if ("POST".equals(req.getMethod())) {
             Charset charset = charset(req);
             byte[] body = req.getInputStream().readNBytes(MAX_BODY + 1);
@@ -109,24 +118,31 @@ final class McpHttpGuard implements Filter {
                 refuse(resp, 413, "request body is over " + MAX_BODY + " bytes: write large files in parts with sandbox_write_file");
                 return;
             }
-            String seen = inbound.observe(session == null ? "" : session, new String(body, charset));
-            forwarded = new BodyRequest(req, seen.getBytes(charset), charset);
+            InboundMessages.Observed seen = inbound.observe(session == null ? "" : session, new String(body, charset));
+            callKey = seen.callKey();
+            forwarded = new BodyRequest(req, seen.message().getBytes(charset), charset);
         }
         if (session != null) {
             sessions.requestStarted(session);
         }
+        String call = callKey;
+        HttpServlet transport = transports.get(client.name());
+        ClaimingResponse answered = session == null ? new ClaimingResponse(resp, sessions, client.name()) : null;
         try {
-            transports.get(client.name()).service(forwarded, resp);
-            String created = resp.getHeader(SESSION_HEADER);
-            if (session == null && created != null) {
-                sessions.claim(created, client.name());
+            transport.service(forwarded, answered == null ? resp : answered);
+            if (answered != null && answered.evicted() != null) {
+                TransportSessionCloser.close(transport, req, resp, answered.evicted());
             }
         } finally {
             if (session != null) {
-                if (forwarded.isAsyncStarted()) {
-                    forwarded.getAsyncContext().addListener(new Ended(() -> sessions.requestEnded(session)));
-                } else {
+                Runnable ended = () -> {
                     sessions.requestEnded(session);
+                    inbound.requestEnded(call);
+                };
+                if (forwarded.isAsyncStarted()) {
+                    forwarded.getAsyncContext().addListener(new Ended(ended));
+                } else {
+                    ended.run();
                 }
             }
         }

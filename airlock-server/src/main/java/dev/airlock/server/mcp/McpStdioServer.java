@@ -37,7 +37,7 @@ public final class McpStdioServer {
         RunningCalls calls = new RunningCalls();
         InboundMessages inbound = new InboundMessages(calls);
         CountDownLatch ended = new CountDownLatch(1);
-        InputStream observed = new ObservedLines(in, line -> inbound.observe(SESSION, line), ended::countDown);
+        InputStream observed = new ObservedLines(in, line -> inbound.observe(SESSION, line).message(), ended::countDown);
         StdioServerTransportProvider transport = new StdioServerTransportProvider(McpServers.JSON, observed, out);
         try (SessionSandboxes sessions = new SessionSandboxes(service, false)) {
             McpAsyncServer server = McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.STDIO, client);

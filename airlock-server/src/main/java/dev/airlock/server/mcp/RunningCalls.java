@@ -1,5 +1,7 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.server.audit.Audit;
+
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -7,41 +9,87 @@ import java.util.concurrent.ConcurrentHashMap;
  * Tool calls in progress, by call key (transport session + JSON-RPC request id), so that a
  * {@code notifications/cancelled} can reach the thread running the call. Interrupting that thread
  * is how an execution is cancelled: {@code Execution.await} then kills the process group.
+ *
+ * <p>A call is tracked from the moment its {@code tools/call} message is seen ({@link #accept}), so
+ * that a cancellation arriving before the handler starts still finds it; a cancellation of
+ * anything else (an unknown id, a call that already ended) is ignored and leaves nothing behind.
+ * Keys are bounded ({@link #MAX_ID_CHARS}), and so is the number of calls tracked
+ * ({@link #MAX_CALLS}); a call seen but never started is forgotten after {@link #UNSTARTED_MILLIS}.
  */
 final class RunningCalls {
 
-    /** A cancellation that arrived before its call started, kept briefly. */
-    private static final long EARLY_CANCEL_MILLIS = 60_000;
+    /** Calls tracked at once, across every session of the endpoint; beyond it a call is not cancellable. */
+    static final int MAX_CALLS = 4096;
+    /** A request id longer than this (as JSON text) is keyed by its digest, so a huge id is never kept. */
+    static final int MAX_ID_CHARS = 128;
+    /** A call seen but whose handler never started (the SDK refused it) is forgotten after this. */
+    static final long UNSTARTED_MILLIS = 60_000;
 
-    private final Map<String, Thread> running = new ConcurrentHashMap<>();
-    private final Map<String, Long> cancelledEarly = new ConcurrentHashMap<>();
+    private static final class Call {
+        final long seenAt = System.currentTimeMillis();
+        volatile Thread thread;
+        volatile boolean cancelled;
+    }
+
+    private final Map<String, Call> calls = new ConcurrentHashMap<>();
+
+    /** The call key of request {@code idJson} (the id's JSON text) of {@code session}; bounded in length. */
+    static String key(String session, String idJson) {
+        String id = idJson.length() <= MAX_ID_CHARS ? idJson : Audit.digest(idJson);
+        return session + "#" + id;
+    }
+
+    /** A tools/call with this key was received: track it, if there is room. */
+    void accept(String key) {
+        if (calls.size() >= MAX_CALLS) {
+            long now = System.currentTimeMillis();
+            calls.values().removeIf(c -> c.thread == null && now - c.seenAt > UNSTARTED_MILLIS);
+            if (calls.size() >= MAX_CALLS) {
+                return;
+            }
+        }
+        calls.putIfAbsent(key, new Call());
+    }
 
     /** Registers the current thread as running {@code key}; false if it was already cancelled. */
     boolean start(String key) {
         if (key == null) {
             return true;
         }
-        if (cancelledEarly.remove(key) != null) {
+        Call c = calls.get(key);
+        if (c == null) {
+            return true; // not tracked (no room): runs, but cannot be cancelled
+        }
+        c.thread = Thread.currentThread();
+        if (c.cancelled) {
+            calls.remove(key, c);
+            Thread.interrupted(); // a cancel that raced this start may have interrupted the thread already
             return false;
         }
-        running.put(key, Thread.currentThread());
         return true;
     }
 
     void end(String key) {
         if (key != null) {
-            running.remove(key, Thread.currentThread());
+            calls.remove(key);
         }
     }
 
+    /** Cancels the call {@code key} if it is tracked; anything else is ignored. */
     void cancel(String key) {
-        Thread t = running.remove(key);
-        if (t != null) {
-            t.interrupt();
+        Call c = calls.get(key);
+        if (c == null) {
             return;
         }
-        long now = System.currentTimeMillis();
-        cancelledEarly.values().removeIf(at -> now - at > EARLY_CANCEL_MILLIS);
-        cancelledEarly.put(key, now);
+        c.cancelled = true;
+        Thread t = c.thread;
+        if (t != null && calls.remove(key, c)) {
+            t.interrupt();
+        }
+    }
+
+    /** How many calls are tracked now (for tests of the bound). */
+    int size() {
+        return calls.size();
     }
 }

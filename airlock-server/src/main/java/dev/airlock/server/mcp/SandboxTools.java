@@ -161,7 +161,7 @@ final class SandboxTools {
     CallToolResult exec(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("sandboxId", "command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
-        List<String> command = a.stringList("command");
+        List<String> command = a.command("command");
         String language = a.string("language");
         String code = a.string("code");
         ExecRequest base;
@@ -176,7 +176,7 @@ final class SandboxTools {
         } else if (language != null && code != null) {
             base = service.codeRequest(id, Language.parse(language), code);
         } else {
-            throw AirlockException.invalid("sandbox_exec: give 'command' (an array of strings, such as [\"python3\", \"script.py\"]), or 'language' and 'code'");
+            throw AirlockException.invalid("sandbox_exec: give 'command' (a shell line such as \"ls -la | head\", or an array of strings such as [\"python3\", \"script.py\"]), or 'language' and 'code'");
         }
         String stdin = a.string("stdin");
         Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
@@ -184,6 +184,11 @@ final class SandboxTools {
         ExecRequest request = new ExecRequest(base.argv(), a.stringMap("env"), cwd == null ? null : resolve(cwd),
                 stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8), timeout);
         return ToolResults.exec(run(call, id, request, timeout), null, List.of());
+    }
+
+    /** The call {@code key} ended, whatever the tool: it can no longer be cancelled. */
+    void callEnded(String key) {
+        calls.end(key);
     }
 
     /** Runs to the end, streaming output; a cancellation of the call kills the execution. */

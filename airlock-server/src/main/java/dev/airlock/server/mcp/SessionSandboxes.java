@@ -8,6 +8,11 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,12 +24,26 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and is destroyed when that session ends: the stdio process exits, the HTTP client sends DELETE,
  * or the HTTP session sits idle for {@link #IDLE_SESSION}. A session that ended here is refused
  * afterwards (404, so the client starts a new one) rather than finding its sandboxes gone.
+ *
+ * <p>Only sessions the SDK opened are kept: a request naming an unknown session id creates
+ * nothing here. Each client holds at most {@link #MAX_SESSIONS_PER_CLIENT} sessions (a new one
+ * ends its least recently used idle session), and at most {@link #MAX_ENDED} ended ids are
+ * remembered.
  */
 final class SessionSandboxes implements AutoCloseable {
 
     /** An HTTP session with no request for this long has ended. */
     static final Duration IDLE_SESSION = Duration.ofMinutes(30);
     private static final Duration REMEMBER_ENDED = Duration.ofHours(24);
+    /** Open HTTP sessions of one client; opening one more ends the client's least recently used idle one. */
+    static final int MAX_SESSIONS_PER_CLIENT = 64;
+    /**
+     * Sandbox ids a session holds before those of sandboxes already gone (expired, destroyed by
+     * REST) are dropped from it; the live ones are bounded by quotas and {@code --max-sandboxes}.
+     */
+    static final int PRUNE_SANDBOXES_ABOVE = 256;
+    /** Ended session ids remembered (to answer 404 instead of a confusing loss of sandboxes); the oldest go first. */
+    static final int MAX_ENDED = 4096;
     private static final Logger LOG = LoggerFactory.getLogger(SessionSandboxes.class);
 
     private static final class Session {
@@ -37,7 +56,12 @@ final class SessionSandboxes implements AutoCloseable {
 
     private final SandboxService service;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
-    private final Map<String, Instant> ended = new ConcurrentHashMap<>();
+    private final Map<String, Instant> ended = Collections.synchronizedMap(new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Instant> eldest) {
+            return size() > MAX_ENDED;
+        }
+    });
     private final Thread sweeper;
     private volatile boolean closed;
 
@@ -47,7 +71,15 @@ final class SessionSandboxes implements AutoCloseable {
     }
 
     void own(String session, String sandboxId) {
-        session(session).sandboxes.add(sandboxId);
+        Set<String> owned = session(session).sandboxes;
+        owned.add(sandboxId);
+        if (owned.size() > PRUNE_SANDBOXES_ABOVE) {
+            try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
+                Set<String> live = new HashSet<>();
+                service.list(Map.of()).forEach(s -> live.add(s.id()));
+                owned.retainAll(live);
+            }
+        }
     }
 
     boolean owns(String session, String sandboxId) {
@@ -59,9 +91,47 @@ final class SessionSandboxes implements AutoCloseable {
         sessions.values().forEach(s -> s.sandboxes.remove(sandboxId));
     }
 
-    /** Records which client opened {@code session}. */
-    void claim(String session, String client) {
+    /**
+     * Records that the SDK opened {@code session} for {@code client}. When the client already
+     * holds {@link #MAX_SESSIONS_PER_CLIENT}, its least recently used idle session is ended and
+     * returned, for the transport to forget too; null when none was.
+     */
+    String claim(String session, String client) {
+        String oldest = claimAndPickEviction(session, client);
+        if (oldest != null) {
+            end(oldest, "was the least recently used of client " + client + "'s " + MAX_SESSIONS_PER_CLIENT
+                    + " sessions when it opened another");
+        }
+        return oldest;
+    }
+
+    private synchronized String claimAndPickEviction(String session, String client) {
         session(session).client = client;
+        List<Map.Entry<String, Session>> own = sessionsOf(client);
+        if (own.size() <= MAX_SESSIONS_PER_CLIENT) {
+            return null;
+        }
+        return own.stream().filter(e -> !e.getKey().equals(session) && e.getValue().inFlight.get() <= 0)
+                .min(Comparator.comparing(e -> e.getValue().lastSeen)).map(Map.Entry::getKey).orElse(null);
+    }
+
+    /** False when {@code client} holds its most sessions and none is idle: a new one would exceed the bound. */
+    boolean mayOpen(String client) {
+        List<Map.Entry<String, Session>> own = sessionsOf(client);
+        return own.size() < MAX_SESSIONS_PER_CLIENT || own.stream().anyMatch(e -> e.getValue().inFlight.get() <= 0);
+    }
+
+    private List<Map.Entry<String, Session>> sessionsOf(String client) {
+        return sessions.entrySet().stream().filter(e -> client.equals(e.getValue().client)).toList();
+    }
+
+    /** Sessions kept now, and ended ids remembered (for tests of the bounds). */
+    int size() {
+        return sessions.size();
+    }
+
+    int endedSize() {
+        return ended.size();
     }
 
     /** The client that opened {@code session}, or null when none is known. */
@@ -74,11 +144,13 @@ final class SessionSandboxes implements AutoCloseable {
         return ended.containsKey(session);
     }
 
-    /** A request of {@code session} began; pair with {@link #requestEnded}. */
+    /** A request of a known {@code session} began; pair with {@link #requestEnded}. Unknown ids are not kept. */
     void requestStarted(String session) {
-        Session s = session(session);
-        s.inFlight.incrementAndGet();
-        s.lastSeen = Instant.now();
+        Session s = sessions.get(session);
+        if (s != null) {
+            s.inFlight.incrementAndGet();
+            s.lastSeen = Instant.now();
+        }
     }
 
     void requestEnded(String session) {
@@ -91,11 +163,11 @@ final class SessionSandboxes implements AutoCloseable {
 
     /** Ends {@code session}: destroys the sandboxes it owns. */
     void end(String session, String why) {
-        ended.put(session, Instant.now());
         Session s = sessions.remove(session);
         if (s == null) {
             return;
         }
+        ended.put(session, Instant.now());
         for (String id : s.sandboxes) {
             try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
                 service.destroy(id);
@@ -123,7 +195,9 @@ final class SessionSandboxes implements AutoCloseable {
                     end(id, "was idle for " + IDLE_SESSION.toMinutes() + " minutes");
                 }
             });
-            ended.values().removeIf(at -> at.plus(REMEMBER_ENDED).isBefore(now));
+            synchronized (ended) {
+                ended.values().removeIf(at -> at.plus(REMEMBER_ENDED).isBefore(now));
+            }
         }
     }
 

@@ -84,6 +84,23 @@ final class ToolArguments {
         return map;
     }
 
+    /**
+     * A command given either as an argument list, or as one string: a shell line, run as
+     * {@code sh -c <line>} (models send strings). Null when absent.
+     */
+    List<String> command(String name) {
+        if (args.get(name) instanceof String line) {
+            if (line.isBlank()) {
+                throw invalid("argument '" + name + "' is empty: give a shell line such as \"ls -la\", or an array such as [\"ls\", \"-la\"]");
+            }
+            return List.of("sh", "-c", line);
+        }
+        if (args.get(name) != null && !(args.get(name) instanceof List<?>)) {
+            throw invalid("argument '" + name + "' must be a shell line (a string) or an array of strings, such as [\"ls\", \"-la\"]");
+        }
+        return stringList(name);
+    }
+
     List<String> stringList(String name) {
         Object v = args.get(name);
         if (v == null) {

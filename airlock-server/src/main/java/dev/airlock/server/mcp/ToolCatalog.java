@@ -132,16 +132,16 @@ final class ToolCatalog {
                 tool(t, "sandbox_exec", "Run a command in a sandbox",
                         "Runs a command, or code in a language, inside a sandbox made by sandbox_create and returns its output when it"
                                 + " ends. Files and installed state persist between calls in the same sandbox; each call is a new process"
-                                + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as an array"
-                                + " (for a shell line use [\"bash\", \"-c\", \"...\"]), or 'language' with 'code'. Killed after"
+                                + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as a shell line"
+                                + " (a string, run with sh -c) or as an array of program and arguments, or 'language' with 'code'. Killed after"
                                 + " timeoutSeconds (default 30). The sandbox has " + network(profile) + ".",
                         """
                         {
                           "type": "object",
                           "properties": {
                             "sandboxId": {"type": "string", "description": "From sandbox_create"},
-                            "command": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                              "description": "Program and arguments, such as [\\"python3\\", \\"analyze.py\\"]"},
+                            "command": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+                              "description": "A shell line run with sh -c, such as \\"ls -la | head\\", or program and arguments, such as [\\"python3\\", \\"analyze.py\\"]"},
                             "language": {"type": "string", "enum": ["python", "javascript", "bash", "sh", "java"], "description": "With 'code', instead of 'command'"},
                             "code": {"type": "string", "description": "Program text, with 'language'"},
                             "stdin": {"type": "string", "description": "Text fed to standard input"},
@@ -263,6 +263,8 @@ final class ToolCatalog {
         } catch (RuntimeException e) {
             LOG.error("tool {} failed", call.tool(), e);
             return ToolResults.error("Internal error in Airlock (not caused by your input): " + e);
+        } finally {
+            t.callEnded(call.callKey()); // every call was tracked when seen, so a cancel could find it
         }
     }
 }

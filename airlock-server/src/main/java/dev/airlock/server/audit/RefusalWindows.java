@@ -1,0 +1,150 @@
+package dev.airlock.server.audit;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
+
+/**
+ * Refusals an outsider can repeat at will, folded per source and window: the first refusal of a
+ * window is recorded as it is; the rest only counted, with a few distinct samples (endpoints,
+ * destinations); when the window closes, one record carries the count. So a flood adds a constant
+ * number of records per window, not one per request. Bounded: at most {@link #MAX_SOURCES} open
+ * windows (further sources share one), {@link #MAX_SAMPLES} samples each.
+ */
+final class RefusalWindows {
+
+    /** Open windows at once; a source beyond them is counted in one shared window of its kind. */
+    static final int MAX_SOURCES = 1024;
+    /** Distinct samples kept per window. */
+    static final int MAX_SAMPLES = 16;
+    /** Longest sample kept (a destination name, an endpoint), in characters. */
+    static final int MAX_SAMPLE_CHARS = 256;
+
+    /** A record to write. */
+    record Summary(Instant time, String kind, String actor, String sandbox, Map<String, Object> detail) {
+    }
+
+    private static final class Window {
+        final Instant start;
+        final String kind;
+        final String actor;
+        final String sandbox;
+        final Map<String, Object> base;
+        final Set<String> samples = new LinkedHashSet<>();
+        long repeats;
+        long repeatsNotSampled;
+        Instant first;
+        Instant last;
+
+        Window(Instant start, String kind, String actor, String sandbox, Map<String, Object> base) {
+            this.start = start;
+            this.kind = kind;
+            this.actor = actor;
+            this.sandbox = sandbox;
+            this.base = base;
+        }
+    }
+
+    private final Duration window;
+    private final Map<String, Window> open = new HashMap<>();
+    /** Records of windows that closed because their source refused again after them, not yet taken. */
+    private final List<Summary> pending = new ArrayList<>();
+
+    RefusalWindows(Duration window) {
+        this.window = window;
+    }
+
+    /**
+     * A refusal from {@code source}: true when it opens a window (record it in full now), false when
+     * it was counted. {@code base} is what the closing record says besides the count (the fields
+     * every refusal of the source shares); {@code sample} is what differs (an endpoint, a destination).
+     */
+    synchronized boolean admit(String source, Instant now, String kind, String actor, String sandbox, Map<String, Object> base,
+                               String sample) {
+        String key = kind + "\0" + source;
+        Window w = open.get(key);
+        if (w == null && open.size() >= MAX_SOURCES) {
+            key = kind + "\0*";
+            w = open.get(key);
+            if (w == null) {
+                Map<String, Object> shared = new LinkedHashMap<>(base);
+                shared.put("source", "other sources (more than " + MAX_SOURCES + " at once)");
+                open.put(key, new Window(now, kind, actor, null, shared));
+                return true;
+            }
+        }
+        if (w == null || !now.isBefore(w.start.plus(window))) {
+            if (w != null && w.repeats > 0) {
+                pending.add(summary(w, now));
+            }
+            open.put(key, new Window(now, kind, actor, sandbox, base));
+            return true;
+        }
+        w.repeats++;
+        w.first = w.first == null ? now : w.first;
+        w.last = now;
+        if (sample != null) {
+            String cut = sample.length() > MAX_SAMPLE_CHARS ? sample.substring(0, MAX_SAMPLE_CHARS) + "..." : sample;
+            String s = cut.replaceAll("[^\\x20-\\x7e]", "?"); // what a sandbox or an outsider named: printable only
+            if (!w.samples.contains(s)) {
+                if (w.samples.size() < MAX_SAMPLES) {
+                    w.samples.add(s);
+                } else {
+                    w.repeatsNotSampled++;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The records of every window closed by {@code now} (and forgets those windows). */
+    synchronized List<Summary> closeDue(Instant now) {
+        return close(w -> !now.isBefore(w.start.plus(window)), now);
+    }
+
+    /** The records of every open window, closing them all (at shutdown, and for tests). */
+    synchronized List<Summary> closeAll(Instant now) {
+        return close(w -> true, now);
+    }
+
+    private List<Summary> close(Predicate<Window> due, Instant now) {
+        List<Summary> out = new ArrayList<>(pending);
+        pending.clear();
+        for (Iterator<Window> it = open.values().iterator(); it.hasNext(); ) {
+            Window w = it.next();
+            if (due.test(w)) {
+                it.remove();
+                if (w.repeats > 0) {
+                    out.add(summary(w, now));
+                }
+            }
+        }
+        return out;
+    }
+
+    synchronized int openWindows() {
+        return open.size();
+    }
+
+    private Summary summary(Window w, Instant now) {
+        Map<String, Object> d = new LinkedHashMap<>(w.base);
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("repeats", w.repeats);
+        a.put("windowStart", AuditLog.TIME.format(w.start));
+        a.put("windowSeconds", window.toSeconds());
+        a.put("firstRepeat", AuditLog.TIME.format(w.first));
+        a.put("lastRepeat", AuditLog.TIME.format(w.last));
+        a.put("samples", List.copyOf(w.samples));
+        a.put("repeatsNotSampled", w.repeatsNotSampled);
+        d.put("aggregated", a);
+        return new Summary(now, w.kind, w.actor, w.sandbox, d);
+    }
+}
