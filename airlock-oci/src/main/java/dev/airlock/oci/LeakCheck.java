@@ -1,5 +1,7 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.KernelFiles;
+
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -89,7 +91,7 @@ public final class LeakCheck {
                             long uid = Long.parseLong(line.split("\\s+")[1]);
                             String owner = sandboxOf(proc);
                             if (uid >= low && uid < high && (owner == null || owner.startsWith(prefix))) {
-                                String cmd = Files.readString(proc.resolve("cmdline")).replace('\0', ' ').trim();
+                                String cmd = KernelFiles.read(proc.resolve("cmdline")).replace('\0', ' ').trim();
                                 found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
                             }
                             break;
