@@ -64,6 +64,7 @@ final class StateDirectory implements AutoCloseable {
             requireSearchableByOthers(root);
             createTraversable(root.resolve("engines"));
             createTraversable(dir);
+            InstanceTmpfs.mount(dir);
             createTraversable(dir.resolve("sandboxes"));
             FileChannel channel = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
             if (channel.tryLock() == null) {
@@ -73,6 +74,8 @@ final class StateDirectory implements AutoCloseable {
             LIVE_IN_THIS_PROCESS.add(instance);
             return new StateDirectory(root, instance, dir, channel);
         } catch (IOException e) {
+            InstanceTmpfs.unmount(dir);
+            HostFiles.deleteTree(dir);
             throw AirlockException.unavailable("cannot create Airlock's state directory under " + root + ": " + e.getMessage()
                     + " (Airlock needs root, or a state directory it may write)");
         }
@@ -159,6 +162,11 @@ final class StateDirectory implements AutoCloseable {
 
     /** Whether the instance named {@code name} still holds its lock. */
     boolean isAlive(String name) {
+        return isAlive(root, name);
+    }
+
+    /** Whether the instance {@code name} under the state root {@code root} is alive, in any process. */
+    static boolean isAlive(Path root, String name) {
         if (LIVE_IN_THIS_PROCESS.contains(name)) {
             return true;
         }
@@ -184,15 +192,18 @@ final class StateDirectory implements AutoCloseable {
         }
     }
 
-    /** Removes the directory of a dead instance. */
+    /** Removes the directory of a dead instance, and its tmpfs. */
     void removeInstance(String name) {
-        HostFiles.deleteTree(root.resolve("engines").resolve(name));
+        Path instanceDir = root.resolve("engines").resolve(name);
+        InstanceTmpfs.unmount(instanceDir);
+        HostFiles.deleteTree(instanceDir);
     }
 
     /** Releases the instance: removes its directory and lets its name go. */
     @Override
     public void close() {
         try {
+            InstanceTmpfs.unmount(dir);
             HostFiles.deleteTree(dir);
         } finally {
             try {

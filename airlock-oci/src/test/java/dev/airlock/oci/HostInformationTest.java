@@ -126,6 +126,23 @@ class HostInformationTest extends SandboxTestBase {
         }
     }
 
+    /** The mount table shows where each mount came from: none of it may name the host's directories. */
+    @Test
+    void mountinfoNamesNoHostDirectoryOfTheEngine() {
+        Path stateRoot = CONFIG.stateRoot();
+        Path engineDir = stateRoot.resolve("engines").resolve(engine.driver().instance());
+        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+            Path runDir = engineDir.resolve("sandboxes").resolve(sb.id().value()).resolve("run");
+            ExecResult r = ok(exec(sb, "cat", "/proc/self/mountinfo", "/proc/self/mounts"));
+
+            assertThat(r.stdoutText()).contains(" /run/airlock ").contains(" /proc/meminfo ")
+                    .doesNotContain(stateRoot.toString() + "/")
+                    .doesNotContain(engineDir.toString())
+                    .doesNotContain(runDir.toString())
+                    .doesNotContain("/engines/");
+        }
+    }
+
     /** What the views and masks change, programs that read /proc and the mount table still cope with. */
     @Test
     void toolsThatReadProcAndTheMountTableStillWork() {
