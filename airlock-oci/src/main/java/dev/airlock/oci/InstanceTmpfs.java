@@ -23,17 +23,25 @@ final class InstanceTmpfs {
     /**
      * The most the instance's files may take (memory, as used): the image root holds the agent and
      * empty mount points, a sandbox's directory its bundle, log and CA bundle, some 300 KiB at most.
+     * Never more than the state directory's own file system has free when the instance starts, so
+     * moving the files onto a tmpfs of their own does not raise how much they may take.
      */
     static final long MAX_BYTES = 1L << 30;
+    /** A tmpfs of size 0 would be unbounded: one this small just fails the first write with ENOSPC. */
+    private static final long MIN_BYTES = 4096;
     private static final long COMMAND_TIMEOUT_SECONDS = 30;
     private static final int MAX_MESSAGE_CHARS = 300;
 
     private InstanceTmpfs() {
     }
 
-    /** Mounts a fresh tmpfs (mode 0711, not even the image's set-id bits honoured) on {@code dir}. */
+    /**
+     * Mounts a fresh tmpfs (mode 0711, not even the image's set-id bits honoured) on {@code dir}, of
+     * {@link #MAX_BYTES} or what {@code dir}'s file system has free, whichever is less.
+     */
     static void mount(Path dir) throws IOException {
-        run("mount", "-t", "tmpfs", "-o", "mode=0711,nosuid,nodev,size=" + MAX_BYTES, "airlock", dir.toString());
+        long bytes = Math.max(MIN_BYTES, Math.min(MAX_BYTES, Files.getFileStore(dir).getUsableSpace()));
+        run("mount", "-t", "tmpfs", "-o", "mode=0711,nosuid,nodev,size=" + bytes, "airlock", dir.toString());
     }
 
     /**
