@@ -153,7 +153,7 @@ public final class OciDriver implements IsolationDriver {
                 if (!inputs.isEmpty()) {
                     HostInputs.createMountPoints(inputsDir, inputs);
                 }
-                List<OciConfig.Mount> procViews = ProcViews.write(dir.resolve("proc"), spec.limits());
+                List<OciConfig.Mount> procViews = runtime.name().equals("runsc") ? List.of() : ProcViews.write(dir.resolve("proc"), spec.limits());
                 Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
                         agentCommand(proxy != null),
                         agentEnvironment(), runDir, inputsDir, inputs, procViews, Cgroups.pathOf(id.value()), hostIdBase, seccomp),

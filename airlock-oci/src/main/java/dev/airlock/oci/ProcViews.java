@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -29,7 +30,8 @@ import java.util.Map;
  *   <li>loadavg 0, no disks, no swap areas.</li>
  * </ul>
  *
- * runc allows bind mounts over exactly these entries of /proc (the ones lxcfs emulates).
+ * runc allows bind mounts over exactly these entries of /proc (the ones lxcfs emulates). Not
+ * for runsc: gVisor's /proc is its own, made up per sandbox.
  */
 final class ProcViews {
 
@@ -44,17 +46,18 @@ final class ProcViews {
     static List<OciConfig.Mount> write(Path dir, Limits limits) throws IOException {
         Files.createDirectories(dir);
         int cpus = (int) Math.max(1, Math.min(Math.ceil(limits.cpus()), Math.max(1, HOST_CPUS.size())));
-        Map<String, String> views = Map.of(
-                "meminfo", meminfo(limits.memoryBytes()),
-                "cpuinfo", cpuinfo(cpus),
-                "stat", stat(cpus),
-                "loadavg", "0.00 0.00 0.00 1/1 1\n",
-                "diskstats", "",
-                "swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
+        Map<String, String> views = new LinkedHashMap<>();
+        views.put("meminfo", meminfo(limits.memoryBytes()));
+        views.put("cpuinfo", cpuinfo(cpus));
+        views.put("stat", stat(cpus));
+        views.put("loadavg", "0.00 0.00 0.00 1/1 1\n");
+        views.put("diskstats", "");
+        views.put("swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
         List<OciConfig.Mount> mounts = new ArrayList<>();
-        for (String name : List.of("meminfo", "cpuinfo", "stat", "loadavg", "diskstats", "swaps")) {
+        for (Map.Entry<String, String> view : views.entrySet()) {
+            String name = view.getKey();
             Path file = dir.resolve(name);
-            Files.writeString(file, views.get(name), StandardCharsets.US_ASCII);
+            Files.writeString(file, view.getValue(), StandardCharsets.US_ASCII);
             Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--r--r--"));
             mounts.add(OciConfig.Mount.bindReadOnly(file, "/proc/" + name));
         }
@@ -75,7 +78,7 @@ final class ProcViews {
     }
 
     private static void line(StringBuilder sb, String field, long kib) {
-        sb.append(String.format("%-16s%8d kB%n", field + ":", kib));
+        sb.append(String.format("%-16s%8d kB\n", field + ":", kib));
     }
 
     static String cpuinfo(int cpus) {
