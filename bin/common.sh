@@ -43,5 +43,5 @@ airlock_build_if_stale() {
     return 0
   fi
   echo "airlock: building (mvn install, tests skipped) ..." >&2
-  (cd "$AIRLOCK_HOME" && mvn -B -q install -DskipTests >&2) || { echo "airlock: build failed" >&2; exit 4; }
+  (cd "$AIRLOCK_HOME" && mvn -B -q -Dstyle.color=never install -DskipTests >&2) || { echo "airlock: build failed" >&2; exit 4; }
 }

@@ -138,7 +138,7 @@ final class HostInputs {
     }
 
     /** mountinfo writes space, tab, newline and backslash in a path as octal escapes ({@code \040}). */
-    private static String unescapeMountPath(String field) {
+    static String unescapeMountPath(String field) {
         StringBuilder sb = new StringBuilder(field.length());
         for (int i = 0; i < field.length(); i++) {
             char c = field.charAt(i);

@@ -3,13 +3,13 @@ package dev.airlock.oci;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.KernelFiles;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -111,11 +111,7 @@ public record HostReport(
     }
 
     private static String read(String file) {
-        try {
-            return Files.readString(Path.of(file)).trim();
-        } catch (IOException e) {
-            return "";
-        }
+        return KernelFiles.readOrEmpty(Path.of(file));
     }
 
     public String toText() {

@@ -1,5 +1,7 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.KernelFiles;
+
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -89,7 +91,7 @@ public final class LeakCheck {
                             long uid = Long.parseLong(line.split("\\s+")[1]);
                             String owner = sandboxOf(proc);
                             if (uid >= low && uid < high && (owner == null || owner.startsWith(prefix))) {
-                                String cmd = Files.readString(proc.resolve("cmdline")).replace('\0', ' ').trim();
+                                String cmd = KernelFiles.read(proc.resolve("cmdline")).replace('\0', ' ').trim();
                                 found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
                             }
                             break;
@@ -125,10 +127,19 @@ public final class LeakCheck {
     private List<String> mounts() {
         List<String> found = new ArrayList<>();
         try {
+            Path engines = config.stateRoot().resolve("engines");
             for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-                if (line.contains(config.stateRoot().toString() + "/")) {
-                    found.add("mount: " + line);
+                if (!line.contains(config.stateRoot().toString() + "/")) {
+                    continue;
                 }
+                // A live instance's own tmpfs (InstanceTmpfs) is no leftover; a dead one's is.
+                String[] fields = line.split(" ");
+                Path point = fields.length > 4 ? Path.of(HostInputs.unescapeMountPath(fields[4])) : null;
+                if (point != null && engines.equals(point.getParent())
+                        && StateDirectory.isAlive(config.stateRoot(), point.getFileName().toString())) {
+                    continue;
+                }
+                found.add("mount: " + line);
             }
         } catch (IOException e) {
             found.add("cannot read mountinfo: " + e.getMessage());

@@ -57,11 +57,22 @@ final class OciConfig {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    /** Paths of /proc that disclose the host or let a process poke at the kernel. */
-    private static final List<String> MASKED_PATHS = List.of(
+    /**
+     * Paths of /proc that disclose the host or let a process poke at the kernel: a file reads empty
+     * (it is /dev/null), a directory is an empty read-only tmpfs, a path this kernel lacks stays absent.
+     */
+    static final List<String> MASKED_PATHS = List.of(
             "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
             "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/kallsyms",
-            "/proc/kmsg", "/proc/modules", "/proc/config.gz", "/proc/sysrq-trigger", "/sys/firmware");
+            "/proc/kmsg", "/proc/modules", "/proc/config.gz", "/proc/sysrq-trigger", "/sys/firmware",
+            // who the host is: its boot parameters, its boot's id, the users holding kernel keys
+            "/proc/cmdline", "/proc/sys/kernel/random/boot_id", "/proc/key-users",
+            // its hardware: disks, devices, interrupt lines, I/O and memory maps, consoles, drivers
+            "/proc/partitions", "/proc/devices", "/proc/misc", "/proc/interrupts", "/proc/ioports", "/proc/iomem",
+            "/proc/dma", "/proc/mtrr", "/proc/consoles", "/proc/driver",
+            // what the host and the other tenants are doing: memory zones and pages, scheduling, locks
+            "/proc/vmstat", "/proc/zoneinfo", "/proc/buddyinfo", "/proc/pagetypeinfo", "/proc/vmallocinfo", "/proc/slabinfo",
+            "/proc/softirqs", "/proc/schedstat", "/proc/locks", "/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup");
     private static final List<String> READONLY_PATHS = List.of(
             "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys");
 
@@ -75,7 +86,7 @@ final class OciConfig {
      */
     static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
-        return write(image, limits, agentArgs, env, runDir, null, List.of(), cgroupsPath, hostIdBase, seccomp);
+        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, seccomp);
     }
 
     /**
@@ -83,9 +94,11 @@ final class OciConfig {
      *                  /inputs (see {@link HostInputs#createMountPoints}); unused without inputs, when
      *                  /inputs stays the image's empty, read-only directory
      * @param inputs    the sandbox's inputs, already checked and resolved
+     * @param procViews read-only files over the /proc entries that would describe the whole host
+     *                  (see {@link ProcViews})
      */
     static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
-                        Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs,
+                        Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
                         String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();
         root.put("ociVersion", "1.0.2");
@@ -118,6 +131,7 @@ final class OciConfig {
 
         ArrayNode mounts = root.putArray("mounts");
         mount(mounts, new Mount("/proc", "proc", "proc", List.of("nosuid", "noexec", "nodev")));
+        procViews.forEach(m -> mount(mounts, m));
         mount(mounts, new Mount("/dev", "tmpfs", "tmpfs", List.of("nosuid", "strictatime", "mode=755", "size=65536")));
         // The runtime creates /dev/shm with mode 0755, whatever the options say: owning it makes it usable.
         mount(mounts, Mount.tmpfs("/dev/shm", Math.min(limits.diskBytes(), 64L << 20), 01777, SystemImage.SANDBOX_UID, false));

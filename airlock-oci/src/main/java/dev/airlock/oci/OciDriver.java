@@ -153,9 +153,11 @@ public final class OciDriver implements IsolationDriver {
                 if (!inputs.isEmpty()) {
                     HostInputs.createMountPoints(inputsDir, inputs);
                 }
+                List<OciConfig.Mount> procViews = runtime.name().equals("runsc") ? List.of() : ProcViews.write(dir.resolve("proc"), spec.limits());
                 Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
                         agentCommand(proxy != null),
-                        agentEnvironment(), runDir, inputsDir, inputs, Cgroups.pathOf(id.value()), hostIdBase, seccomp), config.weakenings()));
+                        agentEnvironment(), runDir, inputsDir, inputs, procViews, Cgroups.pathOf(id.value()), hostIdBase, seccomp),
+                        config.weakenings()));
                 started = true;
                 runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                 SocketChannel channel = acceptOne(listener, id);

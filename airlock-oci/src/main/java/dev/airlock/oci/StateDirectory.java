@@ -8,10 +8,12 @@ import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -32,6 +34,14 @@ final class StateDirectory implements AutoCloseable {
     /** Instances alive in this JVM: POSIX locks are per process, so they cannot tell us. */
     private static final Set<String> LIVE_IN_THIS_PROCESS = ConcurrentHashMap.newKeySet();
     private static final SecureRandom RANDOM = new SecureRandom();
+    private static final int INSTANCE_NAME_LENGTH = 8;
+    /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
+    private static final int UNIX_SOCKET_PATH_MAX = 107;
+    /** The longest path of a socket below the root: a sandbox's egress socket, its id at full length. */
+    private static final String LONGEST_SOCKET_BELOW_ROOT = "/engines/" + "i".repeat(INSTANCE_NAME_LENGTH) + "/sandboxes/al-"
+            + "i".repeat(INSTANCE_NAME_LENGTH) + "-" + "0".repeat(16) + "/run/" + OciDriver.EGRESS_SOCKET_NAME;
+    /** The longest state root (in bytes) under which every sandbox's sockets can still be bound. */
+    static final int MAX_ROOT_BYTES = UNIX_SOCKET_PATH_MAX - LONGEST_SOCKET_BELOW_ROOT.length();
 
     private final Path root;
     private final String instance;
@@ -46,12 +56,15 @@ final class StateDirectory implements AutoCloseable {
     }
 
     static StateDirectory create(Path root) {
+        requireShortEnough(root);
         String instance = newInstanceName();
         Path dir = root.resolve("engines").resolve(instance);
         try {
             createTraversable(root);
+            requireSearchableByOthers(root);
             createTraversable(root.resolve("engines"));
             createTraversable(dir);
+            InstanceTmpfs.mount(dir);
             createTraversable(dir.resolve("sandboxes"));
             FileChannel channel = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
             if (channel.tryLock() == null) {
@@ -61,15 +74,47 @@ final class StateDirectory implements AutoCloseable {
             LIVE_IN_THIS_PROCESS.add(instance);
             return new StateDirectory(root, instance, dir, channel);
         } catch (IOException e) {
+            InstanceTmpfs.unmount(dir);
+            HostFiles.deleteTree(dir);
             throw AirlockException.unavailable("cannot create Airlock's state directory under " + root + ": " + e.getMessage()
                     + " (Airlock needs root, or a state directory it may write)");
+        }
+    }
+
+    /**
+     * Refuses a root that sandboxes cannot reach. Each sandbox's runtime sets up its root file system
+     * as the sandbox's own host id (above the host id base), which owns no host directory and is in
+     * no host group: it passes a directory only through the "others" search bit. Without this check
+     * a state directory under a 0700 home fails later, at every create, with the runtime's bare
+     * "permission denied".
+     */
+    static void requireSearchableByOthers(Path root) throws IOException {
+        for (Path dir = root.toRealPath(); dir != null; dir = dir.getParent()) {
+            Set<PosixFilePermission> mode = Files.getPosixFilePermissions(dir);
+            if (!mode.contains(PosixFilePermission.OTHERS_EXECUTE)) {
+                String shown = dir.equals(root.toRealPath()) ? "" : " (a parent of it)";
+                throw AirlockException.unavailable("cannot use " + root + " as the state directory: " + dir + shown + " is mode "
+                        + PosixFilePermissions.toString(mode) + ", so sandboxes, which run as host ids of their own, cannot pass"
+                        + " it to reach their root file system; allow others to search it (chmod o+x " + dir + ") or choose a"
+                        + " --state-dir whose every parent others may search, such as /run/airlock");
+            }
+        }
+    }
+
+    private static void requireShortEnough(Path root) {
+        int bytes = root.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_ROOT_BYTES) {
+            throw AirlockException.unavailable("cannot use " + root + " as the state directory: its path is " + bytes
+                    + " bytes long and each sandbox's unix sockets lie " + LONGEST_SOCKET_BELOW_ROOT.length() + " bytes below it,"
+                    + " past the kernel's limit of " + UNIX_SOCKET_PATH_MAX + "; choose a --state-dir of at most " + MAX_ROOT_BYTES
+                    + " bytes, such as /run/airlock");
         }
     }
 
     private static String newInstanceName() {
         String alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
         StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < INSTANCE_NAME_LENGTH; i++) {
             sb.append(alphabet.charAt(RANDOM.nextInt(alphabet.length())));
         }
         return sb.toString();
@@ -117,6 +162,11 @@ final class StateDirectory implements AutoCloseable {
 
     /** Whether the instance named {@code name} still holds its lock. */
     boolean isAlive(String name) {
+        return isAlive(root, name);
+    }
+
+    /** Whether the instance {@code name} under the state root {@code root} is alive, in any process. */
+    static boolean isAlive(Path root, String name) {
         if (LIVE_IN_THIS_PROCESS.contains(name)) {
             return true;
         }
@@ -142,15 +192,18 @@ final class StateDirectory implements AutoCloseable {
         }
     }
 
-    /** Removes the directory of a dead instance. */
+    /** Removes the directory of a dead instance, and its tmpfs. */
     void removeInstance(String name) {
-        HostFiles.deleteTree(root.resolve("engines").resolve(name));
+        Path instanceDir = root.resolve("engines").resolve(name);
+        InstanceTmpfs.unmount(instanceDir);
+        HostFiles.deleteTree(instanceDir);
     }
 
     /** Releases the instance: removes its directory and lets its name go. */
     @Override
     public void close() {
         try {
+            InstanceTmpfs.unmount(dir);
             HostFiles.deleteTree(dir);
         } finally {
             try {

@@ -66,11 +66,7 @@ public final class SandboxRuntime implements AutoCloseable {
     }
 
     public static SandboxRuntime open(ServerConfig config) {
-        try {
-            Files.createDirectories(config.dataDir());
-        } catch (IOException e) {
-            throw AirlockException.unavailable("cannot create the data directory " + config.dataDir() + ": " + e.getMessage());
-        }
+        DataDirectory.prepare(config.dataDir());
         // The policy first: a mistake in it must stop the start before anything runs.
         String localToken = TokenFile.loadOrCreate(config.dataDir().resolve("token"));
         Policy policy = config.policyFile() == null ? Policy.builtIn(localToken) : PolicyFile.load(config.policyFile());

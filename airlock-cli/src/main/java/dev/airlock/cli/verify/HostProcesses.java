@@ -1,5 +1,7 @@
 package dev.airlock.cli.verify;
 
+import dev.airlock.core.KernelFiles;
+
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -23,8 +25,8 @@ final class HostProcesses {
         try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
             for (Path proc : procs) {
                 try {
-                    String cmd = Files.readString(proc.resolve("cmdline")).replace('\0', ' ').trim();
-                    String cgroup = Files.readString(proc.resolve("cgroup"));
+                    String cmd = KernelFiles.read(proc.resolve("cmdline")).replace('\0', ' ').trim();
+                    String cgroup = KernelFiles.read(proc.resolve("cgroup"));
                     long uid = -1;
                     for (String line : Files.readAllLines(proc.resolve("status"))) {
                         if (line.startsWith("Uid:")) {

@@ -332,7 +332,8 @@ final class Recovery {
             StringBuilder happened = new StringBuilder("mounted a 1 MiB tmpfs as the state directory");
             try (Engine engine = new Engine(new OciDriver(config))) {
                 String prefix = "al-" + engine.driver().instance() + "-";
-                Path fill = state.resolve("fill");
+                // the engine keeps its files on a tmpfs of its own, no larger than what the state directory had free
+                Path fill = state.resolve("engines").resolve(engine.driver().instance()).resolve("fill");
                 long filled = fillUp(fill);
                 happened.append(", started an engine on it and filled it (").append(filled).append(" more bytes)");
                 List<String> before = listTree(state);

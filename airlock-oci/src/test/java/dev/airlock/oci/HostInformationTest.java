@@ -1,0 +1,167 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.KernelFiles;
+import dev.airlock.core.Limits;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static dev.airlock.oci.Hostile.py;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What a sandbox can learn about its host through /proc: nothing that identifies the host (its
+ * boot, its kernel command line, its key owners), nothing of its hardware or of what the other
+ * tenants do, and no host path in the mount table. Each test reads the host's own value first, so
+ * it is the sandbox's view, not an empty host, that hides it.
+ */
+class HostInformationTest extends SandboxTestBase {
+
+    private static final long MIB = 1024 * 1024;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"/proc/cmdline", "/proc/sys/kernel/random/boot_id", "/proc/key-users"})
+    void hostIdentityInProcReadsEmptyInTheSandbox(String path) throws IOException {
+        String host = KernelFiles.read(Path.of(path));
+        assertThat(host).as("the host's own %s", path).isNotEmpty();
+
+        ExecResult r = ok(python(py("""
+                def read():
+                    with open("%s", "rb") as f:
+                        print("read", len(f.read(65536)), "bytes", flush=True)
+                attempt("%s", read)
+                """.formatted(path, path))));
+
+        assertThat(r.stdoutText()).isEqualTo("read 0 bytes\n" + path + ": ok\n");
+    }
+
+    /**
+     * An attacker reads every file of /proc it can (but the processes' own directories) and looks
+     * for the host's boot id and kernel command line: neither is anywhere.
+     */
+    @Test
+    void noFileOfProcCarriesTheHostsBootIdOrCommandLine() throws IOException {
+        String bootId = KernelFiles.read(Path.of("/proc/sys/kernel/random/boot_id"));
+        String cmdline = KernelFiles.read(Path.of("/proc/cmdline"));
+        assertThat(bootId).matches("[0-9a-f-]{36}");
+        assertThat(cmdline.length()).as("a host command line long enough to be unique").isGreaterThan(10);
+
+        ExecResult r = ok(python("""
+                import os
+                needles = {"boot_id": %s.encode(), "cmdline": %s.encode()}
+                found, files = [], 0
+                for top, dirs, names in os.walk("/proc"):
+                    if top == "/proc":
+                        dirs[:] = [d for d in dirs if not d.isdigit() and d not in ("self", "thread-self")]
+                    for name in names:
+                        path = os.path.join(top, name)
+                        try:
+                            with open(path, "rb") as f:
+                                data = f.read(1 << 20)
+                        except OSError:
+                            continue
+                        files += 1
+                        found += [f"{what} in {path}" for what, needle in needles.items() if needle in data]
+                print("read", files > 100, "found", found)
+                """.formatted(pyString(bootId), pyString(cmdline))));
+
+        assertThat(r.stdoutText()).isEqualTo("read True found []\n");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"/proc/partitions", "/proc/interrupts", "/proc/ioports", "/proc/vmstat", "/proc/zoneinfo",
+            "/proc/buddyinfo", "/proc/softirqs", "/proc/devices", "/proc/consoles"})
+    void hostHardwareAndActivityReadEmpty(String path) throws IOException {
+        if (Files.exists(Path.of(path))) {
+            assertThat(KernelFiles.read(Path.of(path))).as("the host's own %s", path).isNotEmpty();
+        }
+        ExecResult r = ok(python(py("""
+                def read():
+                    with open("%s", "rb") as f:
+                        print("read", len(f.read(65536)), "bytes", flush=True)
+                attempt("%s", read)
+                """.formatted(path, path))));
+        assertThat(r.stdoutText()).isEqualTo(Files.exists(Path.of(path))
+                ? "read 0 bytes\n" + path + ": ok\n"
+                : path + ": ENOENT No such file or directory\n");
+    }
+
+    /** meminfo, cpuinfo and stat describe the sandbox's limits; diskstats, swaps and loadavg no host device or load. */
+    @Test
+    void memoryCpusDisksAndLoadShownAreTheSandboxsNotTheHosts() throws IOException {
+        String hostMemTotal = Files.readAllLines(Path.of("/proc/meminfo")).getFirst();
+        assertThat(hostMemTotal).doesNotContain(" " + (200 * 1024) + " kB");
+        assertThat(KernelFiles.read(Path.of("/proc/diskstats"))).as("the host's disks").isNotEmpty();
+        Limits limits = Limits.DEFAULTS.withMemoryBytes(200 * MIB).withCpus(1);
+
+        try (Sandbox sb = engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits, Map.of()))) {
+            ExecResult r = ok(python(sb, """
+                    import os
+                    print(open("/proc/meminfo").read().splitlines()[0].split())
+                    print("processors", sum(l.startswith("processor") for l in open("/proc/cpuinfo")))
+                    print("cpu lines", [l.split()[0] for l in open("/proc/stat") if l.startswith("cpu")])
+                    print("cpu_count", os.cpu_count())
+                    print("diskstats", repr(open("/proc/diskstats").read()))
+                    print("swaps", len(open("/proc/swaps").read().splitlines()))
+                    print("loadavg", open("/proc/loadavg").read().split()[:3])
+                    """));
+
+            assertThat(r.stdoutText()).isEqualTo("""
+                    ['MemTotal:', '204800', 'kB']
+                    processors 1
+                    cpu lines ['cpu', 'cpu0']
+                    cpu_count 1
+                    diskstats ''
+                    swaps 1
+                    loadavg ['0.00', '0.00', '0.00']
+                    """);
+        }
+    }
+
+    /** The mount table shows where each mount came from: none of it may name the host's directories. */
+    @Test
+    void mountinfoNamesNoHostDirectoryOfTheEngine() {
+        Path stateRoot = CONFIG.stateRoot();
+        Path engineDir = stateRoot.resolve("engines").resolve(engine.driver().instance());
+        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+            Path runDir = engineDir.resolve("sandboxes").resolve(sb.id().value()).resolve("run");
+            ExecResult r = ok(exec(sb, "cat", "/proc/self/mountinfo", "/proc/self/mounts"));
+
+            assertThat(r.stdoutText()).contains(" /run/airlock ").contains(" /proc/meminfo ")
+                    .doesNotContain(stateRoot.toString() + "/")
+                    .doesNotContain(engineDir.toString())
+                    .doesNotContain(runDir.toString())
+                    .doesNotContain("/engines/");
+        }
+    }
+
+    /** What the views and masks change, programs that read /proc and the mount table still cope with. */
+    @Test
+    void toolsThatReadProcAndTheMountTableStillWork() {
+        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+            ExecResult df = ok(exec(sb, "df", "-P", "/", "/workspace"));
+            assertThat(df.stdoutText().lines().count()).isEqualTo(3);
+            ExecResult ps = ok(exec(sb, "ps", "-eo", "pid,comm"));
+            assertThat(ps.stdoutText()).contains("ps");
+            ExecResult free = ok(exec(sb, "free", "-m"));
+            assertThat(free.stdoutText()).containsPattern("Mem:\\s+512\\s");
+            ExecResult py = ok(python(sb, """
+                    import os, shutil
+                    print(shutil.disk_usage("/workspace").total > 0, os.cpu_count(), len(open("/proc/self/mounts").read()) > 0)
+                    """));
+            assertThat(py.stdoutText()).isEqualTo("True 1 True\n");
+        }
+    }
+
+    private static String pyString(String s) {
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+}
