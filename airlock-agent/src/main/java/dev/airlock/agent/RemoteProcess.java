@@ -23,14 +23,19 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     private final AgentClient client;
     private final int id;
     private final OutputListener listener;
+    /** Started with EXEC_HELD: FORKED comes before STARTED. */
+    private final boolean held;
     /** The pid, or -1 when the agent answered FAILED. */
     private final CompletableFuture<Integer> started = new CompletableFuture<>();
+    /** For a held execution: the pid of the forked, not yet released process, or -1 when it failed first. */
+    private final CompletableFuture<Integer> forked = new CompletableFuture<>();
     private final CompletableFuture<ProcessExit> exit = new CompletableFuture<>();
     /** Written by the reader thread before {@code exit} completes, so await sees it. */
     private RuntimeException listenerFailure;
 
-    RemoteProcess(AgentClient client, int id, OutputListener listener) {
+    RemoteProcess(AgentClient client, int id, OutputListener listener, boolean held) {
         this.client = client;
+        this.held = held;
         this.id = id;
         this.listener = listener;
     }
@@ -44,8 +49,18 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
         client.awaitReply(started, "starting " + command);
     }
 
+    /** Waits for FORKED (or FAILED) of a held execution; returns the pid, or -1 if it failed. */
+    int awaitForked(String command) throws IOException, InterruptedException {
+        return client.awaitReply(forked, "forking " + command);
+    }
+
+    boolean onForked(int pid) {
+        return held && pid > 0 && !started.isDone() && forked.complete(pid);
+    }
+
     boolean onStarted(int pid) {
-        return pid > 0 && started.complete(pid);
+        // A held execution's STARTED must carry the pid its FORKED named.
+        return pid > 0 && (!held || forked.getNow(-1) == pid) && started.complete(pid);
     }
 
     boolean onOutput(boolean stdout, byte[] chunk) {
@@ -76,6 +91,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
             return false;
         }
         started.complete(-1);
+        forked.complete(-1);
         return exit.complete(new ProcessExit(START_FAILED_EXIT_CODE, 0, message));
     }
 
@@ -85,6 +101,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
 
     @Override
     public void fail(IOException cause) {
+        forked.completeExceptionally(cause);
         started.completeExceptionally(cause);
         exit.completeExceptionally(cause);
     }
