@@ -73,6 +73,10 @@ public final class OciDriver implements IsolationDriver {
         if (!config.weakenings().isEmpty()) {
             LOG.warn("UNSAFE: sandboxes of this driver are deliberately weakened ({}): for airlock verify only", config.weakenings());
         }
+        if (Cgroups.v2Root() == null) {
+            LOG.warn("this host has no cgroup v2 hierarchy: executions get no cgroup of their own, so a process that leaves its"
+                    + " process group (setsid) survives its execution's timeout or kill until the sandbox ends");
+        }
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
@@ -157,12 +161,12 @@ public final class OciDriver implements IsolationDriver {
                         agentCommand(proxy != null),
                         agentEnvironment(), runDir, inputsDir, inputs, Cgroups.pathOf(id.value()), hostIdBase, seccomp), config.weakenings()));
                 started = true;
-                runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                long agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase, proxy, environment);
+                OciSandbox sandbox = new OciSandbox(id, agent, ExecCgroups.of(id.value(), agentHostPid), this, hostIdBase, proxy, environment);
                 live.put(id, sandbox);
                 return sandbox;
             }
