@@ -33,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -1335,7 +1337,50 @@ static void apply_limit(int resource, const char *name, rlim_t value) {
     }
 }
 
+/*
+ * --hold-user-namespace UID: not the agent, but the host-side step before a sandbox starts (run by
+ * the driver as root, on the host). Becomes host uid UID, creates a user namespace, says 'R' on
+ * stdout and holds the namespace until stdin closes; meanwhile the driver writes its id maps and
+ * the runtime joins it. The kernel charges per-user budgets (inotify instances and watches, user
+ * namespaces) up the namespace chain to its creator: created as UID, one of the sandbox's own host
+ * ids, they are the sandbox's own instead of host root's, shared by all.
+ */
+static int hold_user_namespace(const char *uid_arg) {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(uid_arg, &end, 10);
+    if (errno != 0 || *end != '\0' || uid_arg[0] == '-' || v == 0 || v >= (unsigned long) (uid_t) -1) {
+        fputs("airlock-agent: --hold-user-namespace needs a host uid above 0\n", stderr);
+        return 2;
+    }
+    uid_t uid = (uid_t) v;
+    if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) {
+        fprintf(stderr, "airlock-agent: cannot become host uid %lu: %s\n", v, strerror(errno));
+        return 1;
+    }
+    /* Changing uid made us non-dumpable; the driver (root) must open our /proc/PID/ns/user and maps. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (unshare(CLONE_NEWUSER) < 0) {
+        fprintf(stderr, "airlock-agent: cannot create a user namespace as host uid %lu: %s\n", v, strerror(errno));
+        return 1;
+    }
+    if (write(1, "R", 1) != 1) {
+        return 1;
+    }
+    char byte;
+    for (;;) {
+        ssize_t n = read(0, &byte, 1);
+        if (n == 0 || (n < 0 && errno != EINTR)) {
+            return 0;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--hold-user-namespace") == 0) {
+        return hold_user_namespace(argv[2]);
+    }
     int egress_port = 0;
     rlim_t nofile = 0, fsize = 0;
     int arg = 1;
