@@ -1360,7 +1360,8 @@ static int hold_user_namespace(const char *uid_arg) {
     }
     /* Changing uid made us non-dumpable; the driver (root) must open our /proc/PID/ns/user and maps. */
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    /* No PR_SET_PDEATHSIG: it follows the spawning thread, not the driver. If the driver dies, its
+     * end of our stdin closes, and we exit. */
     if (unshare(CLONE_NEWUSER) < 0) {
         fprintf(stderr, "airlock-agent: cannot create a user namespace as host uid %lu: %s\n", v, strerror(errno));
         return 1;

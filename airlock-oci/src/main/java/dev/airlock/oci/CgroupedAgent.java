@@ -70,9 +70,7 @@ final class CgroupedAgent implements SandboxAgent {
 
         @Override
         public void signal(int signal) throws IOException {
-            if (signal == SIGKILL) {
-                cgroups.kill(cgroup);
-            } else {
+            if (signal != SIGKILL || !cgroups.kill(cgroup)) {
                 process.signal(signal);
             }
         }

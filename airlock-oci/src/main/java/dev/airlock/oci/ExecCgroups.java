@@ -75,14 +75,19 @@ final class ExecCgroups {
         return cgroup;
     }
 
-    /** Kills every process of the execution's cgroup; the cgroup itself stays until {@link #release}. */
-    void kill(Path cgroup) {
+    /**
+     * Kills every process of the execution's cgroup; the cgroup itself stays until {@link #release}.
+     *
+     * @return false if the kill could not be written (the caller falls back to the process group)
+     */
+    boolean kill(Path cgroup) {
         try {
             Files.writeString(cgroup.resolve("cgroup.kill"), "1", StandardCharsets.US_ASCII);
+            return true;
         } catch (NoSuchFileException gone) {
-            // released: nothing of the execution is left
+            return true;    // released: nothing of the execution is left
         } catch (IOException e) {
-            throw AirlockException.internal("cannot kill the processes of " + cgroup + ": " + e.getMessage(), e);
+            return false;
         }
     }
 

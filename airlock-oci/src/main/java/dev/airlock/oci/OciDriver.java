@@ -167,6 +167,7 @@ public final class OciDriver implements IsolationDriver {
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace.path(), seccomp), config.weakenings()));
                     started = true;
                     agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                    userNamespace.checkJoinedBy(agentHostPid);
                 }
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.

@@ -27,6 +27,8 @@ final class SandboxUserNamespace implements AutoCloseable {
     private static final long READY_TIMEOUT_SECONDS = 10;
 
     private final Process holder;
+    /** The namespace's identity ({@code user:[inode]}), read while the holder is known to be ours. */
+    private String identity;
 
     private SandboxUserNamespace(Process holder) {
         this.holder = holder;
@@ -48,6 +50,7 @@ final class SandboxUserNamespace implements AutoCloseable {
         SandboxUserNamespace ns = new SandboxUserNamespace(holder);
         try {
             ns.awaitReady(log);
+            ns.identity = Files.readSymbolicLink(Path.of(ns.path())).toString();
             String map = "0 " + hostIdBase + " " + OciConfig.ID_RANGE + "\n";
             Path proc = Path.of("/proc", Long.toString(holder.pid()));
             Files.writeString(proc.resolve("uid_map"), map, StandardCharsets.US_ASCII);
@@ -86,6 +89,24 @@ final class SandboxUserNamespace implements AutoCloseable {
     /** The namespace for the runtime to join, as long as this is open. */
     String path() {
         return "/proc/" + holder.pid() + "/ns/user";
+    }
+
+    /**
+     * Checks that the process {@code hostPid} (the container's first) is in this namespace: the
+     * runtime joined it by a /proc path, which names another namespace if the holder died and its
+     * pid was reused in between.
+     */
+    void checkJoinedBy(long hostPid) {
+        String joined;
+        try {
+            joined = Files.readSymbolicLink(Path.of("/proc", Long.toString(hostPid), "ns", "user")).toString();
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot read the user namespace of the sandbox's first process: " + e.getMessage());
+        }
+        if (!joined.equals(identity)) {
+            throw AirlockException.unavailable("the sandbox started in user namespace " + joined + ", not in " + identity
+                    + ", the one made for it: its holder process ended early; try again");
+        }
     }
 
     /** Ends the holder: once the runtime has joined, the container's processes keep the namespace. */
