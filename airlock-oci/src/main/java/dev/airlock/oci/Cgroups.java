@@ -29,6 +29,11 @@ final class Cgroups {
         return Files.exists(ROOT.resolve("cgroup.controllers"));
     }
 
+    /** The v1 hierarchy of one controller ({@code freezer}, {@code memory}...), mounted or not. */
+    static Path v1Hierarchy(String controller) {
+        return ROOT.resolve(controller);
+    }
+
     /**
      * The cgroup v2 hierarchy the runtime also places sandboxes in: the whole tree on a v2 host,
      * the unified mount beside the v1 controllers on a hybrid one; null on a v1-only host.

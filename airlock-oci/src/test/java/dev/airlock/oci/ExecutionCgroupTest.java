@@ -6,6 +6,8 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -17,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -141,6 +144,51 @@ class ExecutionCgroupTest extends SandboxTestBase {
             ok(exec(sb, "true"));
             assertThat(execCgroups(sb)).as("execution cgroups after every execution ended").isEmpty();
         }
+    }
+
+    /**
+     * Hosts with cgroup v1 alone get the freezer variant: the execution's freezer cgroup is frozen,
+     * everything in it killed, then thawed. Tried here on the v1 freezer beside this host's v2.
+     */
+    @Test
+    void setsidAndDoubleForkedProcessesDieWithTheV1FreezerToo() throws Exception {
+        OciDriver driver = (OciDriver) engine.driver();
+        OciSandbox sandbox = (OciSandbox) driver.create(SandboxId.random(driver.instance()), SandboxSpec.defaults());
+        try {
+            ExecCgroups freezer = ExecCgroups.withFreezer(sandbox.id().value(), sandbox.execCgroups().agentHostPid());
+            assumeThat(freezer).as("the v1 freezer hierarchy").isNotNull();
+            sandbox.agent().writeFile("/tmp/escape.py", ESCAPES.getBytes(StandardCharsets.UTF_8), 0644);
+            Path[] cgroup = new Path[1];
+            SandboxAgent.AgentProcess process = sandbox.agentClient().start(ExecRequest.of("python3", "/tmp/escape.py")
+                    .withEnv(Map.of("PATH", "/usr/bin:/bin")), OutputListener.NONE, pid -> cgroup[0] = freezer.place(pid));
+            Path procs = cgroup[0].resolve("cgroup.procs");
+            awaitLines(procs, n -> n >= 4, "python and its three escapes in the execution's freezer cgroup");
+
+            assertThat(freezer.kill(cgroup[0])).isTrue();
+
+            assertThat(process.await(Duration.ofSeconds(10))).isEqualTo(new SandboxAgent.ProcessExit(137, 9, null));
+            awaitLines(procs, n -> n == 0, "nothing left in the execution's freezer cgroup");
+            assertThat(Files.readString(cgroup[0].resolve("freezer.state")).trim()).as("thawed again").isEqualTo("THAWED");
+            Path sandboxFreezer = cgroup[0].getParent();
+            assertThat(commands(Files.readAllLines(sandboxFreezer.resolve("cgroup.procs")).stream().map(Long::parseLong).toList()))
+                    .as("the sandbox's freezer cgroup").containsExactly("airlock-agent");
+            freezer.release(cgroup[0]);
+            freezer.sweep();
+            assertThat(freezer.lingering()).isZero();
+            assertThat(cgroup[0]).doesNotExist();
+        } finally {
+            sandbox.destroy();
+        }
+    }
+
+    private static void awaitLines(Path file, Predicate<Integer> condition, String what) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        List<String> lines = Files.readAllLines(file);
+        while (!condition.test(lines.size()) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+            lines = Files.readAllLines(file);
+        }
+        assertThat(lines.size()).as("%s: %s", what, lines).matches(condition::test);
     }
 
     private static Path sandboxCgroup(Sandbox sb) {
