@@ -68,15 +68,16 @@ final class SandboxUserNamespace implements AutoCloseable {
     private void awaitReady(Path log) throws IOException {
         // The holder answers at once; a read on a virtual thread bounds the wait all the same.
         InputStream out = holder.getInputStream();
+        java.util.concurrent.atomic.AtomicInteger said = new java.util.concurrent.atomic.AtomicInteger(-1);
         var ready = Thread.ofVirtual().start(() -> {
             try {
-                out.read();
+                said.set(out.read());
             } catch (IOException ignored) {
                 // the check below sees that no 'R' came
             }
         });
         try {
-            if (!ready.join(java.time.Duration.ofSeconds(READY_TIMEOUT_SECONDS)) || !holder.isAlive()) {
+            if (!ready.join(java.time.Duration.ofSeconds(READY_TIMEOUT_SECONDS)) || said.get() != 'R') {
                 throw AirlockException.unavailable("the sandbox's user namespace could not be created as its own host uid: "
                         + lastLine(log) + " (user namespaces must be enabled: see 'airlock doctor')");
             }
