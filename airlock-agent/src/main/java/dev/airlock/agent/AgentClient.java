@@ -97,30 +97,20 @@ public final class AgentClient implements SandboxAgent {
         var env = new TreeMap<>(request.env()).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
         ByteBuffer frame = new FrameBuilder(placement == null ? Frame.EXEC : Frame.EXEC_HELD, "the command with its environment")
                 .u32(id).strings(request.argv()).strings(env).string(request.cwd()).build();
-        RemoteProcess process = new RemoteProcess(this, id, listener, placement != null);
+        RemoteProcess process = new RemoteProcess(this, id, listener, placement);
         register(id, process);
         send(frame);
         // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
         // interrupt waits for the (quick) answers and is passed on afterwards.
         boolean interrupted = false;
         try {
-            if (placement != null) {
-                int pid;
-                while (true) {
-                    try {
-                        pid = process.awaitForked(request.argv().getFirst());
-                        break;
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                if (pid > 0) {
-                    release(process, pid, placement);
-                }
-            }
+            // A held process is placed and released by the reader thread when FORKED comes.
             while (true) {
                 try {
                     process.awaitStarted(request.argv().getFirst());
+                    if (process.placementFailure() != null) {
+                        throw process.placementFailure();
+                    }
                     return process;
                 } catch (InterruptedException e) {
                     interrupted = true;
@@ -131,25 +121,6 @@ public final class AgentClient implements SandboxAgent {
                 Thread.currentThread().interrupt();
             }
         }
-    }
-
-    /** Places a held process and lets it go on, or, if placing it failed, ends it unstarted and rethrows. */
-    private void release(RemoteProcess process, int pid, ExecPlacement placement) throws IOException {
-        try {
-            placement.place(pid);
-        } catch (RuntimeException refused) {
-            send(new FrameBuilder(Frame.RELEASE, "release").u32(process.id()).u32(0).build());
-            try {
-                process.awaitStarted("the refused execution");
-            } catch (InterruptedException | IOException e) {
-                // it is refused either way; the agent answers FAILED at once
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            throw refused;
-        }
-        send(new FrameBuilder(Frame.RELEASE, "release").u32(process.id()).u32(1).build());
     }
 
     @Override
