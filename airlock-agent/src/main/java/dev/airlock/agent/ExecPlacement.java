@@ -12,7 +12,8 @@ public interface ExecPlacement {
     /**
      * Places the forked process, which is {@code sandboxPid} in the sandbox's pid namespace. Throwing
      * refuses the execution: the process is then ended without running anything, and the exception
-     * reaches the caller of {@code start}.
+     * reaches the caller of {@code start}. Called on the client's reader thread, which reads nothing
+     * else meanwhile: keep it short, and never wait on the client from it.
      */
     void place(int sandboxPid);
 }
