@@ -33,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -44,9 +47,9 @@
 extern char **environ;
 
 enum {
-    T_EXEC = 1, T_STDIN = 2, T_SIGNAL = 3, T_WRITE_FILE = 4,
+    T_EXEC = 1, T_STDIN = 2, T_SIGNAL = 3, T_WRITE_FILE = 4, T_EXEC_HELD = 5, T_RELEASE = 6,
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
-    T_DATA = 17, T_FILEINFO = 18,
+    T_DATA = 17, T_FILEINFO = 18, T_FORKED = 19,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
     T_WALK = 26, T_KILL_ALL = 27,
 };
@@ -80,6 +83,9 @@ struct exec {
     char *pending;                     /* stdin not yet accepted by the pipe */
     size_t pending_len, pending_off;
     int close_stdin_when_drained;
+    /* EXEC_HELD: forked, waiting for RELEASE before it may exec; -1 otherwise. The child reads
+     * one byte from go_fd ('g': go on); report_fd tells whether its exec then succeeded. */
+    int go_fd, report_fd;
 };
 
 static struct exec execs[MAX_EXECS];
@@ -294,6 +300,8 @@ static void finish_exec(struct exec *e, int status) {
     e->used = 0;
 }
 
+static void forget_held(struct exec *e, const char *why);
+
 /* Reaps every child that has exited: our execs and any orphan reparented to us. */
 static void reap_children(void) {
     for (;;) {
@@ -304,7 +312,11 @@ static void reap_children(void) {
         }
         for (int i = 0; i < MAX_EXECS; i++) {
             if (execs[i].used && execs[i].pid == pid) {
-                finish_exec(&execs[i], status);
+                if (execs[i].go_fd >= 0) {
+                    forget_held(&execs[i], "killed before the host released it");
+                } else {
+                    finish_exec(&execs[i], status);
+                }
                 break;
             }
         }
@@ -322,8 +334,21 @@ static _Noreturn void child_fail(int report_fd, const char *fmt, const char *arg
     _exit(127);
 }
 
-static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, const char *cwd) {
+static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, int go_r, const char *cwd) {
     setsid();
+    if (go_r >= 0) {
+        /* Held: the host moves us into this execution's own cgroup, then lets us go on. */
+        char go = 0;
+        ssize_t n;
+        do {
+            n = read(go_r, &go, 1);
+        } while (n < 0 && errno == EINTR);
+        if (n != 1 || go != 'g') {
+            errno = ECANCELED;
+            child_fail(report_fd, "%s: not started: the host did not release it: %s", argv_buf[0]);
+        }
+        close(go_r);
+    }
     /* dup2 clears close-on-exec on 0-2; every other descriptor the agent holds is close-on-exec. */
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) {
         child_fail(report_fd, "%s: cannot set up standard streams: %s", argv_buf[0]);
@@ -351,7 +376,47 @@ static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, 
     child_fail(report_fd, "%s: %s", argv_buf[0]);
 }
 
-static void start_exec(uint32_t id, const char *cwd) {
+/* A held exec that ends before RELEASE (its child was killed from inside): it never started. */
+static void forget_held(struct exec *e, const char *why) {
+    close_fd(&e->go_fd);
+    close_fd(&e->report_fd);
+    close_fd(&e->out_fd);
+    close_fd(&e->err_fd);
+    close_stdin(e);
+    send_failed(e->id, why);
+    e->used = 0;
+}
+
+/*
+ * Waits until the child has exec'd (EOF on the close-on-exec report pipe) or reported why it
+ * could not, then answers STARTED or FAILED. The wait is short: the child only sets up and execs.
+ */
+static void await_exec(struct exec *e) {
+    char message[MAX_MESSAGE];
+    ssize_t n;
+    do {
+        n = read(e->report_fd, message, sizeof message - 1);
+    } while (n < 0 && errno == EINTR);
+    close_fd(&e->report_fd);
+    if (n > 0) {
+        message[n] = '\0';
+        waitpid(e->pid, NULL, 0);      /* it exits at once with 127; reap it here, not as an exec */
+        close_fd(&e->in_fd); close_fd(&e->out_fd); close_fd(&e->err_fd);
+        e->used = 0;
+        send_failed(e->id, message);
+        return;
+    }
+    fcntl(e->in_fd, F_SETFL, O_NONBLOCK);
+    fcntl(e->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(e->err_fd, F_SETFL, O_NONBLOCK);
+    if (!is_init && test_group_count < MAX_TEST_GROUPS) {
+        test_groups[test_group_count++] = e->pid;
+    }
+    send_ids(T_STARTED, e->id, (uint32_t) e->pid, 0, 2);
+}
+
+/* EXEC, or EXEC_HELD (held): then the child waits for RELEASE, and FORKED tells the host its pid. */
+static void start_exec(uint32_t id, const char *cwd, int held) {
     if (quiesced) {
         send_failed(id, "the sandbox is being destroyed: no process may start in it");
         return;
@@ -364,51 +429,46 @@ static void start_exec(uint32_t id, const char *cwd) {
         send_failed(id, "too many processes running at once (the limit is 64)");
         return;
     }
-    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 };
+    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, go[2] = { -1, -1 };
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0
-            || pipe2(report, O_CLOEXEC) < 0) {
+            || pipe2(report, O_CLOEXEC) < 0 || (held && pipe2(go, O_CLOEXEC) < 0)) {
         char message[MAX_MESSAGE];
         snprintf(message, sizeof message, "%s: cannot create pipes: %s", argv_buf[0], strerror(errno));
         for (int i = 0; i < 2; i++) {
-            close_fd(&in[i]); close_fd(&out[i]); close_fd(&err[i]); close_fd(&report[i]);
+            close_fd(&in[i]); close_fd(&out[i]); close_fd(&err[i]); close_fd(&report[i]); close_fd(&go[i]);
         }
         send_failed(id, message);
         return;
     }
     pid_t pid = fork();
     if (pid == 0) {
-        child_exec(in[0], out[1], err[1], report[1], cwd);
+        child_exec(in[0], out[1], err[1], report[1], go[0], cwd);
     }
     int fork_errno = errno;
-    close(in[0]); close(out[1]); close(err[1]); close(report[1]);
-    char message[MAX_MESSAGE];
-    ssize_t n = 0;
+    close(in[0]); close(out[1]); close(err[1]); close(report[1]); close_fd(&go[0]);
     if (pid < 0) {
-        n = snprintf(message, sizeof message, "%s: cannot fork: %s", argv_buf[0], strerror(fork_errno));
-    } else {
-        /* Blocks until the child has exec'd (EOF: close-on-exec) or reported a failure. */
-        do {
-            n = read(report[0], message, sizeof message - 1);
-        } while (n < 0 && errno == EINTR);
-    }
-    close(report[0]);
-    if (n > 0) {
-        message[n] = '\0';
-        if (pid > 0) {
-            waitpid(pid, NULL, 0);     /* it exits at once with 127; reap it here, not as an exec */
-        }
-        close(in[1]); close(out[0]); close(err[0]);
+        char message[MAX_MESSAGE];
+        snprintf(message, sizeof message, "%s: cannot fork: %s", argv_buf[0], strerror(fork_errno));
+        close(in[1]); close(out[0]); close(err[0]); close(report[0]); close_fd(&go[1]);
         send_failed(id, message);
         return;
     }
-    fcntl(in[1], F_SETFL, O_NONBLOCK);
-    fcntl(out[0], F_SETFL, O_NONBLOCK);
-    fcntl(err[0], F_SETFL, O_NONBLOCK);
-    *e = (struct exec) { .used = 1, .id = id, .pid = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0] };
-    if (!is_init && test_group_count < MAX_TEST_GROUPS) {
-        test_groups[test_group_count++] = pid;
+    *e = (struct exec) { .used = 1, .id = id, .pid = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0],
+                         .go_fd = go[1], .report_fd = report[0] };
+    if (held) {
+        send_ids(T_FORKED, id, (uint32_t) pid, 0, 2);
+    } else {
+        await_exec(e);
     }
-    send_ids(T_STARTED, id, (uint32_t) pid, 0, 2);
+}
+
+/* RELEASE: the host placed a held child (go = 1) or gave up on it (go = 0). */
+static void release_exec(struct exec *e, int go_on) {
+    char byte = go_on ? 'g' : 'x';
+    ssize_t ignored = write(e->go_fd, &byte, 1);
+    (void) ignored;
+    close_fd(&e->go_fd);
+    await_exec(e);
 }
 
 /* Writes as much pending stdin as the pipe takes now. */
@@ -1127,7 +1187,8 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
     struct reader r = { payload, len, arena };
     uint32_t id = read_u32(&r);
     switch (type) {
-    case T_EXEC: {
+    case T_EXEC:
+    case T_EXEC_HELD: {
         expect_new_id(id);
         read_list(&r, argv_buf, "argv");
         read_list(&r, env_buf, "env");
@@ -1138,7 +1199,17 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
             if (strchr(env_buf[i], '=') == NULL) die("malformed frame from host: env entry without '='");
         }
         if (cwd[0] != '/') die("malformed frame from host: cwd is not absolute");
-        start_exec(id, cwd);
+        start_exec(id, cwd, type == T_EXEC_HELD);
+        break;
+    }
+    case T_RELEASE: {
+        uint32_t go_on = read_u32(&r);
+        if (r.left != 0 || go_on > 1) die("malformed frame from host: bad RELEASE");
+        struct exec *e = find_exec(id);
+        if (e != NULL) {               /* unknown: it died before (FAILED was sent) */
+            if (e->go_fd < 0) die("malformed frame from host: RELEASE for an execution that is not held");
+            release_exec(e, (int) go_on);
+        }
         break;
     }
     case T_STDIN: {
@@ -1395,11 +1466,84 @@ static int connect_to(const char *path) {
     return fd;
 }
 
+/* Parses a positive limit for --nofile or --fsize; 0 when it is not one. */
+static rlim_t parse_limit(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    return (errno != 0 || *end != '\0' || s[0] == '-' || v == 0) ? 0 : (rlim_t) v;
+}
+
+/*
+ * The sandbox's rlimits, set by us before anything else runs: the runtime cannot set them from
+ * outside once the user namespace is not owned by host root (the driver creates it as the
+ * sandbox's own host uid). Lowering needs no privilege; nothing in the sandbox can raise them back.
+ */
+static void apply_limit(int resource, const char *name, rlim_t value) {
+    struct rlimit l = { value, value };
+    if (setrlimit(resource, &l) < 0) {
+        fprintf(stderr, "airlock-agent: cannot set %s to %llu: %s\n", name, (unsigned long long) value, strerror(errno));
+        exit(1);
+    }
+}
+
+/*
+ * --hold-user-namespace UID: not the agent, but the host-side step before a sandbox starts (run by
+ * the driver as root, on the host). Becomes host uid UID, creates a user namespace, says 'R' on
+ * stdout and holds the namespace until stdin closes; meanwhile the driver writes its id maps and
+ * the runtime joins it. The kernel charges per-user budgets (inotify instances and watches, user
+ * namespaces) up the namespace chain to its creator: created as UID, one of the sandbox's own host
+ * ids, they are the sandbox's own instead of host root's, shared by all.
+ */
+static int hold_user_namespace(const char *uid_arg) {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(uid_arg, &end, 10);
+    if (errno != 0 || *end != '\0' || uid_arg[0] == '-' || v == 0 || v >= (unsigned long) (uid_t) -1) {
+        fputs("airlock-agent: --hold-user-namespace needs a host uid above 0\n", stderr);
+        return 2;
+    }
+    uid_t uid = (uid_t) v;
+    if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0) {
+        fprintf(stderr, "airlock-agent: cannot become host uid %lu: %s\n", v, strerror(errno));
+        return 1;
+    }
+    /* Changing uid made us non-dumpable; the driver (root) must open our /proc/PID/ns/user and maps. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    /* No PR_SET_PDEATHSIG: it follows the spawning thread, not the driver. If the driver dies, its
+     * end of our stdin closes, and we exit. */
+    if (unshare(CLONE_NEWUSER) < 0) {
+        fprintf(stderr, "airlock-agent: cannot create a user namespace as host uid %lu: %s\n", v, strerror(errno));
+        return 1;
+    }
+    if (write(1, "R", 1) != 1) {
+        return 1;
+    }
+    char byte;
+    for (;;) {
+        ssize_t n = read(0, &byte, 1);
+        if (n == 0 || (n < 0 && errno != EINTR)) {
+            return 0;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--hold-user-namespace") == 0) {
+        return hold_user_namespace(argv[2]);
+    }
     int egress_port = 0;
+    rlim_t nofile = 0, fsize = 0;
     int arg = 1;
     while (arg + 1 < argc && strncmp(argv[arg], "--", 2) == 0) {
-        if (strcmp(argv[arg], "--egress-port") == 0) {
+        if (strcmp(argv[arg], "--nofile") == 0 || strcmp(argv[arg], "--fsize") == 0) {
+            rlim_t v = parse_limit(argv[arg + 1]);
+            if (v == 0) {
+                fprintf(stderr, "airlock-agent: %s needs a positive number\n", argv[arg]);
+                return 2;
+            }
+            *(argv[arg][2] == 'n' ? &nofile : &fsize) = v;
+        } else if (strcmp(argv[arg], "--egress-port") == 0) {
             char *end;
             long p = strtol(argv[arg + 1], &end, 10);
             if (*end != '\0' || p < 1 || p > 65535) {
@@ -1415,9 +1559,12 @@ int main(int argc, char **argv) {
         arg += 2;
     }
     if (arg != argc - 1) {
-        fputs("usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <socket path>\n", stderr);
+        fputs("usage: airlock-agent [--nofile N] [--fsize BYTES] [--egress-port PORT [--egress-socket PATH]] <socket path>\n", stderr);
         return 2;
     }
+    if (nofile != 0) apply_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile);
+    if (fsize != 0) apply_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", fsize);
+    apply_limit(RLIMIT_CORE, "RLIMIT_CORE", 0);
     const char *control_path = argv[arg];
     /* Sandboxed code runs as our user: without this it could ptrace us or read /proc/1/fd. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -36,7 +36,7 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 3: READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    /** 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
     static final int PROTOCOL_VERSION = 3;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
@@ -80,21 +80,37 @@ public final class AgentClient implements SandboxAgent {
 
     @Override
     public AgentProcess start(ExecRequest request, OutputListener listener) throws IOException {
+        return start(request, listener, null);
+    }
+
+    /**
+     * Starts {@code request} like {@link #start(ExecRequest, OutputListener)}, but the agent holds
+     * the forked process until {@code placement} has put it in place; only then may it exec the
+     * command. A placement that throws ends the process unstarted and its exception is rethrown.
+     * Costs one more round trip to the agent than a plain start.
+     *
+     * @param placement null for a plain start
+     */
+    public AgentProcess start(ExecRequest request, OutputListener listener, ExecPlacement placement) throws IOException {
         int id = nextId.getAndIncrement();
         // Sorted, so that the same request always gives the same environment order.
         var env = new TreeMap<>(request.env()).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
-        ByteBuffer frame = new FrameBuilder(Frame.EXEC, "the command with its environment")
+        ByteBuffer frame = new FrameBuilder(placement == null ? Frame.EXEC : Frame.EXEC_HELD, "the command with its environment")
                 .u32(id).strings(request.argv()).strings(env).string(request.cwd()).build();
-        RemoteProcess process = new RemoteProcess(this, id, listener);
+        RemoteProcess process = new RemoteProcess(this, id, listener, placement);
         register(id, process);
         send(frame);
         // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
-        // interrupt waits for the (quick) answer and is passed on afterwards.
+        // interrupt waits for the (quick) answers and is passed on afterwards.
         boolean interrupted = false;
         try {
+            // A held process is placed and released by the reader thread when FORKED comes.
             while (true) {
                 try {
                     process.awaitStarted(request.argv().getFirst());
+                    if (process.placementFailure() != null) {
+                        throw process.placementFailure();
+                    }
                     return process;
                 } catch (InterruptedException e) {
                     interrupted = true;
@@ -315,6 +331,7 @@ public final class AgentClient implements SandboxAgent {
         int id = u32(payload, frame);
         boolean fits = switch (frame.type()) {
             case Frame.STARTED -> exactly(payload, 4, frame) && process(id, frame).onStarted(payload.getInt());
+            case Frame.FORKED -> exactly(payload, 4, frame) && process(id, frame).onForked(payload.getInt());
             case Frame.STDOUT, Frame.STDERR -> {
                 if (payload.remaining() > Frame.MAX_OUTPUT_CHUNK) {
                     throw new AgentProtocolException("output chunk of " + payload.remaining() + " bytes is over "

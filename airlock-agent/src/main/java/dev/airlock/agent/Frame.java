@@ -15,6 +15,8 @@ record Frame(int type, ByteBuffer payload) {
     static final int STDIN = 2;
     static final int SIGNAL = 3;
     static final int WRITE_FILE = 4;
+    static final int EXEC_HELD = 5;
+    static final int RELEASE = 6;
     static final int HELLO = 10;
     static final int STARTED = 11;
     static final int STDOUT = 12;
@@ -24,6 +26,7 @@ record Frame(int type, ByteBuffer payload) {
     static final int DONE = 16;
     static final int DATA = 17;
     static final int FILEINFO = 18;
+    static final int FORKED = 19;
     static final int READ_FILE = 20;
     static final int STAT = 21;
     static final int LIST = 22;

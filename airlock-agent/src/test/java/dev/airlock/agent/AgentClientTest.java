@@ -239,6 +239,61 @@ class AgentClientTest {
         assertThatThrownBy(() -> agent.client.start(command("true"), OutputListener.NONE)).isInstanceOf(IOException.class);
     }
 
+    /**
+     * A held execution runs nothing until it is placed: the placement sees the forked process
+     * still waiting (in the agent's image, not yet the command), and the command runs after.
+     */
+    @Test
+    void heldExecutionRunsOnlyAfterItsPlacement() throws Exception {
+        Path marker = dir.resolve("ran");
+        List<String> seenAtPlacement = new ArrayList<>();
+        AgentProcess process = agent.client.start(command("sh", "-c", "touch " + marker + "; echo placed"), new Output(), pid -> {
+            seenAtPlacement.add(Files.exists(marker) ? "command ran" : "command not run");
+            try {
+                seenAtPlacement.add(Files.readString(Path.of("/proc/" + pid + "/comm")).strip());
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        ProcessExit exit = process.await(AWAIT);
+
+        assertThat(exit).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(seenAtPlacement).containsExactly("command not run", "airlock-agent");
+        assertThat(marker).exists();
+    }
+
+    /** A placement that fails refuses the execution: the command never runs, and the failure reaches the caller. */
+    @Test
+    void refusedPlacementNeverRunsTheCommand() throws Exception {
+        Path marker = dir.resolve("ran");
+        assertThatThrownBy(() -> agent.client.start(command("touch", marker.toString()), OutputListener.NONE, pid -> {
+            throw new IllegalStateException("no cgroup for you");
+        })).isInstanceOf(IllegalStateException.class).hasMessage("no cgroup for you");
+
+        assertThat(marker).doesNotExist();
+        // The agent is still fine and serves the next execution.
+        assertThat(run(command("true"), OutputListener.NONE)).isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    /** A held process killed (by other code of the sandbox) before it is released is reported as never started. */
+    @Test
+    void heldProcessKilledBeforeReleaseIsReportedAsNotStarted() throws Exception {
+        AgentProcess process = agent.client.start(command("true"), OutputListener.NONE, pid -> {
+            try {
+                new ProcessBuilder("kill", "-9", Integer.toString(pid)).start().waitFor();
+                awaitGone(pid);
+                Thread.sleep(100);   // let the agent reap it and answer before RELEASE goes out
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        ProcessExit exit = process.await(AWAIT);
+
+        assertThat(exit.exitCode()).isEqualTo(RemoteProcess.START_FAILED_EXIT_CODE);
+        assertThat(exit.startError()).contains("killed before the host released it");
+        assertThat(run(command("true"), OutputListener.NONE)).isEqualTo(new ProcessExit(0, 0, null));
+    }
+
     /** Waits until {@code pid} is gone or a zombie (dead, waiting for whoever adopted it to reap it). */
     private static void awaitGone(long pid) throws Exception {
         Path stat = Path.of("/proc/" + pid + "/stat");

@@ -113,6 +113,56 @@ class HostileAgentTest {
         return started.get(10, TimeUnit.SECONDS);
     }
 
+    /** A FORKED for an execution that was not held would let a lying agent skip the host's placement: refused. */
+    @Test
+    void forkedForAnExecutionThatWasNotHeldClosesTheConnection() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        AgentProcess process = startedProcess(client);
+
+        send(Frame.FORKED, ints(1, 4242));
+
+        assertThatThrownBy(() -> process.await(Duration.ofSeconds(10)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: frame type 19 does not fit the state of request 1");
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    /**
+     * A held execution reported STARTED before the host released it, or with another pid than the
+     * one placed, is a process the host did not place: the connection is given up, the start fails.
+     */
+    @Test
+    void startedWithoutReleaseOrForAnotherPidClosesTheConnection() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        java.util.List<Integer> placed = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CompletableFuture<AgentProcess> started = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.start(ExecRequest.of("sleep", "100"), OutputListener.NONE, placed::add);
+            } catch (IOException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        int length = fromClient.readInt();
+        byte[] frame = new byte[length];
+        fromClient.readFully(frame);
+        assertThat(frame[0]).isEqualTo((byte) Frame.EXEC_HELD);
+        int id = ByteBuffer.wrap(frame, 1, 4).getInt();
+        send(Frame.FORKED, ints(id, 4242));
+        length = fromClient.readInt();
+        frame = new byte[length];
+        fromClient.readFully(frame);
+        assertThat(frame[0]).as("RELEASE after the placement").isEqualTo((byte) Frame.RELEASE);
+        assertThat(placed).containsExactly(4242);
+
+        send(Frame.STARTED, ints(id, 4343));
+
+        assertThatThrownBy(() -> started.get(10, TimeUnit.SECONDS)).hasRootCauseInstanceOf(AgentProtocolException.class)
+                .rootCause().hasMessageContaining("frame type 11 does not fit the state of request " + id);
+        assertThat(client.isOpen()).isFalse();
+    }
+
     @Test
     void aHugeLengthFailsPendingAwaits() throws Exception {
         send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));

@@ -52,6 +52,8 @@ class VerifyDefaultProfileTest {
         assertThat(report.finding("recovery-disk-full").get("happened").asString()).contains("No space left on device");
         assertThat(report.finding("recovery-killed-agent").get("happened").asString()).contains("ended cancelled");
         assertThat(report.finding("recovery-agent-flood").get("happened").asString()).contains("ended timed_out").contains("kept 1048576 bytes");
+        assertThat(report.finding("limit-timeout-setsid-escape").get("happened").asString())
+                .contains("which lives on): ended timed_out").contains("no process 'sleep ");
         assertThat(report.finding("recovery-output-tree").get("happened").asString())
                 .contains("processes were dead within 3 s").contains("entries: the walk stopped at 10000 entries");
     }

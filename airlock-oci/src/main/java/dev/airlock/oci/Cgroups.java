@@ -29,6 +29,23 @@ final class Cgroups {
         return Files.exists(ROOT.resolve("cgroup.controllers"));
     }
 
+    /** The v1 hierarchy of one controller ({@code freezer}, {@code memory}...), mounted or not. */
+    static Path v1Hierarchy(String controller) {
+        return ROOT.resolve(controller);
+    }
+
+    /**
+     * The cgroup v2 hierarchy the runtime also places sandboxes in: the whole tree on a v2 host,
+     * the unified mount beside the v1 controllers on a hybrid one; null on a v1-only host.
+     */
+    static Path v2Root() {
+        if (isV2()) {
+            return ROOT;
+        }
+        Path unified = ROOT.resolve("unified");
+        return Files.exists(unified.resolve("cgroup.controllers")) ? unified : null;
+    }
+
     /** Kernel OOM kills inside the sandbox's memory cgroup so far; 0 when it cannot be read. */
     static long oomKills(String id) {
         Path file = isV2()
@@ -78,9 +95,19 @@ final class Cgroups {
         return found;
     }
 
-    /** Removes an empty cgroup directory left by a runtime that died before deleting it. */
+    /**
+     * Removes an empty cgroup directory left by a runtime that died before deleting it, with the
+     * (empty) cgroups of executions below it ({@link ExecCgroups}).
+     */
     static boolean remove(Path cgroup) {
         try {
+            try (DirectoryStream<Path> children = Files.newDirectoryStream(cgroup, Files::isDirectory)) {
+                for (Path child : children) {
+                    Files.deleteIfExists(child);
+                }
+            } catch (java.nio.file.NoSuchFileException gone) {
+                return true;
+            }
             Files.deleteIfExists(cgroup);
             return true;
         } catch (IOException e) {

@@ -86,7 +86,7 @@ final class OciConfig {
      */
     static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
-        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, seccomp);
+        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, seccomp);
     }
 
     /**
@@ -96,10 +96,14 @@ final class OciConfig {
      * @param inputs    the sandbox's inputs, already checked and resolved
      * @param procViews read-only files over the /proc entries that would describe the whole host
      *                  (see {@link ProcViews})
+     * @param userNamespace the user namespace to join ({@link SandboxUserNamespace#path()}), already
+     *                      mapped to {@code hostIdBase}; null to have the runtime create one. The
+     *                      runtime cannot set rlimits inside a namespace host root does not own, so
+     *                      with one the agent sets them ({@link #agentLimitArgs})
      */
     static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
-                        String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
+                        String cgroupsPath, long hostIdBase, String userNamespace, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();
         root.put("ociVersion", "1.0.2");
 
@@ -118,10 +122,12 @@ final class OciConfig {
         for (String set : List.of("bounding", "effective", "inheritable", "permitted", "ambient")) {
             caps.putArray(set);
         }
-        ArrayNode rlimits = process.putArray("rlimits");
-        rlimit(rlimits, "RLIMIT_NOFILE", limits.openFiles());
-        rlimit(rlimits, "RLIMIT_FSIZE", limits.fileSizeBytes());
-        rlimit(rlimits, "RLIMIT_CORE", 0);
+        if (userNamespace == null) {
+            ArrayNode rlimits = process.putArray("rlimits");
+            rlimit(rlimits, "RLIMIT_NOFILE", limits.openFiles());
+            rlimit(rlimits, "RLIMIT_FSIZE", limits.fileSizeBytes());
+            rlimit(rlimits, "RLIMIT_CORE", 0);
+        }
         process.put("noNewPrivileges", true);
 
         ObjectNode rootfs = root.putObject("root");
@@ -149,7 +155,10 @@ final class OciConfig {
         ArrayNode namespaces = linux.putArray("namespaces");
         // A fresh network namespace holds only lo: no route out exists.
         for (String ns : List.of("pid", "network", "ipc", "uts", "mount", "user", "cgroup")) {
-            namespaces.addObject().put("type", ns);
+            ObjectNode node = namespaces.addObject().put("type", ns);
+            if (ns.equals("user") && userNamespace != null) {
+                node.put("path", userNamespace);
+            }
         }
         idMapping(linux.putArray("uidMappings"), hostIdBase);
         idMapping(linux.putArray("gidMappings"), hostIdBase);
@@ -194,6 +203,11 @@ final class OciConfig {
             linux.set("namespaces", kept);
         }
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
+    /** The agent options that make it set the sandbox's rlimits itself (RLIMIT_CORE is always 0). */
+    static List<String> agentLimitArgs(Limits limits) {
+        return List.of("--nofile", Integer.toString(limits.openFiles()), "--fsize", Long.toString(limits.fileSizeBytes()));
     }
 
     private static void rlimit(ArrayNode rlimits, String type, long value) {

@@ -60,6 +60,8 @@ public final class OciDriver implements IsolationDriver {
     private final UidSlots uidSlots;
     private final EgressSettings egress;
     private final HostInputs hostInputs;
+    /** The agent binary on the host: also the step that creates each sandbox's user namespace. */
+    private final Path agentBinary;
 
     public OciDriver(OciDriverConfig config) {
         this(config, EgressSettings.DEFAULTS);
@@ -73,6 +75,10 @@ public final class OciDriver implements IsolationDriver {
         if (!config.weakenings().isEmpty()) {
             LOG.warn("UNSAFE: sandboxes of this driver are deliberately weakened ({}): for airlock verify only", config.weakenings());
         }
+        if (Cgroups.v2Root() == null && !Files.isDirectory(Cgroups.v1Hierarchy("freezer"))) {
+            LOG.warn("this host has neither a cgroup v2 hierarchy nor the v1 freezer: executions get no cgroup of their own, so a"
+                    + " process that leaves its process group (setsid) survives its execution's timeout or kill until the sandbox ends");
+        }
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
@@ -81,7 +87,7 @@ public final class OciDriver implements IsolationDriver {
         this.hostInputs = new HostInputs(keptFromInputs);
         try {
             this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
-            AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
+            this.agentBinary = AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
         } catch (IOException | RuntimeException e) {
             state.close();
             if (e instanceof RuntimeException re) {
@@ -130,6 +136,7 @@ public final class OciDriver implements IsolationDriver {
     @Override
     public DriverSandbox create(SandboxId id, SandboxSpec spec) {
         checkImage(spec, List.of());
+        ServerLimits.checkInheritable(spec.limits());
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         Path runDir = dir.resolve("run");
@@ -154,17 +161,20 @@ public final class OciDriver implements IsolationDriver {
                     HostInputs.createMountPoints(inputsDir, inputs);
                 }
                 List<OciConfig.Mount> procViews = runtime.name().equals("runsc") ? List.of() : ProcViews.write(dir.resolve("proc"), spec.limits());
-                Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
-                        agentCommand(proxy != null),
-                        agentEnvironment(), runDir, inputsDir, inputs, procViews, Cgroups.pathOf(id.value()), hostIdBase, seccomp),
-                        config.weakenings()));
-                started = true;
-                runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                long agentHostPid;
+                try (SandboxUserNamespace userNamespace = SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log"))) {
+                    Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
+                            agentCommand(spec.limits(), proxy != null), agentEnvironment(), runDir, inputsDir, inputs, procViews,
+                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace.path(), seccomp), config.weakenings()));
+                    started = true;
+                    agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                    userNamespace.checkJoinedBy(agentHostPid);
+                }
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, this, hostIdBase, proxy, environment);
+                OciSandbox sandbox = new OciSandbox(id, agent, ExecCgroups.of(id.value(), agentHostPid), this, hostIdBase, proxy, environment);
                 live.put(id, sandbox);
                 return sandbox;
             }
@@ -266,12 +276,15 @@ public final class OciDriver implements IsolationDriver {
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
     }
 
-    private static List<String> agentCommand(boolean egress) {
-        String agent = SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME;
-        String socket = "/run/airlock/" + SOCKET_NAME;
-        return egress
-                ? List.of(agent, "--egress-port", String.valueOf(EgressSettings.SANDBOX_PORT), "--egress-socket", "/run/airlock/" + EGRESS_SOCKET_NAME, socket)
-                : List.of(agent, socket);
+    private static List<String> agentCommand(dev.airlock.core.Limits limits, boolean egress) {
+        List<String> command = new ArrayList<>();
+        command.add(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME);
+        command.addAll(OciConfig.agentLimitArgs(limits));
+        if (egress) {
+            command.addAll(List.of("--egress-port", String.valueOf(EgressSettings.SANDBOX_PORT), "--egress-socket", "/run/airlock/" + EGRESS_SOCKET_NAME));
+        }
+        command.add("/run/airlock/" + SOCKET_NAME);
+        return command;
     }
 
     private SocketChannel acceptOne(ServerSocketChannel listener, SandboxId id) throws IOException {

@@ -69,12 +69,20 @@ final class OciRuntime {
     /**
      * Creates and starts the container in the background ({@code run --detach}). The runtime's own
      * messages go to {@code log}; they are read back only if it fails.
+     *
+     * @return the host pid of the container's first process (the agent)
      */
-    void runDetached(SandboxId id, Path bundle, Path log) {
-        Result r = exec(log, "run", "--detach", "--bundle", bundle.toString(), id.value());
+    long runDetached(SandboxId id, Path bundle, Path log) {
+        Path pidFile = bundle.resolve("init.pid");
+        Result r = exec(log, "run", "--detach", "--pid-file", pidFile.toString(), "--bundle", bundle.toString(), id.value());
         if (r.exitCode != 0) {
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE,
                     name + " could not start sandbox " + id + ": " + lastError(log) + " (run 'airlock doctor' to see what this host supports)");
+        }
+        try {
+            return Long.parseLong(Files.readString(pidFile, StandardCharsets.US_ASCII).trim());
+        } catch (IOException | NumberFormatException e) {
+            throw AirlockException.unavailable(name + " started sandbox " + id + " but wrote no pid of its first process: " + e.getMessage());
         }
     }
 

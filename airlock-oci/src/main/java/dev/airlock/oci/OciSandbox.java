@@ -14,18 +14,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class OciSandbox implements DriverSandbox {
 
     private final SandboxId id;
-    private final AgentClient agent;
+    private final AgentClient agentClient;
+    /** The agent as executions see it: with a cgroup of their own each, where the host has cgroup v2. */
+    private final SandboxAgent agent;
     private final OciDriver driver;
     private final long hostIdBase;
     private final AtomicBoolean destroyed = new AtomicBoolean();
     private final EgressProxy egress;
     private final Map<String, String> environment;
 
-    OciSandbox(SandboxId id, AgentClient agent, OciDriver driver, long hostIdBase, EgressProxy egress, Map<String, String> environment) {
+    OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase, EgressProxy egress,
+               Map<String, String> environment) {
         this.id = id;
         this.environment = environment;
         this.egress = egress;
-        this.agent = agent;
+        this.agentClient = agent;
+        this.agent = execCgroups == null ? agent : new CgroupedAgent(agent, execCgroups);
         this.driver = driver;
         this.hostIdBase = hostIdBase;
     }
@@ -43,6 +47,16 @@ final class OciSandbox implements DriverSandbox {
     @Override
     public SandboxAgent agent() {
         return agent;
+    }
+
+    /** The agent without per-execution cgroups, for tests that compare the two. */
+    AgentClient agentClient() {
+        return agentClient;
+    }
+
+    /** This sandbox's execution cgroups, or null where the host has no cgroup v2 with cgroup.kill. */
+    ExecCgroups execCgroups() {
+        return agent instanceof CgroupedAgent cgrouped ? cgrouped.cgroups() : null;
     }
 
     @Override

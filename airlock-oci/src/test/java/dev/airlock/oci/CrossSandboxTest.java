@@ -4,7 +4,6 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import static dev.airlock.oci.Hostile.PRELUDE;
@@ -127,16 +126,12 @@ class CrossSandboxTest extends SandboxTestBase {
     }
 
     /**
-     * Per-user kernel budgets are keyed by host uid, and every sandbox runs as the same host uid
-     * (2000001000): one sandbox that takes all of fs.inotify.max_user_instances (128 by default)
-     * leaves none for any other sandbox on the host.
+     * The kernel charges inotify instances (and watches, and user namespaces) up the user-namespace
+     * chain to each namespace's creator. Each sandbox's namespace is created by its own host uid
+     * ({@link SandboxUserNamespace}), not by runc as host root, so one sandbox that takes all of
+     * fs.inotify.max_user_instances (128 by default), and keeps them in a daemon, leaves every other
+     * sandbox its own.
      */
-    @Disabled("FINDING (medium, open): inotify instances are charged up the user-namespace chain to the namespace's "
-            + "creator. runc, running as host root, creates every sandbox's user namespace, so all sandboxes (and host "
-            + "root) share root's fs.inotify.max_user_instances (128 here): one sandbox holding them makes inotify_init1() "
-            + "fail with EMFILE in every other sandbox. Distinct host id ranges per sandbox (UidSlots) do not help, since "
-            + "the charge lands on the creator, not the sandbox uid. Fix: create each user namespace from a process "
-            + "running as the sandbox's own host uid and let the runtime join it. Documented in docs/security-model.md.")
     @Test
     void oneSandboxCannotExhaustAnotherSandboxsInotifyInstances() {
         try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {

@@ -21,7 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ProcessIsolationTest extends SandboxTestBase {
 
-    private static final String AGENT_CMDLINE = "/.airlock/airlock-agent\0/run/airlock/agent.sock\0";
+    private static final String AGENT_CMDLINE = "/.airlock/airlock-agent\0" + String.join("\0", OciConfig.agentLimitArgs(dev.airlock.core.Limits.DEFAULTS))
+            + "\0/run/airlock/agent.sock\0";
 
     @Test
     void onlyTheSandboxsOwnProcessesAreVisible() {

@@ -220,6 +220,24 @@ class ResourceLimitsTest extends SandboxTestBase {
                 """);
     }
 
+    /**
+     * The agent sets the rlimits by lowering what it inherits from the server: a limit above the
+     * server's own hard limit cannot be given, and is refused before anything starts, saying what
+     * to change.
+     */
+    @Test
+    void openFilesAboveTheServersOwnHardLimitIsRefusedBeforeAnythingStarts() {
+        java.util.OptionalLong hard = ServerLimits.hardLimit("Max open files");
+        org.assertj.core.api.Assumptions.assumeThat(hard.orElse(Long.MAX_VALUE)).as("a finite hard limit on open files below the largest sandbox limit")
+                .isLessThan(1 << 20);
+        Limits tooMany = Limits.DEFAULTS.withOpenFiles((int) hard.getAsLong() + 1);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, tooMany, Map.of())))
+                .isInstanceOf(dev.airlock.core.AirlockException.class)
+                .hasMessageContaining("open files limit of " + (hard.getAsLong() + 1))
+                .hasMessageContaining("hard limit of " + hard.getAsLong())
+                .hasMessageContaining("ulimit -Hn");
+    }
+
     /** The open-files limit: the last descriptor handed out is limit - 1, then EMFILE. */
     @Test
     void openFilesLimitGivesEmfile() {

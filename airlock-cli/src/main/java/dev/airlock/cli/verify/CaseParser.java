@@ -128,11 +128,12 @@ final class CaseParser {
             throw error("setup", "is only for kinds two-runs and two-sandboxes; remove it");
         }
         String marker = optionalString(root, "marker");
-        if (kind == VerifyCase.Kind.OUTLIVE && (marker == null || marker.isBlank())) {
-            throw error("marker", "is missing: kind outlive needs the text of the command line that must not outlive the run");
+        boolean outlives = kind == VerifyCase.Kind.OUTLIVE || kind == VerifyCase.Kind.OUTLIVE_EXECUTION;
+        if (outlives && (marker == null || marker.isBlank())) {
+            throw error("marker", "is missing: kind " + kind.label() + " needs the text of the command line that must not outlive the run");
         }
-        if (kind != VerifyCase.Kind.OUTLIVE && marker != null) {
-            throw error("marker", "is only for kind outlive; remove it");
+        if (!outlives && marker != null) {
+            throw error("marker", "is only for kinds outlive and outlive-execution; remove it");
         }
         Limits limits = limits(root.get("limits"));
         VerifyCase.Expect expect = expect(root.get("expect"));

@@ -117,7 +117,13 @@ public final class Verifier {
                     yield judge(c, p, second, "first sandbox " + a.id() + ": " + observed(first) + "\nsecond sandbox " + b.id() + " (both alive): ");
                 }
             }
-            case OUTLIVE -> outlive(engine, c, p, spec);
+            case OUTLIVE -> outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run");
+            case OUTLIVE_EXECUTION -> {
+                try (Sandbox sb = engine.create(spec)) {
+                    yield outlive(c, p, () -> sb.exec(sb.codeRequest(c.language(), c.program(c.code(), p))),
+                            "the execution (in sandbox " + sb.id() + ", which lives on)");
+                }
+            }
             case RECOVERY -> throw new IllegalStateException("recovery cases run in Recovery");
         };
     }
@@ -136,12 +142,13 @@ public final class Verifier {
     }
 
     /**
-     * The run leaves a process behind on purpose. It must be seen on the host while the run lives
-     * (else the check proves nothing), and be gone from the host soon after the run ended.
+     * The run (a one-shot run, or one execution in a sandbox that lives on) leaves a process behind
+     * on purpose. It must be seen on the host while the run lives (else the check proves nothing),
+     * and be gone from the host soon after the run ended.
      */
-    private static Outcome outlive(Engine engine, VerifyCase c, VerifyCase.Placeholders p, SandboxSpec spec) {
+    private static Outcome outlive(VerifyCase c, VerifyCase.Placeholders p, java.util.function.Supplier<ExecResult> execution, String what) {
         String marker = p.apply(c.marker());
-        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> oneShot(engine, c, c.code(), p, spec));
+        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(execution);
         boolean seen = HostProcesses.eventually(15_000, () -> !HostProcesses.withCommandLine(marker).isEmpty() || run.isDone());
         seen = seen && !HostProcesses.withCommandLine(marker).isEmpty();
         String seenAs = HostProcesses.describe(HostProcesses.withCommandLine(marker));
@@ -157,7 +164,7 @@ public final class Verifier {
         }
         List<String> mismatches = c.expect().mismatches(r, p);
         boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.withCommandLine(marker).isEmpty());
-        String happened = "while the run lived the host saw: " + seenAs + "\nthe run: " + observed(r) + "\nafter the run: "
+        String happened = "while the run lived the host saw: " + seenAs + "\n" + what + ": " + observed(r) + "\nafter the run: "
                 + (gone ? "no process '" + marker + "' remains on the host"
                 : "still running on the host 15s after the run ended: " + HostProcesses.describe(HostProcesses.withCommandLine(marker)));
         if (!gone) {

@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  * @param setup       code run first: a one-shot run (two-runs) or in the first sandbox (two-sandboxes)
  * @param code        the attack itself
  * @param limits      the sandbox's limits, defaults with the case's overrides
- * @param marker      for outlive: text in the command line of the process that must not outlive the run
+ * @param marker      for outlive and outlive-execution: text in the command line of the process that must not outlive the run
  * @param scenario    for recovery: which host-side scenario
  * @param expect      the outcome that shows the control held
  * @param source      where the case came from (built-in, or the file's path)
@@ -42,6 +42,11 @@ public record VerifyCase(String name, String control, String description, String
         TWO_SANDBOXES,
         /** A one-shot run that leaves a process behind; the host then checks it is gone. */
         OUTLIVE,
+        /**
+         * An execution in a live sandbox that leaves a process behind and is ended by its timeout
+         * (or exits); the host checks the process is gone while the sandbox lives on.
+         */
+        OUTLIVE_EXECUTION,
         /** A host-side recovery scenario, each in its own temporary state directory. */
         RECOVERY;
 
