@@ -28,7 +28,7 @@ class VerifyDefaultProfileTest {
         assertThat(cases.stream().map(VerifyCase::control).collect(Collectors.toSet())).containsExactlyInAnyOrder(
                 "filesystem", "pid-namespace", "privileges", "syscall-filter", "network-namespace", "limits", "cleanup", "cross-sandbox", "recovery");
         assertThat(cases.stream().filter(c -> c.kind() == VerifyCase.Kind.RECOVERY).map(VerifyCase::scenario).collect(Collectors.toSet()))
-                .isEqualTo(Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full", "output-tree"));
+                .isEqualTo(Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full", "output-tree", "egress-flood"));
         assertThat(cases.stream().map(VerifyCase::kind).collect(Collectors.toSet())).containsExactlyInAnyOrder(VerifyCase.Kind.values());
     }
 
@@ -56,6 +56,7 @@ class VerifyDefaultProfileTest {
                 .contains("which lives on): ended timed_out").contains("no process 'sleep ");
         assertThat(report.finding("recovery-output-tree").get("happened").asString())
                 .contains("processes were dead within 3 s").contains("entries: the walk stopped at 10000 entries");
+        assertThat(report.finding("recovery-egress-flood").get("happened").asString()).contains("the audit chain verifies");
     }
 
     @Test
@@ -64,6 +65,26 @@ class VerifyDefaultProfileTest {
         assertThat(report.exitCode()).as("stderr:\n%s", report.stderr()).isZero();
         assertThat(report.finding("recovery-output-tree").get("happened").asString())
                 .contains("processes were dead within 3 s").contains("entries: the walk stopped at 10000 entries");
+    }
+
+    /**
+     * The egress refusal flood against a real server: held, and the finding shows the flood was
+     * large, every attempt refused, and the few records' counts adding up to the attempts.
+     */
+    @Test
+    void egressRefusalFloodAddsABoundedNumberOfRecordsToARealServersAuditLog() throws Exception {
+        VerifyTestSupport.Report report = VerifyTestSupport.verify("--case", "recovery-egress-flood");
+        assertThat(report.exitCode()).as("stderr:\n%s", report.stderr()).isZero();
+        String happened = report.finding("recovery-egress-flood").get("happened").asString();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("tried (\\d+) connections .* (\\d+) refused with 403.*after shutdown (\\d+)"
+                + " egress record\\(s\\): (\\d+) in full and (\\d+) counted").matcher(happened);
+        assertThat(m.find()).as(happened).isTrue();
+        long attempts = Long.parseLong(m.group(1));
+        assertThat(attempts).isGreaterThanOrEqualTo(1000);
+        assertThat(Long.parseLong(m.group(2))).isEqualTo(attempts);
+        assertThat(Long.parseLong(m.group(3))).isBetween(1L, 2L);
+        assertThat(Long.parseLong(m.group(4)) + Long.parseLong(m.group(5))).isEqualTo(attempts);
+        assertThat(happened).contains("the audit chain verifies");
     }
 
     @Test

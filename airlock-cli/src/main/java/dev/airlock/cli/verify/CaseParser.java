@@ -28,7 +28,8 @@ final class CaseParser {
 
     static final Set<String> CONTROLS = Set.of("filesystem", "pid-namespace", "privileges", "syscall-filter",
             "network-namespace", "limits", "cleanup", "cross-sandbox", "recovery");
-    static final Set<String> SCENARIOS = Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full", "output-tree");
+    static final Set<String> SCENARIOS = Set.of("killed-engine", "killed-agent", "agent-flood", "disk-full", "output-tree",
+            "egress-flood");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Set<String> FIELDS = Set.of("name", "control", "description", "remedy", "kind", "language",
             "prelude", "setup", "code", "limits", "marker", "scenario", "expect");

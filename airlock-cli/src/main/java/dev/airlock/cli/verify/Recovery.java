@@ -90,6 +90,7 @@ final class Recovery {
                 case "agent-flood" -> agentFlood(config);
                 case "disk-full" -> diskFull(config);
                 case "output-tree" -> OutputTreeScenario.run(config);
+                case "egress-flood" -> EgressFloodScenario.run(config);
                 default -> Outcome.error("unknown scenario " + scenario);
             };
         } catch (IOException e) {
