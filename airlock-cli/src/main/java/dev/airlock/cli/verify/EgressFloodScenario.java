@@ -103,7 +103,7 @@ final class EgressFloodScenario {
         long refused;
         try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config)
                 .withPoolSize(0).withPolicyFile(data.resolve("policy.yaml"))); HttpClient http = HttpClient.newHttpClient()) {
-            JsonNode created = call(http, server, "POST", "/v1/sandboxes", "{\"profile\": \"net\"}", 201);
+            JsonNode created = new ScenarioRest(http, server).call("POST", "/v1/sandboxes", "{\"profile\": \"net\"}", 201);
             id = created.path("id").asString();
             refused = flood(http, server, id, happened, problems);
             if (refused < 0) {
@@ -118,7 +118,7 @@ final class EgressFloodScenario {
             if (during > MAX_RECORDS) {
                 problems.add("the flood added " + during + " egress records while it ran, more than " + MAX_RECORDS);
             }
-            call(http, server, "DELETE", "/v1/sandboxes/" + id, null, 204);
+            new ScenarioRest(http, server).call("DELETE", "/v1/sandboxes/" + id, null, 204);
         }
         // The server's shutdown closed its refusal windows: their counts are written now.
         checkRecords(data, id, refused, happened, problems);
@@ -136,7 +136,7 @@ final class EgressFloodScenario {
         long slowest;
         long answers;
         try (HealthWatch health = new HealthWatch(server.uri())) {
-            result = call(http, server, "POST", "/v1/sandboxes/" + id + "/exec", JSON.writeValueAsString(Map.of("language", "python",
+            result = new ScenarioRest(http, server).call("POST", "/v1/sandboxes/" + id + "/exec", JSON.writeValueAsString(Map.of("language", "python",
                     "code", FLOOD_CODE, "timeoutSeconds", FLOOD.toSeconds() + 20)), 200);
             health.close();
             slowest = health.slowestMillis();
@@ -215,18 +215,6 @@ final class EgressFloodScenario {
             }
         }
         return -1;
-    }
-
-    private static JsonNode call(HttpClient http, AirlockServer server, String method, String path, String body, int expected)
-            throws IOException, InterruptedException {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(server.uri() + path))
-                .header("Authorization", "Bearer " + server.token()).header("Content-Type", "application/json")
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
-                .build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != expected) {
-            throw new IOException(method + " " + path + " answered " + r.statusCode() + ": " + Findings.quote(r.body()));
-        }
-        return r.body().isEmpty() ? JSON.createObjectNode() : JSON.readTree(r.body());
     }
 
     /**

@@ -9,10 +9,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -48,7 +45,7 @@ final class OutputTreeScenario {
         String id;
         try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config)
                 .withPoolSize(0)); HttpClient http = HttpClient.newHttpClient()) {
-            Rest rest = new Rest(http, server);
+            ScenarioRest rest = new ScenarioRest(http, server);
             JsonNode created = rest.call("POST", "/v1/sandboxes", "{\"ttlSeconds\": " + TTL.toSeconds() + "}", 201);
             id = created.path("id").asString();
             attack(rest, id, Instant.parse(created.path("expiresAt").asString()), happened, problems, new LeakCheck(config));
@@ -60,7 +57,7 @@ final class OutputTreeScenario {
         return Outcome.broken(happened + "\n" + String.join("\n", problems));
     }
 
-    private static void attack(Rest rest, String id, Instant expires, StringBuilder happened, List<String> problems, LeakCheck leaks)
+    private static void attack(ScenarioRest rest, String id, Instant expires, StringBuilder happened, List<String> problems, LeakCheck leaks)
             throws IOException, InterruptedException {
         JsonNode made = rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sh\", \"-c\", \"cd /workspace/output"
                 + " && for i in $(seq 200); do mkdir t$i && (cd t$i && seq 200 | xargs mkdir); done\"], \"timeoutSeconds\": "
@@ -96,30 +93,5 @@ final class OutputTreeScenario {
     /** The sandbox's processes on the host other than its agent. */
     private static List<HostProcesses.HostProcess> codeProcesses(String id) {
         return HostProcesses.inSandboxes(id).stream().filter(p -> !p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
-    }
-
-    /** The scenario's server's REST API, with its token. */
-    private record Rest(HttpClient http, AirlockServer server) {
-
-        JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {
-            HttpResponse<String> r = send(method, path, body);
-            if (r.statusCode() != expected) {
-                throw new IOException(method + " " + path + " answered " + r.statusCode() + ": " + Findings.quote(r.body()));
-            }
-            return JSON.readTree(r.body());
-        }
-
-        /** The manifest of the sandbox's collected outputs, or null when none were kept. */
-        JsonNode outputs(String id) throws IOException, InterruptedException {
-            HttpResponse<String> r = send("GET", "/v1/outputs/" + id, null);
-            return r.statusCode() == 200 ? JSON.readTree(r.body()) : null;
-        }
-
-        private HttpResponse<String> send(String method, String path, String body) throws IOException, InterruptedException {
-            return http.send(HttpRequest.newBuilder(URI.create(server.uri() + path)).header("Authorization", "Bearer " + server.token())
-                    .header("Content-Type", "application/json")
-                    .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
-                    .build(), HttpResponse.BodyHandlers.ofString());
-        }
     }
 }
