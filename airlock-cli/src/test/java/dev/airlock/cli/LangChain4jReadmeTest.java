@@ -21,6 +21,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -31,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -110,6 +112,26 @@ class LangChain4jReadmeTest {
     }
 
     @Test
+    void aFailedProgramReachesTheModelAsAnErrorItCanActOn() throws Exception {
+        ScriptedModel model = new ScriptedModel("import sys\nprint('no such column: price', file=sys.stderr)\nsys.exit(3)\n");
+
+        String answer = solve(model, overHttp(live.uri() + "/mcp", live.dataDir.resolve("token")), TASK);
+
+        assertThat(model.toolResult().isError()).as("run_code's result: " + model.toolResult().text()).isTrue();
+        assertThat(answer).contains("exited with code 3", "no such column: price");
+    }
+
+    @Test
+    void aTokenTheServerDoesNotKnowGetsNoTools(@TempDir Path dir) throws Exception {
+        Path forged = Files.writeString(dir.resolve("token"), "al_" + "0".repeat(43));
+        ScriptedModel model = new ScriptedModel(FIBONACCI);
+
+        assertThatThrownBy(() -> solve(model, overHttp(live.uri() + "/mcp", forged), TASK))
+                .as("the client is refused before it can list a tool").hasMessageContaining("401");
+        assertThat(model.offeredTools()).as("tools offered to the model with a forged token").isEmpty();
+    }
+
+    @Test
     void theReadmeSnippetRunsPythonInASandboxOverStdio(@TempDir Path dataDir) throws Exception {
         ScriptedModel model = new ScriptedModel(FIBONACCI);
         List<String> airlockMcp = List.of(ProcessHandle.current().info().command().orElse("java"),
@@ -161,7 +183,7 @@ class LangChain4jReadmeTest {
                 return ChatResponse.builder().aiMessage(AiMessage.from(result.text())).build();
             }
             request.toolSpecifications().stream().map(ToolSpecification::name).forEach(offeredTools::add);
-            String arguments = tools.jackson.databind.json.JsonMapper.builder().build()
+            String arguments = JsonMapper.builder().build()
                     .writeValueAsString(Map.of("language", "python", "code", python));
             ToolExecutionRequest call = ToolExecutionRequest.builder().id("call-1").name("run_code").arguments(arguments).build();
             return ChatResponse.builder().aiMessage(AiMessage.from(call)).build();
