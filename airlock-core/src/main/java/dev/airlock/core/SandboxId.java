@@ -37,7 +37,8 @@ public record SandboxId(String value) {
         return new SandboxId(value);
     }
 
-    private static String printable(String s) {
+    /** Untrusted text for a message: printable ASCII, at most 64 characters. */
+    static String printable(String s) {
         if (s == null) {
             return "null";
         }
