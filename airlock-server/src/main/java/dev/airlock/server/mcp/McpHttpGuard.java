@@ -119,6 +119,11 @@ final class McpHttpGuard implements Filter {
                 return;
             }
             String seen = inbound.observe(session == null ? "" : session, new String(body, charset));
+            String unreadable = JsonRpcCheck.refusal(seen);
+            if (unreadable != null) {
+                refuse(resp, 400, unreadable);
+                return;
+            }
             forwarded = new BodyRequest(req, seen.getBytes(charset), charset);
         }
         if (session != null) {
