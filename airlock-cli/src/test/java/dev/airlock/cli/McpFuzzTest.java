@@ -128,6 +128,11 @@ class McpFuzzTest {
         if (result.path("isError").asBoolean(false)) {
             String text = result.at("/content/0/text").asString("");
             assertThat(text).as("error text of %s", what).isNotBlank().doesNotContain("Internal error");
+            if (text.startsWith("Invalid arguments") || text.startsWith("Not found") || text.startsWith("Too large")
+                    || text.contains("input validation failed")) {
+                // a refusal names what was sent only in printable form
+                assertThat(text).as("refusal of %s", what).matches("[\\x20-\\x7e\\n]+");
+            }
         }
         String created = result.at("/structuredContent/sandboxId").asString("");
         if (what.startsWith("sandbox_create") && !created.isEmpty()) {
@@ -170,6 +175,21 @@ class McpFuzzTest {
                 HostileJson.values().map(params -> HostileJson.utf8("{\"jsonrpc\":\"2.0\",\"id\":" + ids.incrementAndGet()
                         + ",\"method\":\"tools/call\",\"params\":" + params + "}")),
                 HostileJson.values().map(id -> HostileJson.utf8("{\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"method\":\"tools/list\"}")));
+    }
+
+    @Example
+    void argumentNamesWithControlCharactersAreNamedOnlyInPrintableForm() {
+        String escape = "\\u001b[31m\\u0000";
+        for (String call : java.util.List.of(
+                "{\"name\":\"sandbox_list\",\"arguments\":{\"" + escape + "\":1}}",
+                "{\"name\":\"sandbox_exec\",\"arguments\":{\"sandboxId\":\"" + sandbox() + "\",\"command\":[\"true\"],\"env\":{\"" + escape + "\":1}}}",
+                "{\"name\":\"sandbox_create\",\"arguments\":{\"limits\":{\"" + escape + "\":1}}}")) {
+            JsonNode n = call("control characters", HostileJson.utf8("{\"jsonrpc\":\"2.0\",\"id\":" + ids.incrementAndGet()
+                    + ",\"method\":\"tools/call\",\"params\":" + call + "}"));
+            String text = n.at("/result/content/0/text").asString("");
+            // refused by Airlock's checks or by the SDK's schema check: either way the escape arrives defused
+            assertThat(text).as(call).contains("?[31m").matches("[\\x20-\\x7e]+");
+        }
     }
 
     @Example
