@@ -3,10 +3,10 @@ package dev.airlock.cli;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
+import net.jqwik.api.Tuple;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -61,8 +61,8 @@ final class HostileJson {
      */
     static Arbitrary<String> objectsWith(Set<String> fields) {
         Arbitrary<String> name = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(9, Arbitraries.of(new ArrayList<>(fields))),
-                net.jqwik.api.Tuple.of(1, strings()));
+                Tuple.of(9, Arbitraries.of(new ArrayList<>(fields))),
+                Tuple.of(1, strings()));
         return Combinators.combine(name, values()).as((k, v) -> quote(k) + ":" + v).list().ofMaxSize(fields.size() + 1)
                 .map(entries -> "{" + String.join(",", entries) + "}");
     }
