@@ -95,7 +95,7 @@ public record Limits(
             }
             return (long) (value * unit);
         } catch (NumberFormatException e) {
-            throw AirlockException.invalid(field + " '" + text + "' is not a size: give a number with an optional unit k, m or g, such as 256m or 1g");
+            throw AirlockException.invalid(field + " '" + Printable.of(text) + "' is not a size: give a number with an optional unit k, m or g, such as 256m or 1g");
         }
     }
 

@@ -17,7 +17,7 @@ public record SandboxId(String value) {
 
     public SandboxId {
         if (value == null || !SAFE.matcher(value).matches()) {
-            throw AirlockException.invalid("sandbox id '" + printable(value) + "' is malformed: ids look like al-<owner>-<16 hex digits>");
+            throw AirlockException.invalid("sandbox id '" + Printable.of(value) + "' is malformed: ids look like al-<owner>-<16 hex digits>");
         }
     }
 
@@ -35,14 +35,6 @@ public record SandboxId(String value) {
 
     public static SandboxId parse(String value) {
         return new SandboxId(value);
-    }
-
-    private static String printable(String s) {
-        if (s == null) {
-            return "null";
-        }
-        String cut = s.length() > 64 ? s.substring(0, 64) + "..." : s;
-        return cut.replaceAll("[^\\x20-\\x7e]", "?");
     }
 
     @Override

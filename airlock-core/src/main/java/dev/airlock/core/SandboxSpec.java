@@ -85,10 +85,10 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
     public static void validateEnv(Map<String, String> env) {
         env.forEach((k, v) -> {
             if (!ENV_NAME.matcher(k).matches()) {
-                throw AirlockException.invalid("environment variable name '" + k + "' is not valid: use letters, digits and _, not starting with a digit");
+                throw AirlockException.invalid("environment variable name '" + Printable.of(k) + "' is not valid: use letters, digits and _, not starting with a digit");
             }
             if (v.indexOf('\0') >= 0) {
-                throw AirlockException.invalid("environment variable " + k + " contains a NUL byte");
+                throw AirlockException.invalid("environment variable " + k + " contains a NUL byte"); // k matched ENV_NAME
             }
         });
     }

@@ -105,6 +105,9 @@ final class ApiServlet extends HttpServlet {
             if (!resp.isCommitted()) {
                 if (e instanceof MethodNotAllowed) {
                     error(resp, 405, "method_not_allowed", e.getMessage());
+                } else if (e instanceof BodyReader.TooSlow) {
+                    resp.setHeader("Connection", "close");
+                    error(resp, 408, "request_timeout", e.getMessage());
                 } else {
                     error(resp, status(e.kind()), code(e.kind()), e.getMessage());
                 }
@@ -637,16 +640,9 @@ final class ApiServlet extends HttpServlet {
         if (req.getAttribute(BODY) instanceof byte[] read) {
             return read;
         }
-        if (req.getContentLengthLong() > MAX_JSON_BODY) {
-            throw new AirlockException(Kind.TOO_LARGE, "request body is " + req.getContentLengthLong() + " bytes, over the limit of "
-                    + MAX_JSON_BODY + ": send files with PUT /v1/sandboxes/{id}/files");
-        }
-        byte[] bytes = req.getInputStream().readNBytes(MAX_JSON_BODY + 1);
-        if (bytes.length > MAX_JSON_BODY) {
-            throw new AirlockException(Kind.TOO_LARGE, "request body is over the limit of " + MAX_JSON_BODY
-                    + " bytes: send files with PUT /v1/sandboxes/{id}/files");
-        }
-        return bytes;
+        long declared = req.getContentLengthLong();
+        return BodyReader.read(req, MAX_JSON_BODY, "request body is " + (declared > MAX_JSON_BODY ? declared + " bytes, " : "")
+                + "over the limit of " + MAX_JSON_BODY + " bytes: send files with PUT /v1/sandboxes/{id}/files");
     }
 
     /**

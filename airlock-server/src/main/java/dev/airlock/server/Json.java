@@ -113,6 +113,9 @@ final class Json {
             return null;
         }
         if (v.isIntegralNumber()) {
+            if (!v.canConvertToLong()) {
+                throw AirlockException.invalid("field '" + field + "' is too large: give a size such as \"256m\" or a byte count");
+            }
             return v.asLong();
         }
         if (v.isString()) {

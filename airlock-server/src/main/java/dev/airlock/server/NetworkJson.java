@@ -41,7 +41,7 @@ public final class NetworkJson {
             String host = Json.string(dn, "host");
             List<Integer> ports = new ArrayList<>();
             for (JsonNode p : array(dn, "ports")) {
-                if (!p.isIntegralNumber()) {
+                if (!p.isIntegralNumber() || !p.canConvertToInt()) {
                     throw AirlockException.invalid("network.allow.ports must be whole numbers (1-65535)");
                 }
                 ports.add(p.asInt());
@@ -152,7 +152,7 @@ public final class NetworkJson {
         if (v == null || v.isNull()) {
             return 0;
         }
-        if (!v.isIntegralNumber() || v.asLong() < 0 || v.asLong() > max) {
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0 || v.asLong() > max) {
             throw AirlockException.invalid("network." + field + " must be a whole number from 0 to " + max + " (0: the default)");
         }
         return v.asLong();

@@ -1,5 +1,7 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.core.AirlockException;
+import dev.airlock.server.BodyReader;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.policy.Client;
 import jakarta.servlet.AsyncEvent;
@@ -47,6 +49,7 @@ final class McpHttpGuard implements Filter {
 
     /** A tool call carries code and files; 32 MiB is the REST API's JSON limit too. */
     static final int MAX_BODY = 32 * 1024 * 1024;
+    private static final String TOO_LARGE = "request body is over " + MAX_BODY + " bytes: write large files in parts with sandbox_write_file";
     private static final Pattern LOOPBACK_ORIGIN = Pattern.compile("https?://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:\\d{1,5})?",
             Pattern.CASE_INSENSITIVE);
     static final String SESSION_HEADER = "Mcp-Session-Id";
@@ -113,12 +116,25 @@ final class McpHttpGuard implements Filter {
         String callKey = null;
         if ("POST".equals(req.getMethod())) {
             Charset charset = charset(req);
-            byte[] body = req.getInputStream().readNBytes(MAX_BODY + 1);
-            if (body.length > MAX_BODY) {
-                refuse(resp, 413, "request body is over " + MAX_BODY + " bytes: write large files in parts with sandbox_write_file");
+            byte[] body;
+            try {
+                body = BodyReader.read(req, MAX_BODY, TOO_LARGE);
+            } catch (BodyReader.TooSlow e) {
+                resp.setHeader("Connection", "close");
+                refuse(resp, 408, e.getMessage());
+                return;
+            } catch (AirlockException e) {
+                refuse(resp, 413, e.getMessage());
                 return;
             }
-            InboundMessages.Observed seen = inbound.observe(session == null ? "" : session, new String(body, charset));
+            String message = new String(body, charset);
+            String unreadable = JsonRpcCheck.refusal(message);
+            if (unreadable != null) {
+                refuse(resp, 400, unreadable);
+                return;
+            }
+            // observed only once readable: a call it starts tracking is forgotten when this request ends, below
+            InboundMessages.Observed seen = inbound.observe(session == null ? "" : session, message);
             callKey = seen.callKey();
             forwarded = new BodyRequest(req, seen.message().getBytes(charset), charset);
         }

@@ -47,6 +47,7 @@ final class McpServers {
                                                      String transport, Client client) {
         return spec.serverInfo(NAME, VERSION)
                 .jsonMapper(JSON)
+                .jsonSchemaValidator(new PrintableSchemaValidator())
                 .instructions(INSTRUCTIONS.formatted(ToolCatalog.network(service.policy().profile(client.profiles().getFirst()))))
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
                 .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport, client), config));

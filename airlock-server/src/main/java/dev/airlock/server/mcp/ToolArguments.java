@@ -1,6 +1,7 @@
 package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -23,7 +24,7 @@ final class ToolArguments {
         this.args = args == null ? Map.of() : args;
         for (String name : this.args.keySet()) {
             if (!allowed.contains(name)) {
-                throw invalid("unknown argument '" + name + "': " + tool + " takes " + String.join(", ", new TreeSet<>(allowed)));
+                throw invalid("unknown argument '" + Printable.of(name) + "': " + tool + " takes " + String.join(", ", new TreeSet<>(allowed)));
             }
         }
     }
@@ -77,7 +78,7 @@ final class ToolArguments {
         }
         for (Map.Entry<?, ?> e : m.entrySet()) {
             if (!(e.getValue() instanceof String s)) {
-                throw invalid("argument '" + name + "." + e.getKey() + "' must be a string");
+                throw invalid("argument '" + name + "." + Printable.of(String.valueOf(e.getKey())) + "' must be a string");
             }
             map.put(String.valueOf(e.getKey()), s);
         }
@@ -131,7 +132,7 @@ final class ToolArguments {
         for (Map.Entry<?, ?> e : m.entrySet()) {
             String key = String.valueOf(e.getKey());
             if (!allowed.contains(key)) {
-                throw invalid("unknown field '" + name + "." + key + "': allowed are " + String.join(", ", new TreeSet<>(allowed)));
+                throw invalid("unknown field '" + name + "." + Printable.of(key) + "': allowed are " + String.join(", ", new TreeSet<>(allowed)));
             }
             out.put(key, e.getValue());
         }
