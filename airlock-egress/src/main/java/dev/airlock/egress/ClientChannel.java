@@ -1,8 +1,6 @@
 package dev.airlock.egress;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 
@@ -11,7 +9,7 @@ import java.nio.channels.SocketChannel;
  * handshake is read through. Bytes the client sent beyond its handshake stay in the buffer and are
  * handed on first (to the relay, or to the TLS termination of an inspected tunnel).
  */
-final class ClientChannel implements AutoCloseable {
+final class ClientChannel implements ByteDuplex, AutoCloseable {
 
     private final SocketChannel channel;
     /** In read mode; never larger than the handshake bound. */
@@ -67,49 +65,23 @@ final class ClientChannel implements AutoCloseable {
         write(b, 0, b.length);
     }
 
-    void write(byte[] b, int off, int len) throws IOException {
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
         ByteBuffer bb = ByteBuffer.wrap(b, off, len);
         while (bb.hasRemaining()) {
             channel.write(bb);
         }
     }
 
-    /** The client's bytes as a stream: the buffered ones first, then the channel. */
-    InputStream input() {
-        return new InputStream() {
-            @Override
-            public int read() throws IOException {
-                byte[] one = new byte[1];
-                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
-            }
-
-            @Override
-            public int read(byte[] b, int off, int len) throws IOException {
-                if (len == 0) {
-                    return 0;
-                }
-                if (!in.hasRemaining() && !fill()) {
-                    return -1;
-                }
-                int n = Math.min(len, in.remaining());
-                in.get(b, off, n);
-                return n;
-            }
-        };
-    }
-
-    OutputStream output() {
-        return new OutputStream() {
-            @Override
-            public void write(int b) throws IOException {
-                ClientChannel.this.write(new byte[] {(byte) b}, 0, 1);
-            }
-
-            @Override
-            public void write(byte[] b, int off, int len) throws IOException {
-                ClientChannel.this.write(b, off, len);
-            }
-        };
+    /** The client's bytes: the buffered ones first, then the channel. */
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+        if (!in.hasRemaining() && !fill()) {
+            return -1;
+        }
+        int n = Math.min(len, in.remaining());
+        in.get(b, off, n);
+        return n;
     }
 
     @Override

@@ -60,9 +60,9 @@ final class ConnectionRecord {
 
     /** A stage refused: nothing went upstream for this request. */
     void refused(EgressRefusal r) {
-        refused(r.rule());
-        if (r.address() != null) {
-            address = r.address();
+        refused(r.rule);
+        if (r.address != null) {
+            address = r.address;
         }
     }
 

@@ -25,6 +25,6 @@ enum EgressProtocol {
 
     /** The answer to a refused request, in this protocol's own terms. */
     byte[] refusal(EgressRefusal r) {
-        return this == SOCKS5 ? Socks5Handshake.reply(r.socksReply()) : HttpAnswers.error(r);
+        return this == SOCKS5 ? Socks5Handshake.reply(r.socksReply) : HttpAnswers.error(r);
     }
 }

@@ -9,11 +9,11 @@ import java.net.InetAddress;
  */
 final class EgressRefusal extends Exception {
 
-    private final int httpStatus;
-    private final int socksReply;
-    private final String rule;
+    final int httpStatus;
+    final int socksReply;
+    final String rule;
     /** The address that would have been connected to, for the record; null when none was chosen. */
-    private final InetAddress address;
+    final InetAddress address;
 
     EgressRefusal(int httpStatus, int socksReply, String rule, String message, InetAddress address) {
         super(message, null, false, false);
@@ -21,21 +21,5 @@ final class EgressRefusal extends Exception {
         this.socksReply = socksReply;
         this.rule = rule;
         this.address = address;
-    }
-
-    int httpStatus() {
-        return httpStatus;
-    }
-
-    int socksReply() {
-        return socksReply;
-    }
-
-    String rule() {
-        return rule;
-    }
-
-    InetAddress address() {
-        return address;
     }
 }

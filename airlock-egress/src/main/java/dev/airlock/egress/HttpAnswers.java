@@ -33,6 +33,6 @@ final class HttpAnswers {
     }
 
     static byte[] error(EgressRefusal r) {
-        return error(r.httpStatus(), r.rule(), r.getMessage());
+        return error(r.httpStatus, r.rule, r.getMessage());
     }
 }

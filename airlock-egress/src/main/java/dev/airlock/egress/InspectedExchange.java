@@ -107,7 +107,7 @@ final class InspectedExchange {
         try {
             bound = credentials.bind(head, asked.destination(), asked.port());
         } catch (EgressRefusal r) {
-            c.refusedInside(r.rule());
+            c.refusedInside(r.rule);
             toClient.write(HttpAnswers.error(r));
             return;
         }

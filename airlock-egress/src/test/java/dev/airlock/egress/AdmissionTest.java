@@ -55,10 +55,10 @@ class AdmissionTest {
                 EgressRequest.tunnel(EgressProtocol.SOCKS5, "test.example\r\nX-Injected: 1", 443),
                 EgressRequest.tunnel(EgressProtocol.SOCKS5, "", 443))) {
             EgressRefusal r = refusal(admission, asked);
-            assertThat(r.httpStatus()).as(asked.requestedHost()).isEqualTo(403);
-            assertThat(r.socksReply()).isEqualTo(Socks5Handshake.NOT_ALLOWED);
-            assertThat(r.rule()).isNotBlank();
-            assertThat(r.address()).isNull();
+            assertThat(r.httpStatus).as(asked.requestedHost()).isEqualTo(403);
+            assertThat(r.socksReply).isEqualTo(Socks5Handshake.NOT_ALLOWED);
+            assertThat(r.rule).isNotBlank();
+            assertThat(r.address).isNull();
         }
         assertThat(budget.slotsTaken()).isZero();
     }
@@ -70,10 +70,10 @@ class AdmissionTest {
         admission.admit(asked);
         admission.admit(asked);
         EgressRefusal r = refusal(admission, asked);
-        assertThat(r.httpStatus()).isEqualTo(429);
-        assertThat(r.rule()).isEqualTo("limit connections");
+        assertThat(r.httpStatus).isEqualTo(429);
+        assertThat(r.rule).isEqualTo("limit connections");
         assertThat(r.getMessage()).contains("2 connections");
-        assertThat(r.address()).isEqualTo(InetAddress.getByName("127.0.0.1"));
+        assertThat(r.address).isEqualTo(InetAddress.getByName("127.0.0.1"));
         assertThat(budget.slotsTaken()).isEqualTo(2);
         admission.release();
         admission.admit(asked);
@@ -85,8 +85,8 @@ class AdmissionTest {
         Admission admission = new Admission(() -> rules(policy), budget);
         assertThat(budget.spend(100, policy)).isTrue();
         EgressRefusal r = refusal(admission, EgressRequest.tunnel(EgressProtocol.HTTP_CONNECT, "test.example", 443));
-        assertThat(r.rule()).isEqualTo("limit bytes");
-        assertThat(r.httpStatus()).isEqualTo(403);
+        assertThat(r.rule).isEqualTo("limit bytes");
+        assertThat(r.httpStatus).isEqualTo(403);
         assertThat(budget.slotsTaken()).isZero();
     }
 
@@ -97,6 +97,6 @@ class AdmissionTest {
         EgressRequest asked = EgressRequest.tunnel(EgressProtocol.HTTP_CONNECT, "test.example", 443);
         admission.admit(asked);
         current[0] = rules(EgressProxyTest.loopbackPolicy(List.of(Destination.of("other.example", 443)), List.of()));
-        assertThat(refusal(admission, asked).httpStatus()).isEqualTo(403);
+        assertThat(refusal(admission, asked).httpStatus).isEqualTo(403);
     }
 }

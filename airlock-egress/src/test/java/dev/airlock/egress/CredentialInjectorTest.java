@@ -76,8 +76,8 @@ class CredentialInjectorTest {
         for (String method : List.of("TRACE", "trace", "TRACK")) {
             HttpHead head = head(method + " / HTTP/1.1\r\n\r\n");
             assertThatThrownBy(() -> injector.bind(head, "api.test.example", 443)).isInstanceOfSatisfying(EgressRefusal.class, r -> {
-                assertThat(r.httpStatus()).isEqualTo(405);
-                assertThat(r.rule()).isEqualTo(CredentialInjector.TRACE_REFUSED);
+                assertThat(r.httpStatus).isEqualTo(405);
+                assertThat(r.rule).isEqualTo(CredentialInjector.TRACE_REFUSED);
                 assertThat(r.getMessage()).doesNotContain(SECRET);
             });
         }

@@ -93,9 +93,9 @@ class UpstreamDialTest {
         EgressConnection c = pair.connection(() -> revoked, budget);
         assertThatThrownBy(() -> new UpstreamDial(() -> revoked, Duration.ofSeconds(5)).dial(c, s.asked(), s.admitted()))
                 .isInstanceOfSatisfying(EgressRefusal.class, r -> {
-                    assertThat(r.httpStatus()).isEqualTo(403);
-                    assertThat(r.socksReply()).isEqualTo(Socks5Handshake.NOT_ALLOWED);
-                    assertThat(r.rule()).isNotEqualTo(s.admitted().rule());
+                    assertThat(r.httpStatus).isEqualTo(403);
+                    assertThat(r.socksReply).isEqualTo(Socks5Handshake.NOT_ALLOWED);
+                    assertThat(r.rule).isNotEqualTo(s.admitted().rule());
                 });
         assertThat(c.upstream().isClosed()).isTrue();
     }
@@ -119,9 +119,9 @@ class UpstreamDialTest {
         EgressConnection c = pair.connection(() -> rules, budget);
         assertThatThrownBy(() -> new UpstreamDial(() -> rules, Duration.ofSeconds(5)).dial(c, s.asked(), s.admitted()))
                 .isInstanceOfSatisfying(EgressRefusal.class, r -> {
-                    assertThat(r.httpStatus()).isEqualTo(502);
-                    assertThat(r.socksReply()).isEqualTo(Socks5Handshake.CONNECTION_REFUSED);
-                    assertThat(r.rule()).isEqualTo(s.admitted().rule());
+                    assertThat(r.httpStatus).isEqualTo(502);
+                    assertThat(r.socksReply).isEqualTo(Socks5Handshake.CONNECTION_REFUSED);
+                    assertThat(r.rule).isEqualTo(s.admitted().rule());
                     assertThat(r.getMessage()).contains("127.0.0.1:" + s.asked().port());
                 });
         assertThat(c.upstream().isClosed()).isTrue();
