@@ -43,6 +43,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A request an approval covers waits for the {@link RequestGate} with nothing sent upstream (not
  * even a TCP connection is made) and is answered 403 unless approved; an approved request gets the
  * credentials like any other. Other tunnels stay opaque.
+ *
+ * <p>This class owns the socket, the sandbox's budget, the policy and the timeouts; what happens on
+ * one connection is the {@link EgressPipeline}'s list of stages.
  */
 public final class EgressProxy implements AutoCloseable {
 
