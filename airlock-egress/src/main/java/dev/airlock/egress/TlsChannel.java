@@ -6,7 +6,6 @@ import javax.net.ssl.SSLException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 
@@ -16,7 +15,7 @@ import java.nio.channels.SocketChannel;
  * writes; the engine allows that, and every wrap (including the ones reading triggers) holds one
  * lock.
  */
-final class TlsChannel {
+final class TlsChannel implements ByteDuplex {
 
     private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
     private static final int MAX_RECORD_BUFFER = 1 << 20;
@@ -83,7 +82,8 @@ final class TlsChannel {
     }
 
     /** Like {@link InputStream#read(byte[], int, int)}: -1 once the client closed. */
-    int read(byte[] b, int off, int len) throws IOException {
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
         while (!appIn.hasRemaining()) {
             if (inboundDone) {
                 return -1;
@@ -109,7 +109,8 @@ final class TlsChannel {
         return n;
     }
 
-    void write(byte[] b, int off, int len) throws IOException {
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
         ByteBuffer src = ByteBuffer.wrap(b, off, len);
         while (src.hasRemaining()) {
             SSLEngineResult r = wrap(src);
@@ -129,35 +130,6 @@ final class TlsChannel {
         } catch (IOException | RuntimeException e) {
             // the channel is closed next anyway
         }
-    }
-
-    InputStream input() {
-        return new InputStream() {
-            @Override
-            public int read() throws IOException {
-                byte[] one = new byte[1];
-                return TlsChannel.this.read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
-            }
-
-            @Override
-            public int read(byte[] b, int off, int len) throws IOException {
-                return len == 0 ? 0 : TlsChannel.this.read(b, off, len);
-            }
-        };
-    }
-
-    OutputStream output() {
-        return new OutputStream() {
-            @Override
-            public void write(int b) throws IOException {
-                TlsChannel.this.write(new byte[] {(byte) b}, 0, 1);
-            }
-
-            @Override
-            public void write(byte[] b, int off, int len) throws IOException {
-                TlsChannel.this.write(b, off, len);
-            }
-        };
     }
 
     /** One unwrap into an empty {@code appIn}, reading the channel as needed; null at end of stream. */
