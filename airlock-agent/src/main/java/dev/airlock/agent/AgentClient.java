@@ -2,6 +2,7 @@ package dev.airlock.agent;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent;
 
 import java.io.ByteArrayInputStream;
@@ -40,7 +41,8 @@ public final class AgentClient implements SandboxAgent {
     static final int PROTOCOL_VERSION = 3;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
-    private static final int MAX_MESSAGE_CHARS = 200;
+    /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
+    static final int MAX_MESSAGE_CHARS = 200;
     /** Longest name or link target a FILEINFO may carry, in bytes: bounds what a LIST can make us hold. */
     private static final int MAX_FILEINFO_STRING = Frame.PATH_MAX;
 
@@ -349,7 +351,7 @@ public final class AgentClient implements SandboxAgent {
             }
             case Frame.FAILED -> {
                 int errno = u32(payload, frame);
-                String message = sanitize(string(payload, frame));
+                String message = Printable.of(string(payload, frame), MAX_MESSAGE_CHARS);
                 exactly(payload, 0, frame);
                 yield switch (pending.remove(id)) {
                     case RemoteProcess process -> process.onStartFailed(message);
@@ -468,15 +470,5 @@ public final class AgentClient implements SandboxAgent {
             throw new AgentProtocolException("frame type " + frame.type() + " has the wrong length");
         }
         return true;
-    }
-
-    /** Agent text ends up in logs and in answers to users: keep it short and printable. */
-    static String sanitize(String message) {
-        StringBuilder out = new StringBuilder(Math.min(message.length(), MAX_MESSAGE_CHARS));
-        for (int i = 0; i < message.length() && out.length() < MAX_MESSAGE_CHARS; i++) {
-            char c = message.charAt(i);
-            out.append(c >= 0x20 && c < 0x7f ? c : '?');
-        }
-        return out.toString();
     }
 }

@@ -1,5 +1,6 @@
 package dev.airlock.agent;
 
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent.FileInfo;
 
 import java.io.IOException;
@@ -32,7 +33,7 @@ final class PendingList implements FileRequest {
         String name = info.path();
         if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('/') >= 0) {
             throw new AgentProtocolException("LIST of " + directory + " reported the entry name '"
-                    + AgentClient.sanitize(name) + "'");
+                    + Printable.of(name, AgentClient.MAX_MESSAGE_CHARS) + "'");
         }
         if (entries.size() >= Frame.MAX_LIST) {
             throw new AgentProtocolException("LIST of " + directory + " reported more than " + Frame.MAX_LIST + " entries");

@@ -1,5 +1,6 @@
 package dev.airlock.agent;
 
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxAgent.FileType;
 import dev.airlock.core.SandboxAgent.Tree;
@@ -65,7 +66,7 @@ final class PendingWalk implements FileRequest {
         int depth = 0;
         for (String part : relative.split("/", -1)) {
             if (part.isEmpty() || part.equals(".") || part.equals("..")) {
-                throw new AgentProtocolException("WALK of " + directory + " reported the entry path '" + AgentClient.sanitize(relative) + "'");
+                throw new AgentProtocolException("WALK of " + directory + " reported the entry path '" + Printable.of(relative, AgentClient.MAX_MESSAGE_CHARS) + "'");
             }
             depth++;
         }

@@ -1,5 +1,7 @@
 package dev.airlock.egress;
 
+import dev.airlock.core.Printable;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +57,7 @@ final class ApprovalHold {
     }
 
     private boolean ask(EgressConnection c, String method, String destination, int port, String path) {
-        String target = HttpHead.printable(path, RequestGate.MAX_TARGET);
+        String target = Printable.of(path, RequestGate.MAX_TARGET);
         boolean yes = false;
         c.awaitApproval();
         try {
@@ -65,7 +67,7 @@ final class ApprovalHold {
         } catch (InterruptedException e) {
             // cut while waiting: refused
         } catch (RuntimeException e) {
-            LOG.warn("the request gate failed on {} {}:{} of {}; refused: {}", HttpHead.printable(method), destination, port, sandboxId,
+            LOG.warn("the request gate failed on {} {}:{} of {}; refused: {}", Printable.of(method), destination, port, sandboxId,
                     e.toString());
         } finally {
             c.approvalAnswered();
@@ -77,12 +79,12 @@ final class ApprovalHold {
     private void refuse(EgressConnection c, String method, String path, long length, InputStream fromClient, OutputStream toClient)
             throws IOException {
         String cutBy = c.cutBy();
-        String rule = "request approval: " + HttpHead.printable(method) + " denied" + (cutBy != null ? " (" + cutBy + ")" : "");
+        String rule = "request approval: " + Printable.of(method) + " denied" + (cutBy != null ? " (" + cutBy + ")" : "");
         c.record.refused(rule);
         if (cutBy != null) {
             return;
         }
-        toClient.write(HttpAnswers.error(403, rule, HttpHead.printable(method) + " " + HttpHead.printable(path) + " to "
+        toClient.write(HttpAnswers.error(403, rule, Printable.of(method) + " " + Printable.of(path) + " to "
                 + c.record.destination() + ":" + c.record.port() + " needs a person's approval and was not approved"));
         toClient.flush();
         // Read a small body the client may still be sending, so that it sees the answer rather than a reset

@@ -1,5 +1,7 @@
 package dev.airlock.egress;
 
+import dev.airlock.core.Printable;
+
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -25,7 +27,7 @@ final class HttpAnswers {
         String body = "airlock egress: " + (status == 403 ? "blocked by rule '" + rule + "': " : "") + message + "\n";
         byte[] b = body.getBytes(StandardCharsets.UTF_8);
         String head = "HTTP/1.1 " + status + " " + reason + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + b.length
-                + "\r\nConnection: close\r\nX-Airlock-Rule: " + HttpHead.printable(rule) + "\r\n\r\n";
+                + "\r\nConnection: close\r\nX-Airlock-Rule: " + Printable.of(rule) + "\r\n\r\n";
         byte[] h = head.getBytes(StandardCharsets.ISO_8859_1);
         byte[] all = Arrays.copyOf(h, h.length + b.length);
         System.arraycopy(b, 0, all, h.length, b.length);

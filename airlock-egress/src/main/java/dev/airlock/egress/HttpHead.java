@@ -1,6 +1,7 @@
 package dev.airlock.egress;
 
 import dev.airlock.core.Credential;
+import dev.airlock.core.Printable;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -82,7 +83,7 @@ record HttpHead(String method, String target, String version, List<String[]> hea
             throw new Malformed("not an HTTP/1.x request line");
         }
         if (!TOKEN.matcher(requestLine[0]).matches()) {
-            throw new Malformed("the method '" + printable(requestLine[0]) + "' is not an HTTP token");
+            throw new Malformed("the method '" + Printable.of(requestLine[0]) + "' is not an HTTP token");
         }
         List<String[]> headers = new ArrayList<>();
         for (String h : lines.subList(1, lines.size())) {
@@ -153,7 +154,7 @@ record HttpHead(String method, String target, String version, List<String[]> hea
                 for (String value : h[1].split(",", -1)) {
                     String m = value.strip();
                     if (!TOKEN.matcher(m).matches()) {
-                        throw new Malformed("the method override '" + printable(h[1]) + "' is not an HTTP method");
+                        throw new Malformed("the method override '" + Printable.of(h[1]) + "' is not an HTTP method");
                     }
                     out.add(m);
                 }
@@ -176,7 +177,7 @@ record HttpHead(String method, String target, String version, List<String[]> hea
             }
             return target;
         }
-        throw new Malformed("a request inside a tunnel needs an origin-form target (/path), not '" + printable(target) + "'");
+        throw new Malformed("a request inside a tunnel needs an origin-form target (/path), not '" + Printable.of(target) + "'");
     }
 
     /** TRACE (and the old TRACK) make the origin echo the request back, an injected header with it. */
@@ -266,38 +267,38 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         try {
             claimed = authority(host, target.port());
         } catch (Malformed e) {
-            throw new Malformed("Host header '" + printable(host) + "' is not a host");
+            throw new Malformed("Host header '" + Printable.of(host) + "' is not a host");
         }
         if (!EgressRules.normalize(claimed.host()).equals(EgressRules.normalize(target.host())) || claimed.port() != target.port()) {
-            throw new Malformed("Host header '" + printable(host) + "' differs from the request target "
-                    + printable(target.host()) + ":" + target.port());
+            throw new Malformed("Host header '" + Printable.of(host) + "' differs from the request target "
+                    + Printable.of(target.host()) + ":" + target.port());
         }
     }
 
     /** host:port, [v6]:port, or host alone when {@code defaultPort} is not -1. */
     static Authority authority(String s, int defaultPort) throws Malformed {
         if (s.isEmpty() || s.indexOf('@') >= 0) {
-            throw new Malformed("target '" + printable(s) + "' is not host:port (user info is not accepted)");
+            throw new Malformed("target '" + Printable.of(s) + "' is not host:port (user info is not accepted)");
         }
         String host;
         String portPart = null;
         if (s.startsWith("[")) {
             int close = s.indexOf(']');
             if (close < 0) {
-                throw new Malformed("unterminated IPv6 literal in '" + printable(s) + "'");
+                throw new Malformed("unterminated IPv6 literal in '" + Printable.of(s) + "'");
             }
             host = s.substring(0, close + 1);
             String after = s.substring(close + 1);
             if (!after.isEmpty()) {
                 if (!after.startsWith(":")) {
-                    throw new Malformed("target '" + printable(s) + "' is not host:port");
+                    throw new Malformed("target '" + Printable.of(s) + "' is not host:port");
                 }
                 portPart = after.substring(1);
             }
         } else {
             int colon = s.lastIndexOf(':');
             if (colon >= 0 && s.indexOf(':') != colon) {
-                throw new Malformed("an IPv6 literal must be in brackets: '" + printable(s) + "'");
+                throw new Malformed("an IPv6 literal must be in brackets: '" + Printable.of(s) + "'");
             }
             host = colon < 0 ? s : s.substring(0, colon);
             portPart = colon < 0 ? null : s.substring(colon + 1);
@@ -305,12 +306,12 @@ record HttpHead(String method, String target, String version, List<String[]> hea
         int port;
         if (portPart == null) {
             if (defaultPort < 0) {
-                throw new Malformed("target '" + printable(s) + "' has no port");
+                throw new Malformed("target '" + Printable.of(s) + "' has no port");
             }
             port = defaultPort;
         } else {
             if (!portPart.matches("[0-9]{1,5}")) {
-                throw new Malformed("target '" + printable(s) + "' has no valid port");
+                throw new Malformed("target '" + Printable.of(s) + "' has no valid port");
             }
             port = Integer.parseInt(portPart);
             if (port < 1 || port > 65535) {
@@ -318,7 +319,7 @@ record HttpHead(String method, String target, String version, List<String[]> hea
             }
         }
         if (host.isEmpty()) {
-            throw new Malformed("target '" + printable(s) + "' has no host");
+            throw new Malformed("target '" + Printable.of(s) + "' has no host");
         }
         return new Authority(host, port);
     }
@@ -330,29 +331,5 @@ record HttpHead(String method, String target, String version, List<String[]> hea
             }
         }
         return -1;
-    }
-
-    /** Sandbox-supplied text made safe for a header line or a log: printable ASCII only, bounded. */
-    static String printable(String s) {
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < s.length() && b.length() < 200; i++) {
-            char c = s.charAt(i);
-            b.append(c >= 0x20 && c < 0x7f ? c : '?');
-        }
-        return b.toString();
-    }
-
-    /** As {@link #printable(String)}, at most {@code max} characters, ending in {@code ...} when cut. */
-    static String printable(String s, int max) {
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < s.length(); i++) {
-            if (b.length() == max) {
-                b.setLength(max - 3);
-                return b.append("...").toString();
-            }
-            char c = s.charAt(i);
-            b.append(c >= 0x20 && c < 0x7f ? c : '?');
-        }
-        return b.toString();
     }
 }

@@ -1,5 +1,7 @@
 package dev.airlock.egress;
 
+import dev.airlock.core.Printable;
+
 import javax.net.ssl.SSLSocket;
 import java.io.EOFException;
 import java.io.IOException;
@@ -60,7 +62,7 @@ final class InspectedExchange {
             try {
                 tls.handshake();
             } catch (IOException e) {
-                c.cut("intercepted: TLS handshake with the sandbox failed: " + HttpHead.printable(String.valueOf(e.getMessage())));
+                c.cut("intercepted: TLS handshake with the sandbox failed: " + Printable.of(String.valueOf(e.getMessage())));
                 return;
             }
             tunnelRequest(c, asked, admitted, tls.input(), tls.output(), true);
@@ -131,7 +133,7 @@ final class InspectedExchange {
                 verified = interception.connectUpstream(upstream, asked.destination(), asked.port());
             } catch (IOException e) {
                 String why = "TLS to " + asked.destination() + ":" + asked.port() + " failed verification: "
-                        + HttpHead.printable(String.valueOf(e.getMessage()));
+                        + Printable.of(String.valueOf(e.getMessage()));
                 c.refusedInside("intercepted: upstream " + why);
                 toClient.write(HttpAnswers.error(502, "intercepted", "upstream " + why));
                 return;
@@ -143,7 +145,7 @@ final class InspectedExchange {
     }
 
     private static void badRequest(EgressConnection c, HttpHead.Malformed e, OutputStream toClient) throws IOException {
-        c.refusedInside("intercepted: bad request: " + HttpHead.printable(e.getMessage()));
+        c.refusedInside("intercepted: bad request: " + Printable.of(e.getMessage()));
         toClient.write(HttpAnswers.error(400, "http: bad request", e.getMessage()));
     }
 }

@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -131,7 +132,7 @@ final class SandboxUserNamespace implements AutoCloseable {
     private static String lastLine(Path log) {
         try {
             return Files.readAllLines(log, StandardCharsets.UTF_8).stream().filter(l -> !l.isBlank()).reduce((a, b) -> b)
-                    .map(l -> (l.length() > 300 ? l.substring(0, 300) : l).replaceAll("[^\\x20-\\x7e]", "?")).orElse("no message");
+                    .map(l -> Printable.of(l, 300)).orElse("no message");
         } catch (IOException e) {
             return "no message";
         }

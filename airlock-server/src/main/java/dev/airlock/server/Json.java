@@ -3,6 +3,7 @@ package dev.airlock.server;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Limits;
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
 import tools.jackson.core.JacksonException;
@@ -254,17 +255,13 @@ final class Json {
         return n.toString().getBytes(StandardCharsets.UTF_8);
     }
 
-    /** Untrusted text made safe for messages and logs: printable ASCII, at most 200 characters. */
+    /** Delegates to {@link Printable#of(String)}, the one implementation; kept so the server's many call sites stay short. */
     static String printable(String s) {
-        return printable(s, 200);
+        return Printable.of(s);
     }
 
-    /** {@code s} cut to {@code max} characters, with anything but printable ASCII as '?'. */
+    /** Delegates to {@link Printable#of(String, int)}, the one implementation. */
     static String printable(String s, int max) {
-        if (s == null) {
-            return "null";
-        }
-        String cut = s.length() > max ? s.substring(0, max) + "..." : s;
-        return cut.replaceAll("[^\\x20-\\x7e]", "?");
+        return Printable.of(s, max);
     }
 }

@@ -1,6 +1,7 @@
 package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
+import dev.airlock.core.Printable;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
@@ -145,7 +146,7 @@ final class EgressFloodScenario {
         long attempts = count(result, "attempts");
         long refused = count(result, "refused");
         if (attempts < 0 || refused < 0) {
-            happened.append("the flood did not report its counts: ").append(Findings.quote(result.toString()));
+            happened.append("the flood did not report its counts: ").append(Printable.quoted(result.toString(), Findings.SHOWN_CHARS));
             return -1;
         }
         happened.append("a sandbox's code tried ").append(attempts).append(" connections no rule allows in ").append(FLOOD.toSeconds())
@@ -157,7 +158,7 @@ final class EgressFloodScenario {
         }
         if (refused != attempts) {
             problems.add((attempts - refused) + " attempts were not refused with 403; their answers: "
-                    + Findings.quote(result.path("stderr").asString("")));
+                    + Printable.quoted(result.path("stderr").asString(""), Findings.SHOWN_CHARS));
         }
         if (refused < MIN_ATTEMPTS) {
             happened.append("; too few refusals (under ").append(MIN_ATTEMPTS).append(") to prove anything");
@@ -174,7 +175,7 @@ final class EgressFloodScenario {
         for (AuditRecord r : egress) {
             JsonNode detail = JSON.readTree(r.detail());
             if (!"deny".equals(detail.path("decision").asString())) {
-                problems.add("egress record " + r.seq() + " is not a refusal: " + Findings.quote(r.detail()));
+                problems.add("egress record " + r.seq() + " is not a refusal: " + Printable.quoted(r.detail(), Findings.SHOWN_CHARS));
             }
             JsonNode aggregated = detail.path("aggregated");
             if (aggregated.isMissingNode()) {

@@ -9,6 +9,9 @@ import java.util.List;
 /** What verify found: one {@link Finding} per case, and how to print them. */
 public final class Findings {
 
+    /** How much of an output or a message a report quotes (with Printable.quoted): enough to recognize it. */
+    static final int SHOWN_CHARS = 400;
+
     /** How a case came out. */
     public enum Status {
         /** The attack failed: the control held. */
@@ -91,31 +94,5 @@ public final class Findings {
             n.put("source", f.source());
         }
         return json.writerWithDefaultPrettyPrinter().writeValueAsString(root);
-    }
-
-    /** {@code s} in double quotes with control characters escaped, cut at 400 characters. */
-    static String quote(String s) {
-        StringBuilder sb = new StringBuilder("\"");
-        int n = 0;
-        for (char c : s.toCharArray()) {
-            if (n++ >= 400) {
-                sb.append("...");
-                break;
-            }
-            switch (c) {
-                case '\n' -> sb.append("\\n");
-                case '\t' -> sb.append("\\t");
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                default -> {
-                    if (c < 0x20 || c == 0x7f) {
-                        sb.append(String.format("\\x%02x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-                }
-            }
-        }
-        return sb.append('"').toString();
     }
 }

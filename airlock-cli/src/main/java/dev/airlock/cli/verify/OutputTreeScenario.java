@@ -1,6 +1,7 @@
 package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
+import dev.airlock.core.Printable;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
@@ -63,7 +64,7 @@ final class OutputTreeScenario {
                 + " && for i in $(seq 200); do mkdir t$i && (cd t$i && seq 200 | xargs mkdir); done\"], \"timeoutSeconds\": "
                 + TTL.minusSeconds(5).toSeconds() + "}", 200);
         if (made.path("exitCode").asInt(-1) != 0) {
-            throw new IOException("could not make the tree of directories: " + Findings.quote(made.toString()));
+            throw new IOException("could not make the tree of directories: " + Printable.quoted(made.toString(), Findings.SHOWN_CHARS));
         }
         rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sleep\", \"1000\"], \"timeoutSeconds\": 600,"
                 + " \"background\": true}", 202);

@@ -9,6 +9,7 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Limits;
 import dev.airlock.core.OutputListener;
+import dev.airlock.core.Printable;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.LeakCheck;
@@ -126,7 +127,7 @@ final class Recovery {
         try {
             boolean running = HostProcesses.eventually(60_000, () -> text(out).contains("running") || !cli.isAlive());
             if (!running || !text(out).contains("running")) {
-                return Outcome.error("the child 'airlock run' did not start its program: " + Findings.quote(text(out)));
+                return Outcome.error("the child 'airlock run' did not start its program: " + Printable.quoted(text(out), Findings.SHOWN_CHARS));
             }
             String prefix = "al-" + onlyInstance(config) + "-";
             List<HostProcesses.HostProcess> before = HostProcesses.inSandboxes(prefix);
@@ -268,7 +269,7 @@ final class Recovery {
                 result = JsonMapper.builder().build().readTree(stdout);
             } catch (RuntimeException e) {
                 return Outcome.broken("the flooded 'airlock run' (64 MiB heap) exited " + cli.exitValue() + " without its JSON result; stderr "
-                        + Findings.quote(text(err)));
+                        + Printable.quoted(text(err), Findings.SHOWN_CHARS));
             }
             long flooded = parseFlooded(result.path("stderr").asString(""));
             int kept = result.path("stdout").asString("").getBytes(StandardCharsets.UTF_8).length;

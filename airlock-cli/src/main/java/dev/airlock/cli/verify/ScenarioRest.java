@@ -1,5 +1,6 @@
 package dev.airlock.cli.verify;
 
+import dev.airlock.core.Printable;
 import dev.airlock.server.AirlockServer;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -19,7 +20,7 @@ record ScenarioRest(HttpClient http, AirlockServer server) {
     JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {
         HttpResponse<String> r = send(method, path, body);
         if (r.statusCode() != expected) {
-            throw new IOException(method + " " + path + " answered " + r.statusCode() + ": " + Findings.quote(r.body()));
+            throw new IOException(method + " " + path + " answered " + r.statusCode() + ": " + Printable.quoted(r.body(), Findings.SHOWN_CHARS));
         }
         return r.body().isEmpty() ? JSON.createObjectNode() : JSON.readTree(r.body());
     }

@@ -6,6 +6,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.Printable;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
@@ -180,9 +181,9 @@ public final class Verifier {
         if (r.truncated()) {
             sb.append(", output truncated");
         }
-        sb.append(", stdout ").append(r.stdout().length <= 400 ? Findings.quote(r.stdoutText()) : r.stdout().length + " bytes");
+        sb.append(", stdout ").append(r.stdout().length <= 400 ? Printable.quoted(r.stdoutText(), Findings.SHOWN_CHARS) : r.stdout().length + " bytes");
         if (r.stderr().length > 0) {
-            sb.append(", stderr ").append(Findings.quote(r.stderrText()));
+            sb.append(", stderr ").append(Printable.quoted(r.stderrText(), Findings.SHOWN_CHARS));
         }
         return sb.toString();
     }

@@ -4,6 +4,7 @@ import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
+import dev.airlock.core.Printable;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -84,16 +85,16 @@ public record VerifyCase(String name, String control, String description, String
                 out.add("stdout was " + r.stdout().length + " bytes, expected " + stdoutBytes);
             }
             if (stdout != null && !r.stdoutText().equals(p.apply(stdout))) {
-                out.add("stdout differs: expected " + Findings.quote(p.apply(stdout)));
+                out.add("stdout differs: expected " + Printable.quoted(p.apply(stdout), Findings.SHOWN_CHARS));
             }
             if (stdoutRegex != null && !stdoutRegex.matcher(r.stdoutText()).matches()) {
-                out.add("stdout does not match " + Findings.quote(stdoutRegex.pattern()));
+                out.add("stdout does not match " + Printable.quoted(stdoutRegex.pattern(), Findings.SHOWN_CHARS));
             }
             if (stderr != null && !r.stderrText().equals(p.apply(stderr))) {
-                out.add("stderr differs: expected " + Findings.quote(p.apply(stderr)));
+                out.add("stderr differs: expected " + Printable.quoted(p.apply(stderr), Findings.SHOWN_CHARS));
             }
             if (stderrRegex != null && !stderrRegex.matcher(r.stderrText()).matches()) {
-                out.add("stderr does not match " + Findings.quote(stderrRegex.pattern()));
+                out.add("stderr does not match " + Printable.quoted(stderrRegex.pattern(), Findings.SHOWN_CHARS));
             }
             return out;
         }

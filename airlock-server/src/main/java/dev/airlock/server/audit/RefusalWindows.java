@@ -1,5 +1,7 @@
 package dev.airlock.server.audit;
 
+import dev.airlock.core.Printable;
+
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -92,8 +94,7 @@ final class RefusalWindows {
         w.first = w.first == null ? now : w.first;
         w.last = now;
         if (sample != null) {
-            String cut = sample.length() > MAX_SAMPLE_CHARS ? sample.substring(0, MAX_SAMPLE_CHARS) + "..." : sample;
-            String s = cut.replaceAll("[^\\x20-\\x7e]", "?"); // what a sandbox or an outsider named: printable only
+            String s = Printable.of(sample, MAX_SAMPLE_CHARS); // what a sandbox or an outsider named: printable only
             if (!w.samples.contains(s)) {
                 if (w.samples.size() < MAX_SAMPLES) {
                     w.samples.add(s);

@@ -1,5 +1,6 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.core.Printable;
 import io.modelcontextprotocol.spec.McpSchema;
 
 import java.io.IOException;
@@ -28,7 +29,7 @@ final class JsonRpcCheck {
             }
             return null;
         } catch (IOException | RuntimeException e) {
-            return "the request body is not a JSON-RPC 2.0 message this server can read (" + printable(rootCause(e).getMessage())
+            return "the request body is not a JSON-RPC 2.0 message this server can read (" + firstLine(rootCause(e).getMessage())
                     + "): send one JSON object with \"jsonrpc\": \"2.0\", a \"method\" and its \"params\"";
         }
     }
@@ -41,13 +42,8 @@ final class JsonRpcCheck {
         return t;
     }
 
-    private static String printable(String s) {
-        if (s == null) {
-            return "unreadable";
-        }
-        // Jackson's messages quote the input and add a location on a new line: keep only the first line.
-        String line = s.lines().findFirst().orElse("");
-        String cut = line.length() > 160 ? line.substring(0, 160) + "..." : line;
-        return cut.replaceAll("[^\\x20-\\x7e]", "?");
+    /** Jackson's messages quote the input and add a location on a new line: only the first line, printable. */
+    private static String firstLine(String s) {
+        return s == null ? "unreadable" : Printable.of(s.lines().findFirst().orElse(""), 160);
     }
 }

@@ -1,6 +1,7 @@
 package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
 import dev.airlock.server.BodyReader;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.policy.Client;
@@ -77,13 +78,13 @@ final class McpHttpGuard implements Filter {
         HttpServletResponse resp = (HttpServletResponse) response;
         String host = req.getHeader("Host");
         if (host == null || !hostAllowed(host, req)) {
-            refuse(resp, 403, "Host header '" + printable(host) + "' does not name this server: connect to it as localhost,"
+            refuse(resp, 403, "Host header '" + (host == null ? "" : Printable.of(host, 100)) + "' does not name this server: connect to it as localhost,"
                     + " 127.0.0.1 or its bind address, with its port (DNS-rebinding protection)");
             return;
         }
         String origin = req.getHeader("Origin");
         if (origin != null && !LOOPBACK_ORIGIN.matcher(origin).matches()) {
-            refuse(resp, 403, "Origin '" + printable(origin) + "' is not allowed: only local origins (http://localhost,"
+            refuse(resp, 403, "Origin '" + Printable.of(origin, 100) + "' is not allowed: only local origins (http://localhost,"
                     + " http://127.0.0.1, http://[::1]) may call this server (DNS-rebinding protection)");
             return;
         }
@@ -98,13 +99,13 @@ final class McpHttpGuard implements Filter {
         }
         String session = req.getHeader(SESSION_HEADER);
         if (session != null && sessions.hasEnded(session)) {
-            refuse(resp, 404, "MCP session " + printable(session) + " has ended and its sandboxes were destroyed: start a new session");
+            refuse(resp, 404, "MCP session " + Printable.of(session, 100) + " has ended and its sandboxes were destroyed: start a new session");
             return;
         }
         String owner = session == null ? null : sessions.clientOf(session);
         if (session != null && !client.name().equals(owner)) {
             // never opened, or another client's: as unknown to this client as one that never existed
-            refuse(resp, 404, "MCP session " + printable(session) + " does not exist for this client: start a new session");
+            refuse(resp, 404, "MCP session " + Printable.of(session, 100) + " does not exist for this client: start a new session");
             return;
         }
         if (session == null && "POST".equals(req.getMethod()) && !sessions.mayOpen(client.name())) {
@@ -201,14 +202,6 @@ final class McpHttpGuard implements Filter {
         resp.setStatus(status);
         resp.setContentType("application/json");
         resp.getOutputStream().write(body.toString().getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static String printable(String s) {
-        if (s == null) {
-            return "";
-        }
-        String cut = s.length() > 100 ? s.substring(0, 100) + "..." : s;
-        return cut.replaceAll("[^\\x20-\\x7e]", "?");
     }
 
     /** The request with its body already read (and perhaps rewritten). */
