@@ -20,14 +20,14 @@ public record Credential(String name, List<NetworkPolicy.Destination> destinatio
 
     public Credential {
         if (name == null || !NAME.matcher(name).matches()) {
-            throw AirlockException.invalid("credential name '" + name + "' is not valid: use a-z, 0-9, _ and -");
+            throw AirlockException.invalid("credential name '" + Printable.of(name) + "' is not valid: use a-z, 0-9, _ and -");
         }
         if (destinations == null || destinations.isEmpty()) {
             throw AirlockException.invalid("credential '" + name + "' is bound to no destination: name at least one");
         }
         destinations = List.copyOf(destinations);
         if (header == null || !HEADER.matcher(header).matches()) {
-            throw AirlockException.invalid("credential '" + name + "': header '" + header + "' is not a valid header name");
+            throw AirlockException.invalid("credential '" + name + "': header '" + Printable.of(header) + "' is not a valid header name");
         }
         if (value == null) {
             throw AirlockException.invalid("credential '" + name + "' has no value");

@@ -34,7 +34,7 @@ public record ExecRequest(List<String> argv, Map<String, String> env, String cwd
             cwd = DEFAULT_CWD;
         }
         if (!cwd.startsWith("/") || cwd.indexOf('\0') >= 0) {
-            throw AirlockException.invalid("working directory '" + cwd + "' must be an absolute path inside the sandbox");
+            throw AirlockException.invalid("working directory '" + Printable.of(cwd) + "' must be an absolute path inside the sandbox");
         }
         stdin = stdin == null ? new byte[0] : stdin;
         if (stdin.length > MAX_STDIN_BYTES) {

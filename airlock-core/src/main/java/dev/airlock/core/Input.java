@@ -15,7 +15,7 @@ public record Input(String name, Path hostPath) {
 
     public Input {
         if (name == null || !NAME.matcher(name).matches() || name.equals("..")) {
-            throw AirlockException.invalid("input name '" + name + "' is not valid: use letters, digits, '.', '_' and '-'");
+            throw AirlockException.invalid("input name '" + Printable.of(name) + "' is not valid: use letters, digits, '.', '_' and '-'");
         }
         if (hostPath == null || !hostPath.isAbsolute()) {
             throw AirlockException.invalid("input '" + name + "': the host path must be absolute, got " + hostPath);

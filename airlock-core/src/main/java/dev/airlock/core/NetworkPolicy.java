@@ -48,7 +48,7 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
             hosts.forEach((name, addresses) -> {
                 String n = normalizeName(name, "network.hosts", false);
                 if (addresses == null || addresses.isEmpty()) {
-                    throw AirlockException.invalid("network.hosts: '" + name + "' maps to no address");
+                    throw AirlockException.invalid("network.hosts: '" + Printable.of(name) + "' maps to no address");
                 }
                 List<String> literal = new ArrayList<>();
                 for (String a : addresses) {
@@ -124,7 +124,7 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
             }
             String[] parts = cidr.trim().split("/", -1);
             if (parts.length > 2) {
-                throw AirlockException.invalid("network.ranges: '" + cidr + "' is not a CIDR range");
+                throw AirlockException.invalid("network.ranges: '" + Printable.of(cidr) + "' is not a CIDR range");
             }
             InetAddress base = parseLiteral(parts[0], "network.ranges");
             int max = base instanceof Inet4Address ? 32 : 128;
@@ -136,7 +136,7 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
                     prefix = -1;
                 }
                 if (prefix < 0 || prefix > max || !parts[1].matches("[0-9]{1,3}")) {
-                    throw AirlockException.invalid("network.ranges: '" + cidr + "' has a prefix length outside 0-" + max);
+                    throw AirlockException.invalid("network.ranges: '" + Printable.of(cidr) + "' has a prefix length outside 0-" + max);
                 }
             }
             cidr = base.getHostAddress() + "/" + prefix;
@@ -193,16 +193,16 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
         String rest = n;
         if (n.startsWith("*.")) {
             if (!wildcardAllowed) {
-                throw AirlockException.invalid(field + ": '" + name + "' may not be a wildcard");
+                throw AirlockException.invalid(field + ": '" + Printable.of(name) + "' may not be a wildcard");
             }
             rest = n.substring(2);
         }
         if (rest.isEmpty() || rest.length() > 253) {
-            throw AirlockException.invalid(field + ": '" + name + "' is not a host name");
+            throw AirlockException.invalid(field + ": '" + Printable.of(name) + "' is not a host name");
         }
         for (String label : rest.split("\\.", -1)) {
             if (!LABEL.matcher(label).matches()) {
-                throw AirlockException.invalid(field + ": '" + name + "' is not a host name (label '" + label + "')");
+                throw AirlockException.invalid(field + ": '" + Printable.of(name) + "' is not a host name (label '" + Printable.of(label) + "')");
             }
         }
         return n;
@@ -218,7 +218,7 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
             InetAddress a = s.indexOf(':') >= 0 ? Inet6Address.ofLiteral(s) : Inet4Address.ofLiteral(s);
             return a;
         } catch (IllegalArgumentException e) {
-            throw AirlockException.invalid(field + ": '" + literal + "' is not an IP address");
+            throw AirlockException.invalid(field + ": '" + Printable.of(literal) + "' is not an IP address");
         }
     }
 }

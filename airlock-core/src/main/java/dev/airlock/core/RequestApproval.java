@@ -27,7 +27,7 @@ public record RequestApproval(List<NetworkPolicy.Destination> destinations, Set<
         methods = methods.stream().map(m -> m.toUpperCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
         for (String m : methods) {
             if (!METHOD.matcher(m).matches()) {
-                throw AirlockException.invalid("'" + m + "' is not an HTTP method");
+                throw AirlockException.invalid("'" + Printable.of(m) + "' is not an HTTP method");
             }
         }
     }
