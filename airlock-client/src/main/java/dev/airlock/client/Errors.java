@@ -94,7 +94,10 @@ final class Errors {
         };
     }
 
-    /** Replaces control and format characters and cuts {@code s} to {@code max} characters. */
+    /**
+     * Replaces control and format characters and cuts {@code s} to {@code max} characters. The SDK's own
+     * counterpart of airlock-core's Printable: the SDK depends on no other Airlock module and compiles to Java 17.
+     */
     static String sanitize(String s, int max) {
         if (s == null) {
             return null;

@@ -1,5 +1,7 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.Printable;
+
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -101,7 +103,7 @@ final class InstanceTmpfs {
             }
         }
         if (p.exitValue() != 0) {
-            throw new IOException(program + " failed: " + new String(out, StandardCharsets.UTF_8).strip());
+            throw new IOException(program + " failed: " + Printable.of(new String(out, StandardCharsets.UTF_8).strip(), MAX_MESSAGE_CHARS));
         }
     }
 }

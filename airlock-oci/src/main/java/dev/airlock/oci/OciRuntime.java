@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxId;
 
 import java.io.File;
@@ -168,7 +169,7 @@ final class OciRuntime {
             for (int i = lines.size() - 1; i >= 0; i--) {
                 String line = lines.get(i).strip();
                 if (!line.isEmpty()) {
-                    return line.length() > 500 ? line.substring(0, 500) + "..." : line;
+                    return Printable.of(line, 500); // the runtime repeats what the bundle and the sandbox named
                 }
             }
             return "no message";
