@@ -154,10 +154,11 @@ public final class SandboxService implements AutoCloseable {
 
     /**
      * Decides whether {@code r.client()} may call {@code r.operation()}, records the request and
-     * the decision, and returns the scope the request's service calls must run in. Throws
-     * PERMISSION_DENIED naming the rule when the policy does not grant it.
+     * the decision, and returns the caller the request's service calls must run as
+     * ({@link Caller#call}). Throws PERMISSION_DENIED naming the rule when the policy does not
+     * grant it.
      */
-    public Caller.Scope authorize(Request r) {
+    public Caller authorize(Request r) {
         Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
         String sandbox = recordRequest(r, caller);
         boolean allowed = r.client().may(r.operation());
@@ -172,7 +173,7 @@ public final class SandboxService implements AutoCloseable {
             throw new AirlockException(Kind.PERMISSION_DENIED, "client '" + r.client().name() + "' may not call " + r.operation().id()
                     + " (rule " + rule + " in " + policy.source() + "): ask the operator to grant it");
         }
-        return Caller.as(caller);
+        return caller;
     }
 
     /**
@@ -685,8 +686,9 @@ public final class SandboxService implements AutoCloseable {
         BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output);
         processes.add(p).forEach(evicted -> processOutputs.delete(evicted.output()));
         Caller caller = Caller.current();
-        Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> {
-            try (Caller.Scope ignored = Caller.as(caller)) {
+        // the result is recorded under the caller who started the process, bound again on its own thread
+        Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> Caller.run(caller, () -> {
+            try {
                 ExecResult r = execution.await();
                 metrics.execEnded(r);
                 recordResult(s, r, processId, output.stdoutBytes(), output.stderrBytes());
@@ -701,7 +703,7 @@ public final class SandboxService implements AutoCloseable {
                     processOutputs.deleteSandbox(s.id());
                 }
             }
-        });
+        }));
         return p;
     }
 
