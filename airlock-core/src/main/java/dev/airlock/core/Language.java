@@ -60,7 +60,7 @@ public enum Language {
             case "js", "node", "nodejs" -> { return JAVASCRIPT; }
             default -> { }
         }
-        throw AirlockException.invalid("unknown language '" + name + "': choose one of " + names());
+        throw AirlockException.invalid("unknown language '" + Printable.of(name) + "': choose one of " + names());
     }
 
     public static String names() {

@@ -11,6 +11,9 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.audit.Audit;
 import dev.airlock.server.policy.Approval;
+import dev.airlock.server.command.ExecSource;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
@@ -47,7 +50,7 @@ final class ApiServlet extends HttpServlet {
     private static final String NDJSON = "application/x-ndjson";
 
     private static final Set<String> CREATE_FIELDS = Set.of("profile", "image", "language", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
-    private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
+    private static final Set<String> LIMIT_FIELDS = Set.copyOf(LimitField.wireNames());
     private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
 
     private final SandboxService service;
@@ -483,7 +486,8 @@ final class ApiServlet extends HttpServlet {
         JsonNode body = Json.parseObject(body(req), CREATE_FIELDS);
         JsonNode l = body.get("limits");
         JsonNode ln = l == null || l.isNull() ? null : Json.parseObject(l.toString().getBytes(StandardCharsets.UTF_8), LIMIT_FIELDS);
-        UnaryOperator<Limits> limits = ln == null ? UnaryOperator.identity() : base -> limits(ln, base);
+        LimitChanges changes = ln == null ? LimitChanges.NONE : limits(ln);
+        UnaryOperator<Limits> limits = changes::applyTo;
         JsonNode network = body.get("network");
         Map<String, String> env = Json.stringMap(body, "env");
         SandboxSpec.validateEnv(env);
@@ -502,25 +506,16 @@ final class ApiServlet extends HttpServlet {
         send(resp, 201, Json.sandbox(s));
     }
 
-    private static Limits limits(JsonNode n, Limits base) {
-        Limits l = base;
-        Long memory = Json.size(n, "memory");
-        if (memory != null) l = l.withMemoryBytes(memory);
-        Double pids = Json.number(n, "pids");
-        if (pids != null) l = l.withPids(pids.intValue());
-        Double cpus = Json.number(n, "cpus");
-        if (cpus != null) l = l.withCpus(cpus);
-        Double timeout = Json.number(n, "timeoutSeconds");
-        if (timeout != null) l = l.withTimeout(seconds("limits.timeoutSeconds", timeout, null, Duration.ofHours(24)));
-        Long output = Json.size(n, "outputLimit");
-        if (output != null) l = l.withOutputBytes(output);
-        Long fileSize = Json.size(n, "fileSize");
-        if (fileSize != null) l = l.withFileSizeBytes(fileSize);
-        Double openFiles = Json.number(n, "openFiles");
-        if (openFiles != null) l = l.withOpenFiles(openFiles.intValue());
-        Long disk = Json.size(n, "disk");
-        if (disk != null) l = l.withDiskBytes(disk);
-        return l;
+    /** The limits a create body changes, each value read as its kind says. */
+    private static LimitChanges limits(JsonNode n) {
+        return LimitChanges.read(n::has, f -> switch (f.kind()) {
+            case SIZE -> Json.size(n, f.wireName());
+            case SECONDS -> {
+                Double seconds = Json.number(n, f.wireName());
+                yield seconds == null ? null : seconds("limits." + f.wireName(), seconds, null, Duration.ofHours(24)).toMillis() / 1000.0;
+            }
+            case COUNT, DECIMAL -> Json.number(n, f.wireName());
+        });
     }
 
     private Duration ttl(Double seconds, Duration fallback) {
@@ -572,34 +567,20 @@ final class ApiServlet extends HttpServlet {
 
     private ExecRequest execRequest(String id, JsonNode body) {
         JsonNode command = body.get("command");
-        String language = Json.string(body, "language");
-        String code = Json.string(body, "code");
-        ExecRequest base;
+        List<String> argv = null;
         if (command != null && !command.isNull()) {
-            if (language != null || code != null) {
-                throw AirlockException.invalid("give either 'command' or 'language' with 'code', not both");
-            }
             if (!command.isArray() || command.isEmpty()) {
                 throw AirlockException.invalid("field 'command' must be a non-empty array of strings, such as [\"python3\", \"-c\", \"print(1)\"]");
             }
-            List<String> argv = new ArrayList<>();
+            argv = new ArrayList<>();
             for (JsonNode a : command) {
                 if (!a.isString()) {
                     throw AirlockException.invalid("field 'command' must hold only strings");
                 }
                 argv.add(a.asString());
             }
-            base = new ExecRequest(argv, Map.of(), null, null, null);
-        } else if (code != null) {
-            Language lang = language != null ? Language.parse(language) : service.get(id).defaultLanguage();
-            if (lang == null) {
-                throw AirlockException.invalid("'code' needs a 'language' (" + Language.names()
-                        + "), or a sandbox created with a default language");
-            }
-            base = service.codeRequest(id, lang, code);
-        } else {
-            throw AirlockException.invalid("give 'command' (an array of strings), or 'language' and 'code'");
         }
+        ExecRequest base = service.execRequest(id, ExecSource.of(argv, Json.string(body, "language"), Json.string(body, "code")));
         String stdin = Json.string(body, "stdin");
         String stdinBase64 = Json.string(body, "stdinBase64");
         if (stdin != null && stdinBase64 != null) {

@@ -16,6 +16,7 @@ import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.server.audit.Audit;
+import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Approvals;
 import dev.airlock.server.policy.Caller;
@@ -646,6 +647,23 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /** Writes {@code code} into the sandbox and returns the request that runs it. */
+    /**
+     * The request that runs {@code source} in sandbox {@code id}: a command as given, code with the
+     * sandbox's interpreter for its language (or the sandbox's default language).
+     */
+    public ExecRequest execRequest(String id, ExecSource source) {
+        return switch (source) {
+            case ExecSource.Command c -> new ExecRequest(c.argv(), Map.of(), null, null, null);
+            case ExecSource.Code c -> {
+                Language language = c.language() != null ? c.language() : get(id).defaultLanguage();
+                if (language == null) {
+                    throw AirlockException.invalid(ExecSource.missingLanguage());
+                }
+                yield codeRequest(id, language, c.code());
+            }
+        };
+    }
+
     public ExecRequest codeRequest(String id, Language language, String code) {
         require(Operation.EXEC, Operation.RUN);
         ManagedSandbox s = get(id);
