@@ -357,7 +357,7 @@ final class ApiServlet extends HttpServlet {
                 }
                 case "DELETE" -> {
                     g.as(Operation.EXEC, () -> {
-                        service.get(id).process(parts.get(4)).execution().signal(9);
+                        service.signal(id, parts.get(4), 9);
                         resp.setStatus(204);
                     });
                 }
@@ -380,14 +380,13 @@ final class ApiServlet extends HttpServlet {
         }
         only(method, "POST");
         g.as(Operation.EXEC, () -> {
-            BackgroundProcess p = service.get(id).process(parts.get(4));
+            service.get(id).process(parts.get(4)); // a missing process is a 404 before the body is judged
             JsonNode body = Json.parseObject(body(req), Set.of("signal"));
             Double signal = Json.number(body, "signal");
             if (signal == null || signal != Math.rint(signal)) {
                 throw AirlockException.invalid("field 'signal' must be a signal number, such as 15 (TERM) or 9 (KILL)");
             }
-            p.execution().signal(signal.intValue());
-            send(resp, 202, Json.process(p));
+            send(resp, 202, Json.process(service.signal(id, parts.get(4), signal.intValue())));
         });
     }
 

@@ -97,6 +97,7 @@ public final class SandboxService implements AutoCloseable {
     private final OutputStore outputs;
     private final ProcessOutputFiles processOutputs;
     private final SandboxTeardown teardown;
+    private final ExecutionRecords records;
     /** Sandbox slots against --max-sandboxes and each client's quota, held from before a create until the sandbox is gone. */
     private final SandboxSlots slots;
     private final Thread expiry;
@@ -118,6 +119,7 @@ public final class SandboxService implements AutoCloseable {
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
+        this.records = new ExecutionRecords(audit);
         this.teardown = new SandboxTeardown(sandboxes, outputs, processOutputs, audit, store, egressLog, metrics);
         this.reapedAtStart = forgetOrphans();
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(this::expireLoop);
@@ -380,7 +382,7 @@ public final class SandboxService implements AutoCloseable {
         Map<String, Object> d = lifecycle("created", null);
         d.put("client", client.name());
         d.put("profile", p.name());
-        d.put("limits", limits(limits));
+        d.put("limits", ExecutionRecords.limits(limits));
         d.put("network", describe(network));
         d.put("inputs", p.inputs().stream().map(dev.airlock.core.Input::name).toList());
         d.put("credentials", p.credentials());
@@ -519,14 +521,14 @@ public final class SandboxService implements AutoCloseable {
     public ExecResult exec(String id, ExecRequest request, OutputListener listener) {
         ManagedSandbox s = startable(id, request);
         s.executionStarted();
-        recordExecution(s, request, null);
+        records.started(s, request, null);
         try {
             ExecResult r = s.sandbox().exec(request, listener);
             metrics.execEnded(r);
-            recordResult(s, r, null, -1, -1);
+            records.ended(s, r, null, -1, -1);
             return r;
         } catch (RuntimeException e) {
-            recordFailure(s, null, e);
+            records.failed(s, null, e);
             throw e;
         } finally {
             s.executionEnded();
@@ -543,14 +545,14 @@ public final class SandboxService implements AutoCloseable {
     public ExecResult execStreamed(String id, ExecRequest request, StreamedRun run) throws IOException {
         ManagedSandbox s = startable(id, request);
         s.executionStarted();
-        recordExecution(s, request, null);
+        records.started(s, request, null);
         try {
             ExecResult r = run.run(listener -> s.sandbox().start(request, listener));
             metrics.execEnded(r);
-            recordResult(s, r, null, -1, -1);
+            records.ended(s, r, null, -1, -1);
             return r;
         } catch (IOException | RuntimeException e) {
-            recordFailure(s, null, e);
+            records.failed(s, null, e);
             throw e;
         } finally {
             s.executionEnded();
@@ -584,54 +586,6 @@ public final class SandboxService implements AutoCloseable {
     private static String shown(List<String> argv) {
         String text = String.join(" ", argv.stream().map(a -> a.matches("[A-Za-z0-9_./=:-]+") ? a : "'" + a.replace("'", "'\\''") + "'").toList());
         return Json.printable(text, 500);
-    }
-
-    private void recordExecution(ManagedSandbox s, ExecRequest request, String processId) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("commandDigest", Audit.digest(request.argv()));
-        d.put("argc", request.argv().size());
-        d.put("cwdDigest", Audit.digest(request.cwd()));
-        d.put("envCount", request.env() == null ? 0 : request.env().size());
-        d.put("stdinBytes", request.stdin() == null ? 0 : request.stdin().length);
-        d.put("timeoutMs", request.timeout() == null ? null : request.timeout().toMillis());
-        d.put("background", processId != null);
-        d.put("process", processId);
-        d.put("limits", limits(s.sandbox().spec().limits()));
-        audit.record(AuditRecord.EXECUTION, s.id(), d);
-    }
-
-    private void recordResult(ManagedSandbox s, ExecResult r, String processId, long outBytes, long errBytes) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("process", processId);
-        d.put("exitCode", r.exitCode());
-        d.put("endReason", r.endReason() == null ? null : r.endReason().name().toLowerCase(java.util.Locale.ROOT));
-        d.put("durationMs", r.duration() == null ? null : r.duration().toMillis());
-        d.put("stdoutBytes", outBytes >= 0 ? outBytes : r.stdout() == null ? 0 : r.stdout().length);
-        d.put("stderrBytes", errBytes >= 0 ? errBytes : r.stderr() == null ? 0 : r.stderr().length);
-        d.put("truncated", r.truncated());
-        d.put("killReason", r.endReason() == dev.airlock.core.EndReason.EXITED ? null : r.message());
-        audit.record(AuditRecord.RESULT, s.id(), d);
-    }
-
-    private void recordFailure(ManagedSandbox s, String processId, Exception e) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("process", processId);
-        d.put("endReason", "failed");
-        d.put("error", e instanceof AirlockException ae ? ae.kind().name().toLowerCase(java.util.Locale.ROOT) : e.getClass().getSimpleName());
-        audit.record(AuditRecord.RESULT, s.id(), d);
-    }
-
-    private static Map<String, Object> limits(Limits l) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("memoryBytes", l.memoryBytes());
-        d.put("pids", l.pids());
-        d.put("cpus", l.cpus());
-        d.put("timeoutMs", l.timeout() == null ? null : l.timeout().toMillis());
-        d.put("outputBytes", l.outputBytes());
-        d.put("fileSizeBytes", l.fileSizeBytes());
-        d.put("openFiles", l.openFiles());
-        d.put("diskBytes", l.diskBytes());
-        return d;
     }
 
     private static Map<String, Object> lifecycle(String event, String reason) {
@@ -690,7 +644,7 @@ public final class SandboxService implements AutoCloseable {
             throw e;
         }
         s.executionStarted();
-        recordExecution(s, request, processId);
+        records.started(s, request, processId);
         try {
             execution = s.sandbox().startStreaming(request, output);
         } catch (RuntimeException e) {
@@ -698,7 +652,7 @@ public final class SandboxService implements AutoCloseable {
             output.close();
             processOutputs.delete(output);
             s.executionEnded();
-            recordFailure(s, processId, e);
+            records.failed(s, processId, e);
             throw e;
         }
         BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output);
@@ -709,9 +663,9 @@ public final class SandboxService implements AutoCloseable {
             try {
                 ExecResult r = execution.await();
                 metrics.execEnded(r);
-                recordResult(s, r, processId, output.stdoutBytes(), output.stderrBytes());
+                records.ended(s, r, processId, output.stdoutBytes(), output.stderrBytes());
             } catch (RuntimeException e) {
-                recordFailure(s, processId, e);
+                records.failed(s, processId, e);
                 throw e;
             } finally {
                 output.close();
@@ -722,6 +676,19 @@ public final class SandboxService implements AutoCloseable {
                 }
             }
         }));
+        return p;
+    }
+
+    /**
+     * Sends {@code signal} to a background process's whole process group, and records who sent
+     * which signal to which process (a kill is an action like any other: it is on the log).
+     */
+    public BackgroundProcess signal(String id, String processId, int signal) {
+        require(Operation.EXEC);
+        ManagedSandbox s = get(id);
+        BackgroundProcess p = s.process(processId);
+        p.execution().signal(signal);
+        records.signalled(s, p.id(), signal);
         return p;
     }
 
