@@ -2,9 +2,10 @@ package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Limits;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
 import picocli.CommandLine.Option;
 
-import java.time.Duration;
 
 /** Per-run resource limits; each left out keeps its default. */
 final class LimitOptions {
@@ -34,34 +35,27 @@ final class LimitOptions {
     String disk;
 
     Limits apply(Limits base) {
-        Limits l = base;
-        if (timeoutSeconds != null) {
-            if (timeoutSeconds.isNaN() || timeoutSeconds <= 0 || timeoutSeconds > 86_400) {
-                throw AirlockException.invalid("timeout " + timeoutSeconds + "s is out of range: give 0.01 to 86400 seconds");
-            }
-            l = l.withTimeout(Duration.ofMillis(Math.round(timeoutSeconds * 1000)));
+        if (timeoutSeconds != null && (timeoutSeconds.isNaN() || timeoutSeconds <= 0 || timeoutSeconds > 86_400)) {
+            throw AirlockException.invalid("timeout " + timeoutSeconds + "s is out of range: give 0.01 to 86400 seconds");
         }
-        if (memory != null) {
-            l = l.withMemoryBytes(Limits.parseSize("memory", memory));
-        }
-        if (cpus != null) {
-            l = l.withCpus(cpus);
-        }
-        if (pids != null) {
-            l = l.withPids(pids);
-        }
-        if (outputLimit != null) {
-            l = l.withOutputBytes(Limits.parseSize("output limit", outputLimit));
-        }
-        if (fileSize != null) {
-            l = l.withFileSizeBytes(Limits.parseSize("file size", fileSize));
-        }
-        if (openFiles != null) {
-            l = l.withOpenFiles(openFiles);
-        }
-        if (disk != null) {
-            l = l.withDiskBytes(Limits.parseSize("disk", disk));
-        }
-        return l;
+        return LimitChanges.read(name -> true, this::value).applyTo(base);
+    }
+
+    /** The flag's value for {@code field}, null when it was left out. */
+    private Number value(LimitField field) {
+        return switch (field) {
+            case MEMORY -> size("memory", memory);
+            case PIDS -> pids;
+            case CPUS -> cpus;
+            case TIMEOUT -> timeoutSeconds;
+            case OUTPUT -> size("output limit", outputLimit);
+            case FILE_SIZE -> size("file size", fileSize);
+            case OPEN_FILES -> openFiles;
+            case DISK -> size("disk", disk);
+        };
+    }
+
+    private static Long size(String name, String text) {
+        return text == null ? null : Limits.parseSize(name, text);
     }
 }

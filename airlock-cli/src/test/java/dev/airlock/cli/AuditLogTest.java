@@ -140,6 +140,33 @@ class AuditLogTest {
         }
     }
 
+
+    @Test
+    void aKillAndASignalThroughRestAreRecordedUnderTheClientThatSentThem() throws Exception {
+        String id;
+        try (RemoteSandbox s = live.client.create()) {
+            id = s.id();
+            BackgroundProcess term = s.start(Exec.command("sleep", "300"));
+            term.signal(15);
+            assertThat(term.waitFor(Duration.ofSeconds(30))).isPresent();
+            BackgroundProcess kill = s.start(Exec.command("sleep", "300"));
+            kill.kill();
+            assertThat(kill.waitFor(Duration.ofSeconds(30))).isPresent();
+            List<AuditRecord> signals = records(id, AuditRecord.SIGNAL);
+            assertThat(signals).hasSize(2);
+            assertThat(signals).allSatisfy(r -> assertThat(r.actor()).isEqualTo("local@rest"));
+            assertThat(detail(signals.get(0)).path("process").asString()).isEqualTo(term.id());
+            assertThat(detail(signals.get(0)).path("signal").asInt()).isEqualTo(15);
+            assertThat(detail(signals.get(1)).path("process").asString()).isEqualTo(kill.id());
+            assertThat(detail(signals.get(1)).path("signal").asInt()).isEqualTo(9);
+            // each came after its own granted request: DELETE for the kill, POST .../signal for the signal
+            List<AuditRecord> rs = records(id, null);
+            int post = find(rs, 0, "signal request", kind(AuditRecord.REQUEST, "endpoint", "POST /v1/sandboxes/{id}/processes/{pid}/signal"));
+            int sent = find(rs, post + 1, "signal record", kind(AuditRecord.SIGNAL, "process", term.id()));
+            int delete = find(rs, sent + 1, "kill request", kind(AuditRecord.REQUEST, "endpoint", "DELETE /v1/sandboxes/{id}/processes/{pid}"));
+            find(rs, delete + 1, "kill record", kind(AuditRecord.SIGNAL, "process", kill.id()));
+        }
+    }
     @Test
     void anExpiredSandboxIsRecordedAsTheServersDoing() throws Exception {
         HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 1}");

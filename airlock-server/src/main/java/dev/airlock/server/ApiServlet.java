@@ -11,6 +11,9 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.audit.Audit;
 import dev.airlock.server.policy.Approval;
+import dev.airlock.server.command.ExecSource;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
@@ -47,7 +50,7 @@ final class ApiServlet extends HttpServlet {
     private static final String NDJSON = "application/x-ndjson";
 
     private static final Set<String> CREATE_FIELDS = Set.of("profile", "image", "language", "limits", "env", "labels", "ttlSeconds", "idleTimeoutSeconds", "network");
-    private static final Set<String> LIMIT_FIELDS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
+    private static final Set<String> LIMIT_FIELDS = Set.copyOf(LimitField.wireNames());
     private static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds", "background");
 
     private final SandboxService service;
@@ -128,14 +131,14 @@ final class ApiServlet extends HttpServlet {
     private static final String BODY = "airlock.body";
 
     /**
-     * The authorizations of one request. Each endpoint asks for its operation before it acts;
-     * the service records the request and the decision, and refuses calls made without one.
+     * The authorization of one request. Each endpoint asks for its operation and runs inside
+     * {@link #as}: the service records the request and the decision, and the endpoint's service
+     * calls run as the authorized caller (and are refused without one).
      */
     private final class Grants implements AutoCloseable {
         private final HttpServletRequest req;
         private final Client client;
         private final String argsDigest;
-        private Caller.Scope scope;
         private boolean decided;
 
         Grants(HttpServletRequest req, Client client, String argsDigest) {
@@ -144,12 +147,13 @@ final class ApiServlet extends HttpServlet {
             this.argsDigest = argsDigest;
         }
 
-        void grant(Operation operation) {
-            if (scope != null) {
+        /** Authorizes {@code operation} for this request, then runs the endpoint as its caller. */
+        void as(Operation operation, Endpoint endpoint) throws IOException {
+            if (decided) {
                 throw new IllegalStateException("a request is authorized once");
             }
             decided = true;
-            scope = service.authorize(request(operation));
+            Caller.run(service.authorize(request(operation)), endpoint::handle);
         }
 
         private SandboxService.Request request(Operation operation) {
@@ -164,12 +168,16 @@ final class ApiServlet extends HttpServlet {
 
         @Override
         public void close() {
-            if (scope != null) {
-                scope.close();
-            } else if (!decided) {
+            if (!decided) {
                 service.recordUndecided(request(null));
             }
         }
+    }
+
+    /** The work of one endpoint, run once its operation was granted. */
+    @FunctionalInterface
+    private interface Endpoint {
+        void handle() throws IOException;
     }
 
     /**
@@ -215,10 +223,11 @@ final class ApiServlet extends HttpServlet {
         String method = req.getMethod();
         if (path.equals("/metrics")) {
             only(method, "GET");
-            g.grant(Operation.METRICS);
-            resp.setStatus(200);
-            resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
-            resp.getOutputStream().write(metrics.scrape().getBytes(StandardCharsets.UTF_8));
+            g.as(Operation.METRICS, () -> {
+                resp.setStatus(200);
+                resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
+                resp.getOutputStream().write(metrics.scrape().getBytes(StandardCharsets.UTF_8));
+            });
             return;
         }
         List<String> parts = segments(path);
@@ -236,12 +245,10 @@ final class ApiServlet extends HttpServlet {
         if (parts.size() == 2) {
             switch (method) {
                 case "GET" -> {
-                    g.grant(Operation.SANDBOX_READ);
-                    listSandboxes(req, resp);
+                    g.as(Operation.SANDBOX_READ, () -> listSandboxes(req, resp));
                 }
                 case "POST" -> {
-                    g.grant(Operation.SANDBOX_CREATE);
-                    createSandbox(req, resp);
+                    g.as(Operation.SANDBOX_CREATE, () -> createSandbox(req, resp));
                 }
                 default -> only(method, "GET, POST");
             }
@@ -253,13 +260,13 @@ final class ApiServlet extends HttpServlet {
             case "" -> {
                 switch (method) {
                     case "GET" -> {
-                        g.grant(Operation.SANDBOX_READ);
-                        send(resp, 200, Json.sandbox(service.get(id)));
+                        g.as(Operation.SANDBOX_READ, () -> send(resp, 200, Json.sandbox(service.get(id))));
                     }
                     case "DELETE" -> {
-                        g.grant(Operation.SANDBOX_DESTROY);
-                        service.destroy(id);
-                        resp.setStatus(204);
+                        g.as(Operation.SANDBOX_DESTROY, () -> {
+                            service.destroy(id);
+                            resp.setStatus(204);
+                        });
                     }
                     default -> only(method, "GET, DELETE");
                 }
@@ -267,66 +274,72 @@ final class ApiServlet extends HttpServlet {
             case "network" -> {
                 switch (method) {
                     case "GET" -> {
-                        g.grant(Operation.SANDBOX_READ);
-                        send(resp, 200, NetworkJson.write(service.get(id).sandbox().network()));
+                        g.as(Operation.SANDBOX_READ, () -> {
+                            send(resp, 200, NetworkJson.write(service.get(id).sandbox().network()));
+                        });
                     }
                     case "PUT" -> {
-                        g.grant(Operation.NETWORK_UPDATE);
-                        NetworkPolicy policy = NetworkJson.parse(Json.parseObject(body(req), NetworkJson.FIELDS));
-                        send(resp, 200, NetworkJson.write(service.updateNetwork(id, policy).sandbox().network()));
+                        g.as(Operation.NETWORK_UPDATE, () -> {
+                            NetworkPolicy policy = NetworkJson.parse(Json.parseObject(body(req), NetworkJson.FIELDS));
+                            send(resp, 200, NetworkJson.write(service.updateNetwork(id, policy).sandbox().network()));
+                        });
                     }
                     default -> only(method, "GET, PUT");
                 }
             }
             case "egress" -> {
                 only(method, "GET");
-                g.grant(Operation.SANDBOX_READ);
-                ArrayNode list = Json.MAPPER.createArrayNode();
-                service.egress(id).forEach(r -> list.add(NetworkJson.record(r)));
-                send(resp, 200, Json.object().set("records", list));
+                g.as(Operation.SANDBOX_READ, () -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    service.egress(id).forEach(r -> list.add(NetworkJson.record(r)));
+                    send(resp, 200, Json.object().set("records", list));
+                });
             }
             case "ttl" -> {
                 only(method, "POST");
-                g.grant(Operation.SANDBOX_EXTEND);
-                JsonNode body = Json.parseObject(body(req), Set.of("ttlSeconds"));
-                send(resp, 200, Json.sandbox(service.extendTtl(id, ttl(Json.number(body, "ttlSeconds"), null))));
+                g.as(Operation.SANDBOX_EXTEND, () -> {
+                    JsonNode body = Json.parseObject(body(req), Set.of("ttlSeconds"));
+                    send(resp, 200, Json.sandbox(service.extendTtl(id, ttl(Json.number(body, "ttlSeconds"), null))));
+                });
             }
             case "exec" -> {
                 only(method, "POST");
-                g.grant(Operation.EXEC);
-                exec(req, resp, id);
+                g.as(Operation.EXEC, () -> exec(req, resp, id));
             }
             case "processes" -> {
                 only(method, "GET");
-                g.grant(Operation.SANDBOX_READ);
-                ArrayNode list = Json.MAPPER.createArrayNode();
-                service.get(id).processes().forEach(p -> list.add(Json.process(p, false)));
-                send(resp, 200, Json.object().set("processes", list));
+                g.as(Operation.SANDBOX_READ, () -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    service.get(id).processes().forEach(p -> list.add(Json.process(p, false)));
+                    send(resp, 200, Json.object().set("processes", list));
+                });
             }
             case "files" -> files(g, req, resp, id, method);
             case "files/stat" -> {
                 only(method, "GET");
-                g.grant(Operation.FILES_READ);
-                send(resp, 200, Json.file(service.stat(id, first(query(req, "path")))));
+                g.as(Operation.FILES_READ, () -> send(resp, 200, Json.file(service.stat(id, first(query(req, "path"))))));
             }
             case "files/list" -> {
                 only(method, "GET");
-                g.grant(Operation.FILES_READ);
-                ArrayNode entries = Json.MAPPER.createArrayNode();
-                service.list(id, first(query(req, "path"))).forEach(f -> entries.add(Json.file(f)));
-                send(resp, 200, Json.object().set("entries", entries));
+                g.as(Operation.FILES_READ, () -> {
+                    ArrayNode entries = Json.MAPPER.createArrayNode();
+                    service.list(id, first(query(req, "path"))).forEach(f -> entries.add(Json.file(f)));
+                    send(resp, 200, Json.object().set("entries", entries));
+                });
             }
             case "files/mkdir" -> {
                 only(method, "POST");
-                g.grant(Operation.FILES_WRITE);
-                JsonNode body = Json.parseObject(body(req), Set.of("path", "parents"));
-                send(resp, 201, Json.file(service.mkdir(id, Json.string(body, "path"), Json.bool(body, "parents"))));
+                g.as(Operation.FILES_WRITE, () -> {
+                    JsonNode body = Json.parseObject(body(req), Set.of("path", "parents"));
+                    send(resp, 201, Json.file(service.mkdir(id, Json.string(body, "path"), Json.bool(body, "parents"))));
+                });
             }
             case "files/rename" -> {
                 only(method, "POST");
-                g.grant(Operation.FILES_WRITE);
-                JsonNode body = Json.parseObject(body(req), Set.of("from", "to"));
-                send(resp, 200, Json.file(service.rename(id, Json.string(body, "from"), Json.string(body, "to"))));
+                g.as(Operation.FILES_WRITE, () -> {
+                    JsonNode body = Json.parseObject(body(req), Set.of("from", "to"));
+                    send(resp, 200, Json.file(service.rename(id, Json.string(body, "from"), Json.string(body, "to"))));
+                });
             }
             default -> processRoute(g, req, resp, id, parts, method);
         }
@@ -340,13 +353,13 @@ final class ApiServlet extends HttpServlet {
         if (parts.size() == 5) {
             switch (method) {
                 case "GET" -> {
-                    g.grant(Operation.SANDBOX_READ);
-                    send(resp, 200, Json.process(service.get(id).process(parts.get(4))));
+                    g.as(Operation.SANDBOX_READ, () -> send(resp, 200, Json.process(service.get(id).process(parts.get(4)))));
                 }
                 case "DELETE" -> {
-                    g.grant(Operation.EXEC);
-                    service.get(id).process(parts.get(4)).execution().signal(9);
-                    resp.setStatus(204);
+                    g.as(Operation.EXEC, () -> {
+                        service.signal(id, parts.get(4), 9);
+                        resp.setStatus(204);
+                    });
                 }
                 default -> only(method, "GET, DELETE");
             }
@@ -354,26 +367,27 @@ final class ApiServlet extends HttpServlet {
         }
         if (parts.get(5).equals("stdout") || parts.get(5).equals("stderr")) {
             only(method, "GET");
-            g.grant(Operation.SANDBOX_READ);
-            SpilledOutput output = service.get(id).process(parts.get(4)).output();
-            resp.setStatus(200);
-            resp.setContentType("application/octet-stream");
-            ProcessOutputFiles.copy(parts.get(5).equals("stdout") ? output.stdoutFile() : output.stderrFile(), resp.getOutputStream());
+            g.as(Operation.SANDBOX_READ, () -> {
+                SpilledOutput output = service.get(id).process(parts.get(4)).output();
+                resp.setStatus(200);
+                resp.setContentType("application/octet-stream");
+                ProcessOutputFiles.copy(parts.get(5).equals("stdout") ? output.stdoutFile() : output.stderrFile(), resp.getOutputStream());
+            });
             return;
         }
         if (!parts.get(5).equals("signal")) {
             throw noSuchEndpoint(req);
         }
         only(method, "POST");
-        g.grant(Operation.EXEC);
-        BackgroundProcess p = service.get(id).process(parts.get(4));
-        JsonNode body = Json.parseObject(body(req), Set.of("signal"));
-        Double signal = Json.number(body, "signal");
-        if (signal == null || signal != Math.rint(signal)) {
-            throw AirlockException.invalid("field 'signal' must be a signal number, such as 15 (TERM) or 9 (KILL)");
-        }
-        p.execution().signal(signal.intValue());
-        send(resp, 202, Json.process(p));
+        g.as(Operation.EXEC, () -> {
+            service.get(id).process(parts.get(4)); // a missing process is a 404 before the body is judged
+            JsonNode body = Json.parseObject(body(req), Set.of("signal"));
+            Double signal = Json.number(body, "signal");
+            if (signal == null || signal != Math.rint(signal)) {
+                throw AirlockException.invalid("field 'signal' must be a signal number, such as 15 (TERM) or 9 (KILL)");
+            }
+            send(resp, 202, Json.process(service.signal(id, parts.get(4), signal.intValue())));
+        });
     }
 
     /** {@code /v1/approvals}: list pending, look one up, approve or deny. */
@@ -381,27 +395,28 @@ final class ApiServlet extends HttpServlet {
         String method = req.getMethod();
         if (parts.size() == 2) {
             only(method, "GET");
-            g.grant(Operation.APPROVALS);
-            ArrayNode list = Json.MAPPER.createArrayNode();
-            service.pendingApprovals().forEach(a -> list.add(Json.approval(a)));
-            send(resp, 200, Json.object().set("approvals", list));
+            g.as(Operation.APPROVALS, () -> {
+                ArrayNode list = Json.MAPPER.createArrayNode();
+                service.pendingApprovals().forEach(a -> list.add(Json.approval(a)));
+                send(resp, 200, Json.object().set("approvals", list));
+            });
             return;
         }
         String id = parts.get(2);
         if (parts.size() == 3) {
             only(method, "GET");
-            g.grant(Operation.APPROVALS);
-            send(resp, 200, Json.approval(service.approval(id)));
+            g.as(Operation.APPROVALS, () -> send(resp, 200, Json.approval(service.approval(id))));
             return;
         }
         if (parts.size() == 4 && (parts.get(3).equals("approve") || parts.get(3).equals("deny"))) {
             only(method, "POST");
-            g.grant(Operation.APPROVALS);
-            JsonNode body = Json.parseObject(body(req), Set.of("reason", "by"));
-            String by = Json.string(body, "by");
-            String who = VIA + ":" + g.client().name() + (by == null ? "" : " (" + Json.printable(by) + ")");
-            Approval a = service.decide(id, parts.get(3).equals("approve"), who, Json.string(body, "reason"));
-            send(resp, 200, Json.approval(a));
+            g.as(Operation.APPROVALS, () -> {
+                JsonNode body = Json.parseObject(body(req), Set.of("reason", "by"));
+                String by = Json.string(body, "by");
+                String who = VIA + ":" + g.client().name() + (by == null ? "" : " (" + Json.printable(by) + ")");
+                Approval a = service.decide(id, parts.get(3).equals("approve"), who, Json.string(body, "reason"));
+                send(resp, 200, Json.approval(a));
+            });
             return;
         }
         throw noSuchEndpoint(req);
@@ -412,23 +427,24 @@ final class ApiServlet extends HttpServlet {
         String method = req.getMethod();
         if (parts.size() == 2) {
             only(method, "GET");
-            g.grant(Operation.OUTPUTS);
-            ArrayNode list = Json.MAPPER.createArrayNode();
-            service.listOutputs().forEach(list::add);
-            send(resp, 200, Json.object().set("outputs", list));
+            g.as(Operation.OUTPUTS, () -> {
+                ArrayNode list = Json.MAPPER.createArrayNode();
+                service.listOutputs().forEach(list::add);
+                send(resp, 200, Json.object().set("outputs", list));
+            });
             return;
         }
         String id = parts.get(2);
         if (parts.size() == 3) {
             switch (method) {
                 case "GET" -> {
-                    g.grant(Operation.OUTPUTS);
-                    send(resp, 200, (ObjectNode) service.outputs(id));
+                    g.as(Operation.OUTPUTS, () -> send(resp, 200, (ObjectNode) service.outputs(id)));
                 }
                 case "DELETE" -> {
-                    g.grant(Operation.OUTPUTS);
-                    service.deleteOutputs(id);
-                    resp.setStatus(204);
+                    g.as(Operation.OUTPUTS, () -> {
+                        service.deleteOutputs(id);
+                        resp.setStatus(204);
+                    });
                 }
                 default -> only(method, "GET, DELETE");
             }
@@ -436,12 +452,13 @@ final class ApiServlet extends HttpServlet {
         }
         if (parts.size() == 4 && parts.get(3).equals("files")) {
             only(method, "GET");
-            g.grant(Operation.OUTPUTS);
-            String path = first(query(req, "path"));
-            service.outputs(id); // a missing output is a 404, not a half-sent body
-            resp.setStatus(200);
-            resp.setContentType("application/octet-stream");
-            service.readOutput(id, path == null ? "" : path, resp.getOutputStream());
+            g.as(Operation.OUTPUTS, () -> {
+                String path = first(query(req, "path"));
+                service.outputs(id); // a missing output is a 404, not a half-sent body
+                resp.setStatus(200);
+                resp.setContentType("application/octet-stream");
+                service.readOutput(id, path == null ? "" : path, resp.getOutputStream());
+            });
             return;
         }
         throw noSuchEndpoint(req);
@@ -468,7 +485,8 @@ final class ApiServlet extends HttpServlet {
         JsonNode body = Json.parseObject(body(req), CREATE_FIELDS);
         JsonNode l = body.get("limits");
         JsonNode ln = l == null || l.isNull() ? null : Json.parseObject(l.toString().getBytes(StandardCharsets.UTF_8), LIMIT_FIELDS);
-        UnaryOperator<Limits> limits = ln == null ? UnaryOperator.identity() : base -> limits(ln, base);
+        LimitChanges changes = ln == null ? LimitChanges.NONE : limits(ln);
+        UnaryOperator<Limits> limits = changes::applyTo;
         JsonNode network = body.get("network");
         Map<String, String> env = Json.stringMap(body, "env");
         SandboxSpec.validateEnv(env);
@@ -487,25 +505,16 @@ final class ApiServlet extends HttpServlet {
         send(resp, 201, Json.sandbox(s));
     }
 
-    private static Limits limits(JsonNode n, Limits base) {
-        Limits l = base;
-        Long memory = Json.size(n, "memory");
-        if (memory != null) l = l.withMemoryBytes(memory);
-        Double pids = Json.number(n, "pids");
-        if (pids != null) l = l.withPids(pids.intValue());
-        Double cpus = Json.number(n, "cpus");
-        if (cpus != null) l = l.withCpus(cpus);
-        Double timeout = Json.number(n, "timeoutSeconds");
-        if (timeout != null) l = l.withTimeout(seconds("limits.timeoutSeconds", timeout, null, Duration.ofHours(24)));
-        Long output = Json.size(n, "outputLimit");
-        if (output != null) l = l.withOutputBytes(output);
-        Long fileSize = Json.size(n, "fileSize");
-        if (fileSize != null) l = l.withFileSizeBytes(fileSize);
-        Double openFiles = Json.number(n, "openFiles");
-        if (openFiles != null) l = l.withOpenFiles(openFiles.intValue());
-        Long disk = Json.size(n, "disk");
-        if (disk != null) l = l.withDiskBytes(disk);
-        return l;
+    /** The limits a create body changes, each value read as its kind says. */
+    private static LimitChanges limits(JsonNode n) {
+        return LimitChanges.read(n::has, f -> switch (f.kind()) {
+            case SIZE -> Json.size(n, f.wireName());
+            case SECONDS -> {
+                Double seconds = Json.number(n, f.wireName());
+                yield seconds == null ? null : seconds("limits." + f.wireName(), seconds, null, Duration.ofHours(24)).toMillis() / 1000.0;
+            }
+            case COUNT, DECIMAL -> Json.number(n, f.wireName());
+        });
     }
 
     private Duration ttl(Double seconds, Duration fallback) {
@@ -557,34 +566,20 @@ final class ApiServlet extends HttpServlet {
 
     private ExecRequest execRequest(String id, JsonNode body) {
         JsonNode command = body.get("command");
-        String language = Json.string(body, "language");
-        String code = Json.string(body, "code");
-        ExecRequest base;
+        List<String> argv = null;
         if (command != null && !command.isNull()) {
-            if (language != null || code != null) {
-                throw AirlockException.invalid("give either 'command' or 'language' with 'code', not both");
-            }
             if (!command.isArray() || command.isEmpty()) {
                 throw AirlockException.invalid("field 'command' must be a non-empty array of strings, such as [\"python3\", \"-c\", \"print(1)\"]");
             }
-            List<String> argv = new ArrayList<>();
+            argv = new ArrayList<>();
             for (JsonNode a : command) {
                 if (!a.isString()) {
                     throw AirlockException.invalid("field 'command' must hold only strings");
                 }
                 argv.add(a.asString());
             }
-            base = new ExecRequest(argv, Map.of(), null, null, null);
-        } else if (code != null) {
-            Language lang = language != null ? Language.parse(language) : service.get(id).defaultLanguage();
-            if (lang == null) {
-                throw AirlockException.invalid("'code' needs a 'language' (" + Language.names()
-                        + "), or a sandbox created with a default language");
-            }
-            base = service.codeRequest(id, lang, code);
-        } else {
-            throw AirlockException.invalid("give 'command' (an array of strings), or 'language' and 'code'");
         }
+        ExecRequest base = service.execRequest(id, ExecSource.of(argv, Json.string(body, "language"), Json.string(body, "code")));
         String stdin = Json.string(body, "stdin");
         String stdinBase64 = Json.string(body, "stdinBase64");
         if (stdin != null && stdinBase64 != null) {
@@ -605,32 +600,35 @@ final class ApiServlet extends HttpServlet {
         String path = first(query(req, "path"));
         switch (method) {
             case "PUT" -> {
-                g.grant(Operation.FILES_WRITE);
-                try (InputStream in = req.getInputStream()) {
-                    try {
-                        send(resp, 201, Json.file(service.writeFile(id, path, in)));
-                    } catch (AirlockException e) {
-                        if (e.kind() == Kind.TOO_LARGE) {
-                            // read the rest of the upload (within a bound), so that the client is
-                            // still listening when the 413 comes, instead of seeing a reset
-                            drain(in, MAX_DRAIN);
+                g.as(Operation.FILES_WRITE, () -> {
+                    try (InputStream in = req.getInputStream()) {
+                        try {
+                            send(resp, 201, Json.file(service.writeFile(id, path, in)));
+                        } catch (AirlockException e) {
+                            if (e.kind() == Kind.TOO_LARGE) {
+                                // read the rest of the upload (within a bound), so that the client is
+                                // still listening when the 413 comes, instead of seeing a reset
+                                drain(in, MAX_DRAIN);
+                            }
+                            throw e;
                         }
-                        throw e;
                     }
-                }
+                });
             }
             case "GET" -> {
-                g.grant(Operation.FILES_READ);
-                // Stat first, so that a missing file is a 404 and not a half-sent body.
-                service.stat(id, path);
-                resp.setStatus(200);
-                resp.setContentType("application/octet-stream");
-                service.readFile(id, path, resp.getOutputStream());
+                g.as(Operation.FILES_READ, () -> {
+                    // Stat first, so that a missing file is a 404 and not a half-sent body.
+                    service.stat(id, path);
+                    resp.setStatus(200);
+                    resp.setContentType("application/octet-stream");
+                    service.readFile(id, path, resp.getOutputStream());
+                });
             }
             case "DELETE" -> {
-                g.grant(Operation.FILES_WRITE);
-                service.remove(id, path, query(req, "recursive").contains("true"));
-                resp.setStatus(204);
+                g.as(Operation.FILES_WRITE, () -> {
+                    service.remove(id, path, query(req, "recursive").contains("true"));
+                    resp.setStatus(204);
+                });
             }
             default -> only(method, "GET, PUT, DELETE");
         }

@@ -16,6 +16,7 @@ import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.server.audit.Audit;
+import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Approvals;
 import dev.airlock.server.policy.Caller;
@@ -96,6 +97,7 @@ public final class SandboxService implements AutoCloseable {
     private final OutputStore outputs;
     private final ProcessOutputFiles processOutputs;
     private final SandboxTeardown teardown;
+    private final ExecutionRecords records;
     /** Sandbox slots against --max-sandboxes and each client's quota, held from before a create until the sandbox is gone. */
     private final SandboxSlots slots;
     private final Thread expiry;
@@ -117,6 +119,7 @@ public final class SandboxService implements AutoCloseable {
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
+        this.records = new ExecutionRecords(audit);
         this.teardown = new SandboxTeardown(sandboxes, outputs, processOutputs, audit, store, egressLog, metrics);
         this.reapedAtStart = forgetOrphans();
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(this::expireLoop);
@@ -154,10 +157,11 @@ public final class SandboxService implements AutoCloseable {
 
     /**
      * Decides whether {@code r.client()} may call {@code r.operation()}, records the request and
-     * the decision, and returns the scope the request's service calls must run in. Throws
-     * PERMISSION_DENIED naming the rule when the policy does not grant it.
+     * the decision, and returns the caller the request's service calls must run as
+     * ({@link Caller#call}). Throws PERMISSION_DENIED naming the rule when the policy does not
+     * grant it.
      */
-    public Caller.Scope authorize(Request r) {
+    public Caller authorize(Request r) {
         Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
         String sandbox = recordRequest(r, caller);
         boolean allowed = r.client().may(r.operation());
@@ -172,7 +176,7 @@ public final class SandboxService implements AutoCloseable {
             throw new AirlockException(Kind.PERMISSION_DENIED, "client '" + r.client().name() + "' may not call " + r.operation().id()
                     + " (rule " + rule + " in " + policy.source() + "): ask the operator to grant it");
         }
-        return Caller.as(caller);
+        return caller;
     }
 
     /**
@@ -378,7 +382,7 @@ public final class SandboxService implements AutoCloseable {
         Map<String, Object> d = lifecycle("created", null);
         d.put("client", client.name());
         d.put("profile", p.name());
-        d.put("limits", limits(limits));
+        d.put("limits", ExecutionRecords.limits(limits));
         d.put("network", describe(network));
         d.put("inputs", p.inputs().stream().map(dev.airlock.core.Input::name).toList());
         d.put("credentials", p.credentials());
@@ -517,14 +521,14 @@ public final class SandboxService implements AutoCloseable {
     public ExecResult exec(String id, ExecRequest request, OutputListener listener) {
         ManagedSandbox s = startable(id, request);
         s.executionStarted();
-        recordExecution(s, request, null);
+        records.started(s, request, null);
         try {
             ExecResult r = s.sandbox().exec(request, listener);
             metrics.execEnded(r);
-            recordResult(s, r, null, -1, -1);
+            records.ended(s, r, null, -1, -1);
             return r;
         } catch (RuntimeException e) {
-            recordFailure(s, null, e);
+            records.failed(s, null, e);
             throw e;
         } finally {
             s.executionEnded();
@@ -541,14 +545,14 @@ public final class SandboxService implements AutoCloseable {
     public ExecResult execStreamed(String id, ExecRequest request, StreamedRun run) throws IOException {
         ManagedSandbox s = startable(id, request);
         s.executionStarted();
-        recordExecution(s, request, null);
+        records.started(s, request, null);
         try {
             ExecResult r = run.run(listener -> s.sandbox().start(request, listener));
             metrics.execEnded(r);
-            recordResult(s, r, null, -1, -1);
+            records.ended(s, r, null, -1, -1);
             return r;
         } catch (IOException | RuntimeException e) {
-            recordFailure(s, null, e);
+            records.failed(s, null, e);
             throw e;
         } finally {
             s.executionEnded();
@@ -584,54 +588,6 @@ public final class SandboxService implements AutoCloseable {
         return Json.printable(text, 500);
     }
 
-    private void recordExecution(ManagedSandbox s, ExecRequest request, String processId) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("commandDigest", Audit.digest(request.argv()));
-        d.put("argc", request.argv().size());
-        d.put("cwdDigest", Audit.digest(request.cwd()));
-        d.put("envCount", request.env() == null ? 0 : request.env().size());
-        d.put("stdinBytes", request.stdin() == null ? 0 : request.stdin().length);
-        d.put("timeoutMs", request.timeout() == null ? null : request.timeout().toMillis());
-        d.put("background", processId != null);
-        d.put("process", processId);
-        d.put("limits", limits(s.sandbox().spec().limits()));
-        audit.record(AuditRecord.EXECUTION, s.id(), d);
-    }
-
-    private void recordResult(ManagedSandbox s, ExecResult r, String processId, long outBytes, long errBytes) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("process", processId);
-        d.put("exitCode", r.exitCode());
-        d.put("endReason", r.endReason() == null ? null : r.endReason().name().toLowerCase(java.util.Locale.ROOT));
-        d.put("durationMs", r.duration() == null ? null : r.duration().toMillis());
-        d.put("stdoutBytes", outBytes >= 0 ? outBytes : r.stdout() == null ? 0 : r.stdout().length);
-        d.put("stderrBytes", errBytes >= 0 ? errBytes : r.stderr() == null ? 0 : r.stderr().length);
-        d.put("truncated", r.truncated());
-        d.put("killReason", r.endReason() == dev.airlock.core.EndReason.EXITED ? null : r.message());
-        audit.record(AuditRecord.RESULT, s.id(), d);
-    }
-
-    private void recordFailure(ManagedSandbox s, String processId, Exception e) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("process", processId);
-        d.put("endReason", "failed");
-        d.put("error", e instanceof AirlockException ae ? ae.kind().name().toLowerCase(java.util.Locale.ROOT) : e.getClass().getSimpleName());
-        audit.record(AuditRecord.RESULT, s.id(), d);
-    }
-
-    private static Map<String, Object> limits(Limits l) {
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("memoryBytes", l.memoryBytes());
-        d.put("pids", l.pids());
-        d.put("cpus", l.cpus());
-        d.put("timeoutMs", l.timeout() == null ? null : l.timeout().toMillis());
-        d.put("outputBytes", l.outputBytes());
-        d.put("fileSizeBytes", l.fileSizeBytes());
-        d.put("openFiles", l.openFiles());
-        d.put("diskBytes", l.diskBytes());
-        return d;
-    }
-
     private static Map<String, Object> lifecycle(String event, String reason) {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("event", event);
@@ -645,6 +601,23 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /** Writes {@code code} into the sandbox and returns the request that runs it. */
+    /**
+     * The request that runs {@code source} in sandbox {@code id}: a command as given, code with the
+     * sandbox's interpreter for its language (or the sandbox's default language).
+     */
+    public ExecRequest execRequest(String id, ExecSource source) {
+        return switch (source) {
+            case ExecSource.Command c -> new ExecRequest(c.argv(), Map.of(), null, null, null);
+            case ExecSource.Code c -> {
+                Language language = c.language() != null ? c.language() : get(id).defaultLanguage();
+                if (language == null) {
+                    throw AirlockException.invalid(ExecSource.missingLanguage());
+                }
+                yield codeRequest(id, language, c.code());
+            }
+        };
+    }
+
     public ExecRequest codeRequest(String id, Language language, String code) {
         require(Operation.EXEC, Operation.RUN);
         ManagedSandbox s = get(id);
@@ -671,7 +644,7 @@ public final class SandboxService implements AutoCloseable {
             throw e;
         }
         s.executionStarted();
-        recordExecution(s, request, processId);
+        records.started(s, request, processId);
         try {
             execution = s.sandbox().startStreaming(request, output);
         } catch (RuntimeException e) {
@@ -679,19 +652,20 @@ public final class SandboxService implements AutoCloseable {
             output.close();
             processOutputs.delete(output);
             s.executionEnded();
-            recordFailure(s, processId, e);
+            records.failed(s, processId, e);
             throw e;
         }
         BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output);
         processes.add(p).forEach(evicted -> processOutputs.delete(evicted.output()));
         Caller caller = Caller.current();
-        Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> {
-            try (Caller.Scope ignored = Caller.as(caller)) {
+        // the result is recorded under the caller who started the process, bound again on its own thread
+        Thread.ofVirtual().name("airlock-background-" + p.id()).start(() -> Caller.run(caller, () -> {
+            try {
                 ExecResult r = execution.await();
                 metrics.execEnded(r);
-                recordResult(s, r, processId, output.stdoutBytes(), output.stderrBytes());
+                records.ended(s, r, processId, output.stdoutBytes(), output.stderrBytes());
             } catch (RuntimeException e) {
-                recordFailure(s, processId, e);
+                records.failed(s, processId, e);
                 throw e;
             } finally {
                 output.close();
@@ -701,7 +675,20 @@ public final class SandboxService implements AutoCloseable {
                     processOutputs.deleteSandbox(s.id());
                 }
             }
-        });
+        }));
+        return p;
+    }
+
+    /**
+     * Sends {@code signal} to a background process's whole process group, and records who sent
+     * which signal to which process (a kill is an action like any other: it is on the log).
+     */
+    public BackgroundProcess signal(String id, String processId, int signal) {
+        require(Operation.EXEC);
+        ManagedSandbox s = get(id);
+        BackgroundProcess p = s.process(processId);
+        p.execution().signal(signal);
+        records.signalled(s, p.id(), signal);
         return p;
     }
 

@@ -9,7 +9,7 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * Who the audit log files a record under (the thread's {@link Caller}), and the digests it stores
+ * Who the audit log files a record under (the current call's {@link Caller}), and the digests it stores
  * instead of raw arguments.
  */
 public final class Audit {
@@ -20,7 +20,7 @@ public final class Audit {
     private Audit() {
     }
 
-    /** The actor of the current thread: its caller's {@link Caller#actor()}, or {@link #SERVER}. */
+    /** The actor of the current call: its caller's {@link Caller#actor()}, or {@link #SERVER}. */
     public static String actor() {
         Caller c = Caller.current();
         return c == null ? SERVER : c.actor();

@@ -12,6 +12,9 @@ import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.ServerConfig;
+import dev.airlock.server.command.ExecSource;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
 import dev.airlock.server.policy.Client;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -118,7 +121,8 @@ final class SandboxTools {
     CallToolResult create(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("limits", "ttlSeconds", "labels"));
         Map<String, Object> limitArgs = a.object("limits", LIMIT_FIELDS);
-        limits(limitArgs, Limits.DEFAULTS); // checks the arguments now, before the profile is known
+        LimitChanges limits = limits(limitArgs);
+        limits.applyTo(Limits.DEFAULTS); // checks the ranges now too
         Double ttlSeconds = a.number("ttlSeconds", 1, config.maxTtl().toSeconds());
         Map<String, String> labels = a.stringMap("labels");
         if (labels.size() > 64) {
@@ -128,7 +132,7 @@ final class SandboxTools {
         Duration ttl = endsWithSession ? null : Duration.ofMillis(Math.round(ttlSeconds * 1000));
         // An explicit lifetime is a promise: the sandbox is not cut short for being idle either.
         Duration idle = endsWithSession ? null : ttl;
-        ManagedSandbox s = service.create(new SandboxService.CreateRequest(null, null, base -> limits(limitArgs, base), null, null,
+        ManagedSandbox s = service.create(new SandboxService.CreateRequest(null, null, limits::applyTo, null, null,
                 labels, ttl, idle, null));
         if (endsWithSession) {
             sessions.own(call.session(), s.id());
@@ -161,23 +165,7 @@ final class SandboxTools {
     CallToolResult exec(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("sandboxId", "command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
-        List<String> command = a.command("command");
-        String language = a.string("language");
-        String code = a.string("code");
-        ExecRequest base;
-        if (command != null) {
-            if (language != null || code != null) {
-                throw AirlockException.invalid("sandbox_exec: give either 'command' or 'language' with 'code', not both");
-            }
-            if (command.isEmpty()) {
-                throw AirlockException.invalid("sandbox_exec: 'command' is empty: give the program and its arguments, such as [\"ls\", \"-la\"]");
-            }
-            base = new ExecRequest(command, Map.of(), null, null, null);
-        } else if (language != null && code != null) {
-            base = service.codeRequest(id, Language.parse(language), code);
-        } else {
-            throw AirlockException.invalid("sandbox_exec: give 'command' (a shell line such as \"ls -la | head\", or an array of strings such as [\"python3\", \"script.py\"]), or 'language' and 'code'");
-        }
+        ExecRequest base = service.execRequest(id, ExecSource.of(a.command("command"), a.string("language"), a.string("code")));
         String stdin = a.string("stdin");
         Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
         String cwd = a.string("cwd");
@@ -298,24 +286,18 @@ final class SandboxTools {
         return path.startsWith("/") ? path : "/workspace/" + path;
     }
 
-    /** {@code base} (the profile's defaults) with the limits the call asked for. */
-    private static Limits limits(Map<String, Object> l, Limits base) {
-        Limits limits = base;
-        for (Map.Entry<String, Object> e : l.entrySet()) {
-            Object v = e.getValue();
-            String field = "limits." + e.getKey();
-            switch (e.getKey()) {
-                case "memory" -> limits = limits.withMemoryBytes(size(field, v));
-                case "disk" -> limits = limits.withDiskBytes(size(field, v));
-                case "outputLimit" -> limits = limits.withOutputBytes(size(field, v));
-                case "fileSize" -> limits = limits.withFileSizeBytes(size(field, v));
-                case "cpus" -> limits = limits.withCpus(number(field, v));
-                case "pids" -> limits = limits.withPids((int) number(field, v));
-                case "timeoutSeconds" -> limits = limits.withTimeout(Duration.ofMillis(Math.round(number(field, v) * 1000)));
-                default -> throw AirlockException.invalid("sandbox_create: unknown limit " + field);
+    /** The limits the call asked for, checked now, before the profile is known. */
+    private static LimitChanges limits(Map<String, Object> l) {
+        for (String name : l.keySet()) {
+            if (LimitField.named(name).isEmpty()) {
+                throw AirlockException.invalid("sandbox_create: unknown limit limits." + name);
             }
         }
-        return limits;
+        return LimitChanges.read(l::containsKey, f -> {
+            String field = "limits." + f.wireName();
+            Object v = l.get(f.wireName());
+            return f.kind() == LimitField.Kind.SIZE ? size(field, v) : number(field, v);
+        });
     }
 
     private static long size(String field, Object v) {

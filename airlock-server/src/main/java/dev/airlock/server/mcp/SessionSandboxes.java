@@ -74,11 +74,9 @@ final class SessionSandboxes implements AutoCloseable {
         Set<String> owned = session(session).sandboxes;
         owned.add(sandboxId);
         if (owned.size() > PRUNE_SANDBOXES_ABOVE) {
-            try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
-                Set<String> live = new HashSet<>();
-                service.list(Map.of()).forEach(s -> live.add(s.id()));
-                owned.retainAll(live);
-            }
+            Set<String> live = new HashSet<>();
+            Caller.run(Caller.SERVER, () -> service.list(Map.of()).forEach(s -> live.add(s.id())));
+            owned.retainAll(live);
         }
     }
 
@@ -169,8 +167,8 @@ final class SessionSandboxes implements AutoCloseable {
         }
         ended.put(session, Instant.now());
         for (String id : s.sandboxes) {
-            try (Caller.Scope ignored = Caller.as(Caller.SERVER)) {
-                service.destroy(id);
+            try {
+                Caller.run(Caller.SERVER, () -> service.destroy(id));
                 LOG.info("destroyed sandbox {}: its MCP session {}", id, why);
             } catch (AirlockException e) {
                 // already gone: expired or destroyed by hand

@@ -253,8 +253,9 @@ final class ToolCatalog {
         SandboxService.Request request = new SandboxService.Request(t.client(), via, t.transport(), call.tool(),
                 OPERATIONS.get(call.tool()), sandbox, digest,
                 t.service().policy().elicitation() ? call.elicitation() : null);
-        try (Caller.Scope ignored = t.service().authorize(request)) {
-            return handler.apply(call);
+        try {
+            Caller caller = t.service().authorize(request);
+            return Caller.call(caller, () -> handler.apply(call));
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.INTERNAL) {
                 LOG.warn("tool {} failed: {}", call.tool(), e.getMessage(), e);

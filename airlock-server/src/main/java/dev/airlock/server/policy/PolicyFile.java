@@ -4,6 +4,8 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.Input;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.RequestApproval;
@@ -49,7 +51,7 @@ public final class PolicyFile {
     private static final Set<String> SECRET = Set.of("env", "file", "header", "prefix", "destinations");
     private static final Set<String> PROFILE = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
             "maxLifetimeSeconds", "approvals", "approveRequests", "outputs");
-    private static final Set<String> LIMITS = Set.of("memory", "pids", "cpus", "timeoutSeconds", "outputLimit", "fileSize", "openFiles", "disk");
+    private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
     private static final Set<String> CLIENT = Set.of("tokenSha256", "tokenFile", "profiles", "allow", "quotas");
     private static final Set<String> QUOTAS = Set.of("sandboxes", "executionsPerMinute");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
@@ -279,16 +281,12 @@ public final class PolicyFile {
     private Limits limits(Y y, Limits base) {
         Map<String, Y> f = y.map(LIMITS);
         return y.check(() -> {
-            Limits l = base;
-            if (f.containsKey("memory")) l = l.withMemoryBytes(f.get("memory").size());
-            if (f.containsKey("pids")) l = l.withPids((int) f.get("pids").integer(1, 1 << 20));
-            if (f.containsKey("cpus")) l = l.withCpus(f.get("cpus").decimal());
-            if (f.containsKey("timeoutSeconds")) l = l.withTimeout(Duration.ofMillis(Math.round(f.get("timeoutSeconds").decimal() * 1000)));
-            if (f.containsKey("outputLimit")) l = l.withOutputBytes(f.get("outputLimit").size());
-            if (f.containsKey("fileSize")) l = l.withFileSizeBytes(f.get("fileSize").size());
-            if (f.containsKey("openFiles")) l = l.withOpenFiles((int) f.get("openFiles").integer(1, 1 << 20));
-            if (f.containsKey("disk")) l = l.withDiskBytes(f.get("disk").size());
-            return l;
+            LimitChanges changes = LimitChanges.read(f::containsKey, field -> switch (field.kind()) {
+                case SIZE -> f.get(field.wireName()).size();
+                case COUNT -> f.get(field.wireName()).integer(1, 1 << 20);
+                case DECIMAL, SECONDS -> f.get(field.wireName()).decimal();
+            });
+            return changes.applyTo(base);
         });
     }
 
