@@ -142,14 +142,10 @@ final class LiveServer implements AutoCloseable {
 
     /**
      * Everything the sandboxes whose ids start with {@code prefix} ({@code al-<engine>-}) left on
-     * this host (processes, runtime state, cgroups, mounts, directories). LeakCheck lists every mount
-     * under the state root; those of other engines (other test runs on a shared host) are not ours.
+     * this host (processes, runtime state, cgroups, the engine's mounts, directories).
      */
     static List<String> leftovers(String prefix) {
-        String engine = prefix.startsWith("al-") && prefix.length() > 4 ? prefix.substring(3, prefix.length() - 1) : null;
-        return new LeakCheck(DRIVER).find(prefix).stream()
-                .filter(leak -> engine == null || !leak.startsWith("mount: ") || leak.contains(engine))
-                .toList();
+        return new LeakCheck(DRIVER).find(prefix);
     }
 
     /** Closes the client and the server, then checks that no sandbox left anything behind. */

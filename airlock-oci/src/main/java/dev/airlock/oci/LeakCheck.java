@@ -53,7 +53,7 @@ public final class LeakCheck {
         }
         Cgroups.find(prefix).forEach(p -> leaks.add("cgroup: " + p));
         new UidSlots(config.stateRoot(), config.hostIdBase()).held(prefix).forEach(p -> leaks.add("host id range: " + p));
-        leaks.addAll(mounts());
+        leaks.addAll(mounts(prefix));
         leaks.addAll(sandboxDirectories(prefix));
         return leaks;
     }
@@ -124,10 +124,16 @@ public final class LeakCheck {
         return null;
     }
 
-    private List<String> mounts() {
+    /**
+     * Mounts under the state root of the engine instance {@code prefix} names ({@code al-<instance>-...});
+     * for "al-", of every instance. Another live engine's mounts are its own, not this one's leftovers.
+     */
+    private List<String> mounts(String prefix) {
         List<String> found = new ArrayList<>();
         try {
             Path engines = config.stateRoot().resolve("engines");
+            int end = prefix.indexOf('-', 3);
+            Path instanceDir = prefix.startsWith("al-") && end > 3 ? engines.resolve(prefix.substring(3, end)) : null;
             for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
                 if (!line.contains(config.stateRoot().toString() + "/")) {
                     continue;
@@ -135,6 +141,9 @@ public final class LeakCheck {
                 // A live instance's own tmpfs (InstanceTmpfs) is no leftover; a dead one's is.
                 String[] fields = line.split(" ");
                 Path point = fields.length > 4 ? Path.of(HostInputs.unescapeMountPath(fields[4])) : null;
+                if (instanceDir != null && point != null && !point.startsWith(instanceDir)) {
+                    continue;
+                }
                 if (point != null && engines.equals(point.getParent())
                         && StateDirectory.isAlive(config.stateRoot(), point.getFileName().toString())) {
                     continue;
