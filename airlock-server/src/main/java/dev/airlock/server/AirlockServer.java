@@ -52,7 +52,7 @@ public final class AirlockServer implements AutoCloseable {
             jetty.addConnector(connector);
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
-            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, runtime.metrics(), openApi())), "/*");
+            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi())), "/*");
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
             mcp = McpHttpEndpoint.mount(context, service, config, authHint(config));
             context.setErrorHandler(new JsonErrorHandler());

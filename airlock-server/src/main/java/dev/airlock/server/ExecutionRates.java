@@ -8,13 +8,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** Each client's executions in the last minute, against its {@code executionsPerMinute} quota. */
-final class ExecutionRates {
+public final class ExecutionRates {
 
     private static final long WINDOW_NANOS = 60_000_000_000L;
     private final Map<String, ArrayDeque<Long>> started = new ConcurrentHashMap<>();
 
     /** Counts one execution, or throws LIMIT_EXCEEDED naming the rule when the quota is used up. */
-    void acquire(Client client) {
+    public void acquire(Client client) {
         if (client.executionsPerMinute() <= 0) {
             return;
         }

@@ -248,10 +248,19 @@ final class Json {
     }
 
     static byte[] error(String code, String message) {
+        return error(code, message, null);
+    }
+
+    /** An error body; a refusal's names the control and rule that made it: {@code {"error": {code, message, control, rule}}}. */
+    static byte[] error(String code, String message, dev.airlock.server.control.Refusal refusal) {
         ObjectNode n = object();
         ObjectNode e = n.putObject("error");
         e.put("code", code);
         e.put("message", message);
+        if (refusal != null) {
+            e.put("control", refusal.control());
+            e.put("rule", refusal.rule());
+        }
         return n.toString().getBytes(StandardCharsets.UTF_8);
     }
 

@@ -15,7 +15,7 @@ import java.util.Map;
  * <p>A create takes its client's slot first (before it may wait for an approval) and the server's
  * slot after the approval, so a create waiting for a person holds no server-wide slot.
  */
-final class SandboxSlots {
+public final class SandboxSlots {
 
     private final int serverMax;
     private final Map<String, Integer> perClient = new HashMap<>();
@@ -26,20 +26,20 @@ final class SandboxSlots {
     }
 
     /** What asking for a slot gave: a slot, or which limit refused it and at what count. */
-    sealed interface Outcome permits Reserved, ClientQuotaReached, ServerFull {
+    public sealed interface Outcome permits Reserved, ClientQuotaReached, ServerFull {
     }
 
-    record Reserved(Slot slot) implements Outcome {
+    public record Reserved(Slot slot) implements Outcome {
     }
 
-    record ClientQuotaReached(int held, int quota) implements Outcome {
+    public record ClientQuotaReached(int held, int quota) implements Outcome {
     }
 
-    record ServerFull(int held, int max) implements Outcome {
+    public record ServerFull(int held, int max) implements Outcome {
     }
 
     /** Takes one of {@code client}'s slots (its quota; unlimited when it has none). */
-    synchronized Outcome reserveForClient(Client client) {
+    public synchronized Outcome reserveForClient(Client client) {
         int held = perClient.getOrDefault(client.name(), 0);
         if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
             return new ClientQuotaReached(held, client.maxSandboxes());
@@ -83,7 +83,7 @@ final class SandboxSlots {
      * One sandbox's place in the counts, from before its create until it is gone. Releasing it
      * twice is harmless, so every path that ends a sandbox may release it.
      */
-    final class Slot {
+    public final class Slot {
         private final String client;
         private boolean server;   // guarded by SandboxSlots.this
         private boolean released; // guarded by SandboxSlots.this
@@ -93,11 +93,11 @@ final class SandboxSlots {
         }
 
         /** Takes the server-wide slot for this client slot: a {@link Reserved} of itself, or {@link ServerFull}. */
-        Outcome takeServerSlot() {
+        public Outcome takeServerSlot() {
             return takeServer(this);
         }
 
-        void release() {
+        public void release() {
             SandboxSlots.this.release(this);
         }
     }

@@ -1,84 +1,39 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.core.AirlockException;
-import dev.airlock.core.SandboxAgent.FileInfo;
-import dev.airlock.core.SandboxAgent.FileType;
-import dev.airlock.server.SandboxService;
+import dev.airlock.server.command.Command;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.Content;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The files a one-shot program left in {@value #DIR}: images come back as image content, text files
- * as embedded text resources, each within {@link #MAX_FILE_BYTES} and at most {@link #MAX_FILES}
- * of them. Everything else is listed with the reason it was not returned.
+ * The files a one-shot run left in /workspace/output, as MCP content: images as image content,
+ * text files as embedded text resources; every file is listed, with how it came back or why not.
+ * (What is collected, and its bounds, is the service's: {@code OneShotRuns}.)
  */
 final class OutputFiles {
-
-    static final String DIR = "/workspace/output";
-    static final int MAX_FILES = 8;
-    static final int MAX_FILE_BYTES = 1024 * 1024;
-    private static final int MAX_SCANNED = 200;
 
     final List<Map<String, Object>> listing = new ArrayList<>();
     final List<Content> content = new ArrayList<>();
 
-    static OutputFiles collect(SandboxService service, String sandboxId) {
+    static OutputFiles of(List<Command.RunOutput> outputs) {
         OutputFiles files = new OutputFiles();
-        Deque<String> dirs = new ArrayDeque<>();
-        dirs.add(DIR);
-        int scanned = 0;
-        while (!dirs.isEmpty() && scanned < MAX_SCANNED) {
-            List<FileInfo> entries;
-            try {
-                entries = service.list(sandboxId, dirs.poll());
-            } catch (AirlockException e) {
-                continue; // the program removed the directory, or made it something else
-            }
-            for (FileInfo f : entries.stream().sorted((a, b) -> a.path().compareTo(b.path())).toList()) {
-                if (++scanned > MAX_SCANNED) {
-                    break;
-                }
-                if (f.type() == FileType.DIRECTORY) {
-                    dirs.add(f.path());
-                } else if (f.type() == FileType.FILE) {
-                    files.add(service, sandboxId, f);
-                }
-            }
-        }
+        outputs.forEach(files::add);
         return files;
     }
 
-    private void add(SandboxService service, String sandboxId, FileInfo f) {
+    private void add(Command.RunOutput f) {
         Map<String, Object> entry = new LinkedHashMap<>();
         entry.put("path", f.path());
         entry.put("size", f.size());
         listing.add(entry);
-        if (content.size() >= MAX_FILES) {
-            entry.put("returnedAs", "not returned: only the first " + MAX_FILES + " files come back");
-            return;
-        }
-        if (f.size() > MAX_FILE_BYTES) {
-            entry.put("returnedAs", "not returned: larger than 1 MiB; use a long-lived sandbox (sandbox_create) and sandbox_read_file");
-            return;
-        }
-        CappedSink bytes = new CappedSink(MAX_FILE_BYTES);
-        try {
-            service.readFile(sandboxId, f.path(), bytes);
-        } catch (AirlockException e) {
-            entry.put("returnedAs", "not returned: " + e.getMessage());
-            return;
-        }
-        byte[] b = bytes.toByteArray();
-        if (bytes.overflowed()) {
-            entry.put("returnedAs", "not returned: it grew past 1 MiB while being read");
+        byte[] b = f.content();
+        if (b == null) {
+            entry.put("returnedAs", f.notReturned());
             return;
         }
         String image = FileContents.imageType(b);

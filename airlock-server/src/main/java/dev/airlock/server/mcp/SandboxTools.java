@@ -11,6 +11,8 @@ import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.SandboxService;
+import dev.airlock.server.CappedSink;
+import dev.airlock.server.command.Command;
 import dev.airlock.server.ServerConfig;
 import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.command.LimitChanges;
@@ -40,7 +42,7 @@ import java.util.Set;
 final class SandboxTools {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxTools.class);
-    static final int MAX_PLACED_FILES = 64;
+    static final int MAX_PLACED_FILES = Command.Run.MAX_FILES;
     static final int MAX_WRITE_BYTES = 8 * 1024 * 1024;
     static final int MAX_READ_BYTES = 1024 * 1024;
     static final int MAX_LISTED = 1000;
@@ -87,33 +89,24 @@ final class SandboxTools {
                     + " bytes: place large parts with 'files' and import them, or split the program");
         }
         String stdin = a.string("stdin");
-        Map<String, String> files = a.stringMap("files");
-        if (files.size() > MAX_PLACED_FILES) {
-            throw AirlockException.invalid("run_code: 'files' holds " + files.size() + " files, at most " + MAX_PLACED_FILES + " are allowed");
-        }
+        Map<String, byte[]> files = new LinkedHashMap<>();
+        a.stringMap("files").forEach((path, text) -> files.put(path, text.getBytes(StandardCharsets.UTF_8)));
         Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
-        // The sandbox must outlive the run, then it is destroyed at once.
-        Duration ttl = min(timeout.plusMinutes(2), config.maxTtl());
-        ManagedSandbox sandbox = service.create(new SandboxService.CreateRequest(null, null, null, null, null,
-                Map.of("airlock.mcp", "run_code"), ttl, ttl, null));
-        String id = sandbox.id();
-        try {
-            service.mkdir(id, OutputFiles.DIR, true);
-            for (Map.Entry<String, String> f : files.entrySet()) {
-                service.writeFile(id, resolve(f.getKey()), new ByteArrayInputStream(f.getValue().getBytes(StandardCharsets.UTF_8)));
-            }
-            ExecRequest request = service.codeRequest(id, language, code)
-                    .withStdin(stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8))
-                    .withTimeout(timeout);
-            ExecResult result = run(call, id, request, timeout);
-            if (result.endReason() == EndReason.CANCELLED) {
-                return ToolResults.exec(result, List.of(), List.of());
-            }
-            OutputFiles out = OutputFiles.collect(service, id);
-            return ToolResults.exec(result, out.listing, out.content);
-        } finally {
-            destroyQuietly(id);
+        String key = call.callKey();
+        if (!calls.start(key)) {
+            return ToolResults.exec(cancelled(), List.of(), List.of());
         }
+        Command.RunResult run;
+        try (OutputRelay relay = new OutputRelay(call, timeout)) {
+            run = service.execute(call.caller(), new Command.Run(language, code, stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8),
+                    files, timeout, Map.of("airlock.mcp", "run_code"), relay));
+        } finally {
+            calls.end(key);
+            // A cancellation interrupted this thread to end the execution; the thread goes on to other work.
+            Thread.interrupted();
+        }
+        OutputFiles out = OutputFiles.of(run.outputs());
+        return ToolResults.exec(run.result(), out.listing, out.content);
     }
 
     // --- sandboxes ---
@@ -125,14 +118,11 @@ final class SandboxTools {
         limits.applyTo(Limits.DEFAULTS); // checks the ranges now too
         Double ttlSeconds = a.number("ttlSeconds", 1, config.maxTtl().toSeconds());
         Map<String, String> labels = a.stringMap("labels");
-        if (labels.size() > 64) {
-            throw AirlockException.invalid("sandbox_create: at most 64 labels");
-        }
         boolean endsWithSession = ttlSeconds == null;
         Duration ttl = endsWithSession ? null : Duration.ofMillis(Math.round(ttlSeconds * 1000));
         // An explicit lifetime is a promise: the sandbox is not cut short for being idle either.
         Duration idle = endsWithSession ? null : ttl;
-        ManagedSandbox s = service.create(new SandboxService.CreateRequest(null, null, limits::applyTo, null, null,
+        ManagedSandbox s = service.execute(call.caller(), new Command.Create(null, null, limits::applyTo, null, null,
                 labels, ttl, idle, null));
         if (endsWithSession) {
             sessions.own(call.session(), s.id());
@@ -143,7 +133,7 @@ final class SandboxTools {
     CallToolResult list(ToolCall call) {
         call.arguments(Set.of());
         List<Map<String, Object>> list = new ArrayList<>();
-        for (ManagedSandbox s : service.list(Map.of())) {
+        for (ManagedSandbox s : service.execute(call.caller(), new Command.ListSandboxes(Map.of()))) {
             list.add(describe(s, sessions.owns(call.session(), s.id())));
         }
         return ToolResults.ok(Map.of("sandboxes", list));
@@ -152,7 +142,7 @@ final class SandboxTools {
     CallToolResult destroy(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("sandboxId"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
-        service.destroy(id);
+        service.execute(call.caller(), new Command.Destroy(id));
         sessions.disown(id);
         Map<String, Object> s = new LinkedHashMap<>();
         s.put("sandboxId", id);
@@ -165,13 +155,24 @@ final class SandboxTools {
     CallToolResult exec(ToolCall call) {
         ToolArguments a = call.arguments(Set.of("sandboxId", "command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
-        ExecRequest base = service.execRequest(id, ExecSource.of(a.command("command"), a.string("language"), a.string("code")));
+        ExecSource source = ExecSource.of(a.command("command"), a.string("language"), a.string("code"));
         String stdin = a.string("stdin");
         Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
         String cwd = a.string("cwd");
-        ExecRequest request = new ExecRequest(base.argv(), a.stringMap("env"), cwd == null ? null : resolve(cwd),
+        Command.ExecOptions options = new Command.ExecOptions(a.stringMap("env"), cwd == null ? null : resolve(cwd),
                 stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8), timeout);
-        return ToolResults.exec(run(call, id, request, timeout), null, List.of());
+        String key = call.callKey();
+        if (!calls.start(key)) {
+            return ToolResults.exec(cancelled(), null, List.of());
+        }
+        try (OutputRelay relay = new OutputRelay(call, timeout)) {
+            ExecResult result = service.execute(call.caller(), new Command.Exec(id, source, options, Command.Waiter.listening(relay)));
+            return ToolResults.exec(result, null, List.of());
+        } finally {
+            calls.end(key);
+            // A cancellation interrupted this thread to end the execution; the thread goes on to other work.
+            Thread.interrupted();
+        }
     }
 
     /** The call {@code key} ended, whatever the tool: it can no longer be cancelled. */
@@ -179,19 +180,9 @@ final class SandboxTools {
         calls.end(key);
     }
 
-    /** Runs to the end, streaming output; a cancellation of the call kills the execution. */
-    private ExecResult run(ToolCall call, String id, ExecRequest request, Duration timeout) {
-        String key = call.callKey();
-        if (!calls.start(key)) {
-            return new ExecResult(new byte[0], new byte[0], -1, EndReason.CANCELLED, false, Duration.ZERO, "cancelled");
-        }
-        try (OutputRelay relay = new OutputRelay(call, timeout)) {
-            return service.exec(id, request, relay);
-        } finally {
-            calls.end(key);
-            // A cancellation interrupted this thread to end the execution; the thread goes on to other work.
-            Thread.interrupted();
-        }
+    /** The result of a call cancelled before it started. */
+    private static ExecResult cancelled() {
+        return new ExecResult(new byte[0], new byte[0], -1, EndReason.CANCELLED, false, Duration.ZERO, "cancelled");
     }
 
     // --- files ---
@@ -215,7 +206,7 @@ final class SandboxTools {
             throw new AirlockException(AirlockException.Kind.TOO_LARGE, "sandbox_write_file: the content is " + bytes.length
                     + " bytes, over the limit of " + MAX_WRITE_BYTES + " per call: write it in parts and join them with sandbox_exec");
         }
-        FileInfo f = service.writeFile(id, path, new ByteArrayInputStream(bytes));
+        FileInfo f = service.execute(call.caller(), new Command.WriteFile(id, path, new ByteArrayInputStream(bytes)));
         return ToolResults.ok(file(f));
     }
 
@@ -223,7 +214,7 @@ final class SandboxTools {
         ToolArguments a = call.arguments(Set.of("sandboxId", "path"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
         String path = resolve(a.requiredString("path", "\"/workspace/output/result.txt\""));
-        FileInfo info = service.stat(id, path);
+        FileInfo info = service.execute(call.caller(), new Command.Stat(id, path));
         if (info.type() != dev.airlock.core.SandboxAgent.FileType.FILE) {
             throw AirlockException.invalid("sandbox_read_file: " + path + " is a " + info.type().name().toLowerCase()
                     + ", not a regular file: list a directory with sandbox_list_files");
@@ -234,7 +225,7 @@ final class SandboxTools {
                     + path + "), or summarize it with a program");
         }
         CappedSink sink = new CappedSink(MAX_READ_BYTES);
-        service.readFile(id, path, sink);
+        service.execute(call.caller(), new Command.ReadFile(id, path, sink));
         if (sink.overflowed()) {
             throw new AirlockException(AirlockException.Kind.TOO_LARGE, "sandbox_read_file: " + path + " grew past "
                     + MAX_READ_BYTES + " bytes while being read: read a part with sandbox_exec");
@@ -269,7 +260,7 @@ final class SandboxTools {
         ToolArguments a = call.arguments(Set.of("sandboxId", "path"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
         String path = a.string("path") == null ? "/workspace" : resolve(a.string("path"));
-        List<FileInfo> entries = service.list(id, path);
+        List<FileInfo> entries = service.execute(call.caller(), new Command.ListFiles(id, path));
         List<Map<String, Object>> list = new ArrayList<>();
         entries.stream().sorted((x, y) -> x.path().compareTo(y.path())).limit(MAX_LISTED).forEach(f -> list.add(file(f)));
         Map<String, Object> s = new LinkedHashMap<>();
@@ -283,7 +274,7 @@ final class SandboxTools {
 
     /** Relative paths are under /workspace, where programs start. */
     static String resolve(String path) {
-        return path.startsWith("/") ? path : "/workspace/" + path;
+        return Command.inWorkspace(path);
     }
 
     /** The limits the call asked for, checked now, before the profile is known. */
@@ -348,17 +339,5 @@ final class SandboxTools {
             m.put("linkTarget", f.linkTarget());
         }
         return m;
-    }
-
-    private void destroyQuietly(String id) {
-        try {
-            service.destroy(id);
-        } catch (AirlockException e) {
-            LOG.debug("sandbox {} was already gone: {}", id, e.getMessage());
-        }
-    }
-
-    private static Duration min(Duration a, Duration b) {
-        return a.compareTo(b) <= 0 ? a : b;
     }
 }

@@ -2,6 +2,7 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.SandboxService;
+import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Caller;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,7 +76,7 @@ final class SessionSandboxes implements AutoCloseable {
         owned.add(sandboxId);
         if (owned.size() > PRUNE_SANDBOXES_ABOVE) {
             Set<String> live = new HashSet<>();
-            Caller.run(Caller.SERVER, () -> service.list(Map.of()).forEach(s -> live.add(s.id())));
+            service.execute(Caller.SERVER, new Command.ListSandboxes(Map.of())).forEach(s -> live.add(s.id()));
             owned.retainAll(live);
         }
     }
@@ -168,7 +169,7 @@ final class SessionSandboxes implements AutoCloseable {
         ended.put(session, Instant.now());
         for (String id : s.sandboxes) {
             try {
-                Caller.run(Caller.SERVER, () -> service.destroy(id));
+                service.execute(Caller.SERVER, new Command.Destroy(id));
                 LOG.info("destroyed sandbox {}: its MCP session {}", id, why);
             } catch (AirlockException e) {
                 // already gone: expired or destroyed by hand

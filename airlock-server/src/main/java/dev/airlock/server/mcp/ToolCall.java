@@ -22,10 +22,24 @@ final class ToolCall {
 
     private final McpAsyncServerExchange exchange;
     private final McpSchema.CallToolRequest request;
+    /** Set once the service authorized the call. */
+    private Caller caller;
 
     ToolCall(McpAsyncServerExchange exchange, McpSchema.CallToolRequest request) {
         this.exchange = exchange;
         this.request = request;
+    }
+
+    /** The caller the service authorized this call as; its commands are executed as it. */
+    Caller caller() {
+        if (caller == null) {
+            throw new IllegalStateException("tool call " + tool() + " was not authorized");
+        }
+        return caller;
+    }
+
+    void authorizedAs(Caller authorized) {
+        this.caller = authorized;
     }
 
     String tool() {

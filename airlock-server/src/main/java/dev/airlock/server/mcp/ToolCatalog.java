@@ -254,8 +254,8 @@ final class ToolCatalog {
                 OPERATIONS.get(call.tool()), sandbox, digest,
                 t.service().policy().elicitation() ? call.elicitation() : null);
         try {
-            Caller caller = t.service().authorize(request);
-            return Caller.call(caller, () -> handler.apply(call));
+            call.authorizedAs(t.service().authorize(request));
+            return handler.apply(call);
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.INTERNAL) {
                 LOG.warn("tool {} failed: {}", call.tool(), e.getMessage(), e);

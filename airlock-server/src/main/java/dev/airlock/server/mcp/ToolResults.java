@@ -3,6 +3,7 @@ package dev.airlock.server.mcp;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
+import dev.airlock.server.control.Refused;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
 import io.modelcontextprotocol.spec.McpSchema.Content;
@@ -112,7 +113,7 @@ final class ToolResults {
             case UNAVAILABLE -> "Unavailable on this host: ";
             case INTERNAL -> "Internal error: ";
         };
-        return error(prefix + e.getMessage());
+        return error(prefix + e.getMessage() + (e instanceof Refused r ? " " + r.refusal().tag() : ""));
     }
 
     static CallToolResult error(String message) {

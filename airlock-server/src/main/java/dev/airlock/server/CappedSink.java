@@ -1,4 +1,4 @@
-package dev.airlock.server.mcp;
+package dev.airlock.server;
 
 import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
@@ -7,13 +7,13 @@ import java.io.OutputStream;
  * Keeps at most {@code max} bytes of a file being read and remembers whether there was more. It
  * never fails mid-stream, so the agent's read always completes and its channel stays in step.
  */
-final class CappedSink extends OutputStream {
+public final class CappedSink extends OutputStream {
 
     private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     private final int max;
     private boolean overflowed;
 
-    CappedSink(int max) {
+    public CappedSink(int max) {
         this.max = max;
     }
 
@@ -32,11 +32,11 @@ final class CappedSink extends OutputStream {
         bytes.write(b, off, len);
     }
 
-    boolean overflowed() {
+    public boolean overflowed() {
         return overflowed;
     }
 
-    byte[] toByteArray() {
+    public byte[] toByteArray() {
         return bytes.toByteArray();
     }
 }

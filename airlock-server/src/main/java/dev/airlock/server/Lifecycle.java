@@ -1,0 +1,132 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.Credential;
+import dev.airlock.core.Engine;
+import dev.airlock.core.Input;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.command.Command;
+import dev.airlock.server.control.Admission;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Carries out the lifecycle commands once the controls let them through: create, extend, network
+ * change and destroy, each recorded as a lifecycle record.
+ */
+final class Lifecycle {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Lifecycle.class);
+
+    private final Policy policy;
+    private final Engine engine;
+    private final Sandboxes sandboxes;
+    private final SandboxStore store;
+    private final SandboxTeardown teardown;
+    private final ServerMetrics metrics;
+    private final AuditLog audit;
+    private final BooleanSupplier closing;
+
+    Lifecycle(Policy policy, Engine engine, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, ServerMetrics metrics,
+              AuditLog audit, BooleanSupplier closing) {
+        this.policy = policy;
+        this.engine = engine;
+        this.sandboxes = sandboxes;
+        this.store = store;
+        this.teardown = teardown;
+        this.metrics = metrics;
+        this.audit = audit;
+        this.closing = closing;
+    }
+
+    ManagedSandbox create(Admission a, Command.Create request) {
+        Client client = a.caller().client();
+        Profile p = a.profile();
+        Admission.CreatePlan plan = a.create();
+        List<Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
+        SandboxSpec spec = new SandboxSpec(p.image(), plan.limits(), request.env(), plan.network(), p.inputs(), credentials,
+                p.requestApprovals());
+        Sandbox sandbox = engine.create(spec);
+        ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
+                plan.idleTimeout(), request.defaultLanguage());
+        managed.holdSlot(a.holds().takeSlot());
+        try {
+            if (p.outputBytes() > 0) {
+                // ready for the code to write into, so that outputs need no set-up
+                sandbox.files().mkdir(OutputStore.DIR, true);
+            }
+            store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
+        } catch (IOException | RuntimeException e) {
+            sandbox.close();
+            managed.releaseSlot();
+            throw e instanceof RuntimeException re ? re : new AirlockException(Kind.UNAVAILABLE, "sandbox " + managed.id()
+                    + " did not answer after it started: " + e.getMessage(), e);
+        }
+        sandboxes.add(managed);
+        if (closing.getAsBoolean()) {
+            // close() began after the check above and may not have seen this sandbox
+            teardown.destroy(managed, "destroyed", "destroyed at shutdown");
+            throw AirlockException.unavailable("the server is shutting down: sandbox " + managed.id() + " was destroyed at once");
+        }
+        metrics.sandboxCreated();
+        Map<String, Object> d = lifecycle("created", null);
+        d.put("client", client.name());
+        d.put("profile", p.name());
+        d.put("limits", ExecutionRecords.limits(plan.limits()));
+        d.put("network", describe(plan.network()));
+        d.put("inputs", p.inputs().stream().map(Input::name).toList());
+        d.put("credentials", p.credentials());
+        d.put("ttlSeconds", plan.ttl().toSeconds());
+        d.put("idleTimeoutSeconds", plan.idleTimeout().toSeconds());
+        d.put("labels", request.labels().size());
+        audit.record(AuditRecord.LIFECYCLE, managed.id(), d);
+        return managed;
+    }
+
+    ManagedSandbox extend(Admission a, Command.ExtendTtl e) {
+        a.sandbox().extend(e.ttl());
+        return a.sandbox();
+    }
+
+    void destroy(Admission a) {
+        if (!teardown.destroy(a.sandbox(), "destroyed", "destroyed on request")) {
+            throw Sandboxes.notFound(a.sandboxId()); // expiry (or another request) got to it first
+        }
+    }
+
+    /** A sandbox created without network cannot be given some later (the engine says CONFLICT). */
+    ManagedSandbox updateNetwork(Admission a) {
+        ManagedSandbox s = a.sandbox();
+        s.sandbox().updateNetworkPolicy(a.network().narrowed());
+        Map<String, Object> d = lifecycle("network-updated", null);
+        d.put("network", describe(a.network().narrowed()));
+        audit.record(AuditRecord.LIFECYCLE, s.id(), d);
+        LOG.info("sandbox {}: network policy replaced ({})", s.id(), describe(a.network().narrowed()));
+        return s;
+    }
+
+    static String describe(dev.airlock.core.NetworkPolicy n) {
+        return n.isNone() ? "none" : n.allow().size() + " destinations, " + n.ranges().size() + " ranges";
+    }
+
+    static Map<String, Object> lifecycle(String event, String reason) {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("event", event);
+        d.put("reason", reason);
+        return d;
+    }
+}

@@ -1,0 +1,280 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.Printable;
+import dev.airlock.server.command.Command;
+import dev.airlock.server.policy.Operation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static dev.airlock.server.policy.Operation.APPROVALS;
+import static dev.airlock.server.policy.Operation.EXEC;
+import static dev.airlock.server.policy.Operation.FILES_READ;
+import static dev.airlock.server.policy.Operation.FILES_WRITE;
+import static dev.airlock.server.policy.Operation.METRICS;
+import static dev.airlock.server.policy.Operation.NETWORK_UPDATE;
+import static dev.airlock.server.policy.Operation.OUTPUTS;
+import static dev.airlock.server.policy.Operation.RUN;
+import static dev.airlock.server.policy.Operation.SANDBOX_CREATE;
+import static dev.airlock.server.policy.Operation.SANDBOX_DESTROY;
+import static dev.airlock.server.policy.Operation.SANDBOX_EXTEND;
+import static dev.airlock.server.policy.Operation.SANDBOX_READ;
+
+/**
+ * The REST API (docs/rest-api.md) as one table: each route names its method, path, operation and
+ * the handler that reads the request into a command and writes the answer. Handlers hold no rule:
+ * every check is a control of the service.
+ */
+final class RestApi {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RestApi.class);
+    private static final String NDJSON = "application/x-ndjson";
+    private static final String SANDBOX = "/v1/sandboxes/{id}";
+    private static final String PROCESS = SANDBOX + "/processes/{pid}";
+    /** The most of a refused upload that is read and dropped before the refusal is sent. */
+    private static final long MAX_DRAIN = 16L << 20;
+
+    private final RestCommands commands;
+    private final ClientDisconnects disconnects;
+    private final List<RestRoute> routes;
+
+    RestApi(RestCommands commands, ClientDisconnects disconnects, SandboxService service, byte[] openApi) {
+        this.commands = commands;
+        this.disconnects = disconnects;
+        this.routes = List.of(
+                new RestRoute("GET", "/health", null, c -> c.send(200, Json.object().put("status", "ok").put("sandboxes", service.size()))),
+                new RestRoute("GET", "/openapi.json", null, c -> {
+                    c.resp.setStatus(200);
+                    c.resp.setContentType("application/json");
+                    c.resp.getOutputStream().write(openApi);
+                }),
+                new RestRoute("GET", "/metrics", METRICS, c -> {
+                    c.resp.setStatus(200);
+                    c.resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
+                    c.resp.getOutputStream().write(c.execute(new Command.Metrics()).getBytes(StandardCharsets.UTF_8));
+                }),
+                new RestRoute("POST", "/v1/run", RUN, this::run),
+                new RestRoute("GET", "/v1/sandboxes", SANDBOX_READ, this::list),
+                new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
+                        c -> c.send(201, Json.sandbox(c.execute(commands.create(c.json(RestCommands.CREATE_FIELDS)))))),
+                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id")))))),
+                new RestRoute("DELETE", SANDBOX, SANDBOX_DESTROY, c -> {
+                    c.execute(new Command.Destroy(c.param("id")));
+                    c.noContent();
+                }),
+                new RestRoute("GET", SANDBOX + "/network", SANDBOX_READ,
+                        c -> c.send(200, NetworkJson.write(c.execute(new Command.Describe(c.param("id"))).sandbox().network()))),
+                new RestRoute("PUT", SANDBOX + "/network", NETWORK_UPDATE, c -> {
+                    var network = NetworkJson.parse(c.json(NetworkJson.FIELDS));
+                    c.send(200, NetworkJson.write(c.execute(new Command.UpdateNetwork(c.param("id"), network)).sandbox().network()));
+                }),
+                new RestRoute("GET", SANDBOX + "/egress", SANDBOX_READ, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.Egress(c.param("id"))).forEach(r -> list.add(NetworkJson.record(r)));
+                    c.send(200, Json.object().set("records", list));
+                }),
+                new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
+                    JsonNode body = c.json(Set.of("ttlSeconds"));
+                    c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds"))))));
+                }),
+                new RestRoute("POST", SANDBOX + "/exec", EXEC, this::exec),
+                new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.Describe(c.param("id"))).processes().forEach(p -> list.add(Json.process(p, false)));
+                    c.send(200, Json.object().set("processes", list));
+                }),
+                new RestRoute("GET", PROCESS, SANDBOX_READ,
+                        c -> c.send(200, Json.process(c.execute(new Command.Describe(c.param("id"))).process(c.param("pid"))))),
+                new RestRoute("DELETE", PROCESS, EXEC, c -> {
+                    c.execute(new Command.Signal(c.param("id"), c.param("pid"), 9));
+                    c.noContent();
+                }),
+                new RestRoute("GET", PROCESS + "/stdout", SANDBOX_READ, c -> processOutput(c, true)),
+                new RestRoute("GET", PROCESS + "/stderr", SANDBOX_READ, c -> processOutput(c, false)),
+                new RestRoute("POST", PROCESS + "/signal", EXEC, c -> {
+                    c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")); // a missing process is a 404 before the body is judged
+                    int signal = RestCall.signal(c.json(Set.of("signal")));
+                    c.send(202, Json.process(c.execute(new Command.Signal(c.param("id"), c.param("pid"), signal))));
+                }),
+                new RestRoute("PUT", SANDBOX + "/files", FILES_WRITE, this::upload),
+                new RestRoute("GET", SANDBOX + "/files", FILES_READ, c -> {
+                    // Stat first, so that a missing file is a 404 and not a half-sent body.
+                    c.execute(new Command.Stat(c.param("id"), c.first("path")));
+                    c.octets();
+                    c.execute(new Command.ReadFile(c.param("id"), c.first("path"), c.resp.getOutputStream()));
+                }),
+                new RestRoute("DELETE", SANDBOX + "/files", FILES_WRITE, c -> {
+                    c.execute(new Command.Remove(c.param("id"), c.first("path"), c.query("recursive").contains("true")));
+                    c.noContent();
+                }),
+                new RestRoute("GET", SANDBOX + "/files/stat", FILES_READ,
+                        c -> c.send(200, Json.file(c.execute(new Command.Stat(c.param("id"), c.first("path")))))),
+                new RestRoute("GET", SANDBOX + "/files/list", FILES_READ, c -> {
+                    ArrayNode entries = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListFiles(c.param("id"), c.first("path"))).forEach(f -> entries.add(Json.file(f)));
+                    c.send(200, Json.object().set("entries", entries));
+                }),
+                new RestRoute("POST", SANDBOX + "/files/mkdir", FILES_WRITE, c -> {
+                    JsonNode body = c.json(Set.of("path", "parents"));
+                    c.send(201, Json.file(c.execute(new Command.Mkdir(c.param("id"), Json.string(body, "path"), Json.bool(body, "parents")))));
+                }),
+                new RestRoute("POST", SANDBOX + "/files/rename", FILES_WRITE, c -> {
+                    JsonNode body = c.json(Set.of("from", "to"));
+                    c.send(200, Json.file(c.execute(new Command.Rename(c.param("id"), Json.string(body, "from"), Json.string(body, "to")))));
+                }),
+                new RestRoute("GET", "/v1/approvals", APPROVALS, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListApprovals()).forEach(a -> list.add(Json.approval(a)));
+                    c.send(200, Json.object().set("approvals", list));
+                }),
+                new RestRoute("GET", "/v1/approvals/{id}", APPROVALS, c -> c.send(200, Json.approval(c.execute(new Command.DescribeApproval(c.param("id")))))),
+                new RestRoute("POST", "/v1/approvals/{id}/approve", APPROVALS, c -> decide(c, true)),
+                new RestRoute("POST", "/v1/approvals/{id}/deny", APPROVALS, c -> decide(c, false)),
+                new RestRoute("GET", "/v1/outputs", OUTPUTS, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListOutputs()).forEach(list::add);
+                    c.send(200, Json.object().set("outputs", list));
+                }),
+                new RestRoute("GET", "/v1/outputs/{id}", OUTPUTS, c -> c.send(200, (ObjectNode) c.execute(new Command.DescribeOutputs(c.param("id"))))),
+                new RestRoute("DELETE", "/v1/outputs/{id}", OUTPUTS, c -> {
+                    c.execute(new Command.DeleteOutputs(c.param("id")));
+                    c.noContent();
+                }),
+                new RestRoute("GET", "/v1/outputs/{id}/files", OUTPUTS, c -> {
+                    c.execute(new Command.DescribeOutputs(c.param("id"))); // a missing output is a 404, not a half-sent body
+                    c.octets();
+                    String path = c.first("path");
+                    c.execute(new Command.ReadOutput(c.param("id"), path == null ? "" : path, c.resp.getOutputStream()));
+                }));
+    }
+
+    /** Every route, in the order they are matched. */
+    List<RestRoute> routes() {
+        return routes;
+    }
+
+    private void list(RestCall c) throws IOException {
+        Map<String, String> filter = new LinkedHashMap<>();
+        for (String label : c.query("label")) {
+            int eq = label.indexOf('=');
+            if (eq <= 0) {
+                throw AirlockException.invalid("label filter '" + Printable.of(label) + "' is not key=value");
+            }
+            filter.put(label.substring(0, eq), label.substring(eq + 1));
+        }
+        ArrayNode list = Json.MAPPER.createArrayNode();
+        c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s)));
+        c.send(200, Json.object().set("sandboxes", list));
+    }
+
+    private void exec(RestCall c) throws IOException {
+        JsonNode body = c.json(RestCommands.EXEC_FIELDS);
+        String id = c.param("id");
+        var source = RestCommands.source(body);
+        var options = RestCommands.options(body);
+        if (Json.bool(body, "background")) {
+            c.send(202, Json.process(c.execute(new Command.StartProcess(id, source, options))));
+            return;
+        }
+        String accept = c.req.getHeader("Accept");
+        if (accept != null && accept.contains(NDJSON)) {
+            c.resp.setStatus(200);
+            c.resp.setContentType(NDJSON);
+            c.execute(new Command.Exec(id, source, options, start -> new NdjsonExecStream().run(start, c.resp.getOutputStream())));
+            return;
+        }
+        // Nothing is written until the process ends, so a client that gives up is noticed by watching its connection:
+        // interrupting this thread cancels the execution (its process group is killed, the result recorded as cancelled).
+        Thread handler = Thread.currentThread();
+        ExecResult result;
+        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
+            result = c.execute(new Command.Exec(id, source, options, Command.Waiter.listening(OutputListener.NONE)));
+            if (watch.disconnected()) {
+                Thread.interrupted();
+                LOG.info("sandbox {}: the client of a plain exec went away; its execution was killed", id);
+                return;
+            }
+        }
+        c.send(200, Json.result(result));
+    }
+
+    private void run(RestCall c) throws IOException {
+        Command.Run run = RestCommands.run(c.json(RestCommands.RUN_FIELDS));
+        Thread handler = Thread.currentThread();
+        Command.RunResult r;
+        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
+            r = c.execute(run);
+            if (watch.disconnected()) {
+                Thread.interrupted();
+                return;
+            }
+        }
+        ObjectNode answer = Json.result(r.result());
+        ArrayNode outputs = answer.putArray("outputs");
+        for (Command.RunOutput o : r.outputs()) {
+            ObjectNode n = outputs.addObject().put("path", o.path()).put("size", o.size());
+            if (o.content() != null) {
+                n.put("contentBase64", Base64.getEncoder().encodeToString(o.content()));
+            } else {
+                n.put("notReturned", o.notReturned());
+            }
+        }
+        c.send(200, answer);
+    }
+
+    private static void processOutput(RestCall c, boolean stdout) throws IOException {
+        SpilledOutput output = c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")).output();
+        c.octets();
+        ProcessOutputFiles.copy(stdout ? output.stdoutFile() : output.stderrFile(), c.resp.getOutputStream());
+    }
+
+    private void upload(RestCall c) throws IOException {
+        try (InputStream in = c.req.getInputStream()) {
+            try {
+                c.send(201, Json.file(c.execute(new Command.WriteFile(c.param("id"), c.first("path"), in))));
+            } catch (AirlockException e) {
+                if (e.kind() == Kind.TOO_LARGE) {
+                    // read the rest of the upload (within a bound), so that the client is
+                    // still listening when the 413 comes, instead of seeing a reset
+                    drain(in);
+                }
+                throw e;
+            }
+        }
+    }
+
+    private static void decide(RestCall c, boolean approve) throws IOException {
+        JsonNode body = c.json(Set.of("reason", "by"));
+        String by = Json.string(body, "by");
+        String who = ApiServlet.VIA + ":" + c.caller().client().name() + (by == null ? "" : " (" + Printable.of(by) + ")");
+        c.send(200, Json.approval(c.execute(new Command.Decide(c.param("id"), approve, who, Json.string(body, "reason")))));
+    }
+
+    private static void drain(InputStream in) {
+        try {
+            byte[] buf = new byte[64 * 1024];
+            long read = 0;
+            int n;
+            while (read < MAX_DRAIN && (n = in.read(buf)) > 0) {
+                read += n;
+            }
+        } catch (IOException e) {
+            // the client went away: nothing to answer
+        }
+    }
+}

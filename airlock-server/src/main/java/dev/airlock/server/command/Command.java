@@ -1,0 +1,439 @@
+package dev.airlock.server.command;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Execution;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.NetworkPolicy;
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.Printable;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.egress.EgressRecord;
+import dev.airlock.server.BackgroundProcess;
+import dev.airlock.server.ManagedSandbox;
+import dev.airlock.server.policy.Approval;
+import dev.airlock.server.policy.Operation;
+import tools.jackson.databind.JsonNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
+
+/**
+ * Everything a client can ask of the server, as one closed set of records. Each door (REST, MCP
+ * stdio and HTTP, and through REST the SDK and the CLI) parses its own wire format into these and
+ * hands them to {@code SandboxService.execute}, where the same chain of controls decides every one
+ * of them and one handler per concern carries it out; no door holds a rule of its own.
+ *
+ * @param <R> what the command returns when it is carried out
+ */
+public sealed interface Command<R> {
+
+    /** The operation a policy must grant for a client to send this command. */
+    Operation operation();
+
+    /** The sandbox this command acts on, or null. */
+    default String sandbox() {
+        return null;
+    }
+
+    /**
+     * Whether a caller granted {@code granted} may send this command: its own operation, or the
+     * one-shot {@link Run}, which creates, fills, runs, reads and destroys a sandbox of its own.
+     */
+    default boolean coveredBy(Operation granted) {
+        return granted == operation() || (granted == Operation.RUN && partOfRun());
+    }
+
+    /** A step the one-shot {@link Run} takes on its own sandbox. */
+    default boolean partOfRun() {
+        return false;
+    }
+
+    // --- lifecycle ---
+
+    /**
+     * A new sandbox, as the client asked for it; the service fills it in and bounds it from the
+     * profile.
+     *
+     * @param profile     null: the client's first
+     * @param image       null: the profile's
+     * @param limits      the client's changes, applied to the profile's default limits
+     * @param network     null: the profile's network
+     * @param ttl         null: the server's default, within the profile's maximum lifetime
+     * @param idleTimeout null: the server's default
+     */
+    record Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
+                  Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage) implements Command<ManagedSandbox> {
+
+        /** The most labels a sandbox carries. */
+        public static final int MAX_LABELS = 64;
+
+        public Create {
+            limits = limits == null ? UnaryOperator.identity() : limits;
+            env = env == null ? Map.of() : Map.copyOf(env);
+            labels = labels == null ? Map.of() : Map.copyOf(labels);
+            if (labels.size() > MAX_LABELS) {
+                throw AirlockException.invalid("a sandbox takes at most " + MAX_LABELS + " labels, not " + labels.size());
+            }
+            for (String key : labels.keySet()) {
+                if (key.isBlank() || key.indexOf('=') >= 0) {
+                    // the list filter is key=value: such a key could never be matched
+                    throw AirlockException.invalid("label key '" + Printable.of(key)
+                            + "' must be non-blank and contain no '=' (labels are filtered as key=value)");
+                }
+            }
+        }
+
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_CREATE;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    /** The caller's sandboxes whose labels hold every pair of {@code labels}, oldest first. */
+    record ListSandboxes(Map<String, String> labels) implements Command<List<ManagedSandbox>> {
+        public ListSandboxes {
+            labels = labels == null ? Map.of() : Map.copyOf(labels);
+        }
+
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_READ;
+        }
+    }
+
+    /**
+     * One sandbox, with its network policy and background processes. Any operation granted on a
+     * sandbox covers looking it up (a door checks that what a request names exists before it
+     * judges the body), but only {@code sandbox.read} lets a client ask for it on its own.
+     */
+    record Describe(String sandbox) implements Command<ManagedSandbox> {
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_READ;
+        }
+
+        @Override
+        public boolean coveredBy(Operation granted) {
+            return true;
+        }
+    }
+
+    /** The sandbox's recent egress records, oldest first. */
+    record Egress(String sandbox) implements Command<List<EgressRecord>> {
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_READ;
+        }
+    }
+
+    /** The sandbox lives until {@code ttl} from now, within its profile's maximum lifetime. */
+    record ExtendTtl(String sandbox, Duration ttl) implements Command<ManagedSandbox> {
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_EXTEND;
+        }
+    }
+
+    /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
+    record UpdateNetwork(String sandbox, NetworkPolicy network) implements Command<ManagedSandbox> {
+        @Override
+        public Operation operation() {
+            return Operation.NETWORK_UPDATE;
+        }
+    }
+
+    record Destroy(String sandbox) implements Command<Void> {
+        @Override
+        public Operation operation() {
+            return Operation.SANDBOX_DESTROY;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    // --- executions ---
+
+    /**
+     * How an execution runs beside what it runs: environment, directory, input and timeout.
+     *
+     * @param timeout null: the sandbox's
+     */
+    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+        public static final ExecOptions NONE = new ExecOptions(null, null, null, null);
+
+        public ExecOptions {
+            env = env == null ? Map.of() : Map.copyOf(env);
+        }
+    }
+
+    /**
+     * How a door waits for an execution: it starts it with a listener of its own and returns the
+     * result (REST streams NDJSON this way; {@link #listening} is the plain case).
+     */
+    @FunctionalInterface
+    interface Waiter {
+        ExecResult await(Function<OutputListener, Execution> start) throws IOException;
+
+        /** Output to {@code listener} as it is produced; interrupting the thread cancels. */
+        static Waiter listening(OutputListener listener) {
+            return start -> start.apply(listener).await();
+        }
+    }
+
+    /** Runs to the end; interrupting the calling thread cancels the execution. */
+    record Exec(String sandbox, ExecSource source, ExecOptions options, Waiter waiter) implements Command<ExecResult> {
+        public Exec {
+            options = options == null ? ExecOptions.NONE : options;
+            waiter = waiter == null ? Waiter.listening(OutputListener.NONE) : waiter;
+        }
+
+        @Override
+        public Operation operation() {
+            return Operation.EXEC;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    /** Starts a process that runs on without a request waiting for it; its output goes to files. */
+    record StartProcess(String sandbox, ExecSource source, ExecOptions options) implements Command<BackgroundProcess> {
+        public StartProcess {
+            options = options == null ? ExecOptions.NONE : options;
+        }
+
+        @Override
+        public Operation operation() {
+            return Operation.EXEC;
+        }
+    }
+
+    /** Sends {@code signal} to a background process's whole process group. */
+    record Signal(String sandbox, String process, int signal) implements Command<BackgroundProcess> {
+        @Override
+        public Operation operation() {
+            return Operation.EXEC;
+        }
+    }
+
+    /**
+     * A one-shot run: a fresh sandbox with the client's first profile, {@code files} placed under
+     * /workspace, the code run, what it left in /workspace/output collected, the sandbox destroyed.
+     *
+     * @param files path (absolute, or relative to /workspace) to content
+     */
+    record Run(Language language, String code, byte[] stdin, Map<String, byte[]> files, Duration timeout, Map<String, String> labels,
+               OutputListener listener) implements Command<RunResult> {
+
+        /** The most files a run places. */
+        public static final int MAX_FILES = 64;
+
+        public Run {
+            if (language == null || code == null) {
+                throw AirlockException.invalid("a run needs a 'language' (" + Language.names() + ") and its 'code'");
+            }
+            files = files == null ? Map.of() : Map.copyOf(files);
+            if (files.size() > MAX_FILES) {
+                throw AirlockException.invalid("'files' holds " + files.size() + " files, at most " + MAX_FILES + " are allowed");
+            }
+            labels = labels == null ? Map.of() : Map.copyOf(labels);
+            listener = listener == null ? OutputListener.NONE : listener;
+        }
+
+        @Override
+        public Operation operation() {
+            return Operation.RUN;
+        }
+    }
+
+    /**
+     * What a one-shot run gave back.
+     *
+     * @param outputs the files it left in /workspace/output, in path order (empty when cancelled)
+     */
+    record RunResult(ExecResult result, List<RunOutput> outputs) {
+    }
+
+    /**
+     * One file a run left behind.
+     *
+     * @param content    its bytes, or null when not returned
+     * @param notReturned why its content did not come back, or null
+     */
+    record RunOutput(String path, long size, byte[] content, String notReturned) {
+    }
+
+    // --- files: every path is resolved by the agent, inside the sandbox ---
+
+    record WriteFile(String sandbox, String path, InputStream content) implements Command<FileInfo> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_WRITE;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    /** Copies the file to {@code sink}, within the sandbox's file size limit. */
+    record ReadFile(String sandbox, String path, OutputStream sink) implements Command<Void> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_READ;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    /** Either files permission may look at a file; the one-shot run too. */
+    record Stat(String sandbox, String path) implements Command<FileInfo> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_READ;
+        }
+
+        @Override
+        public boolean coveredBy(Operation granted) {
+            return Command.super.coveredBy(granted) || granted == Operation.FILES_WRITE;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    record ListFiles(String sandbox, String path) implements Command<List<FileInfo>> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_READ;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    record Mkdir(String sandbox, String path, boolean parents) implements Command<FileInfo> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_WRITE;
+        }
+
+        @Override
+        public boolean partOfRun() {
+            return true;
+        }
+    }
+
+    record Remove(String sandbox, String path, boolean recursive) implements Command<Void> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_WRITE;
+        }
+    }
+
+    record Rename(String sandbox, String from, String to) implements Command<FileInfo> {
+        @Override
+        public Operation operation() {
+            return Operation.FILES_WRITE;
+        }
+    }
+
+    // --- outputs: what ended sandboxes left in /workspace/output ---
+
+    /** The caller's collected outputs, newest first. */
+    record ListOutputs() implements Command<List<JsonNode>> {
+        @Override
+        public Operation operation() {
+            return Operation.OUTPUTS;
+        }
+    }
+
+    record DescribeOutputs(String outputsOf) implements Command<JsonNode> {
+        @Override
+        public Operation operation() {
+            return Operation.OUTPUTS;
+        }
+    }
+
+    record ReadOutput(String outputsOf, String path, OutputStream sink) implements Command<Void> {
+        @Override
+        public Operation operation() {
+            return Operation.OUTPUTS;
+        }
+    }
+
+    record DeleteOutputs(String outputsOf) implements Command<Void> {
+        @Override
+        public Operation operation() {
+            return Operation.OUTPUTS;
+        }
+    }
+
+    // --- approvals: an operator's commands ---
+
+    /** The approvals waiting for a person, oldest first. */
+    record ListApprovals() implements Command<List<Approval>> {
+        @Override
+        public Operation operation() {
+            return Operation.APPROVALS;
+        }
+    }
+
+    record DescribeApproval(String approval) implements Command<Approval> {
+        @Override
+        public Operation operation() {
+            return Operation.APPROVALS;
+        }
+    }
+
+    /** Approves or denies a pending approval; {@code by} is recorded as who decided. */
+    record Decide(String approval, boolean approve, String by, String reason) implements Command<Approval> {
+        @Override
+        public Operation operation() {
+            return Operation.APPROVALS;
+        }
+    }
+
+    /** The server's metrics in the Prometheus text format. */
+    record Metrics() implements Command<String> {
+        @Override
+        public Operation operation() {
+            return Operation.METRICS;
+        }
+    }
+
+    /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */
+    static String inWorkspace(String path) {
+        return path.startsWith("/") ? path : "/workspace/" + path;
+    }
+
+    /** Every kind of command, for documentation and for the tests that walk them all. */
+    Set<Class<?>> KINDS = Set.of(Command.class.getPermittedSubclasses());
+}
