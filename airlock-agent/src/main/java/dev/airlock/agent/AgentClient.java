@@ -2,7 +2,6 @@ package dev.airlock.agent;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
-import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent;
 
 import java.io.ByteArrayInputStream;
@@ -13,13 +12,10 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -30,8 +26,10 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * The host side of the agent protocol (docs/agent-protocol.md) over one connected unix socket.
  *
- * <p>One virtual thread reads every frame and hands it to the request it answers; another writes
- * the frames callers queue, in order. Everything the agent sends is hostile input: a frame that is too long,
+ * <p>One virtual thread reads every frame and hands it to the request it answers (through
+ * {@link FrameRouter}, which decodes it with a {@link PayloadReader}); another writes the frames
+ * callers queue, in order. File requests are made by {@link AgentFiles}, executions are
+ * {@link RemoteProcess}es. Everything the agent sends is hostile input: a frame that is too long,
  * of an unknown type, for an unknown id, or of the wrong shape closes the connection and fails
  * every pending request with an {@link IOException}.
  */
@@ -43,15 +41,12 @@ public final class AgentClient implements SandboxAgent {
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
     static final int MAX_MESSAGE_CHARS = 200;
-    /** Longest name or link target a FILEINFO may carry, in bytes: bounds what a LIST can make us hold. */
-    private static final int MAX_FILEINFO_STRING = Frame.PATH_MAX;
 
     private final SocketChannel channel;
     private final LinkedBlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
     private volatile Thread writer;
-    private final Map<Integer, PendingRequest> pending = new ConcurrentHashMap<>();
+    private final FrameRouter router = new FrameRouter();
     private final AtomicInteger nextId = new AtomicInteger(1);
-    private final CompletableFuture<Integer> hello = new CompletableFuture<>();
     /** Why the connection ended; null while open. */
     private final AtomicReference<IOException> closed = new AtomicReference<>();
     private final AgentFiles files = new AgentFiles(this);
@@ -72,7 +67,7 @@ public final class AgentClient implements SandboxAgent {
         Thread.ofVirtual().name("airlock-agent-reader").start(client::readLoop);
         client.writer = Thread.ofVirtual().name("airlock-agent-writer").start(client::writeLoop);
         try {
-            client.await(client.hello, helloTimeout, "HELLO");
+            client.await(client.router.hello(), helloTimeout, "HELLO");
         } catch (IOException | InterruptedException e) {
             client.close();
             throw e;
@@ -200,7 +195,7 @@ public final class AgentClient implements SandboxAgent {
         try {
             send(frame);
         } catch (IOException e) {
-            pending.remove(id);
+            router.remove(id);
             throw e;
         }
     }
@@ -270,11 +265,11 @@ public final class AgentClient implements SandboxAgent {
     }
 
     private void register(int id, PendingRequest request) throws IOException {
-        pending.put(id, request);
+        router.put(id, request);
         // close() may have run between the caller's check and the put: fail the request then.
         IOException why = closed.get();
         if (why != null) {
-            pending.remove(id);
+            router.remove(id);
             throw new IOException(why.getMessage(), why);
         }
     }
@@ -293,15 +288,13 @@ public final class AgentClient implements SandboxAgent {
         if (w != null) {
             w.interrupt();
         }
-        hello.completeExceptionally(why);
-        pending.values().forEach(request -> request.fail(why));
-        pending.clear();
+        router.failAll(why);
     }
 
     private void readLoop() {
         try {
             while (true) {
-                dispatch(Frame.read(channel));
+                router.dispatch(Frame.read(channel));
             }
         } catch (AgentProtocolException e) {
             shutDown(e);
@@ -314,161 +307,5 @@ public final class AgentClient implements SandboxAgent {
         } catch (RuntimeException e) {
             shutDown(new IOException("agent connection failed: " + e, e));
         }
-    }
-
-    private void dispatch(Frame frame) throws AgentProtocolException {
-        ByteBuffer payload = frame.payload();
-        if (!hello.isDone()) {
-            if (frame.type() != Frame.HELLO || payload.remaining() != 4) {
-                throw new AgentProtocolException("expected HELLO, got frame type " + frame.type());
-            }
-            int version = payload.getInt();
-            if (version != PROTOCOL_VERSION) {
-                throw new AgentProtocolException("agent speaks protocol version " + Integer.toUnsignedString(version)
-                        + ", this host speaks " + PROTOCOL_VERSION);
-            }
-            hello.complete(version);
-            return;
-        }
-        int id = u32(payload, frame);
-        boolean fits = switch (frame.type()) {
-            case Frame.STARTED -> exactly(payload, 4, frame) && process(id, frame).onStarted(payload.getInt());
-            case Frame.FORKED -> exactly(payload, 4, frame) && process(id, frame).onForked(payload.getInt());
-            case Frame.STDOUT, Frame.STDERR -> {
-                if (payload.remaining() > Frame.MAX_OUTPUT_CHUNK) {
-                    throw new AgentProtocolException("output chunk of " + payload.remaining() + " bytes is over "
-                            + Frame.MAX_OUTPUT_CHUNK);
-                }
-                byte[] chunk = new byte[payload.remaining()];
-                payload.get(chunk);
-                yield process(id, frame).onOutput(frame.type() == Frame.STDOUT, chunk);
-            }
-            case Frame.EXIT -> {
-                exactly(payload, 8, frame);
-                boolean ok = process(id, frame).onExit(payload.getInt(), payload.getInt());
-                pending.remove(id);
-                yield ok;
-            }
-            case Frame.FAILED -> {
-                int errno = u32(payload, frame);
-                String message = Printable.of(string(payload, frame), MAX_MESSAGE_CHARS);
-                exactly(payload, 0, frame);
-                yield switch (pending.remove(id)) {
-                    case RemoteProcess process -> process.onStartFailed(message);
-                    case FileRequest request -> request.onFailed(errno, message);
-                    case null -> throw unknownId(id, frame);
-                };
-            }
-            case Frame.DONE -> {
-                exactly(payload, 0, frame);
-                yield pending.remove(id) instanceof FileRequest request && request.onDone();
-            }
-            case Frame.DATA -> {
-                if (payload.remaining() < 1 || payload.remaining() > Frame.MAX_DATA_CHUNK) {
-                    throw new AgentProtocolException("DATA chunk of " + payload.remaining() + " bytes is outside 1.."
-                            + Frame.MAX_DATA_CHUNK);
-                }
-                byte[] chunk = new byte[payload.remaining()];
-                payload.get(chunk);
-                yield fileRequest(id, frame).onData(chunk);
-            }
-            case Frame.FILEINFO -> {
-                FileInfo info = fileInfo(payload, frame);
-                FileRequest request = fileRequest(id, frame);
-                if (request instanceof PendingStat) {
-                    pending.remove(id);   // STAT is answered by this one frame
-                }
-                yield request.onFileInfo(info);
-            }
-            default -> throw new AgentProtocolException("unknown frame type " + frame.type());
-        };
-        if (!fits) {
-            throw new AgentProtocolException("frame type " + frame.type() + " does not fit the state of request " + id);
-        }
-    }
-
-    private RemoteProcess process(int id, Frame frame) throws AgentProtocolException {
-        if (pending.get(id) instanceof RemoteProcess process) {
-            return process;
-        }
-        throw unknownId(id, frame);
-    }
-
-    private FileRequest fileRequest(int id, Frame frame) throws AgentProtocolException {
-        return switch (pending.get(id)) {
-            case FileRequest request -> request;
-            case RemoteProcess ignored -> throw new AgentProtocolException("frame type " + frame.type()
-                    + " for request " + Integer.toUnsignedString(id) + ", which is a process");
-            case null -> throw unknownId(id, frame);
-        };
-    }
-
-    /**
-     * FILEINFO after its id: string name, u8 type, u64 size, u32 mode, i64 mtime ms, string link
-     * target. The name is returned as the path; the request it answers makes the real path.
-     */
-    private static FileInfo fileInfo(ByteBuffer payload, Frame frame) throws AgentProtocolException {
-        String name = boundedString(payload, frame);
-        if (payload.remaining() < 1 + 8 + 4 + 8) {
-            throw new AgentProtocolException("FILEINFO is too short");
-        }
-        int typeCode = payload.get();
-        long size = payload.getLong();
-        int mode = payload.getInt();
-        long modified = payload.getLong();
-        String link = boundedString(payload, frame);
-        exactly(payload, 0, frame);
-        FileType type = switch (typeCode) {
-            case 0 -> FileType.FILE;
-            case 1 -> FileType.DIRECTORY;
-            case 2 -> FileType.SYMLINK;
-            case 3 -> FileType.OTHER;
-            default -> throw new AgentProtocolException("FILEINFO has the unknown file type " + typeCode);
-        };
-        if (size < 0 || (mode & ~07777) != 0) {
-            throw new AgentProtocolException("FILEINFO has the size " + Long.toUnsignedString(size) + " or mode "
-                    + Integer.toOctalString(mode) + ", which cannot be");
-        }
-        if (link.isEmpty() == (type == FileType.SYMLINK)) {
-            throw new AgentProtocolException("FILEINFO of type " + type + " has a link target of " + link.length()
-                    + " characters: symlinks, and only they, have a non-empty one");
-        }
-        return new FileInfo(name, type, size, mode, modified, type == FileType.SYMLINK ? link : null);
-    }
-
-    private static String boundedString(ByteBuffer payload, Frame frame) throws AgentProtocolException {
-        if (payload.remaining() >= 4 && payload.getInt(payload.position()) > MAX_FILEINFO_STRING) {
-            throw new AgentProtocolException("string in frame type " + frame.type() + " is over " + MAX_FILEINFO_STRING + " bytes");
-        }
-        return string(payload, frame);
-    }
-
-    private static AgentProtocolException unknownId(int id, Frame frame) {
-        return new AgentProtocolException("frame type " + frame.type() + " for unknown id " + Integer.toUnsignedString(id));
-    }
-
-    private static int u32(ByteBuffer payload, Frame frame) throws AgentProtocolException {
-        if (payload.remaining() < 4) {
-            throw new AgentProtocolException("frame type " + frame.type() + " is too short");
-        }
-        return payload.getInt();
-    }
-
-    private static String string(ByteBuffer payload, Frame frame) throws AgentProtocolException {
-        int length = u32(payload, frame);
-        if (length < 0 || length > payload.remaining()) {
-            throw new AgentProtocolException("string in frame type " + frame.type() + " is longer than the frame");
-        }
-        byte[] bytes = new byte[length];
-        payload.get(bytes);
-        return new String(bytes, StandardCharsets.UTF_8);
-    }
-
-    /** Checks that exactly {@code bytes} payload bytes are left. */
-    private static boolean exactly(ByteBuffer payload, int bytes, Frame frame) throws AgentProtocolException {
-        if (payload.remaining() != bytes) {
-            throw new AgentProtocolException("frame type " + frame.type() + " has the wrong length");
-        }
-        return true;
     }
 }

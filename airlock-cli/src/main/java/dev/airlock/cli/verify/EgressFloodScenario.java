@@ -124,10 +124,7 @@ final class EgressFloodScenario {
         // The server's shutdown closed its refusal windows: their counts are written now.
         checkRecords(data, id, refused, happened, problems);
         problems.addAll(new LeakCheck(config).find(id));
-        if (problems.isEmpty()) {
-            return Outcome.held(happened + "; nothing is left behind");
-        }
-        return Outcome.broken(happened + "\n" + String.join("\n", problems));
+        return RecoveryChecks.verdict(happened.toString(), problems);
     }
 
     /** Runs the flood under a watch of {@code /health}; the refused attempts, or -1 when the flood was too small to prove anything. */

@@ -52,10 +52,7 @@ final class OutputTreeScenario {
             attack(rest, id, Instant.parse(created.path("expiresAt").asString()), happened, problems, new LeakCheck(config));
         }
         problems.addAll(new LeakCheck(config).find(id));
-        if (problems.isEmpty()) {
-            return Outcome.held(happened + "; nothing is left behind");
-        }
-        return Outcome.broken(happened + "\n" + String.join("\n", problems));
+        return RecoveryChecks.verdict(happened.toString(), problems);
     }
 
     private static void attack(ScenarioRest rest, String id, Instant expires, StringBuilder happened, List<String> problems, LeakCheck leaks)

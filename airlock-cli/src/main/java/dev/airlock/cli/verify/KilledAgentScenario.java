@@ -1,0 +1,88 @@
+package dev.airlock.cli.verify;
+
+import dev.airlock.cli.verify.Verifier.Outcome;
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.EndReason;
+import dev.airlock.core.Engine;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.OutputListener;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.OciDriver;
+import dev.airlock.oci.OciDriverConfig;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static dev.airlock.cli.verify.RecoveryChecks.cleanUp;
+import static dev.airlock.cli.verify.RecoveryChecks.leftovers;
+import static dev.airlock.cli.verify.RecoveryChecks.verdict;
+
+/**
+ * The killed-agent scenario: the sandbox's PID 1 (the agent) is killed from the host while an
+ * execution runs. The execution must end as cancelled, and nothing of the sandbox may remain once
+ * it is closed.
+ */
+final class KilledAgentScenario {
+
+    private KilledAgentScenario() {
+    }
+
+    static Outcome run(OciDriverConfig config) throws InterruptedException {
+        try (Engine engine = new Engine(new OciDriver(config))) {
+            String prefix = "al-" + engine.driver().instance() + "-";
+            Sandbox sandbox = engine.create(SandboxSpec.defaults());
+            CountDownLatch started = new CountDownLatch(1);
+            CompletableFuture<ExecResult> exec = CompletableFuture.supplyAsync(() -> sandbox.exec(
+                    ExecRequest.of("sh", "-c", "echo started; sleep 1000 & sleep 1000"), new OutputListener() {
+                        @Override
+                        public void stdout(byte[] chunk) {
+                            started.countDown();
+                        }
+                    }));
+            List<String> problems = new ArrayList<>();
+            StringBuilder happened = new StringBuilder();
+            try {
+                if (!started.await(30, TimeUnit.SECONDS)) {
+                    return Outcome.error("the execution did not start within 30s");
+                }
+                List<HostProcesses.HostProcess> agents = HostProcesses.inSandboxes(sandbox.id().value()).stream()
+                        .filter(p -> p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
+                if (agents.size() != 1) {
+                    return Outcome.error("expected one agent process of sandbox " + sandbox.id() + " on the host, found: "
+                            + HostProcesses.describe(agents));
+                }
+                long agentPid = agents.getFirst().pid();
+                ProcessHandle.of(agentPid).ifPresent(ProcessHandle::destroyForcibly);
+                happened.append("killed the agent (host pid ").append(agentPid).append(") with SIGKILL under a running execution");
+                ExecResult r = exec.get(60, TimeUnit.SECONDS);
+                happened.append("; the execution ").append(Verifier.observed(r));
+                if (r.endReason() != EndReason.CANCELLED) {
+                    problems.add("the execution ended " + VerifyCase.label(r.endReason()) + ", expected cancelled");
+                }
+            } catch (Exception e) {
+                problems.add("the execution did not end within 60s of the agent's death: " + e);
+            } finally {
+                try {
+                    sandbox.close();
+                } catch (AirlockException e) {
+                    problems.add("closing the sandbox failed: " + e.getMessage());
+                }
+            }
+            if (HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(prefix).isEmpty())) {
+                happened.append("; no process of the sandbox remains");
+            } else {
+                problems.add("processes remain: " + HostProcesses.describe(HostProcesses.inSandboxes(prefix)));
+            }
+            engine.close();
+            problems.addAll(leftovers(config, prefix));
+            return verdict(happened.toString(), problems);
+        } finally {
+            cleanUp(config);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+package dev.airlock.server.policy;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Reads one entry of a policy file's {@code clients}: its token (as a SHA-256, or a token file),
+ * the profiles it may use, what it may call, and its quotas.
+ */
+final class ClientReader {
+
+    private static final Set<String> FIELDS = Set.of("tokenSha256", "tokenFile", "profiles", "allow", "quotas");
+    private static final Set<String> QUOTAS = Set.of("sandboxes", "executionsPerMinute");
+    private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
+
+    private ClientReader() {
+    }
+
+    /**
+     * @param profiles the policy's profiles, which the client's must be among
+     * @param base     resolves a relative token file; null to take it as given
+     */
+    static Client read(String name, PolicyNode y, Map<String, Profile> profiles, Path base) {
+        Map<String, PolicyNode> f = y.map(FIELDS);
+        byte[] hash = tokenHash(y, f.get("tokenSha256"), f.get("tokenFile"), base);
+        List<String> allowedProfiles = new ArrayList<>();
+        PolicyNode ps = f.get("profiles");
+        if (ps == null) {
+            throw y.error("'profiles' is missing: list the profiles this client may create sandboxes with (the first is its default)");
+        }
+        for (PolicyNode p : ps.list()) {
+            String profile = p.string();
+            if (!profiles.containsKey(profile)) {
+                throw p.error("no profile '" + profile + "' is defined: there are " + String.join(", ", profiles.keySet()));
+            }
+            allowedProfiles.add(profile);
+        }
+        if (allowedProfiles.isEmpty()) {
+            throw ps.error("list at least one profile");
+        }
+        Set<Operation> operations = EnumSet.noneOf(Operation.class);
+        PolicyNode allow = f.get("allow");
+        if (allow == null) {
+            throw y.error("'allow' is missing: list what this client may call (" + Operation.names() + "), or [\"*\"] for everything");
+        }
+        for (PolicyNode o : allow.list()) {
+            String op = o.string();
+            if (op.equals("*")) {
+                operations.addAll(EnumSet.allOf(Operation.class));
+            } else {
+                operations.add(o.check(() -> Operation.parse(op)));
+            }
+        }
+        int sandboxes = 0;
+        int perMinute = 0;
+        if (f.containsKey("quotas")) {
+            Map<String, PolicyNode> q = f.get("quotas").map(QUOTAS);
+            if (q.containsKey("sandboxes")) sandboxes = (int) q.get("sandboxes").integer(1, 100_000);
+            if (q.containsKey("executionsPerMinute")) perMinute = (int) q.get("executionsPerMinute").integer(1, 1_000_000);
+        }
+        return new Client(name, hash, allowedProfiles, operations, sandboxes, perMinute);
+    }
+
+    /** The SHA-256 of the client's token, from exactly one of {@code sha} and {@code file}. */
+    private static byte[] tokenHash(PolicyNode y, PolicyNode sha, PolicyNode file, Path base) {
+        if ((sha == null) == (file == null)) {
+            throw y.error("give exactly one of 'tokenSha256' (the SHA-256 of the client's token, from 'airlock policy token') or 'tokenFile'"
+                    + " (a file holding the token, readable only by its owner)");
+        }
+        if (sha != null) {
+            String hex = sha.string().toLowerCase(Locale.ROOT);
+            if (!SHA256.matcher(hex).matches()) {
+                throw sha.error("not a SHA-256 in hex (64 characters 0-9a-f): make one with 'airlock policy token'");
+            }
+            return HexFormat.of().parseHex(hex);
+        }
+        Path p = base == null ? Path.of(file.string()) : base.resolve(file.string());
+        return file.check(() -> Policy.sha256(TokenFile.read(p)));
+    }
+}

@@ -1,0 +1,149 @@
+package dev.airlock.server.policy;
+
+import dev.airlock.core.Input;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.NetworkPolicy;
+import dev.airlock.core.NetworkPolicy.Destination;
+import dev.airlock.core.RequestApproval;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.server.NetworkJson;
+import dev.airlock.server.command.LimitChanges;
+import dev.airlock.server.command.LimitField;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Reads one entry of a policy file's {@code profiles}: its image and languages, its limits and
+ * their maximum, its network, inputs and credentials, its lifetime, approvals and outputs. Limits
+ * are read by name through {@link LimitField} and applied with {@link LimitChanges}, as every
+ * other door does; the network through {@link NetworkJson}, as the REST API does.
+ */
+final class ProfileReader {
+
+    private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs");
+    private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
+    private static final Pattern INPUT_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+
+    private ProfileReader() {
+    }
+
+    /** @param secrets the policy's secrets, which the profile's credentials must be among */
+    static Profile read(String name, PolicyNode y, Map<String, SecretSource> secrets) {
+        Map<String, PolicyNode> f = y.map(FIELDS);
+        String image = f.containsKey("image") ? f.get("image").string() : SandboxSpec.SYSTEM_IMAGE;
+        Set<Language> languages = EnumSet.allOf(Language.class);
+        if (f.containsKey("languages")) {
+            languages = EnumSet.noneOf(Language.class);
+            for (PolicyNode l : f.get("languages").list()) {
+                languages.add(l.check(() -> Language.parse(l.string())));
+            }
+        }
+        Limits limits = f.containsKey("limits") ? limits(f.get("limits"), Limits.DEFAULTS) : Limits.DEFAULTS;
+        Limits max = f.containsKey("maxLimits") ? limits(f.get("maxLimits"), limits) : limits;
+        NetworkPolicy network = NetworkPolicy.NONE;
+        if (f.containsKey("network")) {
+            PolicyNode n = f.get("network");
+            network = n.check(() -> NetworkJson.parse(n.json()));
+        }
+        List<Input> inputs = new ArrayList<>();
+        if (f.containsKey("inputs")) {
+            f.get("inputs").named(INPUT_NAME).forEach((input, p) ->
+                    inputs.add(p.check(() -> new Input(input, Path.of(p.string())))));
+        }
+        List<String> credentials = f.containsKey("credentials") ? credentials(f.get("credentials"), secrets) : List.of();
+        if (!credentials.isEmpty() && network.isNone()) {
+            throw f.get("credentials").error("a profile with credentials needs a network that reaches their destinations");
+        }
+        Duration lifetime = Duration.ofHours(24);
+        if (f.containsKey("maxLifetimeSeconds")) {
+            lifetime = Duration.ofSeconds(f.get("maxLifetimeSeconds").integer(1, 7 * 86_400));
+        }
+        Set<Approval.Trigger> approvals = f.containsKey("approvals") ? approvals(f.get("approvals")) : Set.of();
+        List<RequestApproval> requestApprovals = new ArrayList<>();
+        if (f.containsKey("approveRequests")) {
+            requestApprovals = requestApprovals(f.get("approveRequests"));
+            if (!requestApprovals.isEmpty() && network.isNone()) {
+                throw f.get("approveRequests").error("a profile without network makes no requests to approve: give it a network");
+            }
+        }
+        long outputs = Policy.DEFAULT_OUTPUT_BYTES;
+        if (f.containsKey("outputs")) {
+            PolicyNode o = f.get("outputs");
+            outputs = o.check(() -> Limits.parseSize("outputs", o.string()));
+        }
+        Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals, outputs);
+        List<String> below = profile.exceeding(limits);
+        if (!below.isEmpty()) {
+            throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");
+        }
+        return profile;
+    }
+
+    /** {@code base} with the limits {@code y} names changed. */
+    private static Limits limits(PolicyNode y, Limits base) {
+        Map<String, PolicyNode> f = y.map(LIMITS);
+        return y.check(() -> {
+            LimitChanges changes = LimitChanges.read(f::containsKey, field -> switch (field.kind()) {
+                case SIZE -> f.get(field.wireName()).size();
+                case COUNT -> f.get(field.wireName()).integer(1, 1 << 20);
+                case DECIMAL, SECONDS -> f.get(field.wireName()).decimal();
+            });
+            return changes.applyTo(base);
+        });
+    }
+
+    private static List<String> credentials(PolicyNode y, Map<String, SecretSource> secrets) {
+        List<String> credentials = new ArrayList<>();
+        for (PolicyNode c : y.list()) {
+            String secret = c.string();
+            if (!secrets.containsKey(secret)) {
+                throw c.error("no secret '" + secret + "' is defined under 'secrets'" + (secrets.isEmpty() ? "" : ": there are "
+                        + String.join(", ", secrets.keySet())));
+            }
+            credentials.add(secret);
+        }
+        return credentials;
+    }
+
+    private static Set<Approval.Trigger> approvals(PolicyNode y) {
+        Set<Approval.Trigger> approvals = EnumSet.noneOf(Approval.Trigger.class);
+        for (PolicyNode a : y.list()) {
+            Approval.Trigger t = a.check(() -> Approval.Trigger.parse(a.string()));
+            if (t == Approval.Trigger.REQUEST) {
+                throw a.error("'request' is set by approveRequests rules, such as {host: api.example.com, methods: [POST]}, not listed here");
+            }
+            approvals.add(t);
+        }
+        return approvals;
+    }
+
+    private static List<RequestApproval> requestApprovals(PolicyNode y) {
+        List<RequestApproval> requestApprovals = new ArrayList<>();
+        for (PolicyNode r : y.list()) {
+            Map<String, PolicyNode> rf = r.map(Set.of("host", "ports", "methods"));
+            if (!rf.containsKey("host") || !rf.containsKey("methods")) {
+                throw r.error("a request approval needs 'host' and 'methods', such as {host: api.stripe.com, methods: [POST, DELETE]}");
+            }
+            List<Integer> ports = new ArrayList<>();
+            if (rf.containsKey("ports")) {
+                for (PolicyNode port : rf.get("ports").list()) {
+                    ports.add((int) port.integer(1, 65535));
+                }
+            }
+            Set<String> methods = new LinkedHashSet<>();
+            rf.get("methods").list().forEach(m -> methods.add(m.string()));
+            requestApprovals.add(r.check(() -> new RequestApproval(List.of(new Destination(rf.get("host").string(), ports)), methods)));
+        }
+        return requestApprovals;
+    }
+}
