@@ -32,7 +32,7 @@ class ReadmeSnippetTest {
         List<Snippet> snippets = snippets(Files.readString(REPOSITORY.resolve("README.md")));
         assertThat(snippets).extracting(Snippet::name).as("README blocks marked as compiled snippets").contains("LangChain4j");
         assertThat(snippets).extracting(s -> REPOSITORY.relativize(s.source()).toString())
-                .contains("airlock-cli/src/test/java/dev/airlock/cli/LangChain4jReadmeTest.java");
+                .contains("airlock-it/src/test/java/dev/airlock/it/LangChain4jReadmeTest.java");
         for (Snippet s : snippets) {
             assertThat(s.readmeCode())
                     .as("README.md's block '%s' against %s: change both together", s.name(), REPOSITORY.relativize(s.source()))
