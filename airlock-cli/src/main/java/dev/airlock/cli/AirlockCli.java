@@ -23,7 +23,12 @@ public final class AirlockCli {
         System.exit(execute(args));
     }
 
-    static int execute(String... args) {
+    /**
+     * Runs the CLI in this JVM and returns its exit status instead of exiting: {@link #main} without
+     * {@code System.exit}, for callers that embed it (the integration tests of airlock-it run
+     * {@code airlock approvals} this way).
+     */
+    public static int execute(String... args) {
         CommandLine cli = new CommandLine(new AirlockCli());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof AirlockException ae) {

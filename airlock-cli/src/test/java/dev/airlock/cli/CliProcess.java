@@ -8,10 +8,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-/** The real CLI in its own JVM, as a user runs it, with its output captured. */
-final class CliProcess {
+/**
+ * The real CLI in its own JVM, as a user runs it, with its output captured. Public, and shipped in
+ * airlock-cli's test jar, because the integration tests of airlock-it run the CLI this way too.
+ */
+public final class CliProcess {
 
-    final Process process;
+    public final Process process;
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
     private final Thread outPump;
@@ -23,7 +26,7 @@ final class CliProcess {
         this.errPump = pump(process.getErrorStream(), err);
     }
 
-    static CliProcess start(String... args) throws IOException {
+    public static CliProcess start(String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
         command.add("-cp");
@@ -34,14 +37,14 @@ final class CliProcess {
     }
 
     /** Runs the CLI to its end (at most two minutes). */
-    static CliProcess run(String... args) throws IOException, InterruptedException {
+    public static CliProcess run(String... args) throws IOException, InterruptedException {
         CliProcess cli = start(args);
         cli.process.getOutputStream().close();
         cli.await();
         return cli;
     }
 
-    int await() throws InterruptedException {
+    public int await() throws InterruptedException {
         if (!process.waitFor(2, TimeUnit.MINUTES)) {
             process.destroyForcibly();
             throw new AssertionError("the CLI did not finish within two minutes");
@@ -51,17 +54,17 @@ final class CliProcess {
         return process.exitValue();
     }
 
-    int exitCode() {
+    public int exitCode() {
         return process.exitValue();
     }
 
-    String stdout() {
+    public String stdout() {
         synchronized (out) {
             return out.toString(StandardCharsets.UTF_8);
         }
     }
 
-    String stderr() {
+    public String stderr() {
         synchronized (err) {
             return err.toString(StandardCharsets.UTF_8);
         }
