@@ -22,7 +22,6 @@ import java.io.OutputStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
@@ -36,8 +35,37 @@ import java.util.function.UnaryOperator;
  */
 public sealed interface Command<R> {
 
-    /** The operation a policy must grant for a client to send this command. */
-    Operation operation();
+    /** The operation a policy must grant for a client to send this command: the table of docs/policy.md. */
+    default Operation operation() {
+        return switch (this) {
+            case Create c -> Operation.SANDBOX_CREATE;
+            case ListSandboxes l -> Operation.SANDBOX_READ;
+            case Describe d -> Operation.SANDBOX_READ;
+            case Egress e -> Operation.SANDBOX_READ;
+            case ExtendTtl e -> Operation.SANDBOX_EXTEND;
+            case UpdateNetwork n -> Operation.NETWORK_UPDATE;
+            case Destroy d -> Operation.SANDBOX_DESTROY;
+            case Exec e -> Operation.EXEC;
+            case StartProcess p -> Operation.EXEC;
+            case Signal s -> Operation.EXEC;
+            case Run r -> Operation.RUN;
+            case WriteFile w -> Operation.FILES_WRITE;
+            case ReadFile r -> Operation.FILES_READ;
+            case Stat s -> Operation.FILES_READ;
+            case ListFiles l -> Operation.FILES_READ;
+            case Mkdir m -> Operation.FILES_WRITE;
+            case Remove r -> Operation.FILES_WRITE;
+            case Rename r -> Operation.FILES_WRITE;
+            case ListOutputs l -> Operation.OUTPUTS;
+            case DescribeOutputs d -> Operation.OUTPUTS;
+            case ReadOutput r -> Operation.OUTPUTS;
+            case DeleteOutputs d -> Operation.OUTPUTS;
+            case ListApprovals l -> Operation.APPROVALS;
+            case DescribeApproval d -> Operation.APPROVALS;
+            case Decide d -> Operation.APPROVALS;
+            case Metrics m -> Operation.METRICS;
+        };
+    }
 
     /** The sandbox this command acts on, or null. */
     default String sandbox() {
@@ -45,16 +73,26 @@ public sealed interface Command<R> {
     }
 
     /**
-     * Whether a caller granted {@code granted} may send this command: its own operation, or the
-     * one-shot {@link Run}, which creates, fills, runs, reads and destroys a sandbox of its own.
+     * Whether a caller granted {@code granted} may send this command. A command is covered by its
+     * own operation; besides that:
+     * <ul>
+     *   <li>the one-shot {@link Run} covers the steps it takes on its own sandbox: create, mkdir,
+     *       write, exec, stat, list, read, destroy;</li>
+     *   <li>{@code files.write} covers {@link Stat} (a writer looks at what it wrote);</li>
+     *   <li>any operation covers {@link Describe}: a door checks that what a request names exists
+     *       before it judges the body, but only {@code sandbox.read} asks for it on its own.</li>
+     * </ul>
      */
     default boolean coveredBy(Operation granted) {
-        return granted == operation() || (granted == Operation.RUN && partOfRun());
-    }
-
-    /** A step the one-shot {@link Run} takes on its own sandbox. */
-    default boolean partOfRun() {
-        return false;
+        if (granted == operation() || this instanceof Describe) {
+            return true;
+        }
+        return switch (granted) {
+            case RUN -> this instanceof Create || this instanceof Mkdir || this instanceof WriteFile || this instanceof Exec
+                    || this instanceof Stat || this instanceof ListFiles || this instanceof ReadFile || this instanceof Destroy;
+            case FILES_WRITE -> this instanceof Stat;
+            default -> false;
+        };
     }
 
     // --- lifecycle ---
@@ -92,15 +130,6 @@ public sealed interface Command<R> {
             }
         }
 
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_CREATE;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     /** The caller's sandboxes whose labels hold every pair of {@code labels}, oldest first. */
@@ -108,64 +137,25 @@ public sealed interface Command<R> {
         public ListSandboxes {
             labels = labels == null ? Map.of() : Map.copyOf(labels);
         }
-
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_READ;
-        }
     }
 
-    /**
-     * One sandbox, with its network policy and background processes. Any operation granted on a
-     * sandbox covers looking it up (a door checks that what a request names exists before it
-     * judges the body), but only {@code sandbox.read} lets a client ask for it on its own.
-     */
+    /** One sandbox, with its network policy and background processes. */
     record Describe(String sandbox) implements Command<ManagedSandbox> {
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_READ;
-        }
-
-        @Override
-        public boolean coveredBy(Operation granted) {
-            return true;
-        }
     }
 
     /** The sandbox's recent egress records, oldest first. */
     record Egress(String sandbox) implements Command<List<EgressRecord>> {
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_READ;
-        }
     }
 
     /** The sandbox lives until {@code ttl} from now, within its profile's maximum lifetime. */
     record ExtendTtl(String sandbox, Duration ttl) implements Command<ManagedSandbox> {
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_EXTEND;
-        }
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
     record UpdateNetwork(String sandbox, NetworkPolicy network) implements Command<ManagedSandbox> {
-        @Override
-        public Operation operation() {
-            return Operation.NETWORK_UPDATE;
-        }
     }
 
     record Destroy(String sandbox) implements Command<Void> {
-        @Override
-        public Operation operation() {
-            return Operation.SANDBOX_DESTROY;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     // --- executions ---
@@ -204,15 +194,6 @@ public sealed interface Command<R> {
             waiter = waiter == null ? Waiter.listening(OutputListener.NONE) : waiter;
         }
 
-        @Override
-        public Operation operation() {
-            return Operation.EXEC;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     /** Starts a process that runs on without a request waiting for it; its output goes to files. */
@@ -220,19 +201,10 @@ public sealed interface Command<R> {
         public StartProcess {
             options = options == null ? ExecOptions.NONE : options;
         }
-
-        @Override
-        public Operation operation() {
-            return Operation.EXEC;
-        }
     }
 
     /** Sends {@code signal} to a background process's whole process group. */
     record Signal(String sandbox, String process, int signal) implements Command<BackgroundProcess> {
-        @Override
-        public Operation operation() {
-            return Operation.EXEC;
-        }
     }
 
     /**
@@ -258,11 +230,6 @@ public sealed interface Command<R> {
             labels = labels == null ? Map.of() : Map.copyOf(labels);
             listener = listener == null ? OutputListener.NONE : listener;
         }
-
-        @Override
-        public Operation operation() {
-            return Operation.RUN;
-        }
     }
 
     /**
@@ -285,155 +252,62 @@ public sealed interface Command<R> {
     // --- files: every path is resolved by the agent, inside the sandbox ---
 
     record WriteFile(String sandbox, String path, InputStream content) implements Command<FileInfo> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_WRITE;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     /** Copies the file to {@code sink}, within the sandbox's file size limit. */
     record ReadFile(String sandbox, String path, OutputStream sink) implements Command<Void> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_READ;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
-    /** Either files permission may look at a file; the one-shot run too. */
     record Stat(String sandbox, String path) implements Command<FileInfo> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_READ;
-        }
 
-        @Override
-        public boolean coveredBy(Operation granted) {
-            return Command.super.coveredBy(granted) || granted == Operation.FILES_WRITE;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     record ListFiles(String sandbox, String path) implements Command<List<FileInfo>> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_READ;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     record Mkdir(String sandbox, String path, boolean parents) implements Command<FileInfo> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_WRITE;
-        }
-
-        @Override
-        public boolean partOfRun() {
-            return true;
-        }
     }
 
     record Remove(String sandbox, String path, boolean recursive) implements Command<Void> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_WRITE;
-        }
     }
 
     record Rename(String sandbox, String from, String to) implements Command<FileInfo> {
-        @Override
-        public Operation operation() {
-            return Operation.FILES_WRITE;
-        }
     }
 
     // --- outputs: what ended sandboxes left in /workspace/output ---
 
     /** The caller's collected outputs, newest first. */
     record ListOutputs() implements Command<List<JsonNode>> {
-        @Override
-        public Operation operation() {
-            return Operation.OUTPUTS;
-        }
     }
 
     record DescribeOutputs(String outputsOf) implements Command<JsonNode> {
-        @Override
-        public Operation operation() {
-            return Operation.OUTPUTS;
-        }
     }
 
     record ReadOutput(String outputsOf, String path, OutputStream sink) implements Command<Void> {
-        @Override
-        public Operation operation() {
-            return Operation.OUTPUTS;
-        }
     }
 
     record DeleteOutputs(String outputsOf) implements Command<Void> {
-        @Override
-        public Operation operation() {
-            return Operation.OUTPUTS;
-        }
     }
 
     // --- approvals: an operator's commands ---
 
     /** The approvals waiting for a person, oldest first. */
     record ListApprovals() implements Command<List<Approval>> {
-        @Override
-        public Operation operation() {
-            return Operation.APPROVALS;
-        }
     }
 
     record DescribeApproval(String approval) implements Command<Approval> {
-        @Override
-        public Operation operation() {
-            return Operation.APPROVALS;
-        }
     }
 
     /** Approves or denies a pending approval; {@code by} is recorded as who decided. */
     record Decide(String approval, boolean approve, String by, String reason) implements Command<Approval> {
-        @Override
-        public Operation operation() {
-            return Operation.APPROVALS;
-        }
     }
 
     /** The server's metrics in the Prometheus text format. */
     record Metrics() implements Command<String> {
-        @Override
-        public Operation operation() {
-            return Operation.METRICS;
-        }
     }
 
     /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */
     static String inWorkspace(String path) {
         return path.startsWith("/") ? path : "/workspace/" + path;
     }
-
-    /** Every kind of command, for documentation and for the tests that walk them all. */
-    Set<Class<?>> KINDS = Set.of(Command.class.getPermittedSubclasses());
 }
