@@ -15,7 +15,8 @@ import java.util.TreeMap;
 
 /**
  * A connection to an Airlock server ({@code bin/airlock serve}), the entry point of this SDK:
- * create sandboxes, find existing ones, check the server's health.
+ * create sandboxes, find existing ones, run code once in a sandbox of its own, check the server's
+ * health.
  *
  * <pre>{@code
  * try (Airlock airlock = Airlock.fromEnvironment();
@@ -104,6 +105,26 @@ public final class Airlock implements AutoCloseable {
     public RemoteSandbox get(String id) {
         Objects.requireNonNull(id, "id");
         return new RemoteSandbox(transport, transport.json("GET", Transport.path("v1", "sandboxes", id), null, false, Json::sandbox));
+    }
+
+    /**
+     * Runs source code once in a fresh sandbox and returns its result and the files it left in
+     * {@code /workspace/output}; the server destroys the sandbox at the end ({@code POST /v1/run}).
+     * Needs the {@code run} operation of the server's policy.
+     */
+    public RunResult run(Language language, String code) {
+        return run(Run.code(language, code));
+    }
+
+    /**
+     * Runs {@code run} once in a fresh sandbox made with the client's first profile: its files
+     * placed, its code run, what it left in {@code /workspace/output} collected (see
+     * {@link RunResult}), the sandbox destroyed. A program that fails or times out is a normal
+     * result, not an exception: check {@link RunResult#endReason()} and the exit code.
+     */
+    public RunResult run(Run run) {
+        Objects.requireNonNull(run, "run");
+        return transport.json("POST", "/v1/run", Json.run(run), true, Json::runResult);
     }
 
     /** Every sandbox on the server. */

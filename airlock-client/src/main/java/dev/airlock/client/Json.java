@@ -98,7 +98,33 @@ final class Json {
         if (!exec.env().isEmpty()) {
             o.set("env", stringMap(exec.env()));
         }
-        byte[] stdin = exec.stdinBytes();
+        putStdin(o, exec.stdinBytes());
+        if (exec.timeout() != null) {
+            putSeconds(o, "timeoutSeconds", exec.timeout());
+        }
+        if (background) {
+            o.put("background", true);
+        }
+        return o;
+    }
+
+    /** A one-shot run: {@code POST /v1/run}. */
+    static ObjectNode run(Run run) {
+        ObjectNode o = MAPPER.createObjectNode();
+        o.put("language", run.language().id());
+        o.put("code", run.code());
+        putStdin(o, run.stdinBytes());
+        if (!run.files().isEmpty()) {
+            o.set("files", stringMap(run.files()));
+        }
+        if (run.timeout() != null) {
+            putSeconds(o, "timeoutSeconds", run.timeout());
+        }
+        return o;
+    }
+
+    /** Text stdin stays text; anything that is not UTF-8 goes as base64. */
+    private static void putStdin(ObjectNode o, byte[] stdin) {
         if (stdin.length > 0) {
             String text = utf8OrNull(stdin);
             if (text != null) {
@@ -107,13 +133,6 @@ final class Json {
                 o.put("stdinBase64", Base64.getEncoder().encodeToString(stdin));
             }
         }
-        if (exec.timeout() != null) {
-            putSeconds(o, "timeoutSeconds", exec.timeout());
-        }
-        if (background) {
-            o.put("background", true);
-        }
-        return o;
     }
 
     static ObjectNode object(String k1, Object v1) {
@@ -211,6 +230,26 @@ final class Json {
 
     static ExecResult result(JsonNode n) {
         return result(n, "", "");
+    }
+
+    /** A one-shot run's answer: an execution result plus {@code outputs}. */
+    static RunResult runResult(JsonNode n) {
+        List<RunResult.Output> outputs = new ArrayList<>();
+        for (JsonNode o : new Fields(n, "run result").array("outputs")) {
+            Fields f = new Fields(o, "run output");
+            String path = f.string("path");
+            byte[] content = null;
+            if (f.has("contentBase64")) {
+                try {
+                    content = Base64.getDecoder().decode(f.string("contentBase64"));
+                } catch (IllegalArgumentException e) {
+                    throw new BadResponse("run output '" + Errors.sanitize(path, 80) + "' field 'contentBase64' is not base64");
+                }
+            }
+            String notReturned = content == null ? f.string("notReturned") : null;
+            outputs.add(new RunResult.Output(path, Math.max(0, f.longValue("size")), content, notReturned));
+        }
+        return new RunResult(result(n), outputs);
     }
 
     /** A background process snapshot: id, command, state, startedAt, result. */
