@@ -8,6 +8,8 @@ import dev.airlock.core.SandboxAgent.FileType;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,15 +48,27 @@ final class OneShotRuns {
     }
 
     private final Steps steps;
+    private final Policy policy;
     private final Duration maxTtl;
 
-    OneShotRuns(Steps steps, Duration maxTtl) {
+    OneShotRuns(Steps steps, Policy policy, Duration maxTtl) {
         this.steps = steps;
+        this.policy = policy;
         this.maxTtl = maxTtl;
     }
 
+    /**
+     * Runs with the client's first profile. Without a timeout the profile's applies; the sandbox
+     * lives the run's timeout and a margin, within the server's and the profile's maximum
+     * lifetime (a run cut short by its sandbox's expiry ends like a timeout).
+     */
     Command.RunResult run(Caller caller, Command.Run run) {
-        Duration ttl = run.timeout() == null ? maxTtl : min(run.timeout().plus(MARGIN), maxTtl);
+        if (caller.isServer()) {
+            throw new AirlockException(AirlockException.Kind.INTERNAL, "the server does not run code on its own");
+        }
+        Profile profile = policy.profile(caller.client().profiles().getFirst());
+        Duration timeout = run.timeout() != null ? run.timeout() : profile.limits().timeout();
+        Duration ttl = min(min(timeout.plus(MARGIN), maxTtl), profile.maxLifetime());
         ManagedSandbox sandbox = steps.send(caller, new Command.Create(null, null, null, null, null, run.labels(), ttl, ttl, null));
         String id = sandbox.id();
         try {

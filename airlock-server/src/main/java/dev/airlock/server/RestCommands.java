@@ -139,8 +139,7 @@ final class RestCommands {
         }
         Map<String, byte[]> files = new LinkedHashMap<>();
         Json.stringMap(body, "files").forEach((path, text) -> files.put(path, text.getBytes(StandardCharsets.UTF_8)));
-        Duration timeout = timeout(body);
-        return new Command.Run(Language.parse(language), code, stdin(body), files, timeout == null ? Duration.ofSeconds(30) : timeout,
+        return new Command.Run(Language.parse(language), code, stdin(body), files, timeout(body),
                 Map.of("airlock.rest", "run"), null);
     }
 }

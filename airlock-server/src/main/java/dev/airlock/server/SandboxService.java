@@ -98,7 +98,7 @@ public final class SandboxService implements AutoCloseable {
                 new SeparationOfDuties(approvals)), audit);
         this.lifecycle = new Lifecycle(policy, engine, sandboxes, store, teardown, metrics, audit, () -> closed);
         this.executions = new Executions(engine, new ExecutionRecords(audit), processOutputs, metrics);
-        this.runs = new OneShotRuns(this::execute, config.maxTtl());
+        this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
         this.files = new FileCommands(audit);
         this.reapedAtStart = forgetOrphans(store);
         this.egressApprovals = new EgressApprovals(sandboxes, approvals, policy);

@@ -211,7 +211,8 @@ public sealed interface Command<R> {
      * A one-shot run: a fresh sandbox with the client's first profile, {@code files} placed under
      * /workspace, the code run, what it left in /workspace/output collected, the sandbox destroyed.
      *
-     * @param files path (absolute, or relative to /workspace) to content
+     * @param files   path (absolute, or relative to /workspace) to content
+     * @param timeout null: the profile's
      */
     record Run(Language language, String code, byte[] stdin, Map<String, byte[]> files, Duration timeout, Map<String, String> labels,
                OutputListener listener) implements Command<RunResult> {

@@ -6,12 +6,12 @@ import java.time.Duration;
 final class ExecTimeouts {
 
     static final int MAX_SECONDS = 3600;
-    static final Duration DEFAULT = Duration.ofSeconds(30);
 
     private ExecTimeouts() {
     }
 
+    /** The timeout a call asked for, or null: the sandbox's own (its profile's), which the tool descriptions name. */
     static Duration of(Double seconds) {
-        return seconds == null ? DEFAULT : Duration.ofMillis(Math.round(seconds * 1000));
+        return seconds == null ? null : Duration.ofMillis(Math.round(seconds * 1000));
     }
 }

@@ -97,7 +97,7 @@ final class SandboxTools {
             return ToolResults.exec(cancelled(), List.of(), List.of());
         }
         Command.RunResult run;
-        try (OutputRelay relay = new OutputRelay(call, timeout)) {
+        try (OutputRelay relay = new OutputRelay(call, timeout != null ? timeout : profileTimeout())) {
             run = service.execute(call.caller(), new Command.Run(language, code, stdin == null ? null : stdin.getBytes(StandardCharsets.UTF_8),
                     files, timeout, Map.of("airlock.mcp", "run_code"), relay));
         } finally {
@@ -165,7 +165,7 @@ final class SandboxTools {
         if (!calls.start(key)) {
             return ToolResults.exec(cancelled(), null, List.of());
         }
-        try (OutputRelay relay = new OutputRelay(call, timeout)) {
+        try (OutputRelay relay = new OutputRelay(call, timeout != null ? timeout : profileTimeout())) {
             ExecResult result = service.execute(call.caller(), new Command.Exec(id, source, options, Command.Waiter.listening(relay)));
             return ToolResults.exec(result, null, List.of());
         } finally {
@@ -178,6 +178,11 @@ final class SandboxTools {
     /** The call {@code key} ended, whatever the tool: it can no longer be cancelled. */
     void callEnded(String key) {
         calls.end(key);
+    }
+
+    /** The execution timeout of the client's profile (the tools' sandboxes use its first), for a call that names none. */
+    private Duration profileTimeout() {
+        return service.policy().profile(client.profiles().getFirst()).limits().timeout();
     }
 
     /** The result of a call cancelled before it started. */

@@ -85,7 +85,7 @@ final class ToolCatalog {
                                 + " chart. Write result files to /workspace/output/: images (PNG, JPEG, GIF, WebP) come back as images and"
                                 + " text files as embedded resources (at most 8 files of 1 MiB each). 'files' places input text files first"
                                 + " (relative paths are under /workspace). Output is capped at 1 MiB per stream; the run is killed after"
-                                + " timeoutSeconds (default 30)." + facts
+                                + " timeoutSeconds (default " + profile.limits().timeout().toSeconds() + ")." + facts
                                 + " For several steps that share files or state, use sandbox_create and sandbox_exec instead.",
                         """
                         {
@@ -97,7 +97,7 @@ final class ToolCatalog {
                             "stdin": {"type": "string", "description": "Text fed to standard input"},
                             "files": {"type": "object", "additionalProperties": {"type": "string"},
                               "description": "Text files to place before the run: {\\"path\\": \\"content\\"}; relative paths are under /workspace"},
-                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit; default 30"}
+                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit in seconds; default: the profile's, given in the tool description"}
                           },
                           "required": ["language", "code"]
                         }
@@ -118,7 +118,7 @@ final class ToolCatalog {
                                 "memory": {"type": ["string", "integer"], "description": "Memory, such as \\"512m\\" (default) or \\"2g\\""},
                                 "cpus": {"type": "number", "description": "CPU cores, such as 1 (default) or 0.5"},
                                 "pids": {"type": "integer", "description": "Processes and threads at once (default 256)"},
-                                "timeoutSeconds": {"type": "number", "description": "Default wall-clock limit of each execution (default 30)"},
+                                "timeoutSeconds": {"type": "number", "description": "Default wall-clock limit of each execution in seconds (default: the profile's)"},
                                 "disk": {"type": ["string", "integer"], "description": "Size of /workspace and of /tmp (default \\"128m\\")"},
                                 "outputLimit": {"type": ["string", "integer"], "description": "stdout and stderr kept per execution (default \\"1m\\")"},
                                 "fileSize": {"type": ["string", "integer"], "description": "Largest file a program may write (default \\"64m\\")"}
@@ -134,7 +134,7 @@ final class ToolCatalog {
                                 + " ends. Files and installed state persist between calls in the same sandbox; each call is a new process"
                                 + " (no shell state such as cd or variables carries over; use cwd and env). Give 'command' as a shell line"
                                 + " (a string, run with sh -c) or as an array of program and arguments, or 'language' with 'code'. Killed after"
-                                + " timeoutSeconds (default 30). The sandbox has " + network(profile) + ".",
+                                + " timeoutSeconds (default " + profile.limits().timeout().toSeconds() + "). The sandbox has " + network(profile) + ".",
                         """
                         {
                           "type": "object",
@@ -147,7 +147,7 @@ final class ToolCatalog {
                             "stdin": {"type": "string", "description": "Text fed to standard input"},
                             "cwd": {"type": "string", "description": "Working directory; default /workspace"},
                             "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"},
-                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit; default 30"}
+                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit in seconds; default: the profile's, given in the tool description"}
                           },
                           "required": ["sandboxId"]
                         }
