@@ -2,6 +2,7 @@ package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.Printable;
 import dev.airlock.server.policy.TokenFile;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -57,7 +58,7 @@ final class ApprovalsCommand {
             }
             JsonNode n = r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body());
             if (r.statusCode() >= 300) {
-                String message = n.path("error").path("message").asString("HTTP " + r.statusCode());
+                String message = errorMessage(n.path("error"), r.statusCode());
                 Kind kind = switch (r.statusCode()) {
                     case 401, 403 -> Kind.PERMISSION_DENIED;
                     case 404 -> Kind.NOT_FOUND;
@@ -68,6 +69,20 @@ final class ApprovalsCommand {
                 throw new AirlockException(kind, message);
             }
             return n;
+        }
+
+        /**
+         * The server's error sentence and, for a refusal, the control and rule that refused, as the
+         * SDK and the MCP door show them: {@code <message> [refused by <control>: <rule>]}. The
+         * server's text is cleaned of control characters before it reaches the terminal.
+         */
+        static String errorMessage(JsonNode error, int status) {
+            String message = Printable.of(error.path("message").asString("HTTP " + status), 1000);
+            if (!error.path("control").isString()) {
+                return message;
+            }
+            String rule = error.path("rule").isString() ? ": " + Printable.of(error.path("rule").asString()) : "";
+            return message + " [refused by " + Printable.of(error.path("control").asString(), 40) + rule + "]";
         }
     }
 

@@ -7,11 +7,15 @@ import java.nio.charset.StandardCharsets;
 /**
  * Turns an HTTP error answer into the typed exception for its status. The server's text is
  * untrusted: control characters are replaced and it is cut to {@link #MAX_MESSAGE} characters
- * before it reaches an exception message.
+ * before it reaches an exception message; so are the names of the control and rule that refused,
+ * to {@link #MAX_CONTROL} and {@link #MAX_RULE}.
  */
 final class Errors {
 
     static final int MAX_MESSAGE = 500;
+    static final int MAX_CODE = 40;
+    static final int MAX_CONTROL = 40;
+    static final int MAX_RULE = 200;
 
     private Errors() {
     }
@@ -22,30 +26,30 @@ final class Errors {
      * @param what   the request, such as {@code GET /v1/sandboxes/x}, named when the body is unreadable
      */
     static AirlockException fromResponse(int status, byte[] body, String what) {
-        String code = null;
-        String message = null;
+        JsonNode error = null;
         try {
-            JsonNode error = Json.MAPPER.readTree(body).path("error");
-            if (error.path("code").isString()) {
-                code = error.path("code").stringValue();
-            }
-            if (error.path("message").isString()) {
-                message = error.path("message").stringValue();
-            }
+            error = Json.MAPPER.readTree(body).path("error");
         } catch (RuntimeException notJson) {
             // fall through: described below
         }
+        String code = string(error, "code");
+        String message = string(error, "message");
         if (code == null || message == null) {
             String text = new String(body, StandardCharsets.UTF_8).strip();
             message = what + " answered HTTP " + status + " without an Airlock error body"
                     + (text.isEmpty() ? "" : ": " + sanitize(text, 200));
             code = code == null ? defaultCode(status) : code;
         }
-        return forStatus(status, sanitize(code, 40), sanitize(message, MAX_MESSAGE));
+        return forStatus(status, code, message, name(error, "control"), name(error, "rule"));
     }
 
-    /** Maps a code carried in an NDJSON {@code error} line, where there is no status of its own. */
-    static AirlockException fromCode(String code, String message) {
+    /**
+     * Maps the error object of an NDJSON {@code error} line ({@code code}, {@code message} and,
+     * for a refusal, {@code control} and {@code rule}), where there is no status of its own.
+     */
+    static AirlockException fromStreamError(JsonNode error) {
+        String code = string(error, "code");
+        String message = string(error, "message");
         int status = switch (code == null ? "" : code) {
             case "invalid_argument" -> 400;
             case "unauthenticated" -> 401;
@@ -57,27 +61,45 @@ final class Errors {
             case "unavailable" -> 503;
             default -> 500;
         };
-        return forStatus(status, sanitize(code == null ? "internal" : code, 40),
-                sanitize(message == null ? "the server reported an error without a message" : message, MAX_MESSAGE));
+        return forStatus(status, code == null ? "internal" : code,
+                message == null ? "the server reported an error without a message" : message,
+                name(error, "control"), name(error, "rule"));
     }
 
-    static AirlockException forStatus(int status, String code, String message) {
+    /** The exception for {@code status}; sanitizes and caps every text the server sent. */
+    static AirlockException forStatus(int status, String code, String message, String control, String rule) {
+        code = sanitize(code, MAX_CODE);
+        message = sanitize(message, MAX_MESSAGE);
+        control = sanitize(control, MAX_CONTROL);
+        rule = sanitize(rule, MAX_RULE);
         return switch (status) {
-            case 400 -> new BadRequestException(status, code, message);
-            case 401 -> new UnauthorizedException(status, code, message);
-            case 403 -> new ForbiddenException(status, code, message);
-            case 404 -> new NotFoundException(status, code, message);
-            case 409 -> new ConflictException(status, code, message);
-            case 413 -> new PayloadTooLargeException(status, code, message);
-            case 429 -> new QuotaExceededException(status, code, message);
-            case 503 -> new UnavailableException(status, code, message);
-            default -> new ServerException(status, code, message);
+            case 400 -> new BadRequestException(status, code, message, control, rule);
+            case 401 -> new UnauthorizedException(status, code, message, control, rule);
+            case 403 -> new ForbiddenException(status, code, message, control, rule);
+            case 404 -> new NotFoundException(status, code, message, control, rule);
+            case 409 -> new ConflictException(status, code, message, control, rule);
+            case 413 -> new PayloadTooLargeException(status, code, message, control, rule);
+            case 429 -> new QuotaExceededException(status, code, message, control, rule);
+            case 503 -> new UnavailableException(status, code, message, control, rule);
+            default -> new ServerException(status, code, message, control, rule);
         };
+    }
+
+    /** The text field {@code name} of {@code error}; null when it is missing or not text. */
+    private static String string(JsonNode error, String name) {
+        return error != null && error.path(name).isString() ? error.path(name).stringValue() : null;
+    }
+
+    /** Like {@link #string}, and null when empty too: a refusal's {@code control} or {@code rule}, which names something or nothing. */
+    private static String name(JsonNode error, String field) {
+        String s = string(error, field);
+        return s == null || s.isEmpty() ? null : s;
     }
 
     /** The answer was 2xx but not what the contract promises. */
     static ServerException unreadable(int status, String what, String problem) {
-        return new ServerException(status, "invalid_response", sanitize(what + " answered something this client cannot read: " + problem, MAX_MESSAGE));
+        return new ServerException(status, "invalid_response", sanitize(what + " answered something this client cannot read: " + problem, MAX_MESSAGE),
+                null, null);
     }
 
     private static String defaultCode(int status) {

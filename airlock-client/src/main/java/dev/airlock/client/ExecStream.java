@@ -58,8 +58,7 @@ final class ExecStream {
                     }
                     case "error" -> {
                         JsonNode e = n.path("error").isObject() ? n.path("error") : n;
-                        throw Errors.fromCode(e.path("code").isString() ? e.path("code").stringValue() : null,
-                                e.path("message").isString() ? e.path("message").stringValue() : null);
+                        throw Errors.fromStreamError(e);
                     }
                     default -> {
                         // a line type this client does not know: newer servers may add some

@@ -5,7 +5,7 @@ public final class ForbiddenException extends AirlockException {
 
     private static final long serialVersionUID = 1L;
 
-    ForbiddenException(int status, String code, String message) {
-        super(status, code, message);
+    ForbiddenException(int status, String code, String message, String control, String rule) {
+        super(status, code, message, control, rule);
     }
 }

@@ -5,7 +5,7 @@ public final class QuotaExceededException extends AirlockException {
 
     private static final long serialVersionUID = 1L;
 
-    QuotaExceededException(int status, String code, String message) {
-        super(status, code, message);
+    QuotaExceededException(int status, String code, String message, String control, String rule) {
+        super(status, code, message, control, rule);
     }
 }

@@ -62,6 +62,67 @@ class ErrorMappingTest {
     }
 
     @Test
+    void aRefusalNamesTheControlAndRuleAndTheMessageEndsWithThem() {
+        server.reply("POST", "/v1/sandboxes", 403, "{\"error\":{\"code\":\"forbidden\",\"message\":\"limits above what profile"
+                + " 'small' allows: memory 1g > 256m\",\"control\":\"profile\",\"rule\":\"profiles.small.maxLimits\"}}");
+
+        ForbiddenException e = catchThrowableOfType(ForbiddenException.class, () -> airlock.create());
+
+        assertThat(e.control()).isEqualTo("profile");
+        assertThat(e.rule()).isEqualTo("profiles.small.maxLimits");
+        assertThat(e.serverMessage()).isEqualTo("limits above what profile 'small' allows: memory 1g > 256m");
+        assertThat(e.getMessage()).isEqualTo("limits above what profile 'small' allows: memory 1g > 256m (HTTP 403 forbidden)"
+                + " [refused by profile: profiles.small.maxLimits]");
+    }
+
+    @Test
+    void aQuotaRefusalIsAQuotaExceededExceptionThatNamesItsRule() {
+        server.reply("POST", "/v1/sandboxes", 429, "{\"error\":{\"code\":\"quota_exceeded\",\"message\":\"too many\","
+                + "\"control\":\"quota\",\"rule\":\"clients.agent.quotas.sandboxes\"}}");
+
+        QuotaExceededException e = catchThrowableOfType(QuotaExceededException.class, () -> airlock.create());
+
+        assertThat(e.control()).isEqualTo("quota");
+        assertThat(e.rule()).isEqualTo("clients.agent.quotas.sandboxes");
+        assertThat(e.getMessage()).endsWith(" [refused by quota: clients.agent.quotas.sandboxes]");
+    }
+
+    @Test
+    void anErrorThatNamesNoControlHasNeitherAndNoSuffix() {
+        server.reply("GET", "/v1/sandboxes/x", 404, FakeAirlock.error("not_found", "no sandbox x"));
+
+        AirlockException e = catchThrowableOfType(AirlockException.class, () -> airlock.get("x"));
+
+        assertThat(e.control()).isNull();
+        assertThat(e.rule()).isNull();
+        assertThat(e.getMessage()).isEqualTo("no sandbox x (HTTP 404 not_found)");
+    }
+
+    @Test
+    void aHostileControlAndRuleAreCleanedAndCut() {
+        server.reply("POST", "/v1/sandboxes", 403, "{\"error\":{\"code\":\"forbidden\",\"message\":\"no\","
+                + "\"control\":\"pro\\u001b[2Jfile\\n" + "c".repeat(10_000) + "\",\"rule\":\"r\\u202e\\r" + "r".repeat(10_000) + "\"}}");
+
+        AirlockException e = catchThrowableOfType(AirlockException.class, () -> airlock.create());
+
+        assertThat(e.control()).startsWith("pro?[2Jfile ccc").hasSize(Errors.MAX_CONTROL + 1).endsWith("…");
+        assertThat(e.rule()).startsWith("r??rrr").hasSize(Errors.MAX_RULE + 1).endsWith("…");
+        assertThat(e.getMessage()).hasSizeLessThan(Errors.MAX_MESSAGE + Errors.MAX_CONTROL + Errors.MAX_RULE + 100)
+                .doesNotContain("\u001b", "\u202e", "\r", "\n");
+    }
+
+    @Test
+    void aControlOrRuleThatIsNotTextIsIgnored() {
+        server.reply("POST", "/v1/sandboxes", 403, "{\"error\":{\"code\":\"forbidden\",\"message\":\"no\",\"control\":{\"x\":1},\"rule\":7}}");
+
+        AirlockException e = catchThrowableOfType(AirlockException.class, () -> airlock.create());
+
+        assertThat(e.control()).isNull();
+        assertThat(e.rule()).isNull();
+        assertThat(e.getMessage()).isEqualTo("no (HTTP 403 forbidden)");
+    }
+
+    @Test
     void anErrorWithoutAnAirlockBodyNamesTheRequestAndKeepsTheStatusType() {
         server.reply("GET", "/v1/sandboxes", 503, "<html>Service Unavailable</html>");
 

@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 class ExecTest {
 
@@ -182,6 +183,23 @@ class ExecTest {
         assertThatThrownBy(() -> sandbox.exec(Exec.command("x"), new OutputHandler() { }))
                 .isInstanceOf(UnavailableException.class)
                 .hasMessageContaining("shutting down");
+    }
+
+    @Test
+    void aRefusalInTheStreamNamesItsControlAndRule() {
+        server.on("POST", EXEC, ex -> {
+            OutputStream out = startNdjson(ex);
+            line(out, "{\"type\":\"error\",\"error\":{\"code\":\"quota_exceeded\",\"message\":\"3 executions in the last minute\","
+                    + "\"control\":\"quota\",\"rule\":\"clients.burst.quotas.executionsPerMinute\"}}");
+            out.close();
+        });
+
+        QuotaExceededException e = catchThrowableOfType(QuotaExceededException.class,
+                () -> sandbox.exec(Exec.command("x"), new OutputHandler() { }));
+
+        assertThat(e.control()).isEqualTo("quota");
+        assertThat(e.rule()).isEqualTo("clients.burst.quotas.executionsPerMinute");
+        assertThat(e.getMessage()).endsWith("[refused by quota: clients.burst.quotas.executionsPerMinute]");
     }
 
     @Test
