@@ -4,6 +4,7 @@ import dev.airlock.core.Language;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
@@ -47,7 +48,7 @@ final class Fixtures {
     }
 
     /** {@code profile} with {@code approvals} as the actions that wait for a person. */
-    static Profile withApprovals(Profile p, Set<dev.airlock.server.policy.Approval.Trigger> approvals) {
+    static Profile withApprovals(Profile p, Set<Approval.Trigger> approvals) {
         return new Profile(p.name(), p.image(), p.languages(), p.limits(), p.maxLimits(), p.network(), p.inputs(), p.credentials(),
                 p.maxLifetime(), approvals, p.requestApprovals(), p.outputBytes());
     }
