@@ -64,7 +64,7 @@ class CommandTest {
     @Test
     void everyKindHasASample() {
         Set<Class<?>> permitted = Set.of(Command.class.getPermittedSubclasses());
-        assertThat(SAMPLES.stream().map(Object::getClass).collect(Collectors.toSet())).isEqualTo(permitted).isEqualTo(Command.KINDS);
+        assertThat(SAMPLES.stream().map(Object::getClass).collect(Collectors.toSet())).isEqualTo(permitted);
         assertThat(SAMPLES).hasSize(permitted.size());
     }
 
@@ -86,7 +86,6 @@ class CommandTest {
 
     @Test
     void theOneShotRunCoversExactlyItsOwnSteps() {
-        assertThat(SAMPLES.stream().filter(Command::partOfRun).map(Object::getClass).collect(Collectors.toSet())).isEqualTo(RUN_STEPS);
         Set<Class<?>> coveredByRun = SAMPLES.stream().filter(c -> c.operation() != Operation.RUN && c.coveredBy(Operation.RUN))
                 .map(Object::getClass).collect(Collectors.toSet());
         // its steps, and describe, which any operation covers
