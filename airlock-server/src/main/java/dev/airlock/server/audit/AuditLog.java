@@ -107,7 +107,11 @@ public final class AuditLog implements AutoCloseable {
     /** Opens (creating the table if needed) the log in the SQLite file {@code file}. */
     public static AuditLog open(Path file, AuditSettings settings) {
         try {
-            Connection db = DriverManager.getConnection("jdbc:sqlite:" + file);
+            // Every transaction takes the write lock when it begins, so a batch reads the chain's tail
+            // and appends to it with no other process (another server on this data directory) between.
+            java.util.Properties properties = new java.util.Properties();
+            properties.setProperty("transaction_mode", "IMMEDIATE");
+            Connection db = DriverManager.getConnection("jdbc:sqlite:" + file, properties);
             try (Statement st = db.createStatement()) {
                 st.execute("PRAGMA journal_mode=WAL");
                 st.execute("PRAGMA busy_timeout=5000");
@@ -303,12 +307,20 @@ public final class AuditLog implements AutoCloseable {
         String hash = lastHash;
         int written = 0;
         for (int attempt = 1; attempt <= 3; attempt++) {
-            seq = lastSeq;
-            hash = lastHash;
             written = 0;
             try (PreparedStatement ps = db.prepareStatement(
                     "INSERT INTO audit (seq, time, kind, actor, sandbox, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")) {
                 db.setAutoCommit(false);
+                // the tail as the file has it now: another process may have appended since this one last wrote
+                seq = lastSeq;
+                hash = lastHash;
+                try (Statement st = db.createStatement();
+                     ResultSet rs = st.executeQuery("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")) {
+                    if (rs.next() && rs.getLong(1) > seq) {
+                        seq = rs.getLong(1);
+                        hash = rs.getString(2);
+                    }
+                }
                 for (Pending p : records) {
                     AuditRecord r = new AuditRecord(seq + 1, TIME.format(p.time()), p.kind(), p.actor(), p.sandbox(), p.detail(), hash, null);
                     String h = r.computeHash();
@@ -329,12 +341,15 @@ public final class AuditLog implements AutoCloseable {
                     ps.executeBatch();
                 }
                 db.commit();
+                // back to autocommit: between batches this process holds no lock another writer waits for
+                db.setAutoCommit(true);
                 lastSeq = seq;
                 lastHash = hash;
                 return;
             } catch (SQLException e) {
                 try {
                     db.rollback();
+                    db.setAutoCommit(true);
                 } catch (SQLException ignored) {
                     // the next attempt starts a new transaction
                 }

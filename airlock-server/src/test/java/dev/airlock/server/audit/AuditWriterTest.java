@@ -19,6 +19,40 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class AuditWriterTest {
 
+    /**
+     * Two processes on one data directory (an {@code airlock serve} and the {@code airlock mcp}
+     * sessions an agent starts, all with the default /var/lib/airlock) append to one chain: each
+     * batch takes the database's write lock and continues from the last record in the file, not
+     * from what its own process wrote last.
+     */
+    @Test
+    void twoWritersOnOneFileKeepOneChain(@TempDir Path dir) throws Exception {
+        Path db = dir.resolve("airlock.db");
+        int each = 3_000;
+        try (AuditLog first = AuditLog.open(db); AuditLog second = AuditLog.open(db)) {
+            List<Thread> workers = new ArrayList<>();
+            for (AuditLog log : List.of(first, second)) {
+                for (int t = 0; t < 2; t++) {
+                    workers.add(Thread.ofVirtual().start(() -> {
+                        for (int i = 0; i < each; i++) {
+                            log.record(AuditRecord.FILE, log == first ? "serve" : "mcp", null, Map.of("i", i));
+                        }
+                    }));
+                }
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+        }
+        try (AuditReader reader = AuditReader.open(db)) {
+            AuditReader.Verdict v = reader.verify();
+            assertThat(v.ok()).as(v.problem()).isTrue();
+            List<AuditRecord> counts = reader.query(new AuditReader.Query(null, AuditRecord.AUDIT, null, 0));
+            assertThat(counts).as("nothing dropped").isEmpty();
+            assertThat(reader.query(new AuditReader.Query(null, AuditRecord.FILE, null, 0))).hasSize(4 * each);
+        }
+    }
+
     @Test
     void aFloodFromManyThreadsIsWrittenOrCountedInOneChain(@TempDir Path dir) throws Exception {
         Path db = dir.resolve("airlock.db");
