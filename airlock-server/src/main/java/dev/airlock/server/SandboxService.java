@@ -20,7 +20,6 @@ import dev.airlock.server.control.ProfileCeilings;
 import dev.airlock.server.control.Refusal;
 import dev.airlock.server.control.SeparationOfDuties;
 import dev.airlock.server.control.ServerCapacity;
-import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Approvals;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
@@ -31,7 +30,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -2,13 +2,11 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
-import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.SandboxAgent.FileInfo;
-import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.CappedSink;
@@ -21,8 +19,6 @@ import dev.airlock.server.policy.Client;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
 import io.modelcontextprotocol.spec.McpSchema.Content;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
@@ -41,7 +37,6 @@ import java.util.Set;
  */
 final class SandboxTools {
 
-    private static final Logger LOG = LoggerFactory.getLogger(SandboxTools.class);
     static final int MAX_PLACED_FILES = Command.Run.MAX_FILES;
     static final int MAX_WRITE_BYTES = 8 * 1024 * 1024;
     static final int MAX_READ_BYTES = 1024 * 1024;

@@ -4,7 +4,6 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.server.ServerConfig;
 import dev.airlock.server.audit.Audit;
 import dev.airlock.server.SandboxService;
-import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.policy.Profile;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
