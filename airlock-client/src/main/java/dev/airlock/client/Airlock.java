@@ -94,7 +94,7 @@ public final class Airlock implements AutoCloseable {
     /** Creates a sandbox; close it (try-with-resources) to destroy it. */
     public RemoteSandbox create(SandboxSpec spec) {
         Objects.requireNonNull(spec, "spec");
-        return new RemoteSandbox(transport, transport.json("POST", "/v1/sandboxes", Json.spec(spec), false, Json::sandbox));
+        return new RemoteSandbox(transport, transport.json("POST", "/v1/sandboxes", RequestBodies.spec(spec), false, Json::sandbox));
     }
 
     /**
@@ -124,7 +124,7 @@ public final class Airlock implements AutoCloseable {
      */
     public RunResult run(Run run) {
         Objects.requireNonNull(run, "run");
-        return transport.json("POST", "/v1/run", Json.run(run), true, Json::runResult);
+        return transport.json("POST", "/v1/run", RequestBodies.run(run), true, Json::runResult);
     }
 
     /** Every sandbox on the server. */

@@ -126,7 +126,7 @@ public final class BackgroundProcess {
         if (signal <= 0 || signal > 64) {
             throw new IllegalArgumentException("signal " + signal + " is not a signal number: give 1 to 64, such as 15 for SIGTERM");
         }
-        transport.noContent("POST", path() + "/signal", Json.object("signal", signal));
+        transport.noContent("POST", path() + "/signal", RequestBodies.object("signal", signal));
     }
 
     /** Kills the process and everything it started (SIGKILL to its process group). */

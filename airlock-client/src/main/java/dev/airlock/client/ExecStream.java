@@ -28,7 +28,7 @@ final class ExecStream {
         HttpRequest request = transport.request(path, true)
                 .header("Accept", "application/x-ndjson")
                 .header("Content-Type", "application/json")
-                .POST(Transport.jsonBody(Json.exec(exec, false)))
+                .POST(Transport.jsonBody(RequestBodies.exec(exec, false)))
                 .build();
         String what = Transport.describe(request);
         HttpResponse<InputStream> response = transport.open(request);

@@ -60,7 +60,7 @@ public final class RemoteSandbox implements AutoCloseable {
      */
     public ExecResult exec(Exec exec) {
         Objects.requireNonNull(exec, "exec");
-        return transport.json("POST", path("exec"), Json.exec(exec, false), true, Json::result);
+        return transport.json("POST", path("exec"), RequestBodies.exec(exec, false), true, Json::result);
     }
 
     /**
@@ -91,7 +91,7 @@ public final class RemoteSandbox implements AutoCloseable {
     public BackgroundProcess start(Exec exec) {
         Objects.requireNonNull(exec, "exec");
         return new BackgroundProcess(transport, id,
-                transport.json("POST", path("exec"), Json.exec(exec, true), false, Json::process));
+                transport.json("POST", path("exec"), RequestBodies.exec(exec, true), false, Json::process));
     }
 
     /** The background processes of this sandbox, running or ended. */
@@ -126,7 +126,8 @@ public final class RemoteSandbox implements AutoCloseable {
         if (ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(SandboxSpec.MAX_TTL) > 0) {
             throw new IllegalArgumentException("ttl " + ttl + " is out of range: give 1 s to 24 h");
         }
-        return transport.json("POST", path("ttl"), Json.object("ttlSeconds", Json.wholeSecondsUp(ttl)), false, Json::sandbox);
+        return transport.json("POST", path("ttl"),
+                RequestBodies.object("ttlSeconds", RequestBodies.wholeSecondsUp(ttl)), false, Json::sandbox);
     }
 
     /**

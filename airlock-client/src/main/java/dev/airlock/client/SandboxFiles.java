@@ -130,12 +130,14 @@ public final class SandboxFiles {
 
     /** Creates directory {@code path}; with {@code parents} false its parent must exist. */
     public FileInfo mkdir(String path, boolean parents) {
-        return transport.json("POST", base("files", "mkdir"), Json.object("path", checked(path), "parents", parents), false, Json::file);
+        return transport.json("POST", base("files", "mkdir"),
+                RequestBodies.object("path", checked(path), "parents", parents), false, Json::file);
     }
 
     /** Moves {@code from} to {@code to} within the sandbox. */
     public FileInfo rename(String from, String to) {
-        return transport.json("POST", base("files", "rename"), Json.object("from", checked(from), "to", checked(to)), false, Json::file);
+        return transport.json("POST", base("files", "rename"),
+                RequestBodies.object("from", checked(from), "to", checked(to)), false, Json::file);
     }
 
     /** Removes a file or an empty directory. A non-empty directory → {@link ConflictException}. */
