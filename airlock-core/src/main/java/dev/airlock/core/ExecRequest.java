@@ -19,8 +19,13 @@ public record ExecRequest(List<String> argv, Map<String, String> env, String cwd
     public static final int MAX_STDIN_BYTES = 16 * 1024 * 1024;
 
     public ExecRequest {
-        if (argv == null || argv.isEmpty() || argv.getFirst().isEmpty()) {
+        if (argv == null || argv.isEmpty() || argv.getFirst() == null || argv.getFirst().isEmpty()) {
             throw AirlockException.invalid("command is empty: give the program to run and its arguments");
+        }
+        for (int i = 0; i < argv.size(); i++) {
+            if (argv.get(i) == null) {
+                throw AirlockException.invalid("command argument " + i + " is null: give every argument as a string");
+            }
         }
         argv = List.copyOf(argv);
         for (String a : argv) {

@@ -89,6 +89,9 @@ public record Limits(
         }
         String number = unit == 1 ? t : t.substring(0, t.length() - 1);
         try {
+            if (!number.matches("[0-9]+(\\.[0-9]+)?")) {
+                throw new NumberFormatException(); // Double.parseDouble would also take "1d", "1e3", "0x1p3", "Infinity"
+            }
             double value = Double.parseDouble(number);
             if (!(value >= 0) || Double.isInfinite(value) || value * unit > Long.MAX_VALUE) {
                 throw new NumberFormatException();

@@ -209,14 +209,22 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
     }
 
     /** An IP literal in its canonical spelling only (no DNS, no octal or hex forms). */
+    private static final java.util.regex.Pattern CANONICAL_IPV4 =
+            java.util.regex.Pattern.compile("(0|[1-9][0-9]{0,2})(\\.(0|[1-9][0-9]{0,2})){3}");
+
     public static InetAddress parseLiteral(String literal, String field) {
         String s = literal == null ? "" : literal.trim();
         if (s.startsWith("[") && s.endsWith("]")) {
             s = s.substring(1, s.length() - 1);
         }
+        if (s.indexOf(':') < 0 && !CANONICAL_IPV4.matcher(s).matches()) {
+            // 0177.0.0.1 is 127.0.0.1 to inet_aton and 177.0.0.1 to a decimal parser, 10.1 is 10.0.0.1:
+            // a policy names addresses one way only, so what it says is what the proxy compares
+            throw AirlockException.invalid(field + ": '" + Printable.of(literal) + "' is not an IP address: give IPv4 as a.b.c.d"
+                    + " (four decimal numbers 0-255 without leading zeros), or IPv6");
+        }
         try {
-            InetAddress a = s.indexOf(':') >= 0 ? Inet6Address.ofLiteral(s) : Inet4Address.ofLiteral(s);
-            return a;
+            return s.indexOf(':') >= 0 ? Inet6Address.ofLiteral(s) : Inet4Address.ofLiteral(s);
         } catch (IllegalArgumentException e) {
             throw AirlockException.invalid(field + ": '" + Printable.of(literal) + "' is not an IP address");
         }

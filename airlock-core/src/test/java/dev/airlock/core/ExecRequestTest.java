@@ -77,4 +77,12 @@ class ExecRequestTest {
         assertThat(r.argv()).containsExactly("echo", "one");
         assertThat(r.env()).containsOnlyKeys("A");
     }
+
+    @Test
+    void aNullArgumentIsRefusedNamingItsPosition() {
+        java.util.List<String> argv = new java.util.ArrayList<>(java.util.List.of("echo", "a"));
+        argv.add(null);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ExecRequest(argv, null, null, null, null))
+                .isInstanceOf(AirlockException.class).hasMessageContaining("command argument 2 is null");
+    }
 }

@@ -38,6 +38,14 @@ class LimitsTest {
         invalid(() -> Limits.parseSize("memory", "12q"), "'12q' is not a size");
     }
 
+    /** What Double.parseDouble would take but no one means as a size. */
+    @Test
+    void javaNumberSyntaxIsNotASize() {
+        for (String s : new String[]{"1d", "1f", "1e3", "0x1p3", "Infinity", "NaN", "+5", "-1", ".5g", "1.g"}) {
+            invalid(() -> Limits.parseSize("memory", s), "memory '" + s + "' is not a size");
+        }
+    }
+
     @Test
     void negativeNotANumberAndInfiniteSizesAreRefused() {
         invalid(() -> Limits.parseSize("memory", "-1"), "'-1' is not a size");

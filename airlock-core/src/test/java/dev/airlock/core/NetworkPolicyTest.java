@@ -161,4 +161,15 @@ class NetworkPolicyTest {
         invalid(() -> new AddressRange("\u202e".repeat(100_000) + "/8"), "network.ranges: '???", "...' is not an IP address");
         invalid(() -> NetworkPolicy.of(null, null, null, Map.of("\u202ex.com", List.of("10.0.0.1"))), "network.hosts: '?x.com'");
     }
+
+    /** inet_aton reads 0177.0.0.1 as 127.0.0.1 and 10.1 as 10.0.0.1; a policy names an address one way only. */
+    @Test
+    void aPolicyAddressIsFourDecimalOctetsWithoutLeadingZeros() {
+        for (String s : new String[]{"0177.0.0.1", "10.1", "2130706433", "0x7f.0.0.1", "127.0.0.01", "256.0.0.1", "1.2.3.4.5"}) {
+            invalid(() -> NetworkPolicy.parseLiteral(s, "network.ranges"), "network.ranges: '" + s + "' is not");
+        }
+        org.assertj.core.api.Assertions.assertThat(NetworkPolicy.parseLiteral("10.0.0.1", "f").getHostAddress()).isEqualTo("10.0.0.1");
+        org.assertj.core.api.Assertions.assertThat(NetworkPolicy.parseLiteral("0.0.0.0", "f").getHostAddress()).isEqualTo("0.0.0.0");
+        org.assertj.core.api.Assertions.assertThat(NetworkPolicy.parseLiteral("[::1]", "f").getHostAddress()).isEqualTo("0:0:0:0:0:0:0:1");
+    }
 }
