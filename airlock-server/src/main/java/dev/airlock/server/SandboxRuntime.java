@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.DriverProvider;
 import dev.airlock.core.Engine;
 import dev.airlock.core.Input;
+import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressBroker;
 import dev.airlock.egress.EgressProxy;
@@ -98,8 +99,13 @@ public final class SandboxRuntime implements AutoCloseable {
                     .withServerAddresses(() -> Set.of(serverAddress(config, port.get())));
             EgressBroker broker = new EgressBroker(egress);
             // The data directory (token, state, outputs) is kept from every input.
-            engine = new Engine(DriverProvider.open(config.driver().protecting(config.dataDir())), broker, config.poolSize(),
-                    SandboxSpec.defaults());
+            IsolationDriver driver = DriverProvider.open(config.driver().protecting(config.dataDir()));
+            try {
+                engine = new Engine(driver, broker, config.poolSize(), SandboxSpec.defaults());
+            } catch (RuntimeException e) {
+                driver.close();
+                throw e;
+            }
             ServerMetrics metrics = new ServerMetrics();
             SandboxService service = new SandboxService(config, policy, engine, store, metrics, egressLog, audit);
             // a request a profile's approveRequests covers waits for a person, asked through the service
