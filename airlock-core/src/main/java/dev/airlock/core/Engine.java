@@ -13,14 +13,18 @@ import java.util.concurrent.Executors;
 
 /**
  * Turns requests into sandboxes: creates them through the isolation driver (from the warm pool
- * when the spec allows), runs one-shot code, and destroys what it created. On start it reaps what
- * earlier, crashed instances left behind; on close it destroys every sandbox it still holds.
+ * when the spec allows), runs one-shot code, and destroys what it created. It owns the broker that
+ * serves each sandbox from the host (egress, credentials, request approvals): the driver attaches
+ * every sandbox to it, and the engine closes the attachment once the sandbox is destroyed. On start
+ * it reaps what earlier, crashed instances left behind; on close it destroys every sandbox it still
+ * holds.
  */
 public final class Engine implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
 
     private final IsolationDriver driver;
+    private final SandboxBroker broker;
     private final WarmPool pool;
     private final Set<Sandbox> live = ConcurrentHashMap.newKeySet();
     private final Map<SandboxId, Future<?>> destroying = new ConcurrentHashMap<>();
@@ -29,16 +33,29 @@ public final class Engine implements AutoCloseable {
     private volatile boolean closed;
 
     /**
+     * @param broker   serves each sandbox from the host (its egress); {@link SandboxBroker#NONE}: no
+     *                 sandbox may have network
      * @param poolSize how many never-used sandboxes of {@code poolSpec} to keep ready (0: none)
      */
-    public Engine(IsolationDriver driver, int poolSize, SandboxSpec poolSpec) {
+    public Engine(IsolationDriver driver, SandboxBroker broker, int poolSize, SandboxSpec poolSpec) {
         this.driver = driver;
+        this.broker = broker;
         this.reaped = driver.reapOrphans();
-        this.pool = new WarmPool(driver, poolSpec, poolSize);
+        this.pool = new WarmPool(() -> AttachedSandbox.create(driver, broker, poolSpec), poolSpec, poolSize);
     }
 
+    /** An engine whose sandboxes have no network ({@link SandboxBroker#NONE}). */
+    public Engine(IsolationDriver driver, int poolSize, SandboxSpec poolSpec) {
+        this(driver, SandboxBroker.NONE, poolSize, poolSpec);
+    }
+
+    public Engine(IsolationDriver driver, SandboxBroker broker) {
+        this(driver, broker, 0, SandboxSpec.defaults());
+    }
+
+    /** An engine whose sandboxes have no network ({@link SandboxBroker#NONE}). */
     public Engine(IsolationDriver driver) {
-        this(driver, 0, SandboxSpec.defaults());
+        this(driver, SandboxBroker.NONE);
     }
 
     public IsolationDriver driver() {
@@ -53,11 +70,15 @@ public final class Engine implements AutoCloseable {
     /** Creates a running sandbox. A pooled one is used when {@code spec} is the pool's spec. */
     public Sandbox create(SandboxSpec spec) {
         ensureOpen();
-        IsolationDriver.DriverSandbox ds = pool.take(spec);
-        if (ds == null) {
-            ds = driver.create(SandboxId.random(driver.instance()), spec);
+        if (!spec.credentials().isEmpty() && spec.network().isNone()) {
+            throw AirlockException.invalid("the sandbox has credentials but no network policy: credentials are injected by the egress proxy,"
+                    + " so allow their destinations in the network policy (or drop the credentials)");
         }
-        Sandbox sandbox = new Sandbox(ds, spec, this);
+        AttachedSandbox as = pool.take(spec);
+        if (as == null) {
+            as = AttachedSandbox.create(driver, broker, spec);
+        }
+        Sandbox sandbox = new Sandbox(as, spec, this);
         live.add(sandbox);
         if (closed) {
             sandbox.close();
@@ -112,7 +133,7 @@ public final class Engine implements AutoCloseable {
         return false;
     }
 
-    void destroy(Sandbox sandbox, IsolationDriver.DriverSandbox ds, boolean wait) {
+    void destroy(Sandbox sandbox, AttachedSandbox ds, boolean wait) {
         live.remove(sandbox);
         if (wait) {
             ds.destroy();

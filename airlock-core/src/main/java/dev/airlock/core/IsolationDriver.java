@@ -1,12 +1,12 @@
 package dev.airlock.core;
 
 import java.util.List;
-import java.util.Map;
 
 /**
  * Creates, and destroys, isolated sandboxes of one kind (an OCI runtime, later a microVM). A
- * driver knows how to isolate; it knows nothing of clients, policies or protocols. Every sandbox
- * it returns is running, with its agent connected.
+ * driver knows how to isolate; it knows nothing of clients, policies, egress or credentials: it is
+ * handed a spec that already says everything, and a {@link SandboxBroker} that sets up the
+ * sandbox's run directory. Every sandbox it returns is running, with its agent connected.
  */
 public interface IsolationDriver extends AutoCloseable {
 
@@ -23,11 +23,20 @@ public interface IsolationDriver extends AutoCloseable {
     void check(SandboxSpec spec, List<String> requiredPrograms);
 
     /**
-     * Starts a sandbox. On failure nothing of it is left behind.
+     * Starts a sandbox. Once its run directory exists (to be mounted at {@link SandboxBroker#RUN_DIR})
+     * and before the sandbox starts, the driver calls {@code broker.attach} exactly once, and bridges
+     * the agent to the attachment's socket when it is {@link SandboxBroker.Attachment#bridged()
+     * bridged}. The attachment belongs to the caller: the driver never closes it. On failure nothing
+     * the driver made is left behind.
      *
      * @throws AirlockException if the sandbox cannot be created; the message names the cause
      */
-    DriverSandbox create(SandboxId id, SandboxSpec spec);
+    DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker);
+
+    /** Starts a sandbox without a broker: it has no network ({@link SandboxBroker#NONE}). */
+    default DriverSandbox create(SandboxId id, SandboxSpec spec) {
+        return create(id, spec, SandboxBroker.NONE);
+    }
 
     /**
      * Removes everything that instances no longer alive left behind: processes, runtime state,
@@ -57,31 +66,5 @@ public interface IsolationDriver extends AutoCloseable {
 
         /** Kills every process and removes all state of the sandbox. Idempotent. */
         void destroy();
-
-        /**
-         * The port on the sandbox's own loopback where its egress proxy is reachable, or 0 when
-         * the sandbox has no network (its policy was {@link NetworkPolicy#NONE} at creation).
-         */
-        default int egressPort() {
-            return 0;
-        }
-
-        /**
-         * Variables the driver adds to every execution's environment (the spec's and the request's
-         * own win), such as where the trust bundle for intercepted HTTPS is. Never a secret.
-         */
-        default Map<String, String> environment() {
-            return Map.of();
-        }
-
-        /**
-         * Replaces the sandbox's network policy; live connections the new policy denies are closed.
-         *
-         * @throws AirlockException if the sandbox was created without network
-         */
-        default void updateNetworkPolicy(NetworkPolicy policy) {
-            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
-                    + " was created without network: create it with a network policy to change it later");
-        }
     }
 }

@@ -14,14 +14,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Sandbox implements AutoCloseable {
 
     private final IsolationDriver.DriverSandbox driverSandbox;
+    private final AttachedSandbox attached;
     private final SandboxSpec spec;
     private final Engine engine;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean stopped = new AtomicBoolean();
     private volatile NetworkPolicy network;
 
-    Sandbox(IsolationDriver.DriverSandbox driverSandbox, SandboxSpec spec, Engine engine) {
-        this.driverSandbox = driverSandbox;
+    Sandbox(AttachedSandbox attached, SandboxSpec spec, Engine engine) {
+        this.attached = attached;
+        this.driverSandbox = attached.sandbox();
         this.spec = spec;
         this.engine = engine;
         this.network = spec.network();
@@ -40,11 +42,15 @@ public final class Sandbox implements AutoCloseable {
     public void updateNetworkPolicy(NetworkPolicy policy) {
         ensureOpen();
         NetworkPolicy p = policy == null ? NetworkPolicy.NONE : policy;
-        if (p.isNone() && driverSandbox.egressPort() == 0) {
-            network = p;    // no network before, none now: nothing to change
-            return;
+        if (!attached.attachment().bridged()) {
+            if (p.isNone()) {
+                network = p;    // no network before, none now: nothing to change
+                return;
+            }
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                    + " was created without network: create it with a network policy to change it later");
         }
-        driverSandbox.updateNetworkPolicy(p);
+        attached.attachment().updateNetworkPolicy(p);
         network = p;
     }
 
@@ -120,8 +126,8 @@ public final class Sandbox implements AutoCloseable {
         env.put("USER", "sandbox");
         env.put("LANG", "C.UTF-8");
         env.put("TMPDIR", "/tmp");
-        int egress = driverSandbox.egressPort();
-        if (egress > 0) {
+        if (attached.attachment().bridged()) {
+            int egress = SandboxBroker.BRIDGE_PORT;
             // The agent's bridge to the host's policy proxy. socks5h: names resolve on the host.
             String http = "http://127.0.0.1:" + egress;
             env.put("HTTP_PROXY", http);
@@ -133,7 +139,7 @@ public final class Sandbox implements AutoCloseable {
             env.put("NO_PROXY", "localhost,127.0.0.1,::1");
             env.put("no_proxy", "localhost,127.0.0.1,::1");
         }
-        env.putAll(driverSandbox.environment());
+        env.putAll(attached.attachment().environment());
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;
@@ -202,14 +208,14 @@ public final class Sandbox implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            engine.destroy(this, driverSandbox, true);
+            engine.destroy(this, attached, true);
         }
     }
 
     /** Destroys the sandbox in the background; {@link Engine#close()} still waits for it. */
     void closeInBackground() {
         if (closed.compareAndSet(false, true)) {
-            engine.destroy(this, driverSandbox, false);
+            engine.destroy(this, attached, false);
         }
     }
 }

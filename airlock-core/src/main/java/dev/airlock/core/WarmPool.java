@@ -6,6 +6,7 @@ import org.slf4j.LoggerFactory;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * Keeps a few never-used sandboxes of one spec running, so that creating one is a hand-over
@@ -16,22 +17,23 @@ final class WarmPool implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(WarmPool.class);
 
-    private final IsolationDriver driver;
+    private final Supplier<AttachedSandbox> create;
     private final SandboxSpec spec;
     private final int size;
-    private final LinkedBlockingDeque<IsolationDriver.DriverSandbox> ready = new LinkedBlockingDeque<>();
+    private final LinkedBlockingDeque<AttachedSandbox> ready = new LinkedBlockingDeque<>();
     private final Semaphore refill = new Semaphore(0);
     private final Thread filler;
     private volatile boolean closed;
 
-    WarmPool(IsolationDriver driver, SandboxSpec spec, int size) {
+    /** @param create makes one sandbox of {@code spec} */
+    WarmPool(Supplier<AttachedSandbox> create, SandboxSpec spec, int size) {
         if (size < 0 || size > 1000) {
             throw AirlockException.invalid("pool size " + size + " is out of range: give 0 to 1000");
         }
         if (size > 0 && !spec.inputs().isEmpty()) {
             throw AirlockException.invalid("a warm pool cannot hold sandboxes with inputs: pool a spec without inputs");
         }
-        this.driver = driver;
+        this.create = create;
         this.spec = spec;
         this.size = size;
         this.filler = size == 0 ? null : Thread.ofVirtual().name("airlock-warm-pool").start(this::fill);
@@ -43,12 +45,12 @@ final class WarmPool implements AutoCloseable {
      * for a spec with inputs: their host paths are checked and resolved when the sandbox is created,
      * so that must happen at the request, not minutes earlier.
      */
-    IsolationDriver.DriverSandbox take(SandboxSpec wanted) {
+    AttachedSandbox take(SandboxSpec wanted) {
         if (size == 0 || closed || !spec.equals(wanted) || !wanted.inputs().isEmpty()) {
             return null;
         }
-        IsolationDriver.DriverSandbox ds;
-        while ((ds = ready.pollFirst()) != null && !ds.agent().isOpen()) {
+        AttachedSandbox ds;
+        while ((ds = ready.pollFirst()) != null && !ds.sandbox().agent().isOpen()) {
             // It died while waiting (killed from outside the engine): never hand out a dead sandbox.
             ds.destroy();
         }
@@ -70,7 +72,7 @@ final class WarmPool implements AutoCloseable {
                 refill.tryAcquire(1, TimeUnit.SECONDS);
                 refill.drainPermits();
                 while (!closed && ready.size() < size) {
-                    ready.addLast(driver.create(SandboxId.random(driver.instance()), spec));
+                    ready.addLast(create.get());
                 }
             } catch (InterruptedException e) {
                 return;
@@ -98,7 +100,7 @@ final class WarmPool implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        IsolationDriver.DriverSandbox ds;
+        AttachedSandbox ds;
         while ((ds = ready.pollFirst()) != null) {
             ds.destroy();
         }

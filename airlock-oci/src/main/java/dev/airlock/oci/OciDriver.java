@@ -3,13 +3,11 @@ package dev.airlock.oci;
 import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
-import dev.airlock.core.Credential;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
-import dev.airlock.egress.EgressProxy;
-import dev.airlock.egress.EgressRules;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.node.ObjectNode;
@@ -21,7 +19,6 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -29,27 +26,21 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The OCI isolation driver: each sandbox is a container of runc (or crun, or runsc) whose PID 1 is
  * the Airlock agent. The host reaches the agent through a unix socket in a per-sandbox directory
- * mounted at /run/airlock, so the sandbox needs no network interface for it.
+ * mounted at /run/airlock, so the sandbox needs no network interface for it. The engine's {@link
+ * SandboxBroker} puts its own sockets and files there (the egress proxy's); this driver only has
+ * the agent bridge to them.
  */
 public final class OciDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(OciDriver.class);
     static final String SOCKET_NAME = "agent.sock";
-    static final String EGRESS_SOCKET_NAME = "egress.sock";
-    /** The sandbox's CA certificate, and the host's CA bundle with it appended (run/, so /run/airlock inside). */
-    static final String CA_FILE_NAME = "airlock-ca.pem";
-    static final String CA_BUNDLE_FILE_NAME = "ca-bundle.pem";
-    private static final List<String> HOST_CA_BUNDLES = List.of("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-            "/etc/ssl/cert.pem");
 
     private final OciDriverConfig config;
     private final OciRuntime runtime;
@@ -58,19 +49,12 @@ public final class OciDriver implements IsolationDriver {
     private final ObjectNode seccomp;
     private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
     private final UidSlots uidSlots;
-    private final EgressSettings egress;
     private final HostInputs hostInputs;
     /** The agent binary on the host: also the step that creates each sandbox's user namespace. */
     private final Path agentBinary;
 
     public OciDriver(OciDriverConfig config) {
-        this(config, EgressSettings.DEFAULTS);
-    }
-
-    /** A driver whose sandboxes with a network policy get an egress proxy set up by {@code egress}. */
-    public OciDriver(OciDriverConfig config, EgressSettings egress) {
         this.config = config;
-        this.egress = egress;
         this.runtime = OciRuntime.find(config.runtime());
         if (!config.weakenings().isEmpty()) {
             LOG.warn("UNSAFE: sandboxes of this driver are deliberately weakened ({}): for airlock verify only", config.weakenings());
@@ -121,10 +105,6 @@ public final class OciDriver implements IsolationDriver {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
             throw AirlockException.invalid("unknown image '" + spec.image() + "': this driver serves the image 'system'");
         }
-        if (!spec.credentials().isEmpty() && spec.network().isNone()) {
-            throw AirlockException.invalid("the sandbox has credentials but no network policy: credentials are injected by the egress proxy,"
-                    + " so allow their destinations in the network policy (or drop the credentials)");
-        }
         for (String program : requiredPrograms) {
             if (!systemImage.hasExecutable(program)) {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
@@ -134,7 +114,7 @@ public final class OciDriver implements IsolationDriver {
     }
 
     @Override
-    public DriverSandbox create(SandboxId id, SandboxSpec spec) {
+    public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
         checkImage(spec, List.of());
         ServerLimits.checkInheritable(spec.limits());
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
@@ -143,7 +123,6 @@ public final class OciDriver implements IsolationDriver {
         Path socket = runDir.resolve(SOCKET_NAME);
         boolean started = false;
         long hostIdBase = uidSlots.allocate(id.value());
-        EgressProxy proxy = null;
         try {
             StateDirectory.createTraversable(dir);
             StateDirectory.createTraversable(runDir);
@@ -154,8 +133,7 @@ public final class OciDriver implements IsolationDriver {
                 Files.setAttribute(socket, "unix:uid", (int) sandboxHostUid);
                 Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
                 Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
-                proxy = startEgress(id, spec, runDir, (int) sandboxHostUid);
-                Map<String, String> environment = proxy == null ? Map.of() : interceptionEnvironment(spec, proxy, runDir);
+                boolean bridged = broker.attach(id, spec, runDir, (int) sandboxHostUid).bridged();
                 Path inputsDir = dir.resolve("inputs");
                 if (!inputs.isEmpty()) {
                     HostInputs.createMountPoints(inputsDir, inputs);
@@ -164,7 +142,7 @@ public final class OciDriver implements IsolationDriver {
                 long agentHostPid;
                 try (SandboxUserNamespace userNamespace = SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log"))) {
                     Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
-                            agentCommand(spec.limits(), proxy != null), agentEnvironment(), runDir, inputsDir, inputs, procViews,
+                            agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace.path(), seccomp), config.weakenings()));
                     started = true;
                     agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
@@ -174,7 +152,7 @@ public final class OciDriver implements IsolationDriver {
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, ExecCgroups.of(id.value(), agentHostPid), this, hostIdBase, proxy, environment);
+                OciSandbox sandbox = new OciSandbox(id, agent, ExecCgroups.of(id.value(), agentHostPid), this, hostIdBase);
                 live.put(id, sandbox);
                 return sandbox;
             }
@@ -182,9 +160,6 @@ public final class OciDriver implements IsolationDriver {
             // an Error too (a class missing from a half-updated install): the slot and state must not leak
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
-            }
-            if (proxy != null) {
-                proxy.close();
             }
             if (started) {
                 // The runtime may have created the container before it failed or was cancelled.
@@ -202,86 +177,13 @@ public final class OciDriver implements IsolationDriver {
         }
     }
 
-    /**
-     * Starts the sandbox's egress proxy on {@code run/egress.sock} (mounted at /run/airlock), or
-     * returns null when its policy allows nothing. Only the sandbox's user may connect to it.
-     */
-    private EgressProxy startEgress(SandboxId id, SandboxSpec spec, Path runDir, int sandboxHostUid) throws IOException {
-        if (spec.network().isNone()) {
-            return null;
-        }
-        Path socket = runDir.resolve(EGRESS_SOCKET_NAME);
-        EgressProxy proxy = EgressProxy.start(id.value(), socket,
-                new EgressRules(spec.network(), egress.serverAddresses().get(), egress.resolver()), egress.listener(), egress.options(),
-                spec.credentials(), spec.requestApprovals(), egress.requestGate());
-        try {
-            Files.setAttribute(socket, "unix:uid", sandboxHostUid);
-            Files.setAttribute(socket, "unix:gid", sandboxHostUid);
-            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
-        } catch (IOException | RuntimeException e) {
-            proxy.close();
-            throw e;
-        }
-        return proxy;
-    }
-
-    /**
-     * For a sandbox whose proxy intercepts HTTPS (it has credentials or request approvals): writes
-     * the trust bundle (the host's CAs and the sandbox's own, public certificate only) into {@code
-     * run/} and returns the variables that point common clients at it, and one {@code
-     * AIRLOCK_CREDENTIAL_<NAME>} per credential that says where it is injected (never its value), and
-     * {@code AIRLOCK_REQUEST_APPROVALS} ({@code POST,PUT@api.example.com:443;...}) naming the requests
-     * that wait for a person. Empty otherwise: nothing changes for such a sandbox.
-     */
-    private static Map<String, String> interceptionEnvironment(SandboxSpec spec, EgressProxy proxy, Path runDir) throws IOException {
-        Optional<String> ca = proxy.certificateAuthorityPem();
-        if (ca.isEmpty()) {
-            return Map.of();
-        }
-        String hostBundle = "";
-        for (String candidate : HOST_CA_BUNDLES) {
-            Path p = Path.of(candidate);
-            if (Files.isRegularFile(p)) {
-                hostBundle = Files.readString(p, StandardCharsets.ISO_8859_1);
-                break;
-            }
-        }
-        String separator = hostBundle.isEmpty() || hostBundle.endsWith("\n") ? "" : "\n";
-        writePublic(runDir.resolve(CA_FILE_NAME), ca.get());
-        writePublic(runDir.resolve(CA_BUNDLE_FILE_NAME), hostBundle + separator + ca.get());
-        Map<String, String> env = new LinkedHashMap<>();
-        String bundle = "/run/airlock/" + CA_BUNDLE_FILE_NAME;
-        for (String name : List.of("SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO")) {
-            env.put(name, bundle);
-        }
-        // Node adds these to its own built-in list rather than replacing it.
-        env.put("NODE_EXTRA_CA_CERTS", "/run/airlock/" + CA_FILE_NAME);
-        for (Credential c : spec.credentials()) {
-            String key = "AIRLOCK_CREDENTIAL_" + c.name().toUpperCase(Locale.ROOT).replace('-', '_');
-            String hosts = String.join(",", c.destinations().stream().map(d -> d.anyPort() ? d.host() : d.toString()).toList());
-            env.merge(key, "injected-by-airlock-for:" + hosts, (a, b) -> a + "," + hosts);
-        }
-        // So that code (and the agent reading its output) knows why such a request waits, or gets a 403.
-        if (!spec.requestApprovals().isEmpty()) {
-            env.put("AIRLOCK_REQUEST_APPROVALS", String.join(";", spec.requestApprovals().stream()
-                    .map(a -> String.join(",", new java.util.TreeSet<>(a.methods())) + "@" + String.join(",",
-                            a.destinations().stream().map(d -> d.anyPort() ? d.host() : d.toString()).toList()))
-                    .toList()));
-        }
-        return Map.copyOf(env);
-    }
-
-    private static void writePublic(Path file, String content) throws IOException {
-        Files.writeString(file, content, StandardCharsets.ISO_8859_1);
-        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
-    }
-
-    private static List<String> agentCommand(dev.airlock.core.Limits limits, boolean egress) {
+    private static List<String> agentCommand(dev.airlock.core.Limits limits, boolean bridged) {
         List<String> command = new ArrayList<>();
         command.add(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME);
         command.addAll(OciConfig.agentLimitArgs(limits));
-        if (egress) {
-            command.addAll(List.of("--egress-port", String.valueOf(EgressSettings.SANDBOX_PORT), "--egress-socket", "/run/airlock/" + EGRESS_SOCKET_NAME));
+        if (bridged) {
+            command.addAll(List.of("--egress-port", String.valueOf(SandboxBroker.BRIDGE_PORT),
+                    "--egress-socket", SandboxBroker.RUN_DIR + "/" + SandboxBroker.BRIDGE_SOCKET));
         }
         command.add("/run/airlock/" + SOCKET_NAME);
         return command;
@@ -314,7 +216,6 @@ public final class OciDriver implements IsolationDriver {
     /** Kills and removes one sandbox. The agent first, so the runtime has less to kill. */
     void destroy(OciSandbox sandbox) {
         live.remove(sandbox.id());
-        sandbox.closeEgress();
         sandbox.agent().close();
         runtime.delete(sandbox.id().value());
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));

@@ -1,9 +1,15 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.DriverSettings;
+import dev.airlock.core.Printable;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -71,5 +77,56 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
     /** This configuration with further host directories that no input may touch (see {@code protectedPaths}). */
     public OciDriverConfig withProtectedPaths(Set<Path> paths) {
         return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, weakenings, paths);
+    }
+
+    /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
+    static final List<String> OPTIONS = List.of("runtime", "stateRoot", "hostIdBase", "startTimeout");
+
+    /**
+     * These settings in the driver-neutral form the server holds ({@link DriverSettings}, driver
+     * {@value OciDriverProvider#NAME}).
+     *
+     * @throws AirlockException if controls are weakened: weakenings never reach a server
+     */
+    public DriverSettings toSettings() {
+        if (!weakenings.isEmpty()) {
+            throw AirlockException.invalid("weakened settings (" + weakenings + ") are for airlock verify only and never reach a server");
+        }
+        Map<String, String> options = new LinkedHashMap<>();
+        options.put("runtime", runtime);
+        options.put("stateRoot", stateRoot.toString());
+        options.put("hostIdBase", Long.toString(hostIdBase));
+        options.put("startTimeout", startTimeout.toString());
+        return new DriverSettings(OciDriverProvider.NAME, options, protectedPaths);
+    }
+
+    /** Reads {@code settings} as written by {@link #toSettings()}; an option left out keeps its default. */
+    public static OciDriverConfig fromSettings(DriverSettings settings) {
+        for (String key : settings.options().keySet()) {
+            if (!OPTIONS.contains(key)) {
+                throw AirlockException.invalid("the oci driver has no option '" + Printable.of(key) + "': give one of " + OPTIONS);
+            }
+        }
+        OciDriverConfig defaults = defaults();
+        Map<String, String> o = settings.options();
+        long hostIdBase = defaults.hostIdBase();
+        if (o.containsKey("hostIdBase")) {
+            try {
+                hostIdBase = Long.parseLong(o.get("hostIdBase"));
+            } catch (NumberFormatException e) {
+                throw AirlockException.invalid("the oci driver's hostIdBase '" + Printable.of(o.get("hostIdBase")) + "' is not a number");
+            }
+        }
+        Duration startTimeout = defaults.startTimeout();
+        if (o.containsKey("startTimeout")) {
+            try {
+                startTimeout = Duration.parse(o.get("startTimeout"));
+            } catch (DateTimeParseException e) {
+                throw AirlockException.invalid("the oci driver's startTimeout '" + Printable.of(o.get("startTimeout"))
+                        + "' is not an ISO-8601 duration: give one such as PT20S");
+            }
+        }
+        return new OciDriverConfig(o.getOrDefault("runtime", defaults.runtime()), Path.of(o.getOrDefault("stateRoot",
+                defaults.stateRoot().toString())), hostIdBase, startTimeout, Set.of(), settings.protectedPaths());
     }
 }

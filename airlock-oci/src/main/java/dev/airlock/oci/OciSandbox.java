@@ -2,12 +2,9 @@ package dev.airlock.oci;
 
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.IsolationDriver.DriverSandbox;
-import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
-import dev.airlock.egress.EgressProxy;
 
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** One running container and the channel to its agent. */
@@ -20,14 +17,9 @@ final class OciSandbox implements DriverSandbox {
     private final OciDriver driver;
     private final long hostIdBase;
     private final AtomicBoolean destroyed = new AtomicBoolean();
-    private final EgressProxy egress;
-    private final Map<String, String> environment;
 
-    OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase, EgressProxy egress,
-               Map<String, String> environment) {
+    OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase) {
         this.id = id;
-        this.environment = environment;
-        this.egress = egress;
         this.agentClient = agent;
         this.agent = execCgroups == null ? agent : new CgroupedAgent(agent, execCgroups);
         this.driver = driver;
@@ -62,37 +54,6 @@ final class OciSandbox implements DriverSandbox {
     @Override
     public long oomKills() {
         return driver.oomKills(id);
-    }
-
-    @Override
-    public int egressPort() {
-        return egress == null ? 0 : EgressSettings.SANDBOX_PORT;
-    }
-
-    @Override
-    public Map<String, String> environment() {
-        return environment;
-    }
-
-    /** Credentials stay as the spec gave them: only the proxy's policy changes. */
-    @Override
-    public void updateNetworkPolicy(NetworkPolicy policy) {
-        if (egress == null) {
-            DriverSandbox.super.updateNetworkPolicy(policy);
-            return;
-        }
-        egress.updatePolicy(policy);
-    }
-
-    /** Bytes and connections so far, for tests and metrics; null without network. */
-    EgressProxy egressProxy() {
-        return egress;
-    }
-
-    void closeEgress() {
-        if (egress != null) {
-            egress.close();
-        }
     }
 
     @Override

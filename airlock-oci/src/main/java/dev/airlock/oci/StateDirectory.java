@@ -3,6 +3,7 @@ package dev.airlock.oci;
 import dev.airlock.core.HostFiles;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.SandboxBroker;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -37,9 +38,9 @@ final class StateDirectory implements AutoCloseable {
     private static final int INSTANCE_NAME_LENGTH = 8;
     /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
     private static final int UNIX_SOCKET_PATH_MAX = 107;
-    /** The longest path of a socket below the root: a sandbox's egress socket, its id at full length. */
+    /** The longest path of a socket below the root: a sandbox's bridge socket (longer than agent.sock), its id at full length. */
     private static final String LONGEST_SOCKET_BELOW_ROOT = "/engines/" + "i".repeat(INSTANCE_NAME_LENGTH) + "/sandboxes/al-"
-            + "i".repeat(INSTANCE_NAME_LENGTH) + "-" + "0".repeat(16) + "/run/" + OciDriver.EGRESS_SOCKET_NAME;
+            + "i".repeat(INSTANCE_NAME_LENGTH) + "-" + "0".repeat(16) + "/run/" + SandboxBroker.BRIDGE_SOCKET;
     /** The longest state root (in bytes) under which every sandbox's sockets can still be bound. */
     static final int MAX_ROOT_BYTES = UNIX_SOCKET_PATH_MAX - LONGEST_SOCKET_BELOW_ROOT.length();
 

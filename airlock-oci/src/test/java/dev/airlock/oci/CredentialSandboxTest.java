@@ -9,6 +9,8 @@ import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.core.Secret;
+import dev.airlock.egress.EgressBroker;
+import dev.airlock.egress.EgressSettings;
 import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.egress.RecordingServer;
@@ -59,7 +61,7 @@ class CredentialSandboxTest extends SandboxTestBase {
         engine.close();
         EgressSettings egress = EgressSettings.DEFAULTS.withListener(records::add)
                 .withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(tls.clientContext()));
-        engine = new Engine(new OciDriver(CONFIG, egress));
+        engine = new Engine(new OciDriver(CONFIG), new EgressBroker(egress));
     }
 
     @AfterAll

@@ -1,5 +1,7 @@
 package dev.airlock.oci;
 
+import dev.airlock.egress.EgressBroker;
+import dev.airlock.egress.EgressSettings;
 import dev.airlock.egress.LocalServers;
 import dev.airlock.egress.TestTls;
 
@@ -66,7 +68,7 @@ class EgressSandboxTest extends SandboxTestBase {
         EgressSettings egress = EgressSettings.DEFAULTS
                 .withServerAddresses(Set.of(new InetSocketAddress(InetAddress.getLoopbackAddress(), airlockServer.getLocalPort())))
                 .withListener(records::add);
-        engine = new Engine(new OciDriver(CONFIG, egress));
+        engine = new Engine(new OciDriver(CONFIG), new EgressBroker(egress));
     }
 
     @AfterAll

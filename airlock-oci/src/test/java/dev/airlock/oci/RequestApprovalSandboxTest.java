@@ -8,6 +8,8 @@ import dev.airlock.core.RequestApproval;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.core.Engine;
+import dev.airlock.egress.EgressBroker;
+import dev.airlock.egress.EgressSettings;
 import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.egress.RecordingServer;
@@ -57,9 +59,10 @@ class RequestApprovalSandboxTest extends SandboxTestBase {
             return target.startsWith("/approve");
         };
         EgressSettings egress = EgressSettings.DEFAULTS.withListener(records::add)
-                .withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(tls.clientContext()))
-                .withRequestGate(gate);
-        engine = new Engine(new OciDriver(CONFIG, egress));
+                .withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(tls.clientContext()));
+        EgressBroker broker = new EgressBroker(egress);
+        broker.decideRequestsWith(gate);
+        engine = new Engine(new OciDriver(CONFIG), broker);
     }
 
     @AfterAll

@@ -9,6 +9,8 @@ import dev.airlock.core.Limits;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressBroker;
+import dev.airlock.egress.EgressSettings;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -33,7 +35,7 @@ abstract class SandboxTestBase {
 
     @BeforeAll
     static void openEngine() {
-        engine = new Engine(new OciDriver(CONFIG));
+        engine = new Engine(new OciDriver(CONFIG), new EgressBroker(EgressSettings.DEFAULTS));
     }
 
     @AfterAll

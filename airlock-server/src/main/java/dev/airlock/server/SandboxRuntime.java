@@ -1,20 +1,21 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.DriverProvider;
 import dev.airlock.core.Engine;
 import dev.airlock.core.Input;
+import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressBroker;
 import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
-import dev.airlock.oci.EgressSettings;
+import dev.airlock.egress.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditSettings;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.PolicyFile;
 import dev.airlock.server.policy.TokenFile;
 import dev.airlock.server.audit.AuditRecord;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.policy.Profile;
 
 import javax.net.ssl.SSLContext;
@@ -35,16 +36,18 @@ import java.security.cert.CertificateException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The service with what it stands on (engine, state database, metrics), without any interface in
  * front of it. {@code airlock serve} puts HTTP in front of it; {@code airlock mcp} puts MCP over
- * stdio in front of it. Closing it destroys every sandbox it holds.
+ * stdio in front of it. It chooses the isolation driver by name ({@link DriverProvider}) and owns
+ * the egress broker that serves every sandbox's network, credentials and request approvals.
+ * Closing it destroys every sandbox it holds.
  */
 public final class SandboxRuntime implements AutoCloseable {
 
@@ -53,16 +56,20 @@ public final class SandboxRuntime implements AutoCloseable {
     private final AuditLog audit;
     private final ServerMetrics metrics;
     private final SandboxService service;
+    /** The REST API's port, once known: the egress broker keeps sandboxes away from it. */
+    private final AtomicInteger port;
+    private final String localToken;
     private boolean closed;
-    private volatile int port;
-    private String localToken;
 
-    private SandboxRuntime(Engine engine, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service) {
+    private SandboxRuntime(Engine engine, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service,
+                           AtomicInteger port, String localToken) {
         this.audit = audit;
         this.engine = engine;
         this.store = store;
         this.metrics = metrics;
         this.service = service;
+        this.port = port;
+        this.localToken = localToken;
     }
 
     public static SandboxRuntime open(ServerConfig config) {
@@ -81,7 +88,7 @@ public final class SandboxRuntime implements AutoCloseable {
             AuditLog auditLog = audit;
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
-            SandboxRuntime[] self = new SandboxRuntime[1];
+            AtomicInteger port = new AtomicInteger(config.port());
             EgressSettings egress = EgressSettings.DEFAULTS.withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(upstreamTls)
                             // the proxy's own limit on a held request stays above the policy's, which decides first
                             .withApprovalTimeout(policy.approvalTimeout().plusMinutes(1)))
@@ -89,16 +96,21 @@ public final class SandboxRuntime implements AutoCloseable {
                         egressLog.add(r);
                         recordEgress(auditLog, r);
                     })
-                    .withServerAddresses(() -> Set.of(serverAddress(config, self[0] == null ? config.port() : self[0].port)))
-                    // a request a profile's approveRequests covers waits for a person, asked through the service
-                    .withRequestGate((sandbox, method, host, port, target) ->
-                            self[0] != null && self[0].service.approveRequest(sandbox, method, host, port, target));
-            engine = new Engine(new OciDriver(driverConfig(config), egress), config.poolSize(), SandboxSpec.defaults());
+                    .withServerAddresses(() -> Set.of(serverAddress(config, port.get())));
+            EgressBroker broker = new EgressBroker(egress);
+            // The data directory (token, state, outputs) is kept from every input.
+            IsolationDriver driver = DriverProvider.open(config.driver().protecting(config.dataDir()));
+            try {
+                engine = new Engine(driver, broker, config.poolSize(), SandboxSpec.defaults());
+            } catch (RuntimeException e) {
+                driver.close();
+                throw e;
+            }
             ServerMetrics metrics = new ServerMetrics();
-            self[0] = new SandboxRuntime(engine, store, audit, metrics, new SandboxService(config, policy, engine, store, metrics, egressLog, audit));
-            self[0].port = config.port();
-            self[0].localToken = localToken;
-            return self[0];
+            SandboxService service = new SandboxService(config, policy, engine, store, metrics, egressLog, audit);
+            // a request a profile's approveRequests covers waits for a person, asked through the service
+            broker.decideRequestsWith(service::approveRequest);
+            return new SandboxRuntime(engine, store, audit, metrics, service, port, localToken);
         } catch (RuntimeException e) {
             if (engine != null) {
                 engine.close();
@@ -109,13 +121,6 @@ public final class SandboxRuntime implements AutoCloseable {
             store.close();
             throw e;
         }
-    }
-
-    /** The driver's settings with the data directory (token, state, outputs) kept from every input. */
-    static OciDriverConfig driverConfig(ServerConfig config) {
-        Set<Path> kept = new HashSet<>(config.driver().protectedPaths());
-        kept.add(config.dataDir());
-        return config.driver().withProtectedPaths(kept);
     }
 
     /**
@@ -249,7 +254,7 @@ public final class SandboxRuntime implements AutoCloseable {
 
     /** The port the REST API is bound to, once known (configured as 0: a free one). */
     public void listeningOn(int boundPort) {
-        this.port = boundPort;
+        port.set(boundPort);
     }
 
     /** The token in {@code <data>/token}: the built-in policy's {@code local} client's. */

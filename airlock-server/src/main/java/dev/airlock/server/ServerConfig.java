@@ -1,7 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
-import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.core.DriverSettings;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,7 +13,8 @@ import java.time.Duration;
  * @param host          interface to bind; loopback by default, since the API runs code
  * @param port          TCP port; 0 picks a free one (tests)
  * @param dataDir       the token and the state database live here
- * @param driver        the OCI driver's settings
+ * @param driver        which isolation driver to start, by name, and its settings (found through
+ *                      {@link dev.airlock.core.DriverProvider}: the server depends on no driver module)
  * @param poolSize      warm sandboxes of the default spec kept ready
  * @param maxSandboxes  live sandboxes at once; one more is refused with 429
  * @param defaultTtl    lifetime of a sandbox created without one
@@ -29,7 +30,7 @@ public record ServerConfig(
         String host,
         int port,
         Path dataDir,
-        OciDriverConfig driver,
+        DriverSettings driver,
         int poolSize,
         int maxSandboxes,
         Duration defaultTtl,
@@ -53,13 +54,13 @@ public record ServerConfig(
     }
 
     /** The settings without {@code egressCa}: the egress proxy trusts the JVM's CAs only. */
-    public ServerConfig(String host, int port, Path dataDir, OciDriverConfig driver, int poolSize, int maxSandboxes, Duration defaultTtl,
+    public ServerConfig(String host, int port, Path dataDir, DriverSettings driver, int poolSize, int maxSandboxes, Duration defaultTtl,
                         Duration maxTtl, Duration defaultIdle, Path policyFile) {
         this(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, null);
     }
 
     public static ServerConfig defaults() {
-        return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), OciDriverConfig.defaults(),
+        return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), DriverSettings.of("oci"),
                 2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null, null);
     }
 
@@ -75,7 +76,7 @@ public record ServerConfig(
         return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 
-    public ServerConfig withDriver(OciDriverConfig d) {
+    public ServerConfig withDriver(DriverSettings d) {
         return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa);
     }
 

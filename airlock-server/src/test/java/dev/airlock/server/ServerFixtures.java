@@ -4,6 +4,7 @@ import dev.airlock.core.Engine;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Language;
 import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.policy.Profile;
@@ -30,7 +31,8 @@ public final class ServerFixtures {
 
     /** A sandbox of {@code owner} under {@code profile}, created at {@code createdAt}; it runs nothing and must not be used to. */
     public static ManagedSandbox sandbox(String owner, Profile profile, Instant createdAt, Duration ttl, Language defaultLanguage) {
-        Engine engine = new Engine(new InertDriver());
+        // Its broker attaches nothing: the sandbox keeps its profile's network policy, and no proxy runs.
+        Engine engine = new Engine(new InertDriver(), (id, spec, runDir, uid) -> SandboxBroker.Attachment.NONE);
         SandboxSpec spec = new SandboxSpec(profile.image(), profile.limits(), Map.of(), profile.network(), List.of(), List.of(), List.of());
         return new ManagedSandbox(engine.create(spec), owner, profile, Map.of(), createdAt, ttl, Duration.ofMinutes(10), defaultLanguage);
     }
@@ -52,7 +54,8 @@ public final class ServerFixtures {
         }
 
         @Override
-        public DriverSandbox create(SandboxId id, SandboxSpec spec) {
+        public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
+            broker.attach(id, spec, null, -1);
             return new DriverSandbox() {
                 @Override
                 public SandboxId id() {

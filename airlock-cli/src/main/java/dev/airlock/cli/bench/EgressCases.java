@@ -8,9 +8,11 @@ import dev.airlock.core.NetworkPolicy.AddressRange;
 import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.egress.EgressBroker;
 import dev.airlock.egress.EgressListener;
 import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRules;
+import dev.airlock.egress.EgressSettings;
 import dev.airlock.egress.HostResolver;
 import dev.airlock.oci.OciDriver;
 import dev.airlock.oci.OciDriverConfig;
@@ -71,7 +73,7 @@ public final class EgressCases {
                 Stats hostCurl = timed(progress, "egress: 100 MB download, curl on the host", runs,
                         () -> curlSeconds(curl + "http://127.0.0.1:" + port + "/bytes?n=" + BYTES));
                 results.add(hostCurl);
-                try (Engine engine = new Engine(new OciDriver(config));
+                try (Engine engine = new Engine(new OciDriver(config), new EgressBroker(EgressSettings.DEFAULTS));
                      Sandbox sb = engine.create(SandboxSpec.defaults().withNetwork(policy))) {
                     Stats inSandbox = timed(progress, "egress: 100 MB download, curl in a sandbox (agent + proxy)", runs, () -> {
                         ExecResult r = sb.exec(ExecRequest.of("sh", "-c", curl + "http://" + HOST + ":" + port + "/bytes?n=" + BYTES)

@@ -21,7 +21,7 @@ public final class ServerCases {
     public static List<Stats> measure(Sampler sampler, OciDriverConfig driver) throws Exception {
         List<Stats> stats = new ArrayList<>();
         Path dataDir = Files.createTempDirectory("airlock-bench");
-        ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1).withDriver(driver);
+        ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1).withDriver(driver.toSettings());
         try (AirlockServer server = AirlockServer.start(config)) {
             BenchClient client = new BenchClient(server.uri(), server.token());
             Sampler.Case quiet = client::awaitPoolReady;

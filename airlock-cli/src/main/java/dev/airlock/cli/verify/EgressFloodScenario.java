@@ -102,7 +102,7 @@ final class EgressFloodScenario {
         StringBuilder happened = new StringBuilder();
         String id;
         long refused;
-        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config)
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config.toSettings())
                 .withPoolSize(0).withPolicyFile(data.resolve("policy.yaml"))); HttpClient http = HttpClient.newHttpClient()) {
             JsonNode created = new ScenarioRest(http, server).call("POST", "/v1/sandboxes", "{\"profile\": \"net\"}", 201);
             id = created.path("id").asString();

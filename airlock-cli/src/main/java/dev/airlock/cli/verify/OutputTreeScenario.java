@@ -44,7 +44,7 @@ final class OutputTreeScenario {
         List<String> problems = new ArrayList<>();
         StringBuilder happened = new StringBuilder();
         String id;
-        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config)
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config.toSettings())
                 .withPoolSize(0)); HttpClient http = HttpClient.newHttpClient()) {
             ScenarioRest rest = new ScenarioRest(http, server);
             JsonNode created = rest.call("POST", "/v1/sandboxes", "{\"ttlSeconds\": " + TTL.toSeconds() + "}", 201);
