@@ -24,8 +24,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 /**
- * One real engine on this host's runc per test class. After the class, the engine is closed and
- * the class fails if anything of its sandboxes remains: process, runtime state, cgroup, mount or
+ * One real engine on this host's runc per test class, for the tests of what is this driver's own
+ * (cgroups, runtime state, user-namespace maps, egress wiring); what every driver must do is in
+ * the driver contract ({@link RuncContractTest}). After the class, the engine is closed and the
+ * class fails if anything of its sandboxes remains: process, runtime state, cgroup, mount or
  * directory.
  */
 abstract class SandboxTestBase {

@@ -1,8 +1,9 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import static dev.airlock.oci.Hostile.py;
+import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -19,10 +20,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * killed or inspected from inside, and nothing it starts survives the sandbox. No state carries
  * from one sandbox to the next.
  */
-class ProcessIsolationTest extends SandboxTestBase {
+public abstract class ProcessIsolationContract extends ContractTestBase {
 
-    private static final String AGENT_CMDLINE = "/.airlock/airlock-agent\0" + String.join("\0", OciConfig.agentLimitArgs(dev.airlock.core.Limits.DEFAULTS))
-            + "\0/run/airlock/agent.sock\0";
+    protected ProcessIsolationContract(DriverContract driver) {
+        super(driver);
+    }
 
     @Test
     void onlyTheSandboxsOwnProcessesAreVisible() {
@@ -37,7 +39,7 @@ class ProcessIsolationTest extends SandboxTestBase {
                 """.formatted(hostPid)));
         String[] lines = r.stdoutText().split("\n");
         assertThat(lines[0]).as("numeric /proc entries: only the agent and the program itself").startsWith("True ");
-        assertThat(lines[1]).isEqualTo("'" + AGENT_CMDLINE.replace("\0", "\\x00") + "'");
+        assertThat(lines[1]).isEqualTo("'" + driver.agentCommandLine(Limits.DEFAULTS).replace("\0", "\\x00") + "'");
         assertThat(lines[2]).as("the program's parent is the agent").isEqualTo("1");
         assertThat(lines[3]).as("the host JVM's pid %s", hostPid).isEqualTo("False");
     }
@@ -94,7 +96,7 @@ class ProcessIsolationTest extends SandboxTestBase {
                 .as("the escaped sleep is seen on the host while the run lives").isTrue();
         assertThat(Hostile.hostProcessesWith("sleep " + marker))
                 .as("and it runs as the sandbox's unprivileged host uid")
-                .allSatisfy(p -> assertThat(Hostile.isSandboxUid(p.uid(), 1000)).as("host uid %d", p.uid()).isTrue());
+                .allSatisfy(p -> assertThat(driver.isSandboxHostUid(p.uid(), 1000)).as("host uid %d", p.uid()).isTrue());
         ExecResult r = ok(run.get(30, TimeUnit.SECONDS));
         assertThat(r.stdoutText()).isEqualTo("started\n");
         assertThat(Hostile.eventually(15_000, () -> Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
@@ -110,7 +112,7 @@ class ProcessIsolationTest extends SandboxTestBase {
             assertThat(Hostile.eventually(5_000, () -> !Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
                     .as("the daemon runs on the host").isTrue();
             assertThat(Hostile.hostProcessesWith("sleep " + marker))
-                    .allSatisfy(p -> assertThat(Hostile.isSandboxUid(p.uid(), 1000)).as("host uid of the daemon: %d", p.uid()).isTrue());
+                    .allSatisfy(p -> assertThat(driver.isSandboxHostUid(p.uid(), 1000)).as("host uid of the daemon: %d", p.uid()).isTrue());
         }
         assertThat(Hostile.eventually(15_000, () -> Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
                 .as("no process of the closed sandbox remains: %s", Hostile.hostProcessesWith("sleep " + marker)).isTrue();

@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
@@ -28,7 +28,11 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-class EngineLifecycleTest extends SandboxTestBase {
+public abstract class EngineLifecycleContract extends ContractTestBase {
+
+    protected EngineLifecycleContract(DriverContract driver) {
+        super(driver);
+    }
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
@@ -154,14 +158,14 @@ class EngineLifecycleTest extends SandboxTestBase {
         ExecResult r = running.get(20, TimeUnit.SECONDS);
         assertThat(r.endReason()).isEqualTo(EndReason.CANCELLED);
         assertThat(r.stdoutText()).isEqualTo("partial\n");
-        assertThat(new LeakCheck(CONFIG).find(sandbox.id().value())).isEmpty();
+        assertThat(driver.leftovers(sandbox.id().value())).isEmpty();
         assertThatThrownBy(() -> sandbox.exec(ExecRequest.of("true")))
                 .isInstanceOf(AirlockException.class).hasMessageContaining("is destroyed");
     }
 
     @Test
     void closingTheEngineKillsEverySandboxItHolds() throws Exception {
-        Engine other = new Engine(new OciDriver(CONFIG));
+        Engine other = new Engine(driver.newDriver());
         String prefix = "al-" + other.driver().instance() + "-";
         Sandbox a = other.create(SandboxSpec.defaults());
         Sandbox b = other.create(SandboxSpec.defaults());
@@ -177,7 +181,7 @@ class EngineLifecycleTest extends SandboxTestBase {
         assertThat(started.await(20, TimeUnit.SECONDS)).isTrue();
         other.close();
         assertThat(running.get(20, TimeUnit.SECONDS).endReason()).isEqualTo(EndReason.CANCELLED);
-        assertThat(new LeakCheck(CONFIG).find(prefix)).isEmpty();
+        assertThat(driver.leftovers(prefix)).isEmpty();
         assertThatThrownBy(() -> other.create(SandboxSpec.defaults()))
                 .isInstanceOf(AirlockException.class).hasMessageContaining("shutting down");
     }
@@ -185,7 +189,7 @@ class EngineLifecycleTest extends SandboxTestBase {
     @Test
     void warmPoolHandsOutFreshSandboxesAndNeverReusesOne() throws Exception {
         SandboxSpec spec = SandboxSpec.defaults();
-        try (Engine pooled = new Engine(new OciDriver(CONFIG), 2, spec)) {
+        try (Engine pooled = new Engine(driver.newDriver(), 2, spec)) {
             String first;
             try (Sandbox s = pooled.create(spec)) {
                 first = s.id().value();

@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -9,11 +9,11 @@ import java.util.List;
 import java.util.function.BooleanSupplier;
 
 /**
- * What the hostile tests share: a Python prelude that reports the outcome of an attempt as one
+ * What the hostile tests share (the driver contract's and a driver's own): a Python prelude that reports the outcome of an attempt as one
  * precise line ({@code label: ERRNO_NAME strerror}, or {@code label: ok}), a raw-syscall helper,
  * and a look at the host's process table.
  */
-final class Hostile {
+public final class Hostile {
 
     private Hostile() {
     }
@@ -23,7 +23,7 @@ final class Hostile {
      * {@code "label: EPERM Operation not permitted"}; {@code sc(nr, *args)} makes a raw system call and
      * returns {@code "result=R errno=E"}.
      */
-    static final String PRELUDE = """
+    public static final String PRELUDE = """
             import ctypes, errno, os, sys
             libc = ctypes.CDLL(None, use_errno=True)
             libc.syscall.restype = ctypes.c_long
@@ -43,25 +43,16 @@ final class Hostile {
             """;
 
     /** The prelude followed by {@code body}. */
-    static String py(String body) {
+    public static String py(String body) {
         return PRELUDE + body;
     }
 
-    /**
-     * Whether {@code hostUid} is what sandbox uid {@code sandboxUid} maps to in some sandbox: each
-     * sandbox has its own range of 65536 host ids, all above the configured base.
-     */
-    static boolean isSandboxUid(long hostUid, int sandboxUid) {
-        long base = SandboxTestBase.CONFIG.hostIdBase();
-        return hostUid >= base && hostUid < UidSlots.end(base) && (hostUid - base) % OciConfig.ID_RANGE == sandboxUid;
-    }
-
     /** One host process: its pid, real uid, state letter and command line (NULs as spaces). */
-    record HostProcess(long pid, long uid, String state, String cmdline) {
+    public record HostProcess(long pid, long uid, String state, String cmdline) {
     }
 
     /** Host processes whose command line contains {@code marker}. */
-    static List<HostProcess> hostProcessesWith(String marker) {
+    public static List<HostProcess> hostProcessesWith(String marker) {
         List<HostProcess> found = new ArrayList<>();
         try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
             for (Path proc : procs) {
@@ -91,7 +82,7 @@ final class Hostile {
     }
 
     /** Polls {@code condition} every 50 ms for up to {@code millis}; returns its last value. */
-    static boolean eventually(long millis, BooleanSupplier condition) {
+    public static boolean eventually(long millis, BooleanSupplier condition) {
         long deadline = System.nanoTime() + millis * 1_000_000;
         while (true) {
             if (condition.getAsBoolean()) {
@@ -110,7 +101,7 @@ final class Hostile {
     }
 
     /** A token unlikely to appear anywhere by chance. */
-    static String token(String what) {
+    public static String token(String what) {
         return "airlock-hostile-" + what + "-" + Long.toHexString(System.nanoTime()) + Long.toHexString(Double.doubleToLongBits(Math.random()));
     }
 }

@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecResult;
 import org.junit.jupiter.api.Test;
@@ -14,7 +14,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-import static dev.airlock.oci.Hostile.py;
+import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -22,7 +22,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * synthesized /etc), read-only; writable tmpfs at /tmp, /workspace and /dev/shm only; nothing of
  * the host's own files, accounts or Airlock state; masked /proc files; no /sys.
  */
-class FilesystemIsolationTest extends SandboxTestBase {
+public abstract class FilesystemIsolationContract extends ContractTestBase {
+
+    protected FilesystemIsolationContract(DriverContract driver) {
+        super(driver);
+    }
 
     @Test
     void sandboxCannotSeeHostRootOrHomeDirectories() {
@@ -127,7 +131,7 @@ class FilesystemIsolationTest extends SandboxTestBase {
      */
     @Test
     void airlockStateIsInvisibleBeyondTheSandboxsOwnSocketDirectory() {
-        assertThat(CONFIG.stateRoot().resolve("engines")).as("the host state the sandbox must not see").isDirectory();
+        assertThat(driver.hostStateDirectory().resolve("engines")).as("the host state the sandbox must not see").isDirectory();
         ExecResult r = ok(python(py("""
                 import stat
                 print("run", os.listdir("/run"))

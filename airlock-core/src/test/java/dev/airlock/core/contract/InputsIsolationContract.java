@@ -1,10 +1,11 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Input;
+import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.AfterAll;
@@ -25,7 +26,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
-import static dev.airlock.oci.Hostile.PRELUDE;
+import static dev.airlock.core.contract.Hostile.PRELUDE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -35,7 +36,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * show: a readable secret beside the input (behind a parent directory only root may enter), links
  * in the input that point out of it, a file only its owner may read, and a mount below the input.
  */
-class InputsIsolationTest extends SandboxTestBase {
+public abstract class InputsIsolationContract extends ContractTestBase {
 
     private static Path base;
     private static Path data;
@@ -43,6 +44,10 @@ class InputsIsolationTest extends SandboxTestBase {
     private static Path sibling;
     private static String siblingToken;
     private static Map<String, String> hostSnapshot;
+
+    protected InputsIsolationContract(DriverContract driver) {
+        super(driver);
+    }
 
     @BeforeAll
     static void layOutHostTree() throws IOException {
@@ -132,7 +137,7 @@ class InputsIsolationTest extends SandboxTestBase {
                     owner 65534 65534 0o644
                     owner-only: EACCES Permission denied
                     """);
-            // Not noexec on purpose (see OciConfig.Mount.input): an interpreter runs a script from an input.
+            // Not noexec on purpose (OciConfig.Mount.input in the OCI driver): an interpreter runs a script from an input.
             assertThat(ok(s.exec(ExecRequest.of("python3", "/inputs/data/script.py"))).stdoutText()).isEqualTo("script ran 42\n");
         }
     }
@@ -361,11 +366,11 @@ class InputsIsolationTest extends SandboxTestBase {
 
     @Test
     void hostPathsInsideAirlocksOwnStateAreRefused() throws IOException {
-        Path stateFile = CONFIG.stateRoot().resolve("engines");
+        Path stateFile = driver.hostStateDirectory().resolve("engines");
         assertThat(stateFile).isDirectory();
-        assertRefused(new Input("state", stateFile), AirlockException.Kind.INVALID_ARGUMENT, "lies inside " + CONFIG.stateRoot() + ", which is never shown");
-        assertRefused(new Input("state", CONFIG.stateRoot()), AirlockException.Kind.INVALID_ARGUMENT, "is " + CONFIG.stateRoot() + ", which");
-        assertRefused(new Input("parent", CONFIG.stateRoot().getParent()), AirlockException.Kind.INVALID_ARGUMENT, "never shown to a sandbox");
+        assertRefused(new Input("state", stateFile), AirlockException.Kind.INVALID_ARGUMENT, "lies inside " + driver.hostStateDirectory() + ", which is never shown");
+        assertRefused(new Input("state", driver.hostStateDirectory()), AirlockException.Kind.INVALID_ARGUMENT, "is " + driver.hostStateDirectory() + ", which");
+        assertRefused(new Input("parent", driver.hostStateDirectory().getParent()), AirlockException.Kind.INVALID_ARGUMENT, "never shown to a sandbox");
         assertRefused(new Input("var", Path.of("/var/lib")), AirlockException.Kind.INVALID_ARGUMENT, "contains /var/lib/airlock");
         assertRefused(new Input("root", Path.of("/")), AirlockException.Kind.INVALID_ARGUMENT, "the host's root directory");
         for (String kernel : List.of("/proc/self", "/proc", "/sys/fs/cgroup", "/dev/null", "/run/runc", "/var/lib/airlock/token")) {
@@ -399,7 +404,7 @@ class InputsIsolationTest extends SandboxTestBase {
         }
     }
 
-    private static void assertRefused(Input input, AirlockException.Kind kind, String message) {
+    private void assertRefused(Input input, AirlockException.Kind kind, String message) {
         SandboxSpec spec = SandboxSpec.defaults().withInputs(List.of(input));
         assertThatThrownBy(() -> engine.driver().check(spec, List.of()))
                 .isInstanceOfSatisfying(AirlockException.class, e -> assertThat(e.kind()).isEqualTo(kind))
@@ -415,15 +420,15 @@ class InputsIsolationTest extends SandboxTestBase {
     /** The warm pool holds default sandboxes only: a spec with inputs is always created cold, for itself. */
     @Test
     void aSpecWithInputsNeverGetsAPooledSandbox() throws InterruptedException {
-        try (Engine pooled = new Engine(new OciDriver(CONFIG), 1, SandboxSpec.defaults())) {
+        try (Engine pooled = new Engine(driver.newDriver(), 1, SandboxSpec.defaults())) {
             assertThat(pooled.awaitQuiet(Duration.ofSeconds(30))).isTrue();
             try (Sandbox s = pooled.create(withInputs())) {
                 assertThat(pooled.warmPoolReady()).as("the pooled sandbox is still waiting").isEqualTo(1);
                 assertThat(py(s, "print(sorted(os.listdir('/inputs')))")).isEqualTo("['data', 'single']\n");
             }
         }
-        try (OciDriver driver = new OciDriver(CONFIG)) {
-            assertThatThrownBy(() -> new Engine(driver, 1, withInputs()))
+        try (IsolationDriver isolation = driver.newDriver()) {
+            assertThatThrownBy(() -> new Engine(isolation, 1, withInputs()))
                     .isInstanceOf(AirlockException.class).hasMessageContaining("warm pool cannot hold sandboxes with inputs");
         }
     }
@@ -437,7 +442,7 @@ class InputsIsolationTest extends SandboxTestBase {
             assertThat(hostMountsOf(base)).isEmpty();
         }
         assertThat(hostMountsOf(base)).isEmpty();
-        assertThat(new LeakCheck(CONFIG).find(prefix)).isEmpty();
+        assertThat(driver.leftovers(prefix)).isEmpty();
     }
 
     private static List<String> hostMountsOf(Path dir) throws IOException {

@@ -1,31 +1,27 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.EndReason;
-import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
-import dev.airlock.core.Sandbox;
-import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Test;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.Map;
 
-import static dev.airlock.oci.Hostile.py;
+import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Bombs against every budget of {@link Limits}: each is stopped by its limit with the precise
  * error or end reason, and the run ends.
  */
-class ResourceLimitsTest extends SandboxTestBase {
+public abstract class ResourceLimitsContract extends ContractTestBase {
 
     private static final long MIB = 1024 * 1024;
+
+    protected ResourceLimitsContract(DriverContract driver) {
+        super(driver);
+    }
 
     /** The pids limit counts the agent and the program: with 16, the program gets 14 children, then EAGAIN. */
     @Test
@@ -220,24 +216,6 @@ class ResourceLimitsTest extends SandboxTestBase {
                 """);
     }
 
-    /**
-     * The agent sets the rlimits by lowering what it inherits from the server: a limit above the
-     * server's own hard limit cannot be given, and is refused before anything starts, saying what
-     * to change.
-     */
-    @Test
-    void openFilesAboveTheServersOwnHardLimitIsRefusedBeforeAnythingStarts() {
-        java.util.OptionalLong hard = ServerLimits.hardLimit("Max open files");
-        org.assertj.core.api.Assumptions.assumeThat(hard.orElse(Long.MAX_VALUE)).as("a finite hard limit on open files below the largest sandbox limit")
-                .isLessThan(1 << 20);
-        Limits tooMany = Limits.DEFAULTS.withOpenFiles((int) hard.getAsLong() + 1);
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, tooMany, Map.of())))
-                .isInstanceOf(dev.airlock.core.AirlockException.class)
-                .hasMessageContaining("open files limit of " + (hard.getAsLong() + 1))
-                .hasMessageContaining("hard limit of " + hard.getAsLong())
-                .hasMessageContaining("ulimit -Hn");
-    }
-
     /** The open-files limit: the last descriptor handed out is limit - 1, then EMFILE. */
     @Test
     void openFilesLimitGivesEmfile() {
@@ -318,30 +296,4 @@ class ResourceLimitsTest extends SandboxTestBase {
         assertThat(r.stdout()).hasSize((int) Limits.DEFAULTS.outputBytes());
     }
 
-    /**
-     * With a tenth of a core, a spinning process is throttled by the CPU quota: the kernel counts
-     * throttled periods in the sandbox's cgroup, and the process gets far less CPU time than the
-     * time it spun.
-     */
-    @Test
-    void cpuQuotaThrottlesASpinningProcess() throws IOException {
-        try (Sandbox sandbox = engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, Limits.DEFAULTS.withCpus(0.1), Map.of()))) {
-            ExecResult r = ok(sandbox.exec(ExecRequest.of("python3", "-c", """
-                    import os, time
-                    t0, c0 = time.monotonic(), os.times()
-                    while time.monotonic() - t0 < 1.0:
-                        pass
-                    c1 = os.times()
-                    print(round((c1.user + c1.system) - (c0.user + c0.system), 3), round(time.monotonic() - t0, 3))
-                    """)));
-            double[] v = Arrays.stream(r.stdoutText().trim().split(" ")).mapToDouble(Double::parseDouble).toArray();
-            assertThat(v[0]).as("CPU seconds used while spinning %s s", v[1]).isLessThan(v[1] * 0.5);
-            Path cpuStat = Cgroups.isV2()
-                    ? Path.of("/sys/fs/cgroup", Cgroups.pathOf(sandbox.id().value()).substring(1), "cpu.stat")
-                    : Path.of("/sys/fs/cgroup/cpu", Cgroups.pathOf(sandbox.id().value()).substring(1), "cpu.stat");
-            long throttled = Files.readAllLines(cpuStat).stream().filter(l -> l.startsWith("nr_throttled "))
-                    .mapToLong(l -> Long.parseLong(l.split(" ")[1])).findFirst().orElseThrow();
-            assertThat(throttled).as("nr_throttled of %s", cpuStat).isPositive();
-        }
-    }
 }

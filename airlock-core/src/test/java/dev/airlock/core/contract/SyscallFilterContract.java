@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
@@ -6,7 +6,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import static dev.airlock.oci.Hostile.py;
+import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -15,7 +15,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * EINVAL, EBADF, ENOENT, ENOSYS...): the EPERM is the filter's. System calls of the other x86
  * ABIs (x32, i386 via int 0x80) kill the process.
  */
-class SyscallFilterTest extends SandboxTestBase {
+public abstract class SyscallFilterContract extends ContractTestBase {
+
+    protected SyscallFilterContract(DriverContract driver) {
+        super(driver);
+    }
 
     /**
      * Python set-up for the rows: {@code buf} a zeroed 4 KiB buffer, {@code B} its address,

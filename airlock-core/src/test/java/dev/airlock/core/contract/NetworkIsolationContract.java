@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecResult;
 import org.junit.jupiter.api.Test;
@@ -20,7 +20,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static dev.airlock.oci.Hostile.py;
+import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -30,7 +30,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * reached; names do not resolve; and the seccomp filter refuses every socket family but unix,
  * IPv4 and IPv6.
  */
-class NetworkIsolationTest extends SandboxTestBase {
+public abstract class NetworkIsolationContract extends ContractTestBase {
+
+    protected NetworkIsolationContract(DriverContract driver) {
+        super(driver);
+    }
 
     @Test
     void onlyLoopbackExists() {

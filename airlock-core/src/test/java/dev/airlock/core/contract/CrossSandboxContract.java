@@ -1,4 +1,4 @@
-package dev.airlock.oci;
+package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
@@ -6,7 +6,7 @@ import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Test;
 
-import static dev.airlock.oci.Hostile.PRELUDE;
+import static dev.airlock.core.contract.Hostile.PRELUDE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -14,7 +14,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * apart. Neither sees, signals or talks to the other: processes, files, abstract unix sockets,
  * loopback ports and System V IPC are all private.
  */
-class CrossSandboxTest extends SandboxTestBase {
+public abstract class CrossSandboxContract extends ContractTestBase {
+
+    protected CrossSandboxContract(DriverContract driver) {
+        super(driver);
+    }
 
     private static ExecResult py(Sandbox sandbox, String body) {
         return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body)));
@@ -128,9 +132,9 @@ class CrossSandboxTest extends SandboxTestBase {
     /**
      * The kernel charges inotify instances (and watches, and user namespaces) up the user-namespace
      * chain to each namespace's creator. Each sandbox's namespace is created by its own host uid
-     * ({@link SandboxUserNamespace}), not by runc as host root, so one sandbox that takes all of
-     * fs.inotify.max_user_instances (128 by default), and keeps them in a daemon, leaves every other
-     * sandbox its own.
+     * (the OCI driver's SandboxUserNamespace), not by runc as host root, so one sandbox that takes
+     * all of fs.inotify.max_user_instances (128 by default), and keeps them in a daemon, leaves
+     * every other sandbox its own.
      */
     @Test
     void oneSandboxCannotExhaustAnotherSandboxsInotifyInstances() {

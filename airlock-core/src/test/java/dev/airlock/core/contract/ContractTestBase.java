@@ -1,0 +1,85 @@
+package dev.airlock.core.contract;
+
+import dev.airlock.core.EndReason;
+import dev.airlock.core.Engine;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
+import dev.airlock.core.RunRequest;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInstance;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * One concern of the driver contract: one real engine on the driver under test per concern. After
+ * the concern's tests, the engine is closed and the concern fails if anything of its sandboxes
+ * remains on the host (what counts is the driver's to say: {@link DriverContract#leftovers}).
+ *
+ * <p>One instance per class, so that {@code @BeforeAll} can ask the driver's contract for a driver.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class ContractTestBase {
+
+    /** The driver under test and what the kit needs to know of it. */
+    protected final DriverContract driver;
+    protected Engine engine;
+
+    protected ContractTestBase(DriverContract driver) {
+        this.driver = driver;
+    }
+
+    @BeforeAll
+    void openEngine() {
+        engine = new Engine(driver.newDriver());
+    }
+
+    @AfterAll
+    void closeEngineAndCheckNothingLeaked() {
+        String prefix = "al-" + engine.driver().instance() + "-";
+        engine.close();
+        assertThat(driver.leftovers(prefix)).as("leftovers of this test class's sandboxes").isEmpty();
+    }
+
+    protected ExecResult run(Language language, String code) {
+        return engine.run(RunRequest.of(language, code)).result();
+    }
+
+    protected ExecResult run(Language language, String code, Limits limits) {
+        return engine.run(new RunRequest(language, code, null, new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits, Map.of()))).result();
+    }
+
+    protected ExecResult python(String code) {
+        return run(Language.PYTHON, code);
+    }
+
+    protected ExecResult sh(String code) {
+        return run(Language.SH, code);
+    }
+
+    /** Runs {@code argv} in a live sandbox, with a minute to finish. */
+    protected static ExecResult exec(Sandbox sb, String... argv) {
+        return sb.exec(ExecRequest.of(argv).withTimeout(Duration.ofSeconds(60)));
+    }
+
+    /** Runs {@code code} with the host's python3 in a live sandbox. */
+    protected static ExecResult python(Sandbox sb, String code) {
+        sb.writeFile("/tmp/t.py", code.getBytes(StandardCharsets.UTF_8));
+        return exec(sb, "/usr/bin/python3", "/tmp/t.py");
+    }
+
+    /** Asserts that the program exited 0, showing its output when it did not; returns it. */
+    protected static ExecResult ok(ExecResult r) {
+        assertThat(r.endReason()).as("end reason; stdout: %s; stderr: %s", r.stdoutText(), r.stderrText()).isEqualTo(EndReason.EXITED);
+        assertThat(r.exitCode()).as("exit code; stdout: %s; stderr: %s", r.stdoutText(), r.stderrText()).isZero();
+        return r;
+    }
+}

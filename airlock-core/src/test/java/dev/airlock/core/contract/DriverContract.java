@@ -1,0 +1,126 @@
+package dev.airlock.core.contract;
+
+import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.Limits;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.TestInstance;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The contract every isolation driver passes: lifecycle, exec, files, limits, and the hostile
+ * cases (host files, writes outside /workspace and /tmp, host processes, privileges, each denied
+ * system call family, fork, memory and disk bombs, timeouts, outliving the run, leftover data,
+ * network, other sandboxes, host information, inputs), each concern with a leak check after it.
+ *
+ * <p>A driver module runs it by extending this class once per driver configuration, giving its
+ * driver and the few things only the driver knows (the hooks below); every concern then runs as a
+ * nested class of that one test class, on a fresh engine of its own:
+ *
+ * <pre>{@code
+ * class RuncContractTest extends DriverContract {
+ *     protected IsolationDriver newDriver() { return new OciDriver(CONFIG); }
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p>Every case runs real hostile code in a real sandbox of the driver. A fake driver is fine for
+ * service-level unit tests elsewhere, never here: passing this suite is the proof that a
+ * driver's controls hold.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class DriverContract {
+
+    /** A new instance of the driver under test; each concern makes one and closes it. */
+    protected abstract IsolationDriver newDriver();
+
+    /**
+     * What sandboxes whose ids start with {@code sandboxIdPrefix} left on the host (processes,
+     * runtime state, cgroups, mounts, directories, one line each), after giving exiting processes
+     * time to go. Empty means nothing leaked.
+     */
+    protected abstract List<String> leftovers(String sandboxIdPrefix);
+
+    /** The host directory where the driver keeps its state: no sandbox may see it or name it as an input. */
+    protected abstract Path hostStateDirectory();
+
+    /**
+     * Whether host uid {@code hostUid} is what uid {@code sandboxUid} inside some sandbox of this
+     * driver runs as on the host: an unprivileged id of the sandboxes' own, never a host account.
+     */
+    protected abstract boolean isSandboxHostUid(long hostUid, int sandboxUid);
+
+    /** The command line of the sandbox's PID 1 (its agent) for a sandbox with {@code limits}, NUL-separated as in /proc. */
+    protected abstract String agentCommandLine(Limits limits);
+
+    @Nested
+    class EngineLifecycle extends EngineLifecycleContract {
+        EngineLifecycle() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class FilesystemIsolation extends FilesystemIsolationContract {
+        FilesystemIsolation() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class InputsIsolation extends InputsIsolationContract {
+        InputsIsolation() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class ProcessIsolation extends ProcessIsolationContract {
+        ProcessIsolation() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class Privilege extends PrivilegeContract {
+        Privilege() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class SyscallFilter extends SyscallFilterContract {
+        SyscallFilter() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class ResourceLimits extends ResourceLimitsContract {
+        ResourceLimits() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class NetworkIsolation extends NetworkIsolationContract {
+        NetworkIsolation() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class CrossSandbox extends CrossSandboxContract {
+        CrossSandbox() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class HostInformation extends HostInformationContract {
+        HostInformation() {
+            super(DriverContract.this);
+        }
+    }
+}
