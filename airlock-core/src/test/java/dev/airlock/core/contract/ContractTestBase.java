@@ -2,6 +2,7 @@ package dev.airlock.core.contract;
 
 import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
+import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
@@ -39,7 +40,12 @@ public abstract class ContractTestBase {
 
     @BeforeAll
     void openEngine() {
-        engine = new Engine(driver.newDriver());
+        engine = new Engine(driver.newDriver(), broker());
+    }
+
+    /** The broker the concern's engine attaches sandboxes to: none, unless the concern is about the bridge. */
+    protected SandboxBroker broker() {
+        return SandboxBroker.NONE;
     }
 
     @AfterAll

@@ -12,7 +12,7 @@ import java.util.List;
  * The contract every isolation driver passes: lifecycle, exec, files, limits, and the hostile
  * cases (host files, writes outside /workspace and /tmp, host processes, privileges, each denied
  * system call family, fork, memory and disk bombs, timeouts, outliving the run, leftover data,
- * network, other sandboxes, host information, inputs), each concern with a leak check after it.
+ * network, the egress bridge, other sandboxes, host information, inputs), each concern with a leak check after it.
  *
  * <p>A driver module runs it by extending this class once per driver configuration, giving its
  * driver and the few things only the driver knows (the hooks below); every concern then runs as a
@@ -113,6 +113,13 @@ public abstract class DriverContract {
     @Nested
     class CrossSandbox extends CrossSandboxContract {
         CrossSandbox() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    class EgressBridge extends EgressBridgeContract {
+        EgressBridge() {
             super(DriverContract.this);
         }
     }
