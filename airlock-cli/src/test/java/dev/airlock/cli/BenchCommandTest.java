@@ -24,7 +24,7 @@ class BenchCommandTest {
 
     @AfterEach
     void nothingOfAnySandboxRemains() {
-        assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty();
+        assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty();
     }
 
     @Test

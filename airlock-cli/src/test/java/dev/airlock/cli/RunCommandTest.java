@@ -24,7 +24,7 @@ class RunCommandTest {
 
     @AfterEach
     void nothingOfAnySandboxRemains() {
-        assertThat(new LeakCheck(CONFIG).find("al-")).isEmpty();
+        assertThat(new LeakCheck(CONFIG).findOfEndedEngines()).isEmpty();
     }
 
     @Test
@@ -136,7 +136,7 @@ class RunCommandTest {
         cli.process.destroyForcibly();
         cli.await();
         // With the host side gone, the agent kills every process of the sandbox and exits.
-        await().atMost(Duration.ofSeconds(30)).until(() -> new LeakCheck(CONFIG).find("al-").stream().noneMatch(l -> l.startsWith("process:")));
+        await().atMost(Duration.ofSeconds(30)).until(() -> new LeakCheck(CONFIG).findOfEndedEngines().stream().noneMatch(l -> l.startsWith("process:")));
         // Runtime state and directories remain until the next engine starts and reaps them.
         try (Engine next = new Engine(new OciDriver(CONFIG))) {
             assertThat(next.reapedAtStart()).anyMatch(line -> line.startsWith("container al-"));

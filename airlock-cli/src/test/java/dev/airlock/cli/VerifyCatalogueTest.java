@@ -33,7 +33,7 @@ class VerifyCatalogueTest {
 
     @AfterAll
     static void nothingOfAnySandboxRemains() {
-        assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty();
+        assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty();
     }
 
     @Test

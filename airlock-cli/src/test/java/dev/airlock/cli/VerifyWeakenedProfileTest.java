@@ -18,7 +18,7 @@ class VerifyWeakenedProfileTest {
 
     @AfterAll
     static void nothingOfAnySandboxRemains() {
-        assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty();
+        assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty();
     }
 
     @Test

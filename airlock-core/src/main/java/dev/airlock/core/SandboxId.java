@@ -33,6 +33,11 @@ public record SandboxId(String value) {
         return name.startsWith("al-" + owner + "-") && SAFE.matcher(name).matches();
     }
 
+    /** The engine instance that created sandbox {@code name}, or null when {@code name} is not a sandbox id. */
+    public static String instanceOf(String name) {
+        return name != null && SAFE.matcher(name).matches() ? name.substring(3, name.indexOf('-', 3)) : null;
+    }
+
     public static SandboxId parse(String value) {
         return new SandboxId(value);
     }

@@ -55,4 +55,12 @@ class SandboxIdTest {
         assertThat(SandboxId.isOwnedBy("al-srv1-not-hex-at-all!!", "srv1")).isFalse();
         assertThat(SandboxId.isOwnedBy("al-srv10-0123456789abcdef", "srv1")).isFalse();
     }
+
+    @Test
+    void theInstanceOfAnIdIsItsOwner() {
+        org.assertj.core.api.Assertions.assertThat(SandboxId.instanceOf(SandboxId.random("k76mc6fo").value())).isEqualTo("k76mc6fo");
+        org.assertj.core.api.Assertions.assertThat(SandboxId.instanceOf("al-x")).isNull();
+        org.assertj.core.api.Assertions.assertThat(SandboxId.instanceOf("cgroup.procs")).isNull();
+        org.assertj.core.api.Assertions.assertThat(SandboxId.instanceOf(null)).isNull();
+    }
 }

@@ -58,7 +58,7 @@ class McpConformanceTest {
             server.close();
         }
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
-                assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty());
+                assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty());
     }
 
     @ParameterizedTest

@@ -61,7 +61,7 @@ class McpHttpTest extends McpClientScenarios {
             server.close();
         }
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
-                assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty());
+                assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty());
     }
 
     @Override

@@ -25,7 +25,7 @@ class McpInspectorCliTest {
     @AfterEach
     void nothingOfAnySandboxRemains() {
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
-                assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty());
+                assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty());
     }
 
     private JsonNode inspect(String... methodArgs) throws Exception {

@@ -34,7 +34,7 @@ class McpStdioTest extends McpClientScenarios {
     @AfterAll
     static void theSessionsSandboxesAreGoneWithIt() {
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
-                assertThat(new LeakCheck(OciDriverConfig.defaults()).find("al-")).isEmpty());
+                assertThat(new LeakCheck(OciDriverConfig.defaults()).findOfEndedEngines()).isEmpty());
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.KernelFiles;
+import dev.airlock.core.SandboxId;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -8,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Finds what sandboxes left on this host: processes running as a sandbox uid, runtime state,
@@ -43,6 +46,20 @@ public final class LeakCheck {
         }
         return leaks;
     }
+
+    /**
+     * What sandboxes of engine instances that have ended left behind: a leak, whoever made it.
+     * Sandboxes of instances still running (another test run, a server on this host) are theirs
+     * and are left out, so a check after a command's own processes ended is not confused by them.
+     */
+    public List<String> findOfEndedEngines() {
+        return find("al-").stream().filter(line -> {
+            Matcher m = SANDBOX_ID.matcher(line);
+            return !m.find() || !StateDirectory.isAlive(config.stateRoot(), SandboxId.instanceOf(m.group()));
+        }).toList();
+    }
+
+    private static final Pattern SANDBOX_ID = Pattern.compile("al-[a-z0-9]{1,16}-[a-f0-9]{16}");
 
     private List<String> findNow(String prefix) {
         List<String> leaks = new ArrayList<>();

@@ -226,20 +226,12 @@ public final class OciDriver implements IsolationDriver {
     public List<String> reapOrphans() {
         List<String> reaped = new ArrayList<>();
         List<String> dead = state.deadInstances();
-        if (dead.isEmpty()) {
-            return reaped;
-        }
-        List<String> containers = runtime.list();
+        List<String> containers = dead.isEmpty() ? List.of() : runtime.list();
         for (String instance : dead) {
             String prefix = "al-" + instance + "-";
             for (String container : containers) {
                 if (container.startsWith(prefix) && runtime.delete(container)) {
                     reaped.add("container " + container);
-                }
-            }
-            for (Path cgroup : Cgroups.find(prefix)) {
-                if (Cgroups.remove(cgroup)) {
-                    reaped.add("cgroup " + cgroup);
                 }
             }
             for (Path slot : uidSlots.held(prefix)) {
@@ -248,6 +240,14 @@ public final class OciDriver implements IsolationDriver {
             }
             state.removeInstance(instance);
             reaped.add("state of instance " + instance);
+        }
+        // Cgroups of every instance that is gone, including one whose state was removed while a cgroup
+        // still held a process that has since exited (an ended runtime's leftovers outlive its destroy).
+        for (Path cgroup : Cgroups.find("al-")) {
+            String instance = SandboxId.instanceOf(cgroup.getFileName().toString());
+            if (instance != null && !state.isAlive(instance) && Cgroups.remove(cgroup)) {
+                reaped.add("cgroup " + cgroup);
+            }
         }
         reaped.forEach(line -> LOG.info("reaped orphan {}", line));
         return reaped;
