@@ -205,6 +205,28 @@ final class OciConfig {
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
     }
 
+    /**
+     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it: without the user
+     * namespace and its id mappings. runsc's gofer (its file server) cannot set up the read-only
+     * root inside a user namespace of ours (the remount fails with EPERM in this release), and the
+     * sandbox's users are the Sentry's own anyway: runsc runs the Sentry as host {@code nobody} in a
+     * user namespace it makes, and no sandbox process is a host process.
+     */
+    static byte[] forGvisor(byte[] config) {
+        ObjectNode root = (ObjectNode) JSON.readTree(config);
+        ObjectNode linux = (ObjectNode) root.get("linux");
+        ArrayNode kept = JSON.createArrayNode();
+        linux.get("namespaces").forEach(ns -> {
+            if (!"user".equals(ns.get("type").asString())) {
+                kept.add(ns);
+            }
+        });
+        linux.set("namespaces", kept);
+        linux.remove("uidMappings");
+        linux.remove("gidMappings");
+        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
     /** The agent options that make it set the sandbox's rlimits itself (RLIMIT_CORE is always 0). */
     static List<String> agentLimitArgs(Limits limits) {
         return List.of("--nofile", Integer.toString(limits.openFiles()), "--fsize", Long.toString(limits.fileSizeBytes()));
