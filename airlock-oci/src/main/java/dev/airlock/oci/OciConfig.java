@@ -224,6 +224,19 @@ final class OciConfig {
         linux.set("namespaces", kept);
         linux.remove("uidMappings");
         linux.remove("gidMappings");
+        if (linux.get("seccomp") instanceof ObjectNode seccomp) {
+            // The Sentry answers every refused call with EPERM, whatever errnoRet says (this release
+            // ignores it), and glibc falls back from clone3 to clone only on ENOSYS: refused, clone3
+            // would stop every thread from starting. Allowed, it reaches the Sentry, which does not
+            // implement it and answers ENOSYS itself, so glibc uses clone, whose flags the filter sees.
+            seccomp.get("syscalls").forEach(rule -> {
+                if ("SCMP_ACT_ERRNO".equals(rule.path("action").asString()) && rule.path("names").size() == 1
+                        && "clone3".equals(rule.path("names").get(0).asString())) {
+                    ((ObjectNode) rule).put("action", "SCMP_ACT_ALLOW");
+                    ((ObjectNode) rule).remove("errnoRet");
+                }
+            });
+        }
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
     }
 

@@ -29,10 +29,13 @@ import java.util.function.BiConsumer;
 public final class Verifier {
 
     private final OciDriverConfig config;
+    /** Whether the sandboxes run under gVisor (runsc): cases with a {@code gvisor} expectation use it. */
+    private final boolean gvisor;
 
     /** @param config the driver configuration to verify, weakenings included */
     public Verifier(OciDriverConfig config) {
         this.config = config;
+        this.gvisor = java.nio.file.Path.of(config.runtime()).getFileName().toString().equals("runsc");
     }
 
     /**
@@ -133,9 +136,9 @@ public final class Verifier {
         return engine.run(new RunRequest(c.language(), c.program(text, p), null, spec)).result();
     }
 
-    private static Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
-        List<String> mismatches = c.expect().mismatches(r, p);
-        String happened = before + observed(r);
+    private Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
+        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
+        String happened = gvisorNote(c) + before + observed(r);
         if (mismatches.isEmpty()) {
             return Outcome.held(happened);
         }
@@ -147,7 +150,7 @@ public final class Verifier {
      * on purpose. It must be seen on the host while the run lives (else the check proves nothing),
      * and be gone from the host soon after the run ended.
      */
-    private static Outcome outlive(VerifyCase c, VerifyCase.Placeholders p, java.util.function.Supplier<ExecResult> execution, String what) {
+    private Outcome outlive(VerifyCase c, VerifyCase.Placeholders p, java.util.function.Supplier<ExecResult> execution, String what) {
         String marker = p.apply(c.marker());
         CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(execution);
         boolean seen = HostProcesses.eventually(15_000, () -> !HostProcesses.withCommandLine(marker).isEmpty() || run.isDone());
@@ -163,7 +166,7 @@ public final class Verifier {
             return Outcome.error("the process '" + marker + "' was never seen on the host while the run lived, so its absence "
                     + "afterwards proves nothing: " + observed(r));
         }
-        List<String> mismatches = c.expect().mismatches(r, p);
+        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
         boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.withCommandLine(marker).isEmpty());
         String happened = "while the run lived the host saw: " + seenAs + "\n" + what + ": " + observed(r) + "\nafter the run: "
                 + (gone ? "no process '" + marker + "' remains on the host"
@@ -173,6 +176,11 @@ public final class Verifier {
             mismatches.add("a process of the run outlived it");
         }
         return mismatches.isEmpty() ? Outcome.held(happened) : Outcome.broken(happened + "\n" + String.join("\n", mismatches));
+    }
+
+    /** Says that the case was judged by its gVisor expectation, and why, or nothing. */
+    private String gvisorNote(VerifyCase c) {
+        return gvisor && c.gvisor() != null ? "under gVisor: " + c.gvisor().why() + "\n" : "";
     }
 
     static String observed(ExecResult r) {
