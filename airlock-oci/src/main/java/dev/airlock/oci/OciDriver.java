@@ -165,10 +165,7 @@ public final class OciDriver implements IsolationDriver {
                     byte[] bundle = OciConfig.write(systemImage, spec.limits(),
                             agentCommand(spec.limits(), proxy != null), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), seccomp);
-                    if (runtime.isGvisor()) {
-                        bundle = OciConfig.forGvisor(bundle);
-                    }
-                    Files.write(dir.resolve("config.json"), OciConfig.weaken(bundle, config.weakenings()));
+                    Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
                     started = true;
                     agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
                     if (userNamespace != null) {

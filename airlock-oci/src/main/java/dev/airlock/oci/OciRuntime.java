@@ -102,6 +102,11 @@ final class OciRuntime {
         return name.equals("runsc");
     }
 
+    /** The bundle's configuration ({@link OciConfig#write}) as this runtime takes it: {@link OciConfig#forGvisor} for runsc. */
+    byte[] adapt(byte[] config) {
+        return isGvisor() ? OciConfig.forGvisor(config) : config;
+    }
+
     /**
      * Whether the runtime can join a user namespace that exists already ({@link SandboxUserNamespace}).
      * runsc cannot: its gofer fails to setns into it (EINVAL: a multi-threaded Go process may not
@@ -215,16 +220,22 @@ final class OciRuntime {
         return r.exitCode == 0 ? r.output.lines().findFirst().orElse("").trim() : "unknown";
     }
 
-    private record Result(int exitCode, String output) {
-    }
-
-    private Result exec(Path log, String... args) {
+    /** The command line of one runtime command: the binary, the runtime's own flags ({@link #RUNSC_FLAGS}), then {@code args}. */
+    List<String> command(String... args) {
         List<String> command = new ArrayList<>();
         command.add(binary.toString());
         if (isGvisor()) {
             command.addAll(RUNSC_FLAGS);
         }
         command.addAll(List.of(args));
+        return command;
+    }
+
+    private record Result(int exitCode, String output) {
+    }
+
+    private Result exec(Path log, String... args) {
+        List<String> command = command(args);
         ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                 .redirectErrorStream(true);
