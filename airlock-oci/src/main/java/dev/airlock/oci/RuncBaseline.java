@@ -35,10 +35,10 @@ public final class RuncBaseline implements AutoCloseable {
             runtime.createSandboxDirectory(bundle);
             Path runDir = bundle.resolve("run");
             StateDirectory.createTraversable(runDir);
-            byte[] config = OciConfig.write(image, Limits.DEFAULTS, command,
+            byte[] bundleConfig = OciConfig.write(image, Limits.DEFAULTS, command,
                     Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.instance() + "-baseline"),
                     hostIdBase, Seccomp.defaultProfile());
-            Files.write(bundle.resolve("config.json"), runtime.adapt(config));
+            Files.write(bundle.resolve("config.json"), runtime.adapt(bundleConfig));
         } catch (IOException | RuntimeException e) {
             uidSlots.release(hostIdBase);
             state.close();
