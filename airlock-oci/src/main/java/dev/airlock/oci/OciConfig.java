@@ -55,6 +55,9 @@ final class OciConfig {
     static final long DEFAULT_HOST_ID_BASE = 2_000_000_000L;
     static final int ID_RANGE = 65536;
 
+    /** Host threads of runsc's Sentry and gofer, added to a sandbox's pids limit under gVisor ({@link #forGvisor}). */
+    static final int GVISOR_HOST_THREADS = 128;
+
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /**
@@ -224,6 +227,12 @@ final class OciConfig {
         linux.set("namespaces", kept);
         linux.remove("uidMappings");
         linux.remove("gidMappings");
+        // The host pids cgroup holds the Sentry's and the gofer's host threads (about 100 for an idle
+        // sandbox here), not the sandbox's processes: on the limit alone runsc could not even start.
+        ObjectNode pids = (ObjectNode) linux.path("resources").path("pids");
+        if (pids.has("limit")) {
+            pids.put("limit", pids.get("limit").asLong() + GVISOR_HOST_THREADS);
+        }
         if (linux.get("seccomp") instanceof ObjectNode seccomp) {
             // The Sentry answers every refused call with EPERM, whatever errnoRet says (this release
             // ignores it), and glibc falls back from clone3 to clone only on ENOSYS: refused, clone3

@@ -186,9 +186,17 @@ final class OciRuntime {
         }
     }
 
-    /** Force-deletes a container: kills what is left in it and removes its state and cgroup. */
+    /**
+     * Force-deletes a container: kills what is left in it and removes its state and cgroup. runsc
+     * leaves the container's (empty) cgroups behind when the container never started or its
+     * Sentry died (a memory limit reached), so under runsc they are removed here too.
+     */
     boolean delete(String id) {
-        return exec(null, "delete", "--force", id).exitCode == 0;
+        boolean deleted = exec(null, "delete", "--force", id).exitCode == 0;
+        if (isGvisor()) {
+            Cgroups.find(id).forEach(Cgroups::remove);
+        }
+        return deleted;
     }
 
     /** Ids of the containers the runtime knows about. */
