@@ -206,6 +206,39 @@ class RunscDriverTest {
         }
     }
 
+    /**
+     * gVisor's way: the pids limit bounds the Sentry's and gofer's host threads (the limit plus
+     * {@link OciConfig#GVISOR_HOST_THREADS}); a fork bomb exhausts them and the whole sandbox ends.
+     */
+    @Test
+    void pidsLimitHoldsByEndingTheWholeSandbox() {
+        ExecResult r = run(Language.PYTHON, """
+                import os, time
+                while True:
+                    if os.fork() == 0:
+                        time.sleep(30)
+                        os._exit(0)
+                """, Limits.DEFAULTS.withPids(16).withTimeout(Duration.ofSeconds(60)));
+        assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.CANCELLED);
+    }
+
+    /**
+     * Threads start: glibc's pthread_create tries clone3 first and falls back to clone only on
+     * ENOSYS, which the gVisor bundle leaves to the Sentry to answer (runsc would turn the filter's
+     * ENOSYS into EPERM). Namespace flags on clone and unshare stay refused.
+     */
+    @Test
+    void threadsStartAndNamespacesStayRefused() {
+        ExecResult r = ok(run(Language.PYTHON, """
+                import ctypes, threading
+                t = threading.Thread(target=print, args=("thread ok",)); t.start(); t.join()
+                libc = ctypes.CDLL(None, use_errno=True)
+                print("clone3", libc.syscall(435, 0, 0), ctypes.get_errno())
+                print("unshare", libc.syscall(272, 0x10000000), ctypes.get_errno())
+                """, Limits.DEFAULTS));
+        assertThat(r.stdoutText()).isEqualTo("thread ok\nclone3 -1 38\nunshare -1 1\n");
+    }
+
     @Test
     void timeoutKillsTheExecutionAndKeepsEarlierOutput() {
         ExecResult r = run(Language.SH, "echo before; sleep 1000", Limits.DEFAULTS.withTimeout(Duration.ofMillis(1500)));
