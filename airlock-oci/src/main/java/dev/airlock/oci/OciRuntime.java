@@ -194,9 +194,35 @@ final class OciRuntime {
     boolean delete(String id) {
         boolean deleted = exec(null, "delete", "--force", id).exitCode == 0;
         if (isGvisor()) {
-            Cgroups.find(id).forEach(Cgroups::remove);
+            removeCgroupsOf(id);
         }
         return deleted;
+    }
+
+    /** How long the Sentry's and gofer's host processes get to leave their cgroups after runsc delete returned. */
+    private static final long GVISOR_CGROUP_SETTLE_MILLIS = 5_000;
+
+    /** Removes the container's cgroups once they are empty: runsc delete returns before its processes are all gone. */
+    private static void removeCgroupsOf(String id) {
+        long deadline = System.currentTimeMillis() + GVISOR_CGROUP_SETTLE_MILLIS;
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (true) {
+                List<Path> left = Cgroups.find(id).stream().filter(c -> !Cgroups.remove(c) || Files.isDirectory(c)).toList();
+                if (left.isEmpty() || System.currentTimeMillis() >= deadline) {
+                    return;
+                }
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     /** Ids of the containers the runtime knows about. */
