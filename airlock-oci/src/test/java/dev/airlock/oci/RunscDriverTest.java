@@ -4,6 +4,8 @@ import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.Input;
 import dev.airlock.core.KernelFiles;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
@@ -27,7 +29,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -144,6 +148,34 @@ class RunscDriverTest {
             ExecResult ro = sandbox.exec(ExecRequest.of("sh", "-c", "echo x > /usr/bin/evil; test -e /usr/bin/evil && echo written"));
             assertThat(ro.stdoutText()).isEmpty();
             assertThat(ro.stderrText()).contains("/usr/bin/evil: Permission denied");
+        }
+    }
+
+    @Test
+    void inputsAreReadableAndReadOnly() throws Exception {
+        // createTempDirectory gives 0700: only host root (runsc's gofer) traverses the input's parent.
+        Path base = Files.createTempDirectory("airlock-runsc-inputs-");
+        try {
+            Path data = Files.createDirectory(base.resolve("data"));
+            Files.writeString(data.resolve("hello.txt"), "hello from the host\n");
+            Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwxr-xr-x"));
+            Files.setPosixFilePermissions(data.resolve("hello.txt"), PosixFilePermissions.fromString("rw-r--r--"));
+            try (Sandbox sandbox = engine.create(SandboxSpec.defaults().withInputs(List.of(new Input("data", data))))) {
+                ExecResult r = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "-c", """
+                        import os
+                        print(open("/inputs/data/hello.txt").read(), end="")
+                        for attempt in (lambda: open("/inputs/data/hello.txt", "a"), lambda: open("/inputs/data/new", "w")):
+                            try:
+                                attempt(); print("written")
+                            except OSError as e:
+                                print("refused")
+                        """)));
+                assertThat(r.stdoutText()).isEqualTo("hello from the host\nrefused\nrefused\n");
+            }
+            assertThat(Files.readString(data.resolve("hello.txt"))).isEqualTo("hello from the host\n");
+            assertThat(data.resolve("new")).doesNotExist();
+        } finally {
+            HostFiles.deleteTree(base);
         }
     }
 
