@@ -209,11 +209,18 @@ final class OciConfig {
     }
 
     /**
-     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it: without the user
-     * namespace and its id mappings. runsc's gofer (its file server) cannot set up the read-only
-     * root inside a user namespace of ours (the remount fails with EPERM in this release), and the
-     * sandbox's users are the Sentry's own anyway: runsc runs the Sentry as host {@code nobody} in a
-     * user namespace it makes, and no sandbox process is a host process.
+     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it. Three changes, each
+     * because runsc cannot take the runc form; every other control is left as it is:
+     * <ul>
+     *   <li>no user namespace and no id mappings: runsc's gofer (its file server) cannot set up the
+     *       read-only root inside a user namespace of ours (the remount fails with EPERM in this
+     *       release), and the sandbox's users are the Sentry's own anyway: runsc runs the Sentry as
+     *       host {@code nobody} in a user namespace it makes, and no sandbox process is a host process;</li>
+     *   <li>the pids limit plus {@link #GVISOR_HOST_THREADS}: the host cgroup holds the Sentry's and
+     *       gofer's threads, not the sandbox's processes;</li>
+     *   <li>clone3 allowed by the seccomp profile: runsc turns every refusal into EPERM, and glibc
+     *       falls back to clone only on ENOSYS, which the Sentry (not implementing clone3) gives.</li>
+     * </ul>
      */
     static byte[] forGvisor(byte[] config) {
         ObjectNode root = (ObjectNode) JSON.readTree(config);
