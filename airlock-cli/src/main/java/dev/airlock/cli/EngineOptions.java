@@ -12,7 +12,7 @@ import java.nio.file.Path;
 final class EngineOptions {
 
     @Option(names = "--runtime", paramLabel = "NAME",
-            description = "OCI runtime: runc, crun or runsc (env AIRLOCK_RUNTIME; default runc).")
+            description = "OCI runtime: runc, crun or runsc, or an absolute path to one (env AIRLOCK_RUNTIME; default runc).")
     String runtime = System.getenv().getOrDefault("AIRLOCK_RUNTIME", "runc");
 
     @Option(names = "--state-dir", paramLabel = "DIR",

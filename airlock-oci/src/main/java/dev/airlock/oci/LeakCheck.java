@@ -93,9 +93,9 @@ public final class LeakCheck {
     }
 
     /**
-     * Host processes whose uid is in the sandbox id ranges and that belong to a sandbox whose id
-     * starts with {@code prefix} (by their cgroup). A sandbox-uid process outside every sandbox
-     * cgroup belongs to no one and is always reported.
+     * Host processes that belong to a sandbox whose id starts with {@code prefix} (by their cgroup),
+     * whatever their uid (runsc's Sentry and gofer have none of the sandbox's). A process with a
+     * sandbox uid outside every sandbox cgroup belongs to no one and is always reported.
      */
     private List<String> sandboxProcesses(String prefix) {
         List<String> found = new ArrayList<>();
@@ -107,7 +107,10 @@ public final class LeakCheck {
                         if (line.startsWith("Uid:")) {
                             long uid = Long.parseLong(line.split("\\s+")[1]);
                             String owner = sandboxOf(proc);
-                            if (uid >= low && uid < high && (owner == null || owner.startsWith(prefix))) {
+                            // Under runsc the sandbox's host processes (the Sentry, as nobody, and the gofer, as root)
+                            // have no sandbox uid: their cgroup names them.
+                            boolean sandboxUid = uid >= low && uid < high;
+                            if ((sandboxUid && owner == null) || (owner != null && owner.startsWith(prefix))) {
                                 String cmd = KernelFiles.read(proc.resolve("cmdline")).replace('\0', ' ').trim();
                                 found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
                             }

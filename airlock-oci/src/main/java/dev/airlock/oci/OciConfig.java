@@ -55,6 +55,9 @@ final class OciConfig {
     static final long DEFAULT_HOST_ID_BASE = 2_000_000_000L;
     static final int ID_RANGE = 65536;
 
+    /** Host threads of runsc's Sentry and gofer, added to a sandbox's pids limit under gVisor ({@link #forGvisor}). */
+    static final int GVISOR_HOST_THREADS = 128;
+
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     /**
@@ -201,6 +204,54 @@ final class OciConfig {
                 }
             });
             linux.set("namespaces", kept);
+        }
+        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
+    /**
+     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it. Three changes, each
+     * because runsc cannot take the runc form; every other control is left as it is:
+     * <ul>
+     *   <li>no user namespace and no id mappings: runsc's gofer (its file server) cannot set up the
+     *       read-only root inside a user namespace of ours (the remount fails with EPERM in this
+     *       release), and the sandbox's users are the Sentry's own anyway: runsc runs the Sentry as
+     *       host {@code nobody} in a user namespace it makes, and no sandbox process is a host process;</li>
+     *   <li>the pids limit plus {@link #GVISOR_HOST_THREADS}: the host cgroup holds the Sentry's and
+     *       gofer's threads, not the sandbox's processes;</li>
+     *   <li>clone3 allowed by the seccomp profile: runsc turns every refusal into EPERM, and glibc
+     *       falls back to clone only on ENOSYS, which the Sentry (not implementing clone3) gives.</li>
+     * </ul>
+     */
+    static byte[] forGvisor(byte[] config) {
+        ObjectNode root = (ObjectNode) JSON.readTree(config);
+        ObjectNode linux = (ObjectNode) root.get("linux");
+        ArrayNode kept = JSON.createArrayNode();
+        linux.get("namespaces").forEach(ns -> {
+            if (!"user".equals(ns.get("type").asString())) {
+                kept.add(ns);
+            }
+        });
+        linux.set("namespaces", kept);
+        linux.remove("uidMappings");
+        linux.remove("gidMappings");
+        // The host pids cgroup holds the Sentry's and the gofer's host threads (about 100 for an idle
+        // sandbox here), not the sandbox's processes: on the limit alone runsc could not even start.
+        ObjectNode pids = (ObjectNode) linux.path("resources").path("pids");
+        if (pids.has("limit")) {
+            pids.put("limit", pids.get("limit").asLong() + GVISOR_HOST_THREADS);
+        }
+        if (linux.get("seccomp") instanceof ObjectNode seccomp) {
+            // The Sentry answers every refused call with EPERM, whatever errnoRet says (this release
+            // ignores it), and glibc falls back from clone3 to clone only on ENOSYS: refused, clone3
+            // would stop every thread from starting. Allowed, it reaches the Sentry, which does not
+            // implement it and answers ENOSYS itself, so glibc uses clone, whose flags the filter sees.
+            seccomp.get("syscalls").forEach(rule -> {
+                if ("SCMP_ACT_ERRNO".equals(rule.path("action").asString()) && rule.path("names").size() == 1
+                        && "clone3".equals(rule.path("names").get(0).asString())) {
+                    ((ObjectNode) rule).put("action", "SCMP_ACT_ALLOW");
+                    ((ObjectNode) rule).remove("errnoRet");
+                }
+            });
         }
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
     }

@@ -124,35 +124,42 @@ public final class OciDriver implements IsolationDriver {
         boolean started = false;
         long hostIdBase = uidSlots.allocate(id.value());
         try {
-            StateDirectory.createTraversable(dir);
+            runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);
             try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
                 listener.bind(UnixDomainSocketAddress.of(socket));
                 // Only the sandbox's user (and host root) may connect.
                 long sandboxHostUid = hostIdBase + SystemImage.SANDBOX_UID;
-                Files.setAttribute(socket, "unix:uid", (int) sandboxHostUid);
-                Files.setAttribute(socket, "unix:gid", (int) sandboxHostUid);
-                Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+                runtime.grantSocket(socket, (int) sandboxHostUid);
                 boolean bridged = broker.attach(id, spec, runDir, (int) sandboxHostUid).bridged();
+                if (bridged) {
+                    // the broker's socket, opened to the sandbox the way this runtime's sandboxes connect
+                    runtime.grantSocket(runDir.resolve(SandboxBroker.BRIDGE_SOCKET), (int) sandboxHostUid);
+                }
                 Path inputsDir = dir.resolve("inputs");
                 if (!inputs.isEmpty()) {
                     HostInputs.createMountPoints(inputsDir, inputs);
                 }
-                List<OciConfig.Mount> procViews = runtime.name().equals("runsc") ? List.of() : ProcViews.write(dir.resolve("proc"), spec.limits());
+                List<OciConfig.Mount> procViews = runtime.needsProcViews() ? ProcViews.write(dir.resolve("proc"), spec.limits()) : List.of();
                 long agentHostPid;
-                try (SandboxUserNamespace userNamespace = SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log"))) {
-                    Files.write(dir.resolve("config.json"), OciConfig.weaken(OciConfig.write(systemImage, spec.limits(),
+                try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
+                        ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
+                    byte[] bundle = OciConfig.write(systemImage, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
-                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace.path(), seccomp), config.weakenings()));
+                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), seccomp);
+                    Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
                     started = true;
                     agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
-                    userNamespace.checkJoinedBy(agentHostPid);
+                    if (userNamespace != null) {
+                        userNamespace.checkJoinedBy(agentHostPid);
+                    }
                 }
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
-                OciSandbox sandbox = new OciSandbox(id, agent, ExecCgroups.of(id.value(), agentHostPid), this, hostIdBase);
+                OciSandbox sandbox = new OciSandbox(id, agent,
+                        runtime.supportsExecCgroups() ? ExecCgroups.of(id.value(), agentHostPid) : null, this, hostIdBase);
                 live.put(id, sandbox);
                 return sandbox;
             }

@@ -15,7 +15,8 @@ import java.util.Set;
 /**
  * Settings of the OCI driver.
  *
- * @param runtime      runc (default), crun or runsc: the same bundle serves all three
+ * @param runtime      runc (default), crun or runsc, or an absolute path to one of them: the same
+ *                     bundle serves all three (runsc with the changes {@link OciRuntime} makes)
  * @param stateRoot    where bundles and the instance lock live; a tmpfs such as /run is best,
  *                     since a reboot then leaves nothing to reap
  * @param hostIdBase   where the sandboxes' host ids start: each live sandbox gets its own

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -18,6 +19,10 @@ import java.util.regex.Pattern;
 /**
  * One OCI runtime binary (runc, crun or runsc) and the few commands Airlock gives it. Containers
  * live in the runtime's default state root, so an operator's own {@code runc list} shows them.
+ *
+ * <p>Everything that differs for gVisor's runsc is decided here, in one place ({@link #isGvisor}
+ * and the methods that ask it): the flags it runs with, and which parts of the bundle it cannot
+ * take the way runc does. The rest of the driver builds one bundle for all three.
  */
 final class OciRuntime {
 
@@ -32,17 +37,42 @@ final class OciRuntime {
         this.binary = binary;
     }
 
-    /** Finds {@code name} on the PATH, or explains how to install it. */
+    /**
+     * The flags runsc runs every command with (they go before the command; {@code list} and {@code
+     * delete} get them too, so all see the same state root).
+     * <ul>
+     *   <li>{@code --network=none}: the Sentry's own network stack gets only a loopback device, and
+     *       the sandbox is never given the host's interfaces. The default ({@code sandbox}) would copy
+     *       whatever the network namespace holds, and refuses to start in the root one. The egress
+     *       bridge needs nothing more: the agent listens on the Sentry's 127.0.0.1 and reaches the
+     *       proxy through the unix socket in /run/airlock.</li>
+     *   <li>{@code --host-uds=open}: code inside may connect to a unix socket that already exists on
+     *       a mounted host path (none by default) — here the agent's and the egress proxy's sockets in
+     *       /run/airlock, both owned by the sandbox's host uid, mode 0600, and the agent's deleted at
+     *       once. It may not create (bind) host sockets.</li>
+     *   <li>{@code --oci-seccomp}: the bundle's seccomp allow-list is applied by the Sentry to the
+     *       sandbox's processes as well; without it runsc ignores the profile (its own filter guards
+     *       the Sentry's calls into the host kernel, not the calls the sandbox may make to the Sentry).</li>
+     * </ul>
+     */
+    static final List<String> RUNSC_FLAGS = List.of("--network=none", "--host-uds=open", "--oci-seccomp");
+
+    /**
+     * Finds the runtime {@code name} (runc, crun or runsc) on the PATH, or at {@code name} itself when
+     * it is an absolute path to one of them (a runtime installed elsewhere); or explains how to install it.
+     */
     static OciRuntime find(String name) {
-        if (!List.of("runc", "crun", "runsc").contains(name)) {
-            throw AirlockException.invalid("unknown OCI runtime '" + name + "': choose runc, crun or runsc");
+        String baseName = name == null ? "" : Path.of(name).getFileName() == null ? name : Path.of(name).getFileName().toString();
+        if (!List.of("runc", "crun", "runsc").contains(baseName) || !(name.equals(baseName) || name.startsWith("/"))) {
+            throw AirlockException.invalid("unknown OCI runtime '" + name + "': choose runc, crun or runsc (or an absolute path to one)");
         }
-        Path found = locate(name);
+        Path found = name.startsWith("/") ? (Files.isRegularFile(Path.of(name)) && Files.isExecutable(Path.of(name)) ? Path.of(name) : null)
+                : locate(name);
         if (found == null) {
-            throw AirlockException.unavailable("OCI runtime '" + name + "' is not installed: install it (apt-get install "
-                    + (name.equals("runsc") ? "runsc from gVisor's repository" : name) + ") or choose another runtime");
+            throw AirlockException.unavailable("OCI runtime '" + name + "' is not installed: install it (apt-get install " + baseName
+                    + (baseName.equals("runsc") ? ", or gVisor's own release" : "") + ") or choose another runtime");
         }
-        return new OciRuntime(name, found);
+        return new OciRuntime(baseName, found);
     }
 
     static Path locate(String name) {
@@ -67,6 +97,77 @@ final class OciRuntime {
         return binary;
     }
 
+    /** Whether this is gVisor's runsc: the sandbox's kernel is the Sentry, a user-space kernel. */
+    boolean isGvisor() {
+        return name.equals("runsc");
+    }
+
+    /** The bundle's configuration ({@link OciConfig#write}) as this runtime takes it: {@link OciConfig#forGvisor} for runsc. */
+    byte[] adapt(byte[] config) {
+        return isGvisor() ? OciConfig.forGvisor(config) : config;
+    }
+
+    /**
+     * Whether the runtime can join a user namespace that exists already ({@link SandboxUserNamespace}).
+     * runsc cannot: its gofer fails to setns into it (EINVAL: a multi-threaded Go process may not
+     * join a user namespace), so under runsc the runtime creates the sandbox's user namespace from
+     * the bundle's id mappings, as host root.
+     */
+    boolean joinsUserNamespace() {
+        return !isGvisor();
+    }
+
+    /**
+     * Whether {@link ProcViews} apply: runc lets files be bind-mounted over those /proc entries. Under
+     * runsc /proc is the Sentry's own and describes the sandbox, not the host, so none is needed.
+     */
+    boolean needsProcViews() {
+        return !isGvisor();
+    }
+
+    /**
+     * Whether each execution can get a host cgroup of its own ({@link ExecCgroups}). Not under runsc:
+     * the sandbox's processes are tasks of the Sentry, not host processes, so there is no host pid
+     * to move. A SIGKILL to an execution then goes to its process group (the agent's kill), and a
+     * process that left the group lives until the sandbox ends, which kills the whole Sentry.
+     */
+    boolean supportsExecCgroups() {
+        return !isGvisor();
+    }
+
+    /**
+     * Creates a sandbox's own host directory (bundle, {@code run/}, inputs). Under runc the sandbox's
+     * host uid must traverse it to reach {@code run/}, so it is {@code rwx--x--x}; under runsc only
+     * host root (the gofer) opens host files for the sandbox, so it is {@code rwx------} and no host
+     * user gets to the sockets in it.
+     */
+    void createSandboxDirectory(Path dir) throws IOException {
+        StateDirectory.createTraversable(dir);
+        if (isGvisor()) {
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+        }
+    }
+
+    /**
+     * Lets the sandbox's user connect to a unix socket in its {@code run/} directory, and no other
+     * sandbox. Under runc: owned by the sandbox's host uid, mode 0600. Under runsc the Sentry checks
+     * the socket's host owner and mode against the sandbox's own uid 1000 (there is no id mapping: the
+     * sandbox's users are the Sentry's), so the socket is host root's, mode 0666; host users are kept
+     * out by the sandbox directory ({@link #createSandboxDirectory}), other sandboxes by their mount
+     * namespace (they see only their own {@code run/}).
+     */
+    void grantSocket(Path socket, int sandboxHostUid) throws IOException {
+        if (isGvisor()) {
+            Files.setAttribute(socket, "unix:uid", 0);
+            Files.setAttribute(socket, "unix:gid", 0);
+            Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw-rw-"));
+            return;
+        }
+        Files.setAttribute(socket, "unix:uid", sandboxHostUid);
+        Files.setAttribute(socket, "unix:gid", sandboxHostUid);
+        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
+    }
+
     /**
      * Creates and starts the container in the background ({@code run --detach}). The runtime's own
      * messages go to {@code log}; they are read back only if it fails.
@@ -87,9 +188,43 @@ final class OciRuntime {
         }
     }
 
-    /** Force-deletes a container: kills what is left in it and removes its state and cgroup. */
+    /**
+     * Force-deletes a container: kills what is left in it and removes its state and cgroup. runsc
+     * leaves the container's (empty) cgroups behind when the container never started or its
+     * Sentry died (a memory limit reached), so under runsc they are removed here too.
+     */
     boolean delete(String id) {
-        return exec(null, "delete", "--force", id).exitCode == 0;
+        boolean deleted = exec(null, "delete", "--force", id).exitCode == 0;
+        if (isGvisor()) {
+            removeCgroupsOf(id);
+        }
+        return deleted;
+    }
+
+    /** How long the Sentry's and gofer's host processes get to leave their cgroups after runsc delete returned. */
+    private static final long GVISOR_CGROUP_SETTLE_MILLIS = 5_000;
+
+    /** Removes the container's cgroups once they are empty: runsc delete returns before its processes are all gone. */
+    private static void removeCgroupsOf(String id) {
+        long deadline = System.currentTimeMillis() + GVISOR_CGROUP_SETTLE_MILLIS;
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (true) {
+                List<Path> left = Cgroups.find(id).stream().filter(c -> !Cgroups.remove(c) || Files.isDirectory(c)).toList();
+                if (left.isEmpty() || System.currentTimeMillis() >= deadline) {
+                    return;
+                }
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     /** Ids of the containers the runtime knows about. */
@@ -121,13 +256,22 @@ final class OciRuntime {
         return r.exitCode == 0 ? r.output.lines().findFirst().orElse("").trim() : "unknown";
     }
 
+    /** The command line of one runtime command: the binary, the runtime's own flags ({@link #RUNSC_FLAGS}), then {@code args}. */
+    List<String> command(String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(binary.toString());
+        if (isGvisor()) {
+            command.addAll(RUNSC_FLAGS);
+        }
+        command.addAll(List.of(args));
+        return command;
+    }
+
     private record Result(int exitCode, String output) {
     }
 
     private Result exec(Path log, String... args) {
-        List<String> command = new ArrayList<>();
-        command.add(binary.toString());
-        command.addAll(List.of(args));
+        List<String> command = command(args);
         ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                 .redirectErrorStream(true);

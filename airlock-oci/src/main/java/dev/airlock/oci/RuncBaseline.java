@@ -7,7 +7,6 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -33,12 +32,13 @@ public final class RuncBaseline implements AutoCloseable {
         try {
             SystemImage image = SystemImage.build(Path.of("/"), state.imageRoot());
             bundle = state.sandboxDir("baseline");
-            StateDirectory.createTraversable(bundle);
+            runtime.createSandboxDirectory(bundle);
             Path runDir = bundle.resolve("run");
             StateDirectory.createTraversable(runDir);
-            Files.write(bundle.resolve("config.json"), OciConfig.write(image, Limits.DEFAULTS, command,
+            byte[] bundleConfig = OciConfig.write(image, Limits.DEFAULTS, command,
                     Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.instance() + "-baseline"),
-                    hostIdBase, Seccomp.defaultProfile()));
+                    hostIdBase, Seccomp.defaultProfile());
+            Files.write(bundle.resolve("config.json"), runtime.adapt(bundleConfig));
         } catch (IOException | RuntimeException e) {
             uidSlots.release(hostIdBase);
             state.close();
@@ -49,7 +49,7 @@ public final class RuncBaseline implements AutoCloseable {
     /** {@code runtime run} in the foreground, then {@code runtime delete}: one cold container. */
     public void runOnce() {
         String id = "al-" + state.instance() + "-" + String.format("%016x", runs++);
-        List<String> command = new ArrayList<>(List.of(runtime.binary().toString(), "run", "--bundle", bundle.toString(), id));
+        List<String> command = runtime.command("run", "--bundle", bundle.toString(), id);
         try {
             Process p = new ProcessBuilder(command).redirectInput(new File("/dev/null"))
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();

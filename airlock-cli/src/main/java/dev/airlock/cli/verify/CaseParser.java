@@ -32,7 +32,8 @@ final class CaseParser {
             "egress-flood");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Set<String> FIELDS = Set.of("name", "control", "description", "remedy", "kind", "language",
-            "prelude", "setup", "code", "limits", "marker", "scenario", "expect");
+            "prelude", "setup", "code", "limits", "marker", "scenario", "expect", "gvisor");
+    private static final Set<String> GVISOR_FIELDS = Set.of("why", "expect");
     private static final Set<String> LIMIT_FIELDS = Set.of("timeout", "memory", "cpus", "pids", "output-limit",
             "file-size", "open-files", "disk");
     private static final Set<String> EXPECT_FIELDS = Set.of("stdout", "stdoutRegex", "stderr", "stderrRegex",
@@ -86,7 +87,7 @@ final class CaseParser {
                     + Arrays.stream(VerifyCase.Kind.values()).map(VerifyCase.Kind::label).toList());
         }
         if (kind == VerifyCase.Kind.RECOVERY) {
-            for (String f : List.of("language", "prelude", "setup", "code", "limits", "marker", "expect")) {
+            for (String f : List.of("language", "prelude", "setup", "code", "limits", "marker", "expect", "gvisor")) {
                 if (root.has(f)) {
                     throw error(f, "is not used by a recovery case: its checks are built into the scenario; remove it");
                 }
@@ -96,7 +97,7 @@ final class CaseParser {
                 throw error("scenario", "'" + scenario + "' is not a recovery scenario: use one of " + sorted(SCENARIOS));
             }
             return new VerifyCase(name, control, description, remedy, kind, null, false, null, null, Limits.DEFAULTS,
-                    null, scenario, null, file);
+                    null, scenario, null, null, file);
         }
         if (root.has("scenario")) {
             throw error("scenario", "is only for kind recovery; remove it");
@@ -139,7 +140,26 @@ final class CaseParser {
         Limits limits = limits(root.get("limits"));
         VerifyCase.Expect expect = expect(root.get("expect"));
         return new VerifyCase(name, control, description, remedy, kind, language, prelude, setup, code, limits,
-                marker, null, expect, file);
+                marker, null, expect, gvisor(root.get("gvisor")), file);
+    }
+
+    /**
+     * The optional {@code gvisor} object: {@code why} the control holds differently under gVisor
+     * (runsc), and the {@code expect}ed outcome that shows it held there.
+     */
+    private VerifyCase.Gvisor gvisor(JsonNode node) {
+        if (node == null) {
+            return null;
+        }
+        if (!node.isObject()) {
+            throw error("gvisor", "must be an object such as {\"why\": \"...\", \"expect\": {...}}");
+        }
+        unknownFields(node, GVISOR_FIELDS, "gvisor.");
+        String why = optionalString(node, "why", "gvisor.why");
+        if (why == null || why.isBlank()) {
+            throw error("gvisor.why", "is missing: say why the outcome differs under gVisor and that the control still holds");
+        }
+        return new VerifyCase.Gvisor(why, expect(node.get("expect")));
     }
 
     private Limits limits(JsonNode node) {

@@ -29,10 +29,13 @@ import java.util.function.BiConsumer;
 public final class Verifier {
 
     private final OciDriverConfig config;
+    /** Whether the sandboxes run under gVisor (runsc): cases with a {@code gvisor} expectation use it. */
+    private final boolean gvisor;
 
     /** @param config the driver configuration to verify, weakenings included */
     public Verifier(OciDriverConfig config) {
         this.config = config;
+        this.gvisor = java.nio.file.Path.of(config.runtime()).getFileName().toString().equals("runsc");
     }
 
     /**
@@ -118,11 +121,13 @@ public final class Verifier {
                     yield judge(c, p, second, "first sandbox " + a.id() + ": " + observed(first) + "\nsecond sandbox " + b.id() + " (both alive): ");
                 }
             }
-            case OUTLIVE -> outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run");
+            case OUTLIVE -> outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run", Verifier::onHost, "on the host");
             case OUTLIVE_EXECUTION -> {
                 try (Sandbox sb = engine.create(spec)) {
+                    // Under gVisor the sandbox's processes are Sentry tasks the host never sees: look inside the live sandbox.
                     yield outlive(c, p, () -> sb.exec(sb.codeRequest(c.language(), c.program(c.code(), p))),
-                            "the execution (in sandbox " + sb.id() + ", which lives on)");
+                            "the execution (in sandbox " + sb.id() + ", which lives on)",
+                            gvisor ? marker -> inSandbox(sb, marker) : Verifier::onHost, gvisor ? "in the sandbox" : "on the host");
                 }
             }
             case RECOVERY -> throw new IllegalStateException("recovery cases run in Recovery");
@@ -133,9 +138,9 @@ public final class Verifier {
         return engine.run(new RunRequest(c.language(), c.program(text, p), null, spec)).result();
     }
 
-    private static Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
-        List<String> mismatches = c.expect().mismatches(r, p);
-        String happened = before + observed(r);
+    private Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
+        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
+        String happened = gvisorNote(c) + before + observed(r);
         if (mismatches.isEmpty()) {
             return Outcome.held(happened);
         }
@@ -147,12 +152,13 @@ public final class Verifier {
      * on purpose. It must be seen on the host while the run lives (else the check proves nothing),
      * and be gone from the host soon after the run ended.
      */
-    private static Outcome outlive(VerifyCase c, VerifyCase.Placeholders p, java.util.function.Supplier<ExecResult> execution, String what) {
+    private Outcome outlive(VerifyCase c, VerifyCase.Placeholders p, java.util.function.Supplier<ExecResult> execution, String what,
+                            java.util.function.Function<String, List<String>> probe, String where) {
         String marker = p.apply(c.marker());
         CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(execution);
-        boolean seen = HostProcesses.eventually(15_000, () -> !HostProcesses.withCommandLine(marker).isEmpty() || run.isDone());
-        seen = seen && !HostProcesses.withCommandLine(marker).isEmpty();
-        String seenAs = HostProcesses.describe(HostProcesses.withCommandLine(marker));
+        boolean seen = HostProcesses.eventually(15_000, () -> !probe.apply(marker).isEmpty() || run.isDone());
+        seen = seen && !probe.apply(marker).isEmpty();
+        String seenAs = String.join("; ", probe.apply(marker));
         ExecResult r;
         try {
             r = run.get(c.limits().timeout().toMillis() + 60_000, TimeUnit.MILLISECONDS);
@@ -160,19 +166,56 @@ public final class Verifier {
             return Outcome.error("the run did not end: " + e);
         }
         if (!seen) {
-            return Outcome.error("the process '" + marker + "' was never seen on the host while the run lived, so its absence "
-                    + "afterwards proves nothing: " + observed(r));
+            return Outcome.error("the process '" + marker + "' was never seen " + where + " while the run lived, so its absence "
+                    + "afterwards proves nothing" + (gvisor && where.equals("on the host")
+                    ? " (under gVisor the sandbox's processes are Sentry tasks, never host processes)" : "") + ": " + observed(r));
         }
-        List<String> mismatches = c.expect().mismatches(r, p);
-        boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.withCommandLine(marker).isEmpty());
-        String happened = "while the run lived the host saw: " + seenAs + "\n" + what + ": " + observed(r) + "\nafter the run: "
-                + (gone ? "no process '" + marker + "' remains on the host"
-                : "still running on the host 15s after the run ended: " + HostProcesses.describe(HostProcesses.withCommandLine(marker)));
+        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
+        boolean gone = HostProcesses.eventually(15_000, () -> probe.apply(marker).isEmpty());
+        String happened = "while the run lived, seen " + where + ": " + seenAs + "\n" + what + ": " + observed(r) + "\nafter the run: "
+                + (gone ? "no process '" + marker + "' remains " + where
+                : "still running " + where + " 15s after the run ended: " + String.join("; ", probe.apply(marker)));
         if (!gone) {
             mismatches = new ArrayList<>(mismatches);
             mismatches.add("a process of the run outlived it");
         }
         return mismatches.isEmpty() ? Outcome.held(happened) : Outcome.broken(happened + "\n" + String.join("\n", mismatches));
+    }
+
+    private static List<String> onHost(String marker) {
+        return HostProcesses.withCommandLine(marker).stream()
+                .map(h -> "pid " + h.pid() + " uid " + h.uid() + " '" + h.cmdline() + "'").toList();
+    }
+
+    /**
+     * Command lines holding {@code marker} among the live sandbox's own processes, read from its
+     * /proc by a probe whose own command line does not hold the marker (it reads it from a file).
+     * Empty when the sandbox cannot be asked.
+     */
+    private static List<String> inSandbox(Sandbox sb, String marker) {
+        try {
+            sb.writeFile("/tmp/.airlock-verify-marker", marker.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            ExecResult r = sb.exec(dev.airlock.core.ExecRequest.of("/usr/bin/python3", "-c", """
+                    import os
+                    m = open("/tmp/.airlock-verify-marker").read()
+                    for p in os.listdir("/proc"):
+                        if p.isdigit():
+                            try:
+                                c = open(f"/proc/{p}/cmdline").read().replace("\\0", " ").strip()
+                            except OSError:
+                                continue
+                            if m in c:
+                                print("pid", p, repr(c))
+                    """).withTimeout(java.time.Duration.ofSeconds(20)));
+            return r.stdoutText().lines().toList();
+        } catch (AirlockException e) {
+            return List.of();
+        }
+    }
+
+    /** Says that the case was judged by its gVisor expectation, and why, or nothing. */
+    private String gvisorNote(VerifyCase c) {
+        return gvisor && c.gvisor() != null ? "under gVisor: " + c.gvisor().why() + "\n" : "";
     }
 
     static String observed(ExecResult r) {

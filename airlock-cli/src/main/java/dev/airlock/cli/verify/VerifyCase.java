@@ -27,11 +27,22 @@ import java.util.regex.Pattern;
  * @param marker      for outlive and outlive-execution: text in the command line of the process that must not outlive the run
  * @param scenario    for recovery: which host-side scenario
  * @param expect      the outcome that shows the control held
+ * @param gvisor      where gVisor (runsc) holds the control in its own way: why, and the outcome that
+ *                    shows it held there (used instead of {@code expect} under runsc); null otherwise
  * @param source      where the case came from (built-in, or the file's path)
  */
 public record VerifyCase(String name, String control, String description, String remedy, Kind kind,
                          Language language, boolean prelude, String setup, String code, Limits limits,
-                         String marker, String scenario, Expect expect, String source) {
+                         String marker, String scenario, Expect expect, Gvisor gvisor, String source) {
+
+    /** How a control shows it held under gVisor, when that differs from {@link #expect()}. */
+    public record Gvisor(String why, Expect expect) {
+    }
+
+    /** The expectation for a sandbox of the given runtime: the gVisor one under runsc, when the case has one. */
+    Expect expectFor(boolean gvisorRuntime) {
+        return gvisorRuntime && gvisor != null ? gvisor.expect() : expect;
+    }
 
     /** How a case runs. */
     public enum Kind {
