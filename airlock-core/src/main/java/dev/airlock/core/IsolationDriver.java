@@ -13,6 +13,9 @@ public interface IsolationDriver extends AutoCloseable {
     /** A short name for logs and {@code doctor}, such as {@code oci/runc}. */
     String name();
 
+    /** The tier of isolation this driver's sandboxes get. */
+    Isolation isolation();
+
     /**
      * The name of this driver instance. Ids of the sandboxes it creates carry it, so that what a
      * crashed instance left behind can be found and reaped by the next one.

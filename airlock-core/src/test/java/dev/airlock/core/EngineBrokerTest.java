@@ -116,6 +116,11 @@ class EngineBrokerTest {
         }
 
         @Override
+        public Isolation isolation() {
+            return Isolation.CONTAINER;
+        }
+
+        @Override
         public String instance() {
             return "test";
         }

@@ -59,6 +59,15 @@ public final class LeakCheck {
         }).toList();
     }
 
+    /** " of <sandbox id>", the sandbox that holds a uid slot, so that a leak line names its engine. */
+    private static String slotOwner(Path slot) {
+        try {
+            return " of " + Files.readString(slot, java.nio.charset.StandardCharsets.US_ASCII).strip();
+        } catch (IOException e) {
+            return ""; // released while we looked
+        }
+    }
+
     private static final Pattern SANDBOX_ID = Pattern.compile("al-[a-z0-9]{1,16}-[a-f0-9]{16}");
 
     private List<String> findNow(String prefix) {
@@ -69,7 +78,7 @@ public final class LeakCheck {
             runtime.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: container " + id));
         }
         Cgroups.find(prefix).forEach(p -> leaks.add("cgroup: " + p));
-        new UidSlots(config.stateRoot(), config.hostIdBase()).held(prefix).forEach(p -> leaks.add("host id range: " + p));
+        new UidSlots(config.stateRoot(), config.hostIdBase()).held(prefix).forEach(p -> leaks.add("host id range: " + p + slotOwner(p)));
         leaks.addAll(mounts(prefix));
         leaks.addAll(sandboxDirectories(prefix));
         return leaks;
@@ -112,7 +121,7 @@ public final class LeakCheck {
                             boolean sandboxUid = uid >= low && uid < high;
                             if ((sandboxUid && owner == null) || (owner != null && owner.startsWith(prefix))) {
                                 String cmd = KernelFiles.read(proc.resolve("cmdline")).replace('\0', ' ').trim();
-                                found.add("process: pid " + proc.getFileName() + " uid " + uid + " " + cmd);
+                                found.add("process: pid " + proc.getFileName() + " uid " + uid + (owner == null ? "" : " of " + owner) + " " + cmd);
                             }
                             break;
                         }

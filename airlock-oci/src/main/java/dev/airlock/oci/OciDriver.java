@@ -4,6 +4,7 @@ import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
@@ -84,6 +85,12 @@ public final class OciDriver implements IsolationDriver {
     @Override
     public String name() {
         return "oci/" + runtime.name();
+    }
+
+    /** runsc: gVisor; runc and crun: a container on the host's kernel. */
+    @Override
+    public Isolation isolation() {
+        return runtime.isGvisor() ? Isolation.GVISOR : Isolation.CONTAINER;
     }
 
     @Override

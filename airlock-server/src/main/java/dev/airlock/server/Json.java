@@ -171,6 +171,7 @@ final class Json {
         n.put("owner", s.owner());
         n.put("profile", s.profile().name());
         n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
+        n.put("isolation", s.isolation().id());
         n.put("image", s.sandbox().spec().image());
         n.put("language", s.defaultLanguage() == null ? null : s.defaultLanguage().id());
         n.set("limits", limits(s.sandbox().spec().limits()));

@@ -62,7 +62,7 @@ final class Lifecycle {
                 p.requestApprovals());
         Sandbox sandbox = engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
-                plan.idleTimeout(), request.defaultLanguage());
+                plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation());
         managed.holdSlot(a.holds().takeSlot());
         try {
             if (p.outputBytes() > 0) {

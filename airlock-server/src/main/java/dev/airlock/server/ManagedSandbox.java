@@ -1,6 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.Language;
 import dev.airlock.core.Sandbox;
 import dev.airlock.server.policy.Profile;
@@ -32,9 +33,11 @@ public final class ManagedSandbox {
     /** Set once, by the one destroy allowed per sandbox; from then on no client sees it. */
     private final AtomicBoolean destroying = new AtomicBoolean();
     private volatile SandboxSlots.Slot slot;
+    private final Isolation isolation;
 
     ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
-                   Duration idleTimeout, Language defaultLanguage) {
+                   Duration idleTimeout, Language defaultLanguage, Isolation isolation) {
+        this.isolation = isolation;
         this.owner = owner;
         this.profile = profile;
         this.defaultLanguage = defaultLanguage;
@@ -45,6 +48,11 @@ public final class ManagedSandbox {
         this.idleTimeout = idleTimeout;
         this.expiresAt = createdAt.plus(ttl);
         this.lastActivity = createdAt;
+    }
+
+    /** The tier of isolation it got: its driver's. */
+    public Isolation isolation() {
+        return isolation;
     }
 
     public Sandbox sandbox() {

@@ -101,6 +101,7 @@ public final class SandboxRuntime implements AutoCloseable {
             // The data directory (token, state, outputs) is kept from every input.
             IsolationDriver driver = DriverProvider.open(config.driver().protecting(config.dataDir()));
             try {
+                refuseTiersNotGiven(policy, driver);
                 engine = new Engine(driver, broker, config.poolSize(), SandboxSpec.defaults());
             } catch (RuntimeException e) {
                 driver.close();
@@ -120,6 +121,21 @@ public final class SandboxRuntime implements AutoCloseable {
             }
             store.close();
             throw e;
+        }
+    }
+
+    /**
+     * Refuses, at start, a policy with a profile that requires an isolation tier this server's
+     * driver does not give: one sentence now, rather than a refusal at every create.
+     */
+    static void refuseTiersNotGiven(Policy policy, IsolationDriver driver) {
+        for (Profile p : policy.profiles().values()) {
+            if (p.isolation() != null && p.isolation() != driver.isolation()) {
+                throw AirlockException.unavailable("profile '" + p.name() + "' requires isolation " + p.isolation().id() + " (rule "
+                        + p.rule("isolation") + "), but this server's driver " + driver.name() + " gives " + driver.isolation().id()
+                        + ": start the server with the runtime of that tier (gvisor: --runtime runsc; container: --runtime runc),"
+                        + " or change the profile's isolation");
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.Engine;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Language;
 import dev.airlock.core.SandboxAgent;
@@ -34,7 +35,8 @@ public final class ServerFixtures {
         // Its broker attaches nothing: the sandbox keeps its profile's network policy, and no proxy runs.
         Engine engine = new Engine(new InertDriver(), (id, spec, runDir, uid) -> SandboxBroker.Attachment.NONE);
         SandboxSpec spec = new SandboxSpec(profile.image(), profile.limits(), Map.of(), profile.network(), List.of(), List.of(), List.of());
-        return new ManagedSandbox(engine.create(spec), owner, profile, Map.of(), createdAt, ttl, Duration.ofMinutes(10), defaultLanguage);
+        return new ManagedSandbox(engine.create(spec), owner, profile, Map.of(), createdAt, ttl, Duration.ofMinutes(10), defaultLanguage,
+                engine.driver().isolation());
     }
 
     /** A driver whose sandboxes are only ids: nothing is started, and nothing can run in them. */
@@ -42,6 +44,11 @@ public final class ServerFixtures {
         @Override
         public String name() {
             return "inert";
+        }
+
+        @Override
+        public Isolation isolation() {
+            return Isolation.CONTAINER;
         }
 
         @Override

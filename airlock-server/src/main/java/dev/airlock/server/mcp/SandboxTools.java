@@ -320,6 +320,7 @@ final class SandboxTools {
         limits.put("fileSize", Limits.formatBytes(l.fileSizeBytes()));
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("sandboxId", s.id());
+        m.put("isolation", s.isolation().id());
         m.put("createdAt", s.createdAt().toString());
         m.put("expiresAt", s.expiresAt().toString());
         m.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());

@@ -1,5 +1,6 @@
 package dev.airlock.server.mcp;
 
+import dev.airlock.core.Isolation;
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.ServerConfig;
 import dev.airlock.server.audit.Audit;
@@ -34,10 +35,10 @@ final class ToolCatalog {
     private static final Scheduler CALLS = Schedulers.fromExecutorService(Executors.newVirtualThreadPerTaskExecutor(), "airlock-mcp-call");
 
     /** What code in a sandbox of {@code p} can use, for the descriptions a model reads. */
-    static String facts(Profile p) {
+    static String facts(Profile p, Isolation isolation) {
         String inputs = p.inputs().isEmpty() ? "" : " Read-only input files are under " + p.inputs().stream()
                 .map(dev.airlock.core.Input::sandboxPath).collect(java.util.stream.Collectors.joining(", ")) + ".";
-        return " The sandbox has " + network(p) + ", a read-only system image (python3, node, bash, sh,"
+        return " The sandbox is " + isolation.description() + ". It has " + network(p) + ", a read-only system image (python3, node, bash, sh,"
                 + " java and common Unix tools; no package installs), and writable /workspace and /tmp." + inputs;
     }
 
@@ -76,7 +77,7 @@ final class ToolCatalog {
     }
 
     private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config, Profile profile) {
-        String facts = facts(profile);
+        String facts = facts(profile, t.service().engine().driver().isolation());
         return List.of(
                 tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"

@@ -50,7 +50,7 @@ public record Policy(String source, Map<String, Profile> profiles, Map<String, C
      */
     public static Policy builtIn(String localToken) {
         Profile profile = new Profile(DEFAULT_PROFILE, SandboxSpec.SYSTEM_IMAGE, EnumSet.allOf(Language.class), Limits.DEFAULTS,
-                BUILT_IN_MAX, NetworkPolicy.NONE, List.of(), List.of(), Duration.ofHours(24), Set.of(), List.of(), DEFAULT_OUTPUT_BYTES);
+                BUILT_IN_MAX, NetworkPolicy.NONE, List.of(), List.of(), Duration.ofHours(24), Set.of(), List.of(), DEFAULT_OUTPUT_BYTES, null);
         Client local = new Client(LOCAL_CLIENT, sha256(localToken), List.of(DEFAULT_PROFILE), EnumSet.allOf(Operation.class), 0, 0);
         return new Policy("built-in", Map.of(DEFAULT_PROFILE, profile), Map.of(LOCAL_CLIENT, local), Map.of(), DEFAULT_APPROVAL_TIMEOUT, true);
     }

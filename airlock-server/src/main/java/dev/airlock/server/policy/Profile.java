@@ -1,6 +1,7 @@
 package dev.airlock.server.policy;
 
 import dev.airlock.core.Input;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
@@ -26,10 +27,11 @@ import java.util.Set;
  * @param approvals   which of its actions wait for a person
  * @param requestApprovals egress requests that wait for a person (such as a POST to a payment API)
  * @param outputBytes how much of /workspace/output is kept when it ends (0: nothing)
+ * @param isolation   the tier its sandboxes must get (a server whose driver gives another refuses to start); null: the server's
  */
 public record Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
                       List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
-                      List<RequestApproval> requestApprovals, long outputBytes) {
+                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation) {
 
     public Profile {
         languages = Set.copyOf(languages);

@@ -1,6 +1,7 @@
 package dev.airlock.server.policy;
 
 import dev.airlock.core.Input;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
@@ -30,7 +31,7 @@ import java.util.regex.Pattern;
 final class ProfileReader {
 
     private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
-            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs");
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation");
     private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
     private static final Pattern INPUT_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 
@@ -81,7 +82,13 @@ final class ProfileReader {
             PolicyNode o = f.get("outputs");
             outputs = o.check(() -> Limits.parseSize("outputs", o.string()));
         }
-        Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals, outputs);
+        Isolation isolation = null;
+        if (f.containsKey("isolation")) {
+            PolicyNode i = f.get("isolation");
+            isolation = i.check(() -> Isolation.parse(i.string()));
+        }
+        Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,
+                outputs, isolation);
         List<String> below = profile.exceeding(limits);
         if (!below.isEmpty()) {
             throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");

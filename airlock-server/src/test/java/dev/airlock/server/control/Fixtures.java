@@ -50,13 +50,13 @@ final class Fixtures {
     /** {@code profile} with {@code approvals} as the actions that wait for a person. */
     static Profile withApprovals(Profile p, Set<Approval.Trigger> approvals) {
         return new Profile(p.name(), p.image(), p.languages(), p.limits(), p.maxLimits(), p.network(), p.inputs(), p.credentials(),
-                p.maxLifetime(), approvals, p.requestApprovals(), p.outputBytes());
+                p.maxLifetime(), approvals, p.requestApprovals(), p.outputBytes(), p.isolation());
     }
 
     /** {@code profile} renamed, with {@code network} as its network. */
     static Profile withNetwork(Profile p, String name, NetworkPolicy network) {
         return new Profile(name, p.image(), p.languages(), p.limits(), p.maxLimits(), network, p.inputs(), p.credentials(),
-                p.maxLifetime(), p.approvals(), p.requestApprovals(), p.outputBytes());
+                p.maxLifetime(), p.approvals(), p.requestApprovals(), p.outputBytes(), p.isolation());
     }
 
     static Client client(String name, int maxSandboxes, int executionsPerMinute) {

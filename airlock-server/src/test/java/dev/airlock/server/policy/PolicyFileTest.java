@@ -237,4 +237,19 @@ class PolicyFileTest {
                 .containsExactly("destination example.com:443", "destination api.example.com:80", "destination api.example.com:*",
                         "range 10.0.0.0/8", "hosts entry pypi.org -> [10.1.2.3]");
     }
+
+    @Test
+    void aProfileMayNameItsIsolationTier() {
+        String yaml = """
+                profiles:
+                  strong: {isolation: gvisor}
+                  plain: {}
+                clients:
+                  a: {tokenSha256: %s, profiles: [strong, plain], allow: [run]}
+                """.formatted(HASH);
+        Policy p = parse(yaml);
+        assertThat(p.profile("strong").isolation()).isEqualTo(dev.airlock.core.Isolation.GVISOR);
+        assertThat(p.profile("plain").isolation()).as("none named: the server's tier").isNull();
+        refused(yaml.replace("gvisor", "vm"), "unknown isolation 'vm': choose container, gvisor, microvm");
+    }
 }
