@@ -55,6 +55,11 @@ public abstract class ContractTestBase {
         assertThat(driver.leftovers(prefix)).as("leftovers of this test class's sandboxes").isEmpty();
     }
 
+    /** Whether the sandboxes run on gVisor's Sentry rather than the host's kernel (see {@link SandboxKernel#GVISOR}). */
+    protected boolean gvisor() {
+        return driver.kernel() == SandboxKernel.GVISOR;
+    }
+
     protected ExecResult run(Language language, String code) {
         return engine.run(RunRequest.of(language, code)).result();
     }
