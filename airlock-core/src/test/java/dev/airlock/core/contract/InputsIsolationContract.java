@@ -371,8 +371,8 @@ public abstract class InputsIsolationContract extends ContractTestBase {
                     fchdir ..: ok
                     hits []
                     """.formatted(gvisor()
-                    // Not explained yet: through the link to / under gVisor the sibling's host path opens as
-                    // a directory (EISDIR on read). No content of the host file is read either way.
+                    // This Sentry drops what follows a link to "/" in a path: any path through link-root
+                    // opens the sandbox's own root, a directory (EISDIR). No host file is reached either way.
                     ? "EISDIR Is a directory" : "ENOENT No such file or directory"));
         }
     }
