@@ -219,8 +219,10 @@ final class OciConfig {
      *   <li>the pids limit plus {@link #GVISOR_HOST_THREADS}: the host cgroup holds the Sentry's and
      *       gofer's threads, not the sandbox's processes;</li>
      *   <li>the pids limit as RLIMIT_NPROC too: the Sentry counts its own tasks (processes and
-     *       threads) against it, and every one of them, the agent included, runs as the sandbox user,
-     *       so it bounds the sandbox's processes as the pids cgroup does under runc;</li>
+     *       threads) against it, and every one of them, the agent included, runs as the sandbox user.
+     *       It stops a thread bomb with EAGAIN as the pids cgroup does under runc; a fork bomb reaches
+     *       the host cgroup first (each sandbox process costs the Sentry several host threads), which
+     *       ends the whole sandbox;</li>
      *   <li>clone3 allowed by the seccomp profile: runsc turns every refusal into EPERM, and glibc
      *       falls back to clone only on ENOSYS, which the Sentry (not implementing clone3) gives.</li>
      * </ul>

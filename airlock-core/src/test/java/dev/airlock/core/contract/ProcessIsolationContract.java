@@ -145,7 +145,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
                 id = sandbox.id().value();
                 ok(sandbox.exec(ExecRequest.of("sh", "-c", "nohup setsid sleep " + marker + " </dev/null >/dev/null 2>&1 &")));
                 ExecResult seen = ok(sandbox.exec(ExecRequest.of("python3", "-c",
-                        "import os; print(sum('sleep\\0%s' in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))"
+                        "import os; print(sum(open(f'/proc/{p}/cmdline').read().split('\\0')[:2] == ['sleep', '%s'] for p in os.listdir('/proc') if p.isdigit()))"
                                 .formatted(marker))));
                 assertThat(seen.stdoutText()).as("the daemon lives on in the sandbox").isEqualTo("1\n");
                 assertThat(Hostile.hostProcessesWith("sleep " + marker)).as("and is no host process").isEmpty();
