@@ -106,11 +106,6 @@ public abstract class ResourceLimitsContract extends ContractTestBase {
     }
 
     /**
-     * Under gVisor the memory cgroup holds the Sentry and its gofer, not the code's processes: going
-     * over the limit kills the Sentry, so the whole sandbox ends and the execution with it, cancelled
-     * (its agent is gone). The host's memory is protected either way.
-     */
-    /**
      * A fork bomb's outcome: under the host's kernel the run must have exited (returned, for the
      * caller's own assertions). Under gVisor the host pids cgroup holds the Sentry's and gofer's host
      * threads (the limit plus 128), and every sandbox process costs the Sentry several host threads
@@ -126,6 +121,11 @@ public abstract class ResourceLimitsContract extends ContractTestBase {
         return ok(r);
     }
 
+    /**
+     * Under gVisor the memory cgroup holds the Sentry and its gofer, not the code's processes: going
+     * over the limit kills the Sentry, so the whole sandbox ends and the execution with it, cancelled
+     * (its agent is gone). The host's memory is protected either way.
+     */
     @Test
     void memoryBombIsOomKilled() {
         ExecResult r = run(Language.PYTHON, """
