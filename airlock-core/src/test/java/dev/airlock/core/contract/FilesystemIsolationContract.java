@@ -161,14 +161,6 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
     }
 
     /**
-     * The uid a host directory of host root shows inside: unmapped (65534) in the sandbox's own user
-     * namespace; under gVisor, which has none of ours, the host's owner as it is (0).
-     */
-    private int hostRootShownAs() {
-        return gvisor() ? 0 : 65534;
-    }
-
-    /**
      * The error of creating a file in a read-only directory of host root's: EROFS under the host's
      * kernel; gVisor checks the directory's permissions first, so the sandbox user gets EACCES.
      * Nothing is written either way.

@@ -119,15 +119,6 @@ public abstract class InputsIsolationContract extends ContractTestBase {
         return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body).withTimeout(Duration.ofMinutes(4)))).stdoutText();
     }
 
-    /**
-     * The uid a host file of host root shows inside: unmapped (65534) in the sandbox's own user
-     * namespace; under gVisor, which has none of ours, the host's owner as it is (0). Either way the
-     * sandbox user is not its owner.
-     */
-    private int hostRootShownAs() {
-        return gvisor() ? 0 : 65534;
-    }
-
     @Test
     void inputFileAndDirectoryAreReadableAtTheirNames() {
         try (Sandbox s = engine.create(withInputs())) {
