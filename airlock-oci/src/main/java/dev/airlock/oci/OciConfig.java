@@ -209,7 +209,7 @@ final class OciConfig {
     }
 
     /**
-     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it. Three changes, each
+     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it. Four changes, each
      * because runsc cannot take the runc form; every other control is left as it is:
      * <ul>
      *   <li>no user namespace and no id mappings: runsc's gofer (its file server) cannot set up the
@@ -218,6 +218,11 @@ final class OciConfig {
      *       host {@code nobody} in a user namespace it makes, and no sandbox process is a host process;</li>
      *   <li>the pids limit plus {@link #GVISOR_HOST_THREADS}: the host cgroup holds the Sentry's and
      *       gofer's threads, not the sandbox's processes;</li>
+     *   <li>the pids limit as RLIMIT_NPROC too: the Sentry counts its own tasks (processes and
+     *       threads) against it, and every one of them, the agent included, runs as the sandbox user.
+     *       It stops a thread bomb with EAGAIN as the pids cgroup does under runc; a fork bomb reaches
+     *       the host cgroup first (each sandbox process costs the Sentry several host threads), which
+     *       ends the whole sandbox;</li>
      *   <li>clone3 allowed by the seccomp profile: runsc turns every refusal into EPERM, and glibc
      *       falls back to clone only on ENOSYS, which the Sentry (not implementing clone3) gives.</li>
      * </ul>
@@ -238,7 +243,13 @@ final class OciConfig {
         // sandbox here), not the sandbox's processes: on the limit alone runsc could not even start.
         ObjectNode pids = (ObjectNode) linux.path("resources").path("pids");
         if (pids.has("limit")) {
-            pids.put("limit", pids.get("limit").asLong() + GVISOR_HOST_THREADS);
+            long limit = pids.get("limit").asLong();
+            pids.put("limit", limit + GVISOR_HOST_THREADS);
+            // What does count the sandbox's processes is the Sentry's RLIMIT_NPROC: all of them are the
+            // sandbox user's, and the hard limit cannot be raised from inside (no CAP_SYS_RESOURCE).
+            if (root.path("process").get("rlimits") instanceof ArrayNode rlimits) {
+                rlimit(rlimits, "RLIMIT_NPROC", limit);
+            }
         }
         if (linux.get("seccomp") instanceof ObjectNode seccomp) {
             // The Sentry answers every refused call with EPERM, whatever errnoRet says (this release

@@ -3,6 +3,7 @@ package dev.airlock.oci;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Limits;
 import dev.airlock.core.contract.DriverContract;
+import dev.airlock.core.contract.SandboxKernel;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -29,6 +30,12 @@ abstract class OciDriverContract extends DriverContract {
     @Override
     protected List<String> leftovers(String sandboxIdPrefix) {
         return new LeakCheck(config).find(sandboxIdPrefix);
+    }
+
+    /** gVisor's Sentry under runsc ({@link OciRuntime#isGvisor}), the host's kernel under runc and crun. */
+    @Override
+    protected SandboxKernel kernel() {
+        return OciRuntime.find(config.runtime()).isGvisor() ? SandboxKernel.GVISOR : SandboxKernel.HOST;
     }
 
     @Override

@@ -55,6 +55,20 @@ public abstract class ContractTestBase {
         assertThat(driver.leftovers(prefix)).as("leftovers of this test class's sandboxes").isEmpty();
     }
 
+    /** Whether the sandboxes run on gVisor's Sentry rather than the host's kernel (see {@link SandboxKernel#GVISOR}). */
+    protected boolean gvisor() {
+        return driver.kernel() == SandboxKernel.GVISOR;
+    }
+
+    /**
+     * The uid a file or directory of host root's shows inside: unmapped (65534) in the sandbox's own
+     * user namespace; under gVisor, which has none of ours, the host's owner as it is (0). Either way
+     * the sandbox user is not its owner.
+     */
+    protected int hostRootShownAs() {
+        return gvisor() ? 0 : 65534;
+    }
+
     protected ExecResult run(Language language, String code) {
         return engine.run(RunRequest.of(language, code)).result();
     }

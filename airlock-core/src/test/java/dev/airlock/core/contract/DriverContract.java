@@ -54,6 +54,14 @@ public abstract class DriverContract {
     /** The command line of the sandbox's PID 1 (its agent) for a sandbox with {@code limits}, NUL-separated as in /proc. */
     protected abstract String agentCommandLine(Limits limits);
 
+    /**
+     * The kernel that serves the sandboxes' system calls: the host's (the default) or gVisor's
+     * Sentry. The few cases whose outcome depends on it assert each kernel's own, saying why.
+     */
+    protected SandboxKernel kernel() {
+        return SandboxKernel.HOST;
+    }
+
     @Nested
     class EngineLifecycle extends EngineLifecycleContract {
         EngineLifecycle() {
