@@ -240,14 +240,15 @@ public final class OciDriver implements IsolationDriver {
     public List<String> reapOrphans() {
         List<String> reaped = new ArrayList<>();
         List<String> dead = state.deadInstances();
-        List<String> containers = dead.isEmpty() ? List.of() : runtime.list();
+        // Containers of every instance that is gone, also one whose state directory went first (a killed engine's).
+        for (String container : runtime.list()) {
+            String instance = SandboxId.instanceOf(container);
+            if (instance != null && !state.isAlive(instance) && runtime.delete(container)) {
+                reaped.add("container " + container);
+            }
+        }
         for (String instance : dead) {
             String prefix = "al-" + instance + "-";
-            for (String container : containers) {
-                if (container.startsWith(prefix) && runtime.delete(container)) {
-                    reaped.add("container " + container);
-                }
-            }
             for (Path slot : uidSlots.held(prefix)) {
                 HostFiles.deleteTree(slot);
                 reaped.add("host id range " + slot.getFileName());
