@@ -77,6 +77,11 @@ public record NetworkPolicy(List<Destination> allow, List<String> deny, List<Add
         return new NetworkPolicy(allow, deny, ranges, hosts, 0, 0);
     }
 
+    /** This policy in a phrase for records and people: {@code none}, or {@code 2 destinations, 1 ranges}. */
+    public String summary() {
+        return isNone() ? "none" : allow.size() + " destinations, " + ranges.size() + " ranges";
+    }
+
     /** True when nothing can ever be reached: no proxy needs to run. */
     public boolean isNone() {
         return allow.isEmpty() && ranges.isEmpty();

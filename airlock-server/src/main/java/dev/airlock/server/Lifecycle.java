@@ -87,7 +87,7 @@ final class Lifecycle {
         d.put("client", client.name());
         d.put("profile", p.name());
         d.put("limits", ExecutionRecords.limits(plan.limits()));
-        d.put("network", describe(plan.network()));
+        d.put("network", plan.network().summary());
         d.put("inputs", p.inputs().stream().map(Input::name).toList());
         d.put("credentials", p.credentials());
         d.put("ttlSeconds", plan.ttl().toSeconds());
@@ -113,14 +113,10 @@ final class Lifecycle {
         ManagedSandbox s = a.sandbox();
         s.sandbox().updateNetworkPolicy(a.network().narrowed());
         Map<String, Object> d = lifecycle("network-updated", null);
-        d.put("network", describe(a.network().narrowed()));
+        d.put("network", a.network().narrowed().summary());
         audit.record(AuditRecord.LIFECYCLE, s.id(), d);
-        LOG.info("sandbox {}: network policy replaced ({})", s.id(), describe(a.network().narrowed()));
+        LOG.info("sandbox {}: network policy replaced ({})", s.id(), a.network().narrowed().summary());
         return s;
-    }
-
-    static String describe(dev.airlock.core.NetworkPolicy n) {
-        return n.isNone() ? "none" : n.allow().size() + " destinations, " + n.ranges().size() + " ranges";
     }
 
     static Map<String, Object> lifecycle(String event, String reason) {

@@ -330,11 +330,6 @@ public final class SandboxService implements AutoCloseable {
         return c.isServer() ? null : c.client().name();
     }
 
-    /** The controls every command passes, in order. */
-    public ControlChain controls() {
-        return controls;
-    }
-
     /** The policy this service enforces. */
     public Policy policy() {
         return policy;

@@ -3,7 +3,6 @@ package dev.airlock.server.control;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Limits;
-import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.Printable;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.ExecSource;
@@ -42,7 +41,7 @@ public final class ApprovalGate implements Control {
                 network(a, null, a.create().beyondProfile());
                 await(a, Approval.Trigger.CREATE, null, "create a sandbox with profile '" + p.name() + "' for client '"
                         + a.caller().client().name() + "' (limits: memory " + Limits.formatBytes(l.memoryBytes()) + ", cpus " + l.cpus()
-                        + ", pids " + l.pids() + ", timeout " + l.timeout().toSeconds() + " s; network: " + describe(a.create().network()) + ")");
+                        + ", pids " + l.pids() + ", timeout " + l.timeout().toSeconds() + " s; network: " + a.create().network().summary() + ")");
             }
             case Command.Exec e -> await(a, Approval.Trigger.EXEC, a.sandboxId(), "run in sandbox " + a.sandboxId() + ": " + shown(e.source(), a));
             case Command.StartProcess s -> await(a, Approval.Trigger.EXEC, a.sandboxId(), "run in sandbox " + a.sandboxId() + ": "
@@ -74,10 +73,6 @@ public final class ApprovalGate implements Control {
             }
             throw refuse(Kind.PERMISSION_DENIED, p.rule("approvals"), e.getMessage());
         }
-    }
-
-    static String describe(NetworkPolicy n) {
-        return n.isNone() ? "none" : n.allow().size() + " destinations, " + n.ranges().size() + " ranges";
     }
 
     /** What would run, as a person approving it reads it: arguments quoted, or the program's text; cut at {@value #SHOWN} characters. */
