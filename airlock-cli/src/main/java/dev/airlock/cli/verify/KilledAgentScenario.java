@@ -24,7 +24,7 @@ import static dev.airlock.cli.verify.RecoveryChecks.verdict;
 
 /**
  * The killed-agent scenario: the sandbox's PID 1 (the agent) is killed from the host while an
- * execution runs. The execution must end as cancelled, and nothing of the sandbox may remain once
+ * execution runs (under gVisor: the sandbox's Sentry, the kernel that runs the agent). The execution must end as cancelled, and nothing of the sandbox may remain once
  * it is closed.
  */
 final class KilledAgentScenario {
@@ -50,15 +50,18 @@ final class KilledAgentScenario {
                 if (!started.await(30, TimeUnit.SECONDS)) {
                     return Outcome.error("the execution did not start within 30s");
                 }
+                // Under gVisor the agent is a task of the sandbox's Sentry, which the host cannot signal alone: kill its kernel.
+                boolean gvisor = HostProcesses.gvisor(config);
+                String victim = gvisor ? "the sandbox's gVisor kernel (runsc-sandbox, which runs the agent)" : "the agent";
                 List<HostProcesses.HostProcess> agents = HostProcesses.inSandboxes(sandbox.id().value()).stream()
-                        .filter(p -> p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
+                        .filter(p -> p.cmdline().startsWith(gvisor ? "runsc-sandbox " : "/.airlock/airlock-agent")).toList();
                 if (agents.size() != 1) {
-                    return Outcome.error("expected one agent process of sandbox " + sandbox.id() + " on the host, found: "
+                    return Outcome.error("expected one process of " + victim + " of sandbox " + sandbox.id() + " on the host, found: "
                             + HostProcesses.describe(agents));
                 }
                 long agentPid = agents.getFirst().pid();
                 ProcessHandle.of(agentPid).ifPresent(ProcessHandle::destroyForcibly);
-                happened.append("killed the agent (host pid ").append(agentPid).append(") with SIGKILL under a running execution");
+                happened.append("killed ").append(victim).append(" (host pid ").append(agentPid).append(") with SIGKILL under a running execution");
                 ExecResult r = exec.get(60, TimeUnit.SECONDS);
                 happened.append("; the execution ").append(Verifier.observed(r));
                 if (r.endReason() != EndReason.CANCELLED) {

@@ -35,7 +35,7 @@ public final class Verifier {
     /** @param config the driver configuration to verify, weakenings included */
     public Verifier(OciDriverConfig config) {
         this.config = config;
-        this.gvisor = java.nio.file.Path.of(config.runtime()).getFileName().toString().equals("runsc");
+        this.gvisor = HostProcesses.gvisor(config);
     }
 
     /**
@@ -121,7 +121,8 @@ public final class Verifier {
                     yield judge(c, p, second, "first sandbox " + a.id() + ": " + observed(first) + "\nsecond sandbox " + b.id() + " (both alive): ");
                 }
             }
-            case OUTLIVE -> outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run", Verifier::onHost, "on the host");
+            case OUTLIVE -> gvisor ? outliveUnderGvisor(engine, c, p, spec)
+                    : outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run", Verifier::onHost, "on the host");
             case OUTLIVE_EXECUTION -> {
                 try (Sandbox sb = engine.create(spec)) {
                     // Under gVisor the sandbox's processes are Sentry tasks the host never sees: look inside the live sandbox.
@@ -178,6 +179,38 @@ public final class Verifier {
         if (!gone) {
             mismatches = new ArrayList<>(mismatches);
             mismatches.add("a process of the run outlived it");
+        }
+        return mismatches.isEmpty() ? Outcome.held(happened) : Outcome.broken(happened + "\n" + String.join("\n", mismatches));
+    }
+
+    /**
+     * A one-shot run that leaves a process behind, under gVisor, where the host sees only the host
+     * processes of the sandbox's Sentry, never its tasks. The run is made the way a one-shot run is
+     * (create, execute, close); the process must be seen inside the sandbox after the execution
+     * ended (else the check proves nothing), and once the sandbox is closed no host process of its
+     * Sentry may remain: no task of it can live on then.
+     */
+    private Outcome outliveUnderGvisor(Engine engine, VerifyCase c, VerifyCase.Placeholders p, SandboxSpec spec) {
+        String marker = p.apply(c.marker());
+        ExecResult r;
+        List<String> seen;
+        String id;
+        try (Sandbox sb = engine.create(spec)) {
+            id = sb.id().value();
+            r = sb.exec(sb.codeRequest(c.language(), c.program(c.code(), p)));
+            seen = inSandbox(sb, marker);
+        }
+        if (seen.isEmpty()) {
+            return Outcome.error("the process '" + marker + "' was not seen in the sandbox after the run, so its absence "
+                    + "afterwards proves nothing: " + observed(r));
+        }
+        List<String> mismatches = new ArrayList<>(c.expectFor(true).mismatches(r, p));
+        boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(id).isEmpty());
+        String happened = "the run: " + observed(r) + "\nleft in the sandbox after it: " + String.join("; ", seen)
+                + "\nafter the sandbox was closed: " + (gone ? "no host process of its gVisor kernel remains, so none of its tasks lives"
+                : "host processes of its gVisor kernel still run 15s later: " + HostProcesses.describe(HostProcesses.inSandboxes(id)));
+        if (!gone) {
+            mismatches.add("the sandbox's kernel, and with it the process the run left, outlived the run");
         }
         return mismatches.isEmpty() ? Outcome.held(happened) : Outcome.broken(happened + "\n" + String.join("\n", mismatches));
     }
