@@ -22,10 +22,45 @@ public interface DriverProvider {
     IsolationDriver create(DriverSettings settings);
 
     /**
+     * The settings of a driver of this provider that gives {@code tier}, derived from {@code base}
+     * (the server's configured driver: its shared options, such as where state lives, carry over
+     * when {@code base} names this provider); null when this provider has no driver of that tier.
+     */
+    default DriverSettings settingsFor(Isolation tier, DriverSettings base) {
+        return null;
+    }
+
+    /**
      * Starts the driver that {@code settings} names, found among the providers on the class path.
      *
      * @throws AirlockException if no provider has that name; the message lists those there are
      */
+    /**
+     * Starts a driver that gives {@code tier}, from the first provider on the class path that has
+     * one ({@link #settingsFor}), with {@code base}'s protected paths.
+     *
+     * @throws AirlockException if no installed provider has a driver of that tier, or the one found
+     *                          cannot start on this host; the message says which and why
+     */
+    static IsolationDriver openTier(Isolation tier, DriverSettings base) {
+        List<String> available = new ArrayList<>();
+        for (DriverProvider provider : ServiceLoader.load(DriverProvider.class, DriverProvider.class.getClassLoader())) {
+            DriverSettings settings = provider.settingsFor(tier, base);
+            if (settings != null) {
+                IsolationDriver driver = provider.create(new DriverSettings(settings.driver(), settings.options(), base.protectedPaths()));
+                if (driver.isolation() != tier) {
+                    driver.close();
+                    throw new IllegalStateException("driver " + driver.name() + " was asked for isolation " + tier.id() + " and gives "
+                            + driver.isolation().id());
+                }
+                return driver;
+            }
+            available.add(provider.name());
+        }
+        throw AirlockException.unavailable("no installed isolation driver gives isolation " + tier.id() + " (drivers on the class path: "
+                + available + ")");
+    }
+
     static IsolationDriver open(DriverSettings settings) {
         List<String> available = new ArrayList<>();
         for (DriverProvider provider : ServiceLoader.load(DriverProvider.class, DriverProvider.class.getClassLoader())) {

@@ -12,9 +12,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * A profile names the isolation tier its sandboxes need; a server whose driver gives another tier
- * refuses to start with one sentence, and a sandbox's REST and MCP representation, and the MCP
- * tool descriptions, say the tier it got. The gVisor case runs real runsc sandboxes and checks
+ * A profile names the isolation tier its sandboxes need; the server runs an engine of every tier
+ * its profiles name and refuses to start, with one sentence, when the host cannot give one; a
+ * sandbox's REST and MCP representation, and the MCP tool descriptions, say the tier it got. The gVisor case runs real runsc sandboxes and checks
  * from inside that the code's kernel is gVisor's, not the host's.
  */
 class IsolationTierTest {
@@ -51,12 +51,51 @@ class IsolationTierTest {
         }
     }
 
+    /**
+     * One server, two tiers: a runc server whose policy has a profile that requires gVisor starts a
+     * runsc engine beside its own, and each profile's sandboxes get their tier (checked from
+     * inside: the kernel that answers is gVisor's or the host's).
+     */
     @Test
-    void aProfileThatNeedsGvisorStopsARuncServerAtStart() {
-        assertThatThrownBy(() -> LiveServer.withPolicy(GVISOR_POLICY, c -> c.withPoolSize(0)).close())
-                .hasMessageContaining("profile 'default' requires isolation gvisor (rule profiles.default.isolation)")
-                .hasMessageContaining("oci/runc gives container")
-                .hasMessageContaining("--runtime runsc");
+    void aRuncServerAlsoRunsTheGvisorTierAProfileRequires() throws Exception {
+        String policy = """
+                profiles:
+                  default: {}
+                  strong: {isolation: gvisor}
+                clients:
+                  local: {tokenFile: token, profiles: [default, strong], allow: ["*"]}
+                """;
+        try (LiveServer live = LiveServer.withPolicy(policy, c -> c.withPoolSize(0))) {
+            var plain = live.client.create(SandboxSpec.builder().build());
+            var strong = live.client.create(SandboxSpec.builder().profile("strong").build());
+            try {
+                assertThat(plain.exec("cat", "/proc/version").stdout()).doesNotContain(GVISOR_KERNEL)
+                        .isEqualTo(java.nio.file.Files.readString(java.nio.file.Path.of("/proc/version")));
+                assertThat(strong.exec("cat", "/proc/version").stdout()).contains(GVISOR_KERNEL);
+                RawHttp http = new RawHttp(live.uri());
+                Map<String, String> auth = Map.of("Authorization", "Bearer " + live.token());
+                assertThat(RawMcp.JSON.readTree(http.send("GET", "/v1/sandboxes/" + plain.id(), null, auth).body()).path("isolation")
+                        .asString()).isEqualTo("container");
+                assertThat(RawMcp.JSON.readTree(http.send("GET", "/v1/sandboxes/" + strong.id(), null, auth).body()).path("isolation")
+                        .asString()).isEqualTo("gvisor");
+            } finally {
+                live.client.delete(plain.id());
+                live.client.delete(strong.id());
+            }
+        }
+    }
+
+    /** A tier that no installed driver gives stops the start with one sentence naming the profile and what to do. */
+    @Test
+    void aProfileThatNeedsATierNoDriverGivesStopsTheServerAtStart() {
+        assertThatThrownBy(() -> LiveServer.withPolicy("""
+                profiles:
+                  default: {isolation: microvm}
+                clients:
+                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                """, c -> c.withPoolSize(0)).close())
+                .hasMessageContaining("profile 'default' requires isolation microvm (rule profiles.default.isolation), which this host cannot give")
+                .hasMessageContaining("airlock doctor");
     }
 
     @Test

@@ -2,7 +2,11 @@ package dev.airlock.oci;
 
 import dev.airlock.core.DriverProvider;
 import dev.airlock.core.DriverSettings;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /** The OCI driver by name, {@value #NAME}, for servers that choose their driver at wiring time. */
 public final class OciDriverProvider implements DriverProvider {
@@ -17,5 +21,25 @@ public final class OciDriverProvider implements DriverProvider {
     @Override
     public IsolationDriver create(DriverSettings settings) {
         return new OciDriver(OciDriverConfig.fromSettings(settings));
+    }
+
+    /**
+     * The container tier with runc and the gVisor tier with runsc; the state directory, host ids and
+     * start timeout of {@code base} carry over when it is an OCI driver (two runtimes share them as
+     * two engines on one host do).
+     */
+    @Override
+    public DriverSettings settingsFor(Isolation tier, DriverSettings base) {
+        String runtime = switch (tier) {
+            case CONTAINER -> "runc";
+            case GVISOR -> "runsc";
+            case MICROVM -> null;
+        };
+        if (runtime == null) {
+            return null;
+        }
+        Map<String, String> options = new LinkedHashMap<>(NAME.equals(base.driver()) ? base.options() : Map.of());
+        options.put("runtime", runtime);
+        return new DriverSettings(NAME, options, base.protectedPaths());
     }
 }

@@ -21,13 +21,13 @@ import java.util.List;
  */
 final class Executions {
 
-    private final Engine engine;
+    private final Tiers tiers;
     private final ExecutionRecords records;
     private final ProcessOutputFiles processOutputs;
     private final ServerMetrics metrics;
 
-    Executions(Engine engine, ExecutionRecords records, ProcessOutputFiles processOutputs, ServerMetrics metrics) {
-        this.engine = engine;
+    Executions(Tiers tiers, ExecutionRecords records, ProcessOutputFiles processOutputs, ServerMetrics metrics) {
+        this.tiers = tiers;
         this.records = records;
         this.processOutputs = processOutputs;
         this.metrics = metrics;
@@ -125,7 +125,7 @@ final class Executions {
         List<String> argv = switch (source) {
             case ExecSource.Command c -> c.argv();
             case ExecSource.Code c -> {
-                engine.driver().check(a.sandbox().sandbox().spec(), List.of(a.language().interpreter()));
+                tiers.forTier(a.sandbox().isolation()).driver().check(a.sandbox().sandbox().spec(), List.of(a.language().interpreter()));
                 yield a.sandbox().sandbox().codeRequest(a.language(), c.code()).argv();
             }
         };

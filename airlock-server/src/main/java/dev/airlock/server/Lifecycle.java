@@ -33,7 +33,7 @@ final class Lifecycle {
     private static final Logger LOG = LoggerFactory.getLogger(Lifecycle.class);
 
     private final Policy policy;
-    private final Engine engine;
+    private final Tiers tiers;
     private final Sandboxes sandboxes;
     private final SandboxStore store;
     private final SandboxTeardown teardown;
@@ -41,10 +41,10 @@ final class Lifecycle {
     private final AuditLog audit;
     private final BooleanSupplier closing;
 
-    Lifecycle(Policy policy, Engine engine, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, ServerMetrics metrics,
+    Lifecycle(Policy policy, Tiers tiers, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, ServerMetrics metrics,
               AuditLog audit, BooleanSupplier closing) {
         this.policy = policy;
-        this.engine = engine;
+        this.tiers = tiers;
         this.sandboxes = sandboxes;
         this.store = store;
         this.teardown = teardown;
@@ -60,6 +60,7 @@ final class Lifecycle {
         List<Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
         SandboxSpec spec = new SandboxSpec(p.image(), plan.limits(), request.env(), plan.network(), p.inputs(), credentials,
                 p.requestApprovals());
+        Engine engine = tiers.forProfile(p);
         Sandbox sandbox = engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
                 plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation());

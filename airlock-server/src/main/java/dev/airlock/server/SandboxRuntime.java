@@ -45,13 +45,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The service with what it stands on (engine, state database, metrics), without any interface in
  * front of it. {@code airlock serve} puts HTTP in front of it; {@code airlock mcp} puts MCP over
- * stdio in front of it. It chooses the isolation driver by name ({@link DriverProvider}) and owns
+ * stdio in front of it. It chooses the isolation drivers by name ({@link Tiers}: one per tier its policy uses) and owns
  * the egress broker that serves every sandbox's network, credentials and request approvals.
  * Closing it destroys every sandbox it holds.
  */
 public final class SandboxRuntime implements AutoCloseable {
 
-    private final Engine engine;
+    private final Tiers tiers;
     private final SandboxStore store;
     private final AuditLog audit;
     private final ServerMetrics metrics;
@@ -61,10 +61,10 @@ public final class SandboxRuntime implements AutoCloseable {
     private final String localToken;
     private boolean closed;
 
-    private SandboxRuntime(Engine engine, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service,
+    private SandboxRuntime(Tiers tiers, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service,
                            AtomicInteger port, String localToken) {
         this.audit = audit;
-        this.engine = engine;
+        this.tiers = tiers;
         this.store = store;
         this.metrics = metrics;
         this.service = service;
@@ -81,7 +81,7 @@ public final class SandboxRuntime implements AutoCloseable {
         // A CA file that cannot be used stops the start too, not the first credential-bound request.
         SSLContext upstreamTls = upstreamTls(config.egressCa());
         SandboxStore store = SandboxStore.open(config.dataDir().resolve("airlock.db"));
-        Engine engine = null;
+        Tiers tiers = null;
         AuditLog audit = null;
         try {
             audit = AuditLog.open(config.dataDir().resolve("airlock.db"), AuditSettings.fromEnvironment(System.getenv()));
@@ -99,43 +99,21 @@ public final class SandboxRuntime implements AutoCloseable {
                     .withServerAddresses(() -> Set.of(serverAddress(config, port.get())));
             EgressBroker broker = new EgressBroker(egress);
             // The data directory (token, state, outputs) is kept from every input.
-            IsolationDriver driver = DriverProvider.open(config.driver().protecting(config.dataDir()));
-            try {
-                refuseTiersNotGiven(policy, driver);
-                engine = new Engine(driver, broker, config.poolSize(), SandboxSpec.defaults());
-            } catch (RuntimeException e) {
-                driver.close();
-                throw e;
-            }
+            tiers = Tiers.open(policy, config.driver().protecting(config.dataDir()), broker, config.poolSize());
             ServerMetrics metrics = new ServerMetrics();
-            SandboxService service = new SandboxService(config, policy, engine, store, metrics, egressLog, audit);
+            SandboxService service = new SandboxService(config, policy, tiers, store, metrics, egressLog, audit);
             // a request a profile's approveRequests covers waits for a person, asked through the service
             broker.decideRequestsWith(service::approveRequest);
-            return new SandboxRuntime(engine, store, audit, metrics, service, port, localToken);
+            return new SandboxRuntime(tiers, store, audit, metrics, service, port, localToken);
         } catch (RuntimeException e) {
-            if (engine != null) {
-                engine.close();
+            if (tiers != null) {
+                tiers.close();
             }
             if (audit != null) {
                 audit.close();
             }
             store.close();
             throw e;
-        }
-    }
-
-    /**
-     * Refuses, at start, a policy with a profile that requires an isolation tier this server's
-     * driver does not give: one sentence now, rather than a refusal at every create.
-     */
-    static void refuseTiersNotGiven(Policy policy, IsolationDriver driver) {
-        for (Profile p : policy.profiles().values()) {
-            if (p.isolation() != null && p.isolation() != driver.isolation()) {
-                throw AirlockException.unavailable("profile '" + p.name() + "' requires isolation " + p.isolation().id() + " (rule "
-                        + p.rule("isolation") + "), but this server's driver " + driver.name() + " gives " + driver.isolation().id()
-                        + ": start the server with the runtime of that tier (gvisor: --runtime runsc; container: --runtime runc),"
-                        + " or change the profile's isolation");
-            }
         }
     }
 
@@ -291,7 +269,7 @@ public final class SandboxRuntime implements AutoCloseable {
         return metrics;
     }
 
-    /** Destroys every sandbox, then releases the engine and the store. */
+    /** Destroys every sandbox, then releases the engines and the store. */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -300,7 +278,7 @@ public final class SandboxRuntime implements AutoCloseable {
         closed = true;
         try {
             service.close();
-            engine.close();
+            tiers.close();
         } finally {
             audit.close();
             store.close();

@@ -53,7 +53,7 @@ public final class SandboxService implements AutoCloseable {
     private final ServerConfig config;
     private final Policy policy;
     private final Approvals approvals;
-    private final Engine engine;
+    private final Tiers tiers;
     private final EgressLog egressLog;
     private final AuditLog audit;
     private final Sandboxes sandboxes = new Sandboxes();
@@ -72,18 +72,18 @@ public final class SandboxService implements AutoCloseable {
     private volatile boolean closed;
 
     /** {@code egressLog} is where the engine's egress proxies record (see {@link SandboxRuntime}). */
-    SandboxService(ServerConfig config, Policy policy, Engine engine, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
+    SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
                    AuditLog audit) {
         this.config = config;
         this.policy = policy;
-        this.engine = engine;
+        this.tiers = tiers;
         this.egressLog = egressLog;
         this.audit = audit;
         this.metrics = metrics;
         this.approvals = new Approvals(audit, policy.approvalTimeout());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
-        ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"), engine.driver().instance(),
-                engine.driver()::isAlive);
+        ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
+                tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
         this.grant = new OperationGrant(policy.source());
         // Every command passes these, in this order; each is one class with one job (docs/policy.md, "Controls").
@@ -94,8 +94,8 @@ public final class SandboxService implements AutoCloseable {
                 new ApprovalGate(approvals),
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);
-        this.lifecycle = new Lifecycle(policy, engine, sandboxes, store, teardown, metrics, audit, () -> closed);
-        this.executions = new Executions(engine, new ExecutionRecords(audit), processOutputs, metrics);
+        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, metrics, audit, () -> closed);
+        this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
         this.files = new FileCommands(audit);
         this.reapedAtStart = forgetOrphans(store);
@@ -109,9 +109,9 @@ public final class SandboxService implements AutoCloseable {
      * what remains is to say so and forget them.
      */
     private List<String> forgetOrphans(SandboxStore store) {
-        List<String> reaped = new ArrayList<>(engine.reapedAtStart());
-        for (SandboxStore.Row row : store.leftBy(engine.driver().instance())) {
-            if (!engine.driver().isAlive(row.instance())) {
+        List<String> reaped = new ArrayList<>(tiers.reapedAtStart());
+        for (SandboxStore.Row row : store.leftBy(tiers.primary().driver().instance())) {
+            if (!tiers.isAlive(row.instance())) {
                 store.delete(row.id());
                 audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, row.id(), Lifecycle.lifecycle("reaped",
                         "created " + row.createdAt() + " by a server that is gone"));
@@ -340,8 +340,9 @@ public final class SandboxService implements AutoCloseable {
         return audit;
     }
 
-    public Engine engine() {
-        return engine;
+    /** The engines, one per isolation tier this server runs. */
+    public Tiers tiers() {
+        return tiers;
     }
 
     /** Sandboxes held, counting those being destroyed. */

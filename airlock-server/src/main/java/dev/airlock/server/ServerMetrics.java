@@ -21,7 +21,7 @@ final class ServerMetrics {
     void bind(SandboxService service) {
         Gauge.builder("airlock.sandboxes", service, SandboxService::size).tag("state", "running")
                 .description("Sandboxes held by the server").register(registry);
-        Gauge.builder("airlock.pool.ready", service, s -> s.engine().warmPoolReady())
+        Gauge.builder("airlock.pool.ready", service, s -> s.tiers().warmPoolReady())
                 .description("Warm-pool sandboxes ready to hand out").register(registry);
     }
 

@@ -77,7 +77,7 @@ final class ToolCatalog {
     }
 
     private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config, Profile profile) {
-        String facts = facts(profile, t.service().engine().driver().isolation());
+        String facts = facts(profile, t.service().tiers().forProfile(profile).driver().isolation());
         return List.of(
                 tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
