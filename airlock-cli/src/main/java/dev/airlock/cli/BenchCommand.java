@@ -32,7 +32,7 @@ import java.util.concurrent.Callable;
  * {@link dev.airlock.cli.bench}.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Measure latency, throughput, memory per sandbox and egress throughput against bare baselines, in one run.")
+        description = "Measure latency (also under each isolation tier), throughput, memory per sandbox and egress throughput against bare baselines, in one run.")
 final class BenchCommand implements Callable<Integer> {
 
     private static final int[] CLIENTS = {1, 2, 4, 8};
@@ -51,7 +51,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON document (machine, method, every case) instead of the tables.")
     boolean json;
 
-    @Option(names = "--tiers", split = ",", paramLabel = "TIER[,TIER...]",
+    @Option(names = "--tiers", split = ",", paramLabel = "TIER",
             description = "Isolation tiers to compare: container, gvisor, microvm (default: every one; one that does not work here is a note).")
     List<String> tiers;
 
