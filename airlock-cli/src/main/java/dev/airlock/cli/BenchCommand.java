@@ -10,6 +10,7 @@ import dev.airlock.cli.bench.Sampler;
 import dev.airlock.cli.bench.ServerCases;
 import dev.airlock.cli.bench.Stats;
 import dev.airlock.cli.bench.ThroughputCases;
+import dev.airlock.cli.bench.TierCases;
 import dev.airlock.core.AirlockException;
 import dev.airlock.oci.OciDriverConfig;
 import picocli.CommandLine.Command;
@@ -24,12 +25,14 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code airlock bench}: one-shot and exec latency through Airlock, side by side with the same
- * command run bare, under bubblewrap and under plain {@code runc run}, as ratios; then one-shot
+ * command run bare, under bubblewrap and under plain {@code runc run}, as ratios; then the same
+ * few cases under each isolation tier that works here (container, gVisor, microVM); then one-shot
  * throughput with parallel clients, host memory per idle sandbox, and egress proxy throughput.
- * The cases themselves live in {@link dev.airlock.cli.bench}.
+ * All but the tiers run on the {@code --runtime} tier. The cases themselves live in
+ * {@link dev.airlock.cli.bench}.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Measure latency, throughput, memory per sandbox and egress throughput against bare baselines, in one run.")
+        description = "Measure latency (also under each isolation tier), throughput, memory per sandbox and egress throughput against bare baselines, in one run.")
 final class BenchCommand implements Callable<Integer> {
 
     private static final int[] CLIENTS = {1, 2, 4, 8};
@@ -47,6 +50,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--json", description = "Print one JSON document (machine, method, every case) instead of the tables.")
     boolean json;
+
+    @Option(names = "--tiers", split = ",", paramLabel = "TIER",
+            description = "Isolation tiers to compare: container, gvisor, microvm (default: every one; one that does not work here is a note).")
+    List<String> tiers;
 
     @Option(names = "--quick", description = "Fewer repetitions and at most 50 sandboxes: a smoke run, for tests.")
     boolean quick;
@@ -68,8 +75,14 @@ final class BenchCommand implements Callable<Integer> {
         int rounds = quick ? 1 : 3;
         int perClient = quick ? 3 : 15;
         int egressRuns = quick ? 3 : 5;
+        int idleSandboxes = quick ? 3 : 10;
+        long settleMillis = quick ? 1000 : 3000;
+        OciDriverConfig config = engineOptions.driverConfig();
+        List<TierCases.Tier> chosenTiers = TierCases.choose(TierCases.known(config), tiers);
         Map<String, String> method = new LinkedHashMap<>();
         method.put(Stats.LATENCY, String.format("median of %d runs after %d warm-up runs, one request at a time", n, w));
+        method.put(TierCases.SECTION, String.format("the latency method; ms, ratio to bare python3 -c pass (exec true: to bare true);"
+                + " idle memory: memory cgroup usage, MiB, median over %d fresh sandboxes", idleSandboxes));
         method.put(ThroughputCases.SECTION, String.format("%d runs per client per round, 1 warm-up round, median of %d round(s); ratio: airlock / bare",
                 perClient, rounds));
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
@@ -83,19 +96,20 @@ final class BenchCommand implements Callable<Integer> {
         }
         Progress progress = new Progress();
         Sampler sampler = new Sampler(n, w, progress);
-        OciDriverConfig config = engineOptions.driverConfig();
         List<String> notes = new ArrayList<>();
-        List<Stats> latency = new ArrayList<>(Baselines.measure(sampler, config));
-        latency.addAll(EngineCases.warm(sampler, config, notes));
+        Baselines.Results baselines = Baselines.measure(sampler, config);
+        List<Stats> latency = new ArrayList<>(baselines.all());
+        latency.addAll(EngineCases.warm(sampler, config, baselines.bareTrue(), notes));
         latency.addAll(ServerCases.measure(sampler, config));
         latency.add(EngineCases.cold(sampler, config));
-        Stats bare = latency.getFirst();
-        List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.relativeTo(bare)).toList());
+        List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.relativeTo(baselines.bare())).toList());
+        List<TierCases.Outcome> tierOutcomes = TierCases.measure(sampler, chosenTiers, baselines, idleSandboxes, settleMillis, notes);
+        tierOutcomes.forEach(t -> cases.addAll(t.cases()));
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
-        cases.addAll(MemoryCases.measure(progress, config, max, quick ? 1000 : 3000, notes));
+        cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
 
-        Report report = new Report(machine, method, cases, notes);
+        Report report = new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, notes);
         if (json) {
             report.printJson(System.out);
         } else {

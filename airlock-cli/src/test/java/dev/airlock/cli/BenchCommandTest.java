@@ -9,6 +9,7 @@ import tools.jackson.databind.json.JsonMapper;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,8 +18,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@code airlock bench --quick --json} as a user runs it: every case is there with a positive
  * median (the host MemAvailable drop excepted: with the few sandboxes of a quick run it is within
- * the noise of the rest of the host and may come out negative). The figures themselves depend on
- * the host and are not checked.
+ * the noise of the rest of the host and may come out negative), and the tiers section has the rows
+ * of every tier that works here and a note for every other. The figures themselves depend on the
+ * host and are not checked.
  */
 class BenchCommandTest {
 
@@ -29,16 +31,23 @@ class BenchCommandTest {
 
     @Test
     void quickJsonRunHasEveryCaseWithAPositiveMedian() throws Exception {
-        CliProcess cli = CliProcess.run("bench", "--quick", "--json");
+        // each tier adds its own cold and warm runs: more than the two minutes of other commands
+        CliProcess cli = CliProcess.run(Duration.ofMinutes(6), "bench", "--quick", "--json");
         assertThat(cli.exitCode()).as(cli.stderr()).isZero();
         JsonNode json = JsonMapper.builder().build().readTree(cli.stdout());
 
         assertThat(json.get("machine").asString()).contains("cores");
-        assertThat(json.get("method").propertyNames()).containsExactly("latency", "throughput", "memory", "egress");
+        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "throughput", "memory", "egress");
+        List<String> notes = new ArrayList<>();
+        json.get("notes").forEach(n -> notes.add(n.asString()));
+        List<String> working = workingTiers(json.get("tiers"), notes);
         List<String> names = new ArrayList<>();
         for (JsonNode c : json.get("cases")) {
             String name = c.get("name").asString();
             names.add(name);
+            if (working.stream().anyMatch(t -> name.startsWith(t + ": "))) {
+                assertThat(c.get("section").asString()).as("section of %s", name).isEqualTo("tiers");
+            }
             if (name.contains("MemAvailable drop")) {
                 // The host-wide figure: a few idle sandboxes are within the noise of other processes, so any sign.
                 assertThat(Double.isFinite(c.get("median").asDouble())).as("median of %s", name).isTrue();
@@ -48,18 +57,52 @@ class BenchCommandTest {
             assertThat(c.has("p10") && c.has("p90") && c.has("ratio")).as("fields of %s", name).isTrue();
             assertThat(c.get("unit").asString()).as("unit of %s", name).isNotEmpty();
         }
-        assertThat(names).containsExactlyElementsOf(expectedCases());
+        assertThat(names).containsExactlyElementsOf(expectedCases(working, notes));
     }
 
-    private static List<String> expectedCases() {
-        List<String> cases = new ArrayList<>(List.of("bare: python3 -c pass"));
+    @Test
+    void unknownTierIsRefusedBeforeAnythingIsMeasured() throws Exception {
+        CliProcess cli = CliProcess.run("bench", "--quick", "--tiers", "container,vm");
+        assertThat(cli.exitCode()).isEqualTo(AirlockCli.EXIT_USAGE);
+        assertThat(cli.stdout()).isEmpty();
+        assertThat(cli.stderr()).contains("there is no tier 'vm'").contains("container, gvisor, microvm");
+    }
+
+    /**
+     * The tiers the run measured: every tier is reported, in order; the container tier works (runc
+     * is what the rest of the benchmark runs on), and so does gVisor where runsc is installed; a
+     * tier that does not work has a note saying why.
+     */
+    private static List<String> workingTiers(JsonNode tiers, List<String> notes) {
+        List<String> all = new ArrayList<>();
+        List<String> working = new ArrayList<>();
+        for (JsonNode t : tiers) {
+            String tier = t.get("tier").asString();
+            all.add(tier);
+            assertThat(t.get("driver").asString()).as("driver of tier %s", tier).isNotEmpty();
+            if (t.get("works").asBoolean()) {
+                working.add(tier);
+            } else {
+                assertThat(notes).as("notes").anyMatch(n -> n.startsWith("tiers: " + tier + " not measured: ")
+                        && n.contains(t.get("detail").asString()));
+            }
+        }
+        assertThat(all).containsExactly("container", "gvisor", "microvm");
+        assertThat(working).contains("container");
+        if (Files.isExecutable(Path.of("/usr/bin/runsc"))) {
+            assertThat(working).as("tiers working with runsc installed").contains("gvisor");
+        }
+        return working;
+    }
+
+    private static List<String> expectedCases(List<String> workingTiers, List<String> notes) {
+        List<String> cases = new ArrayList<>(List.of("bare: python3 -c pass", "bare: true"));
         if (Files.isExecutable(Path.of("/usr/bin/bwrap"))) {
             cases.add("bubblewrap: python3 -c pass");
         }
         cases.addAll(List.of("runc run (same bundle, cold): python3 -c pass",
                 "airlock one-shot, warm pool: python pass",
                 "airlock exec into a sandbox: python3 -c pass",
-                "bare: true",
                 "airlock exec into a sandbox: true",
                 "airlock create from warm pool",
                 "server: create from warm pool (POST /v1/sandboxes)",
@@ -67,6 +110,16 @@ class BenchCommandTest {
                 "server: exec python3 -c pass",
                 "server: one-shot python3 -c pass (create, exec, delete)",
                 "airlock one-shot, cold: python pass"));
+        for (String tier : workingTiers) {
+            cases.add(tier + ": one-shot, cold (no pool): python pass");
+            cases.add(tier + ": one-shot, warm pool: python pass");
+            cases.add(tier + ": exec true into a running sandbox");
+            String memory = tier + ": idle memory per sandbox (memory cgroup), MiB";
+            // a driver whose sandboxes have no memory cgroup of their own says so in a note instead
+            if (tier.equals("container") || tier.equals("gvisor") || notes.stream().noneMatch(n -> n.startsWith("tiers: " + memory))) {
+                cases.add(memory);
+            }
+        }
         for (int p : new int[]{1, 2, 4, 8}) {
             cases.add("bare: python3 -c pass, " + p + " parallel");
             cases.add("airlock one-shot, warm pool " + p + ": python pass, " + p + " parallel");

@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -36,18 +37,30 @@ public final class CliProcess {
         return new CliProcess(new ProcessBuilder(command).start());
     }
 
+    private static final Duration DEFAULT_LIMIT = Duration.ofMinutes(2);
+
     /** Runs the CLI to its end (at most two minutes). */
     public static CliProcess run(String... args) throws IOException, InterruptedException {
+        return run(DEFAULT_LIMIT, args);
+    }
+
+    /** Runs the CLI to its end, for at most {@code limit}: for the few commands that take longer by design ({@code bench}). */
+    public static CliProcess run(Duration limit, String... args) throws IOException, InterruptedException {
         CliProcess cli = start(args);
         cli.process.getOutputStream().close();
-        cli.await();
+        cli.await(limit);
         return cli;
     }
 
+    /** Waits for the CLI's end (at most two minutes). */
     public int await() throws InterruptedException {
-        if (!process.waitFor(2, TimeUnit.MINUTES)) {
+        return await(DEFAULT_LIMIT);
+    }
+
+    private int await(Duration limit) throws InterruptedException {
+        if (!process.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
             process.destroyForcibly();
-            throw new AssertionError("the CLI did not finish within two minutes");
+            throw new AssertionError("the CLI did not finish within " + limit);
         }
         outPump.join();
         errPump.join();

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The same command without Airlock: bare, under bubblewrap, and under plain {@code runc run}. */
+/** The same commands without Airlock: bare, under bubblewrap, and under plain {@code runc run}. */
 public final class Baselines {
 
     public static final String PYTHON = "/usr/bin/python3";
@@ -19,17 +19,39 @@ public final class Baselines {
     private Baselines() {
     }
 
-    /** Bare {@code python3 -c pass}, then bubblewrap (when installed) and runc; the bare case first. */
-    public static List<Stats> measure(Sampler sampler, OciDriverConfig config) throws Exception {
-        List<Stats> results = new ArrayList<>();
-        results.add(sampler.measure("bare: python3 -c pass", () -> command(PYTHON, "-c", "pass")));
+    /**
+     * The baselines of one run.
+     *
+     * @param bare       {@code python3 -c pass} bare: what the one-shot cases are compared to
+     * @param bareTrue   {@code true} bare: what the exec {@code true} cases are compared to
+     * @param bubblewrap {@code python3 -c pass} under bubblewrap; null when bwrap is not installed
+     * @param runc       {@code python3 -c pass} under plain {@code runc run}
+     */
+    public record Results(Stats bare, Stats bareTrue, Stats bubblewrap, Stats runc) {
+
+        /** Every baseline measured, the bare one first. */
+        public List<Stats> all() {
+            List<Stats> all = new ArrayList<>(List.of(bare, bareTrue));
+            if (bubblewrap != null) {
+                all.add(bubblewrap);
+            }
+            all.add(runc);
+            return all;
+        }
+    }
+
+    /** Bare {@code python3 -c pass} and {@code true}, then bubblewrap (when installed) and runc. */
+    public static Results measure(Sampler sampler, OciDriverConfig config) throws Exception {
+        Stats bare = sampler.measure("bare: python3 -c pass", () -> command(PYTHON, "-c", "pass"));
+        Stats bareTrue = sampler.measure("bare: true", () -> command("/usr/bin/true"));
+        Stats bubblewrap = null;
         if (Files.isExecutable(Path.of("/usr/bin/bwrap"))) {
-            results.add(sampler.measure("bubblewrap: python3 -c pass", () -> command(bwrap(PYTHON, "-c", "pass"))));
+            bubblewrap = sampler.measure("bubblewrap: python3 -c pass", () -> command(bwrap(PYTHON, "-c", "pass")));
         }
         try (RuncBaseline runc = new RuncBaseline(config, List.of(PYTHON, "-c", "pass"))) {
-            results.add(sampler.measure("runc run (same bundle, cold): python3 -c pass", runc::runOnce));
+            return new Results(bare, bareTrue, bubblewrap,
+                    sampler.measure("runc run (same bundle, cold): python3 -c pass", runc::runOnce));
         }
-        return results;
     }
 
     static void check(ExecResult r) {

@@ -2,6 +2,7 @@ package dev.airlock.cli.bench;
 
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
+import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Language;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.Sandbox;
@@ -22,27 +23,25 @@ import static dev.airlock.cli.bench.Baselines.check;
  */
 public final class EngineCases {
 
-    private static final Duration QUIET = Duration.ofSeconds(30);
+    static final Duration QUIET = Duration.ofSeconds(30);
+    private static final RunRequest PASS = RunRequest.of(Language.PYTHON, "pass");
 
     private EngineCases() {
     }
 
-    /** One-shot from a warm pool, exec, create; {@code notes} receives the exec overhead over bare true. */
-    public static List<Stats> warm(Sampler sampler, OciDriverConfig config, List<String> notes) throws Exception {
+    /**
+     * One-shot from a warm pool, exec, create; {@code notes} receives the exec overhead over
+     * {@code bareTrue}, the bare {@code true} of {@link Baselines#measure}.
+     */
+    public static List<Stats> warm(Sampler sampler, OciDriverConfig config, Stats bareTrue, List<String> notes) throws Exception {
         List<Stats> results = new ArrayList<>();
         SandboxSpec spec = SandboxSpec.defaults();
-        RunRequest pass = RunRequest.of(Language.PYTHON, "pass");
         try (Engine pooled = new Engine(new OciDriver(config), 1, spec)) {
-            results.add(sampler.measure("airlock one-shot, warm pool: python pass", () -> {
-                pooled.awaitQuiet(QUIET);
-                check(pooled.run(pass).result());
-            }, () -> pooled.awaitQuiet(QUIET)));
+            results.add(warmOneShot(sampler, "airlock one-shot, warm pool: python pass", pooled));
             try (Sandbox sandbox = pooled.create(spec)) {
                 results.add(sampler.measure("airlock exec into a sandbox: python3 -c pass",
                         () -> check(sandbox.exec(ExecRequest.of(PYTHON, "-c", "pass")))));
-                Stats bareTrue = sampler.measure("bare: true", () -> Baselines.command("/usr/bin/true"));
-                Stats execTrue = sampler.measure("airlock exec into a sandbox: true", () -> check(sandbox.exec(ExecRequest.of("true"))));
-                results.add(bareTrue);
+                Stats execTrue = execTrue(sampler, "airlock exec into a sandbox: true", sandbox);
                 results.add(execTrue);
                 notes.add(String.format("exec overhead over bare `true`: %.2f ms (median)", execTrue.median() - bareTrue.median()));
             }
@@ -61,12 +60,23 @@ public final class EngineCases {
 
     /** One-shot with no pool: every run creates its sandbox. */
     public static Stats cold(Sampler sampler, OciDriverConfig config) throws Exception {
-        RunRequest pass = RunRequest.of(Language.PYTHON, "pass");
-        try (Engine cold = new Engine(new OciDriver(config))) {
-            return sampler.measure("airlock one-shot, cold: python pass", () -> {
-                cold.awaitQuiet(QUIET);
-                check(cold.run(pass).result());
-            });
+        return coldOneShot(sampler, "airlock one-shot, cold: python pass", new OciDriver(config));
+    }
+
+    /** {@code python pass} one-shot through an engine of {@code driver} with no pool (the engine closes the driver). */
+    static Stats coldOneShot(Sampler sampler, String name, IsolationDriver driver) throws Exception {
+        try (Engine cold = new Engine(driver)) {
+            return sampler.measure(name, () -> check(cold.run(PASS).result()), () -> cold.awaitQuiet(QUIET));
         }
+    }
+
+    /** {@code python pass} one-shot through {@code pooled}, whose pool of the default spec is full before each run. */
+    static Stats warmOneShot(Sampler sampler, String name, Engine pooled) throws Exception {
+        return sampler.measure(name, () -> check(pooled.run(PASS).result()), () -> pooled.awaitQuiet(QUIET));
+    }
+
+    /** {@code true} executed in the running {@code sandbox}. */
+    static Stats execTrue(Sampler sampler, String name, Sandbox sandbox) throws Exception {
+        return sampler.measure(name, () -> check(sandbox.exec(ExecRequest.of("true"))));
     }
 }

@@ -9,6 +9,7 @@ import dev.airlock.oci.OciDriverConfig;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -135,8 +136,12 @@ public final class MemoryCases {
         }
     }
 
-    /** Each sandbox's memory cgroup usage in MiB (cgroup v2 memory.current, v1 memory.usage_in_bytes). */
-    private static double[] cgroupUsage(List<Sandbox> sandboxes) throws IOException {
+    /**
+     * Each sandbox's memory cgroup usage in MiB (cgroup v2 memory.current, v1 memory.usage_in_bytes).
+     *
+     * @throws NoSuchFileException if a sandbox has no memory cgroup of its own under /sys/fs/cgroup/airlock
+     */
+    static double[] cgroupUsage(List<Sandbox> sandboxes) throws IOException {
         boolean v2 = Files.exists(CGROUP_ROOT.resolve("cgroup.controllers"));
         List<Sandbox> all = List.copyOf(sandboxes);
         double[] usage = new double[all.size()];

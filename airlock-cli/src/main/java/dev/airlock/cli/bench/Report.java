@@ -10,23 +10,37 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-/** Prints the cases: the latency table as it always was, one table per further section, or one JSON document. */
+/**
+ * Prints the cases: the latency table as it always was, the tiers side by side, one table per
+ * further section; or one JSON document, which also says of each tier whether it was measured.
+ */
 public final class Report {
 
     private static final Map<String, String> TITLES = Map.of(
             ThroughputCases.SECTION, "throughput: runs per second, several clients at once",
             MemoryCases.SECTION, "memory: host memory per idle sandbox, MiB",
             EgressCases.SECTION, "egress: 100 MB over loopback, ms per download");
+    private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
 
     private final String machine;
     private final Map<String, String> methods = new LinkedHashMap<>();
     private final List<Stats> cases;
+    private final List<Stats> tierBaselines;
+    private final List<TierCases.Outcome> tiers;
     private final List<String> notes;
 
-    public Report(String machine, Map<String, String> methods, List<Stats> cases, List<String> notes) {
+    /**
+     * @param cases         every case, of every section
+     * @param tierBaselines the bare baselines the tiers table shows above the tiers (they are among {@code cases} already)
+     * @param tiers         what became of each tier chosen, measured or not
+     */
+    public Report(String machine, Map<String, String> methods, List<Stats> cases, List<Stats> tierBaselines, List<TierCases.Outcome> tiers,
+                  List<String> notes) {
         this.machine = machine;
         this.methods.putAll(methods);
         this.cases = cases;
+        this.tierBaselines = tierBaselines;
+        this.tiers = tiers;
         this.notes = notes;
     }
 
@@ -37,6 +51,7 @@ public final class Report {
                 row(out, s);
             }
         }
+        printTiers(out);
         for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION)) {
             List<Stats> rows = cases.stream().filter(s -> s.section().equals(section)).toList();
             if (rows.isEmpty()) {
@@ -44,13 +59,34 @@ public final class Report {
             }
             out.printf("%n%s (%s)%n", TITLES.get(section), methods.get(section));
             out.printf("%-68s %9s %9s %9s %8s%n", "case", "median", "p10", "p90", "ratio");
-            rows.forEach(s -> out.printf(Locale.ROOT, "%-68s %9.2f %9.2f %9.2f %8s%n", s.name(), s.median(), s.p10(), s.p90(),
-                    s.ratio() == null ? "" : String.format(Locale.ROOT, "%.2f", s.ratio())));
+            rows.forEach(s -> wideRow(out, s));
         }
         if (!notes.isEmpty()) {
             out.println();
             notes.forEach(out::println);
         }
+    }
+
+    /** The tiers side by side under the bare baselines; a tier not measured is one line saying why. */
+    private void printTiers(PrintStream out) {
+        if (tiers.isEmpty()) {
+            return;
+        }
+        out.printf("%n%s (%s)%n", TIERS_TITLE, methods.get(TierCases.SECTION));
+        out.printf("%-68s %9s %9s %9s %8s%n", "case", "median", "p10", "p90", "x bare");
+        tierBaselines.forEach(s -> wideRow(out, s));
+        for (TierCases.Outcome tier : tiers) {
+            if (tier.works()) {
+                tier.cases().forEach(s -> wideRow(out, s));
+            } else {
+                out.println(tier.tier() + ": not measured here (see the notes below)");
+            }
+        }
+    }
+
+    private static void wideRow(PrintStream out, Stats s) {
+        out.printf(Locale.ROOT, "%-68s %9.2f %9.2f %9.2f %8s%n", s.name(), s.median(), s.p10(), s.p90(),
+                s.ratio() == null ? "" : String.format(Locale.ROOT, "%.2f", s.ratio()));
     }
 
     private static void row(PrintStream out, Stats s) {
@@ -80,6 +116,10 @@ public final class Report {
                 c.put("baseline", s.baseline());
             }
             c.put("unit", s.unit());
+        }
+        ArrayNode t = root.putArray("tiers");
+        for (TierCases.Outcome tier : tiers) {
+            t.addObject().put("tier", tier.tier()).put("driver", tier.driver()).put("works", tier.works()).put("detail", tier.detail());
         }
         ArrayNode n = root.putArray("notes");
         notes.forEach(n::add);

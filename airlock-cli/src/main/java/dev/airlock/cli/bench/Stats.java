@@ -17,6 +17,11 @@ public record Stats(String section, String name, double median, double p10, doub
         return new Stats(section, name, s[s.length / 2], s[s.length / 10], s[Math.min(s.length - 1, s.length * 9 / 10)], unit, null, null);
     }
 
+    /** The same figures in {@code other} section. */
+    public Stats in(String other) {
+        return new Stats(other, name, median, p10, p90, unit, baseline, ratio);
+    }
+
     /** The same figures with the ratio of this median to {@code base}'s. */
     public Stats relativeTo(Stats base) {
         return new Stats(section, name, median, p10, p90, unit, base.name(), median / base.median());
