@@ -20,8 +20,8 @@ import java.util.stream.Collectors;
 /**
  * The isolation tiers side by side, in the same run as the bare baselines: for each tier, a cold
  * one-shot (no pool), a one-shot from a warm pool, {@code true} executed in a running sandbox, and
- * the memory of an idle sandbox. A tier is a driver chosen by name through {@link DriverProvider}
- * with its settings, so another tier is one more entry in {@link #known}, never another code path.
+ * the memory of an idle sandbox. A tier's driver comes from the installed providers ({@link
+ * DriverProvider#openTier}), so a new driver module's tier is measured with no change here.
  * Whether a tier works here is decided as {@code airlock doctor} does, by starting a sandbox and
  * running a command in it; one that does not work is reported with the reason, not measured, and
  * is no failure of the benchmark.
@@ -30,12 +30,17 @@ public final class TierCases {
 
     public static final String SECTION = "tiers";
 
-    /** One tier: the isolation its sandboxes must get, and the settings of the driver that gives it. */
-    public record Tier(Isolation isolation, DriverSettings driver) {
+    /** One tier: the isolation its sandboxes must get, and the configured driver settings its driver derives from. */
+    public record Tier(Isolation isolation, DriverSettings base) {
 
         /** The tier's name, as profiles name it: {@code container}, {@code gvisor}, {@code microvm}. */
         public String name() {
             return isolation.id();
+        }
+
+        /** A driver of this tier, as a server would open it for a profile that requires the tier. */
+        IsolationDriver open() {
+            return DriverProvider.openTier(isolation, base);
         }
     }
 
@@ -56,13 +61,12 @@ public final class TierCases {
 
     /**
      * Every tier, weakest first: the container (the OCI driver on runc), gVisor (the OCI driver on
-     * runsc) and the microVM (its own driver, {@code microvm}, when its module is on the class path).
-     * The OCI tiers keep {@code oci}'s other settings (state directory, host ids).
+     * runsc) and the microVM (its own driver, when its module is on the class path). The OCI tiers
+     * keep {@code oci}'s other settings (state directory, host ids).
      */
     public static List<Tier> known(OciDriverConfig oci) {
-        return List.of(new Tier(Isolation.CONTAINER, oci.withRuntime("runc").toSettings()),
-                new Tier(Isolation.GVISOR, oci.withRuntime("runsc").toSettings()),
-                new Tier(Isolation.MICROVM, DriverSettings.of("microvm")));
+        DriverSettings base = oci.toSettings();
+        return java.util.Arrays.stream(Isolation.values()).map(i -> new Tier(i, base)).toList();
     }
 
     /**
@@ -125,9 +129,9 @@ public final class TierCases {
         try {
             IsolationDriver driver;
             try {
-                driver = DriverProvider.open(tier.driver());
+                driver = tier.open();
             } catch (RuntimeException e) {
-                return new Outcome(tier.name(), tier.driver().driver(), false, e.getMessage(), List.of());
+                return new Outcome(tier.name(), "none", false, e.getMessage(), List.of());
             }
             String name = driver.name();
             if (driver.isolation() != tier.isolation()) {
@@ -161,10 +165,10 @@ public final class TierCases {
                                      List<String> notes) throws Exception {
         String t = tier.name() + ": ";
         List<Stats> cases = new ArrayList<>();
-        cases.add(EngineCases.coldOneShot(sampler, t + "one-shot, cold (no pool): python pass", DriverProvider.open(tier.driver()))
+        cases.add(EngineCases.coldOneShot(sampler, t + "one-shot, cold (no pool): python pass", tier.open())
                 .relativeTo(base.bare()));
         SandboxSpec spec = SandboxSpec.defaults();
-        try (Engine pooled = new Engine(DriverProvider.open(tier.driver()), 1, spec)) {
+        try (Engine pooled = new Engine(tier.open(), 1, spec)) {
             cases.add(EngineCases.warmOneShot(sampler, t + "one-shot, warm pool: python pass", pooled).relativeTo(base.bare()));
             try (Sandbox sandbox = pooled.create(spec)) {
                 cases.add(EngineCases.execTrue(sampler, t + "exec true into a running sandbox", sandbox).relativeTo(base.bareTrue()));
