@@ -5,10 +5,11 @@
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
  * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp,
  * /workspace and /dev/shm, and hides /usr/local. It then starts the agent as PID 1 of a new pid
- * and mount namespace, as the unprivileged sandbox user (uid 1000), with no_new_privs and
- * RLIMIT_NPROC, connected to the host through the virtio-serial port named "airlock". When the
- * agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot turns
- * into QEMU's exit.
+ * and mount namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty
+ * bounding set too), no_new_privs and RLIMIT_NPROC, connected to the host through the virtio-serial
+ * port named "airlock". The guest's only network interface is its loopback, which it brings up.
+ * When the agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot
+ * turns into QEMU's exit.
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
  * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
@@ -25,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/reboot.h>
@@ -153,6 +157,21 @@ static void find_port(char *device, size_t size) {
          PORT_WAIT_MS);
 }
 
+/* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
+static void loopback_up(void) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = { 0 };
+    strcpy(ifr.ifr_name, "lo");
+    if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+        fail("cannot look at the loopback interface: %s", strerror(errno));
+    }
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+        fail("cannot bring the loopback interface up: %s", strerror(errno));
+    }
+    close(fd);
+}
+
 static void mount_tmpfs(const char *target, unsigned long long bytes, const char *mode, int uid) {
     char options[128];
     snprintf(options, sizeof options, "size=%llu,mode=%s,uid=%d,gid=%d", bytes, mode, uid, uid);
@@ -165,6 +184,19 @@ static _Noreturn void exec_agent(const char *device, unsigned long long nofile, 
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         say("cannot mount /proc for the agent: %s", strerror(errno));
         _exit(1);
+    }
+    /* As a container's: the firmware's ACPI interfaces are none of the code's business. */
+    if (access("/proc/acpi", F_OK) == 0
+            && mount("tmpfs", "/proc/acpi", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0) {
+        say("cannot mask /proc/acpi: %s", strerror(errno));
+        _exit(1);
+    }
+    /* No capability can ever come back, not even through a file's capabilities: empty the bounding set. */
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            say("cannot drop capability %d from the bounding set: %s", cap, strerror(errno));
+            _exit(1);
+        }
     }
     struct rlimit nproc = { pids, pids };
     if (setrlimit(RLIMIT_NPROC, &nproc) < 0 || setgroups(0, NULL) < 0
@@ -204,9 +236,11 @@ int main(void) {
     unsigned long long pids = setting(cmdline, "pids", 256);
 
     load_modules();
-    /* The image: the host's /usr, read-only; set-uid bits and devices on it mean nothing here. */
-    mount_or_fail("usr", "/usr", "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                  "trans=virtio,version=9p2000.L,msize=524288,cache=loose");
+    /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
+     * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
+     * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
+    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L,msize=524288,cache=loose");
+    mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
     if (access("/usr/local", F_OK) == 0) {
         mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
     }
@@ -221,8 +255,10 @@ int main(void) {
         fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
     }
     sethostname("sandbox", 7);
+    loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
     umount2("/sys", MNT_DETACH);
+    rmdir("/sys");
     umount2("/proc", MNT_DETACH);
     /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). */
     if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0) {

@@ -41,9 +41,17 @@ for tool in dpkg xz flock; do
     command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing: install it (apt-get install $tool)"
 done
 
+kernel_of_metapackage() {
+    apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1
+}
 package=${AIRLOCK_GUEST_KERNEL_PACKAGE:-}
 if [ -z "$package" ]; then
-    package=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1)
+    package=$(kernel_of_metapackage)
+    if [ -z "$package" ] && [ "$(id -u)" -eq 0 ]; then
+        # A machine whose package lists were never fetched knows no package at all.
+        apt-get update -qq >/dev/null 2>&1 || true
+        package=$(kernel_of_metapackage)
+    fi
     [ -n "$package" ] || fail "cannot tell which kernel package linux-image-amd64 depends on: run 'apt-get update' first, or set AIRLOCK_GUEST_KERNEL_PACKAGE to an exact package name"
 fi
 case $package in

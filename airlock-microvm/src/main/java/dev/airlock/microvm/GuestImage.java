@@ -63,9 +63,11 @@ final class GuestImage {
             cpio.file(".airlock/modules.load", 0644, (String.join("\n", kernel.load()) + "\n").getBytes(StandardCharsets.US_ASCII));
             // The kernel opens /dev/console for init before init mounts devtmpfs over /dev.
             cpio.characterDevice("dev/console", 0600, 5, 1);
-            for (String dir : List.of("usr", "proc", "sys", "workspace", "run/airlock", "inputs", "root")) {
+            for (String dir : List.of("usr", "proc", "sys", "workspace", "inputs")) {
                 cpio.directory(dir, 0755);
             }
+            // Where other drivers mount the sandbox's run directory: here nothing, and not listable.
+            cpio.directory("run/airlock", 0711);
             cpio.directory("tmp", 01777);
             for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {
                 Path host = hostRoot.resolve(link);

@@ -69,11 +69,13 @@ class MicroVmDriverTest {
             echoStart = System.nanoTime();
             exec(sandbox, "echo", "hello");
             long secondEchoMillis = (System.nanoTime() - echoStart) / 1_000_000;
-            System.out.printf("microvm: boot to HELLO (engine.create) %d ms, first echo %d ms, second echo %d ms%n",
-                    bootMillis, firstEchoMillis, secondEchoMillis);
 
             // The guest's own kernel, not the host's; the code runs as the unprivileged sandbox user.
+            long pythonStart = System.nanoTime();
             ExecResult python = exec(sandbox, "python3", "-c", "import os, platform; print(platform.release(), os.getuid())");
+            long pythonMillis = (System.nanoTime() - pythonStart) / 1_000_000;
+            System.out.printf("microvm: boot to HELLO (engine.create) %d ms, first echo %d ms, second echo %d ms, python3 one-liner %d ms%n",
+                    bootMillis, firstEchoMillis, secondEchoMillis, pythonMillis);
             assertThat(python.stdoutText().strip()).isEqualTo(driver.guestKernelRelease() + " 1000");
             assertThat(driver.guestKernelRelease()).isNotEqualTo(System.getProperty("os.version"));
 
@@ -88,6 +90,22 @@ class MicroVmDriverTest {
             ByteArrayOutputStream read = new ByteArrayOutputStream();
             sandbox.files().readFile("/tmp/out.txt", 1024, read);
             assertThat(read.toString(StandardCharsets.UTF_8)).isEqualTo("written by the guest\n");
+
+            // The guest as a container is: no capabilities at all, loopback up and nothing else, no /sys,
+            // the image's files refused to the sandbox user before the read-only mount is even asked.
+            ExecResult facts = exec(sandbox, "python3", "-c", """
+                    import errno, os, socket
+                    print([l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapBnd', 'CapEff', 'NoNewPrivs'))])
+                    s = socket.socket()
+                    print(errno.errorcode[s.connect_ex(('127.0.0.1', 1))])
+                    print(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys') else 'no /sys')
+                    try:
+                        open('/usr/bin/env', 'ab')
+                    except OSError as e:
+                        print(errno.errorcode[e.errno])
+                    """);
+            assertThat(facts.stdoutText()).as(facts.stderrText())
+                    .isEqualTo("['0000000000000000', '0000000000000000', '1']\nECONNREFUSED\nno /sys\nEACCES\n");
 
             // The image is the host's /usr, read-only; nothing else of the host is writable either.
             ExecResult readOnly = exec(sandbox, "sh", "-c", "touch /usr/x || touch /etc/x || touch /x || echo refused");
@@ -107,6 +125,35 @@ class MicroVmDriverTest {
         SandboxSpec withInputs = SandboxSpec.defaults().withInputs(List.of(new Input("data", Path.of("/usr/share/doc"))));
         assertThatThrownBy(() -> driver.check(withInputs, List.of()))
                 .isInstanceOf(AirlockException.class).hasMessageContaining("not yet supported by the microvm driver");
+    }
+
+    /** A QEMU of an instance that is gone (no lock holder: its engine died) is killed, and the instance's directory removed. */
+    @Test
+    void theQemuAndStateOfADeadInstanceAreReaped() throws Exception {
+        Path dead = MicroVmDriverConfig.defaults().stateRoot().resolve("engines").resolve("deadbeef");
+        Path guest = dead.resolve("sandboxes").resolve("al-deadbeef-0000000000000000");
+        Files.createDirectories(guest);
+        // A QEMU that boots nothing (no machine, stopped), named by its guest directory as the driver's are.
+        Process orphan = new ProcessBuilder(Qemu.find().toString(), "-nodefaults", "-no-user-config", "-display", "none", "-M", "none",
+                "-S", "-chardev", "socket,id=agent,server=on,wait=off,path=" + guest.resolve(MicroVmDriver.SOCKET_NAME))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (qemuProcessesOf(guest + "/").isEmpty() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(orphan.isAlive()).isTrue();
+
+            List<String> reaped = driver.reapOrphans();
+
+            assertThat(reaped).contains("QEMU process " + orphan.pid() + " of instance deadbeef", "state of instance deadbeef");
+            assertThat(orphan.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            assertThat(dead).doesNotExist();
+            assertThat(driver.isAlive("deadbeef")).isFalse();
+            assertThat(driver.isAlive(driver.instance())).isTrue();
+        } finally {
+            orphan.destroyForcibly();
+        }
     }
 
     @Test
