@@ -13,9 +13,29 @@ import java.util.List;
 
 /**
  * The driver contract, every concern of it, on the microVM driver. Not yet part of the default
- * test run (the module's pom excludes it): the driver does not yet pass every concern (network,
- * inputs and the host-side limits are later steps), and each case boots a guest under software
- * emulation. Run it with {@code -Dtest=MicroVmContractTest}.
+ * test run (the module's pom excludes it): the driver does not yet pass every concern, and each
+ * case boots a guest under software emulation (the whole run took 36 minutes on a loaded two-core
+ * host). Run it with {@code -Dtest='MicroVmContractTest*'}.
+ *
+ * <p>Its first run (250 cases, 122 failed), before the loopback, bounding-set, /sys, /proc/acpi
+ * and mount-level read-only fixes of the guest init that it prompted:
+ * <ul>
+ * <li>EngineLifecycle: all 21 pass.
+ * <li>EgressBridge (3 of 4), InputsIsolation (10 of 10): refused, "not yet supported by the microvm driver".
+ * <li>SyscallFilter (39 of 68), NetworkIsolation's denied socket families (24), Privilege's seccomp
+ *     status and process_vm_readv: the guest applies no seccomp filter yet.
+ * <li>HostInformation (13 of 15), FilesystemIsolation's masked /proc files (8): the guest's /proc is
+ *     its own kernel's (its cmdline, interrupts, meminfo of guest RAM), not the views the contract wants.
+ * <li>FilesystemIsolation's /dev (devtmpfs, not a minimal /dev), /run/airlock's owner and mode, and
+ *     hostFileIsNotVisibleInTheSandbox (its walks of the 9p /usr time out under TCG; one boot panicked
+ *     in setup_IO_APIC, since cured with no_timer_check).
+ * <li>ResourceLimits (3 of 16): a memory bomb thrashes the guest instead of being OOM-killed (no memory
+ *     cgroup in the guest), tmpfs is bounded by its size rather than by the memory limit, and python
+ *     does not start within a one-second timeout under TCG.
+ * <li>ProcessIsolation (2 of 9): they look for the sandbox's processes on the host, where a guest's
+ *     never are; the contract knows this for gVisor only ({@code SandboxKernel}).
+ * <li>CrossSandbox (1 of 6) and NetworkIsolation's loopback and IPv6 cases: the loopback was down (fixed).
+ * </ul>
  */
 class MicroVmContractTest extends DriverContract {
 
