@@ -8,6 +8,7 @@ import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Input;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.Sandbox;
@@ -157,10 +158,13 @@ class MicroVmDriverTest {
     }
 
     @Test
-    void theDriverIsFoundByItsName() {
+    void theDriverIsFoundByItsNameAndByItsTier() {
         try (IsolationDriver found = DriverProvider.open(DriverSettings.of(MicroVmDriverProvider.NAME))) {
             assertThat(found).isInstanceOf(MicroVmDriver.class);
             assertThat(found.isolation().id()).isEqualTo("microvm");
+        }
+        try (IsolationDriver found = DriverProvider.openTier(Isolation.MICROVM, DriverSettings.of("oci"))) {
+            assertThat(found).isInstanceOf(MicroVmDriver.class);
         }
     }
 
