@@ -82,7 +82,7 @@ public final class AgentClient implements SandboxAgent {
 
     /**
      * Starts {@code request} like {@link #start(ExecRequest, OutputListener)}, but the agent holds
-     * the forked process until {@code placement} has put it in place; only then may it exec the
+     * the forked supervisor until {@code placement} has put it in place; only then may it fork the
      * command. A placement that throws ends the process unstarted and its exception is rethrown.
      * Costs one more round trip to the agent than a plain start.
      *
