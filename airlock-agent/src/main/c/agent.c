@@ -89,6 +89,7 @@ struct exec {
     pid_t supervisor;                  /* our child that forks the command and holds its tree */
     int out_fd, err_fd, in_fd;         /* -1 once closed */
     int status_fd;                     /* from the supervisor: the command's pid, then its wait status */
+    int exit_status, exit_known;       /* the command's, once reported by a supervisor that is exiting */
     char *pending;                     /* stdin not yet accepted by the pipe */
     size_t pending_len, pending_off;
     int close_stdin_when_drained;
@@ -462,28 +463,40 @@ static struct exec *exec_of_supervisor(pid_t pid) {
     return NULL;
 }
 
-/* Reads the command's wait status from the supervisor, if it sent it. 1 if it did, 0 if not yet, -1 at EOF. */
-static int read_status(struct exec *e, int *status) {
-    unsigned char b[4];
+/*
+ * Reads the command's wait status from the supervisor, if it sent it, and whether the supervisor
+ * is exiting with it (nothing else of the execution was left). 1 if it did, 0 if not yet, -1 at EOF.
+ */
+static int read_status(struct exec *e, int *status, int *last) {
+    unsigned char b[5];
     ssize_t n;
     do {
         n = read(e->status_fd, b, sizeof b);
     } while (n < 0 && errno == EINTR);
     if (n == sizeof b) {
         *status = (int) get_u32(b);
+        *last = b[4] == 'e';
         return 1;
     }
     return n < 0 && errno == EAGAIN ? 0 : -1;
 }
 
-/* The supervisor's pipe is readable: the command's exit, or the end of a supervisor that died first. */
+/*
+ * The supervisor's pipe is readable: the command's exit, or the end of a supervisor that died
+ * first. A supervisor that exits with the report is reaped before EXIT goes out, so the host finds
+ * the execution's cgroup empty once it has EXIT; one that lives on (background processes) is not.
+ */
 static void on_status(struct exec *e) {
-    int status;
-    int r = read_status(e, &status);
-    if (r > 0) {
+    int status, last;
+    int r = read_status(e, &status, &last);
+    if (r > 0 && !last) {
         finish_exec(e, status);
-    } else if (r < 0) {
-        close_fd(&e->status_fd);       /* it died: the reap of it ends the exec */
+    } else if (r != 0) {
+        if (r > 0) {
+            e->exit_status = status;
+            e->exit_known = 1;
+        }
+        close_fd(&e->status_fd);       /* it exits or died: the reap of it ends the exec */
     }
 }
 
@@ -514,10 +527,12 @@ static void reap_children(void) {
         if (e == NULL) {
             continue;                  /* it outlived its command, for that command's background */
         }
-        int reported;
+        int reported, last;
         if (e->go_fd >= 0) {
             forget_held(e, "killed before the host released it");
-        } else if (e->status_fd >= 0 && read_status(e, &reported) > 0) {
+        } else if (e->exit_known) {
+            finish_exec(e, e->exit_status);
+        } else if (e->status_fd >= 0 && read_status(e, &reported, &last) > 0) {
             finish_exec(e, reported);
         } else {
             finish_exec(e, status);
@@ -602,10 +617,12 @@ static void close_all_but(int *keep, int n) {
     closedir(dir);
 }
 
-static void put_status(int fd, uint32_t v) {
-    unsigned char b[4];
+/* 4 bytes, and a 5th when `tail` is not 0. At most 9 bytes ever go down the pipe: it never blocks. */
+static void put_status(int fd, uint32_t v, char tail) {
+    unsigned char b[5];
     put_u32(b, v);
-    ssize_t ignored = write(fd, b, sizeof b);   /* at most 8 bytes ever: the pipe never blocks */
+    b[4] = (unsigned char) tail;
+    ssize_t ignored = write(fd, b, tail != 0 ? 5 : 4);
     (void) ignored;
 }
 
@@ -615,7 +632,8 @@ static void put_status(int fd, uint32_t v) {
  * it, not by PID 1, whatever session or process group it is in. It forks the command (after the
  * host's RELEASE, for a held exec: the host places the supervisor in the execution's cgroup, and
  * the command is born inside), sends the agent the command's pid and then its wait status on the
- * status pipe, reaps every orphan it adopts, and exits once it has no child left: a command's
+ * status pipe (with 'e' if it exits at once, nothing else being left, else 'l': it lives on),
+ * reaps every orphan it adopts, and exits once it has no child left: a command's
  * background processes (`cmd &`) live on after it, under the supervisor. It ignores every signal it
  * can, so that only SIGKILL (the agent's, the host's, or the code's own) or SIGSTOP reaches it.
  */
@@ -648,13 +666,19 @@ static _Noreturn void supervise(int in_r, int out_w, int err_w, int report_w, in
         child_fail(report_w, "%s: cannot fork: %s", argv_buf[0]);
     }
     /* The pid first, then the report pipe closed: when the agent sees the command exec'd, it is there. */
-    put_status(status_w, (uint32_t) command);
+    put_status(status_w, (uint32_t) command, 0);
     close(in_r); close(out_w); close(err_w); close(report_w);
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, 0);
         if (pid == command) {
-            put_status(status_w, (uint32_t) status);
+            /* Reap what else has ended: with nothing left, nothing can be adopted any more. */
+            pid_t other;
+            while ((other = waitpid(-1, NULL, WNOHANG)) > 0) {
+            }
+            int last = other < 0 && errno == ECHILD;
+            put_status(status_w, (uint32_t) status, last ? 'e' : 'l');
+            if (last) _exit(0);
         } else if (pid < 0 && errno != EINTR) {
             _exit(0);                  /* ECHILD: nothing of the execution is left */
         }
