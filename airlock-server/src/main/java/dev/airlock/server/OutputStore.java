@@ -77,7 +77,9 @@ final class OutputStore {
                 tree = agent.walk(DIR, BOUNDS);
             } catch (IOException e) {
                 if (!deadline.passed()) {
-                    return null; // no output folder, a link instead of one, or the sandbox can no longer answer
+                    // no output folder, a link instead of one, or the sandbox can no longer answer
+                    LOG.info("outputs of sandbox {} not collected: {}", sandboxId, e.getMessage());
+                    return null;
                 }
                 // Said in a manifest, so that the owner learns why nothing was kept (a slow tier such as gVisor walks ~1 ms an entry).
                 LOG.warn("outputs of sandbox {} not collected: the walk took over {} s", sandboxId, DEADLINE.toSeconds());

@@ -138,6 +138,7 @@ final class SandboxTeardown {
      */
     private Map<String, Object> stopAndCollect(ManagedSandbox s) {
         if (!s.sandbox().isOpen()) {
+            LOG.warn("outputs of sandbox {} not collected: its agent's channel is closed (the agent ended)", s.id());
             return null;
         }
         try {

@@ -88,6 +88,21 @@ final class HostProcesses {
         }
     }
 
+    /** The pid of process {@code pid} in its own (innermost) pid namespace, from NSpid; -1 when it is gone. */
+    static long namespacePid(long pid) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+                if (line.startsWith("NSpid:")) {
+                    String[] ids = line.trim().split("\\s+");
+                    return Long.parseLong(ids[ids.length - 1]);
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+        return -1;
+    }
+
     /** Resident memory of process {@code pid}, in bytes (VmRSS); 0 when it is gone. */
     static long rss(long pid) {
         try {

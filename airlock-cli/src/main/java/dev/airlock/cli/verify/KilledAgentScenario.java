@@ -54,7 +54,9 @@ final class KilledAgentScenario {
                 boolean gvisor = HostProcesses.gvisor(config);
                 String victim = gvisor ? "the sandbox's gVisor kernel (runsc-sandbox, which runs the agent)" : "the agent";
                 List<HostProcesses.HostProcess> agents = HostProcesses.inSandboxes(sandbox.id().value()).stream()
-                        .filter(p -> p.cmdline().startsWith(gvisor ? "runsc-sandbox " : "/.airlock/airlock-agent")).toList();
+                        // the agent's supervisors of executions run the same binary: PID 1 of the sandbox is the agent
+                        .filter(p -> gvisor ? p.cmdline().startsWith("runsc-sandbox ")
+                                : p.cmdline().startsWith("/.airlock/airlock-agent") && HostProcesses.namespacePid(p.pid()) == 1).toList();
                 if (agents.size() != 1) {
                     return Outcome.error("expected one process of " + victim + " of sandbox " + sandbox.id() + " on the host, found: "
                             + HostProcesses.describe(agents));
