@@ -64,6 +64,14 @@ public interface IsolationDriver extends AutoCloseable {
         /** The channel to the sandbox's agent. */
         SandboxAgent agent();
 
+        /**
+         * The digest of the files of the image the sandbox's root is ({@code sha256:...}), or null for
+         * an image assembled from the host ({@code system}), which has none.
+         */
+        default String imageDigest() {
+            return null;
+        }
+
         /** How many processes the kernel has OOM-killed in this sandbox so far. */
         long oomKills();
 

@@ -22,7 +22,7 @@ import java.util.List;
  * writable places ({@code /tmp}, {@code /workspace}, {@code /dev/shm}) are fresh tmpfs mounts per
  * sandbox, so nothing one sandbox writes is seen by the next.
  */
-final class SystemImage {
+final class SystemImage implements SandboxRoot {
 
     static final int SANDBOX_UID = ImageSkeleton.SANDBOX_UID;
     /** Where the agent binary sits in the image (the driver installs it there). */
@@ -112,12 +112,13 @@ final class SystemImage {
         return mounts;
     }
 
-    Path rootfs() {
+    @Override
+    public Path rootfs() {
         return rootfs;
     }
 
-    /** The read-only mounts that make up the image, in mount order. */
-    List<OciConfig.Mount> mounts() {
+    @Override
+    public List<OciConfig.Mount> mounts() {
         return mounts;
     }
 

@@ -227,6 +227,21 @@ public final class ImageStore {
                 + "; destroy its sandboxes first");
     }
 
+    /** The root directory of the image {@code name} (to check it; {@link #use} holds it for a sandbox). */
+    public Path rootOf(String name) {
+        return root.resolve("roots").resolve(hexOf(inspect(name).digest()));
+    }
+
+    /** Whether {@code program} is an executable of the image rooted at {@code rootfs}, on the sandbox's PATH. */
+    public static boolean hasExecutable(Path rootfs, String program) {
+        for (String dir : List.of("usr/bin", "bin", "usr/sbin", "sbin")) {
+            if (ImageTree.isExecutable(rootfs, dir + "/" + program)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** An image held for one sandbox: its files are not removed before {@link #close()}. */
     public interface Lease extends AutoCloseable {
         String name();
