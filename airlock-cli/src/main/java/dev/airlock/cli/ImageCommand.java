@@ -2,7 +2,7 @@ package dev.airlock.cli;
 
 import dev.airlock.core.Limits;
 import dev.airlock.oci.image.ImageBuilder;
-import dev.airlock.oci.image.ImageInfo;
+import dev.airlock.core.ImageInfo;
 import dev.airlock.oci.image.ImageStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

@@ -22,6 +22,11 @@ public interface IsolationDriver extends AutoCloseable {
      */
     String instance();
 
+    /** The images, beside {@code system}, that this driver's sandboxes may start from; none by default. */
+    default List<ImageInfo> images() {
+        return List.of();
+    }
+
     /** Checks that {@code spec} can be served before anything is created (image, interpreters). */
     void check(SandboxSpec spec, List<String> requiredPrograms);
 

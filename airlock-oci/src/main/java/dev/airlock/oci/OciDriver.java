@@ -106,6 +106,12 @@ public final class OciDriver implements IsolationDriver {
         return runtime;
     }
 
+    /** The images of the store ({@link OciDriverConfig#imageRoot()}). */
+    @Override
+    public List<dev.airlock.core.ImageInfo> images() {
+        return images.list();
+    }
+
     @Override
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
         checkImage(spec, requiredPrograms);

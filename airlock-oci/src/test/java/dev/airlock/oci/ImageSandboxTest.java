@@ -6,7 +6,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
-import dev.airlock.oci.image.ImageInfo;
+import dev.airlock.core.ImageInfo;
 import dev.airlock.oci.image.ImageStore;
 import dev.airlock.oci.image.TestArchives;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;

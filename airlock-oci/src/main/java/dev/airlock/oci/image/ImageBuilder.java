@@ -1,5 +1,6 @@
 package dev.airlock.oci.image;
 
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Printable;

@@ -1,8 +1,10 @@
 package dev.airlock.oci.image;
 
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Printable;
+import dev.airlock.core.SandboxSpec;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
@@ -52,7 +54,6 @@ import java.util.regex.Pattern;
 public final class ImageStore {
 
     public static final String DEFAULT_ROOT = "/var/lib/airlock/images";
-    private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final Pattern HEX = Pattern.compile("[0-9a-f]{64}");
     private static final JsonMapper JSON = JsonMapper.builder().build();
     /** Images in use by sandboxes of this process: hex digest to its shared lock. */
@@ -81,11 +82,8 @@ public final class ImageStore {
 
     /** Refuses a name that is not 1 to 63 of a-z, 0-9, '.', '_', '-' (starting with a letter or digit), or is 'system'. */
     public static String checkName(String name) {
-        if (name == null || !NAME.matcher(name).matches()) {
-            throw AirlockException.invalid("image name '" + Printable.of(String.valueOf(name)) + "' is not valid: use 1 to 63 of"
-                    + " a-z, 0-9, '.', '_' and '-', starting with a letter or digit");
-        }
-        if (name.equals("system")) {
+        SandboxSpec.checkImageName(name);
+        if (name.equals(SandboxSpec.SYSTEM_IMAGE)) {
             throw AirlockException.invalid("the image name 'system' is the host's own image: choose another name");
         }
         return name;

@@ -1,5 +1,6 @@
 package dev.airlock.oci.image;
 
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.AirlockException;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.junit.jupiter.api.BeforeEach;
