@@ -92,7 +92,9 @@ final class ImageCommand {
         public Integer call() throws IOException {
             Path log = Files.createTempFile("airlock-image-build", ".log");
             System.err.println("building image " + name + " with mmdebstrap (log: " + log + ") ...");
-            ImageInfo info = new ImageBuilder(ImageStore.at(images.resolve(null)), Duration.ofMinutes(timeoutMinutes))
+            ImageStore store = ImageStore.at(images.resolve(null));
+            // downloaded packages are kept beside the store: a rebuild fetches only what changed
+            ImageInfo info = new ImageBuilder(store, Duration.ofMinutes(timeoutMinutes), store.root().resolve("debs"))
                     .build(name, packages, suite, log);
             Files.deleteIfExists(log);
             printAdded("built", info);

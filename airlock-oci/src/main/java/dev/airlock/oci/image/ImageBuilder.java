@@ -37,10 +37,17 @@ public final class ImageBuilder {
 
     private final ImageStore store;
     private final Duration timeout;
+    private final Path packageCache;
 
-    public ImageBuilder(ImageStore store, Duration timeout) {
+    /**
+     * @param packageCache a host directory where downloaded .deb files are kept between builds
+     *                     (mmdebstrap's sync-in and sync-out hooks), so a rebuild downloads only what
+     *                     changed; null: none, every build downloads everything
+     */
+    public ImageBuilder(ImageStore store, Duration timeout, Path packageCache) {
         this.store = store;
         this.timeout = timeout;
+        this.packageCache = packageCache;
     }
 
     /**
@@ -72,6 +79,17 @@ public final class ImageBuilder {
             List<String> command = new ArrayList<>(List.of(mmdebstrap.toString(), "--variant=minbase", "--format=tar", "--quiet"));
             if (!packages.isEmpty()) {
                 command.add("--include=" + String.join(",", packages));
+            }
+            if (packageCache != null) {
+                Files.createDirectories(packageCache);
+                String cache = packageCache.toAbsolutePath().toString();
+                if (!cache.matches("[A-Za-z0-9/._+-]+")) {
+                    throw AirlockException.invalid("the package cache " + cache + " must be a plain path (letters, digits, / . _ + -)");
+                }
+                command.addAll(List.of("--skip=essential/unlink",
+                        "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
+                        "--setup-hook=sync-in " + cache + " /var/cache/apt/archives/",
+                        "--customize-hook=sync-out /var/cache/apt/archives " + cache));
             }
             command.add("--");
             command.add(chosen);
