@@ -137,10 +137,18 @@ public final class OciDriver implements IsolationDriver {
         }
     }
 
-    /** The root directory of the stored image {@code name}. */
+    /** The root directory of the stored image {@code name}; an unknown name is a bad request, not a missing sandbox. */
     private Path storedImage(String name) {
+        return knownImage(() -> images.rootOf(name));
+    }
+
+    private ImageStore.Lease useImage(String name) {
+        return knownImage(() -> images.use(name));
+    }
+
+    private static <T> T knownImage(java.util.function.Supplier<T> lookup) {
         try {
-            return images.rootOf(name);
+            return lookup.get();
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.NOT_FOUND) {
                 throw AirlockException.invalid(e.getMessage());
@@ -162,7 +170,7 @@ public final class OciDriver implements IsolationDriver {
         ImageStore.Lease image = null;
         try {
             // a stored image is held while the sandbox lives: 'airlock image rm' is refused meanwhile
-            image = SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) ? null : images.use(spec.image());
+            image = SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) ? null : useImage(spec.image());
             SandboxRoot root = image == null ? systemImage : SandboxRoot.Stored.of(image.rootfs(), agentBinary.getParent());
             runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);

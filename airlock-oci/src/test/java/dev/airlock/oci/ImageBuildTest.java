@@ -45,7 +45,10 @@ class ImageBuildTest {
             assertThat(info.source()).startsWith("mmdebstrap ").contains("python3-minimal");
             Path root = store.rootOf("py");
             assertThat(root.resolve("etc/passwd")).content().contains("sandbox:x:1000");
-            assertThat(root.resolve("dev")).isEmptyDirectory(); // mmdebstrap's device nodes were dropped
+            try (var dev = Files.walk(root.resolve("dev"))) {
+                assertThat(dev.filter(p -> !Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) && !Files.isSymbolicLink(p)))
+                        .as("mmdebstrap's device nodes were dropped").isEmpty();
+            }
             assertThat(root.resolve("var/cache/apt/archives")).isDirectory();
             try (var debs = Files.list(root.resolve("var/cache/apt/archives"))) {
                 assertThat(debs.filter(p -> p.toString().endsWith(".deb"))).as("no cached package in the image").isEmpty();

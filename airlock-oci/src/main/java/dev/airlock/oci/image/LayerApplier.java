@@ -77,13 +77,23 @@ final class LayerApplier {
                 continue;
             }
             String base = parts.getLast();
-            List<String> dir = ImageTree.resolveDirectory(root, parts.subList(0, parts.size() - 1), true, name);
+            boolean whiteout = base.startsWith(WHITEOUT);
+            List<String> dir;
+            try {
+                // a whiteout in a directory the lower layers lack hides nothing, and makes no directory
+                dir = ImageTree.resolveDirectory(root, parts.subList(0, parts.size() - 1), !whiteout, name);
+            } catch (AirlockException e) {
+                if (whiteout && e.kind() == AirlockException.Kind.NOT_FOUND) {
+                    continue;
+                }
+                throw e;
+            }
             Path parent = ImageTree.at(root, dir);
             if (base.equals(OPAQUE)) {
                 hideLower(parent, join(dir), madeHere);
                 continue;
             }
-            if (base.startsWith(WHITEOUT)) {
+            if (whiteout) {
                 String hidden = base.substring(WHITEOUT.length());
                 if (hidden.isEmpty() || hidden.equals(".") || hidden.equals("..")) {
                     throw ImageTree.refused(name, "it is a whiteout of nothing");

@@ -51,7 +51,7 @@ class ImageStoreTest {
                 .file("replaced", 0644, "lower").dir("dir-then-file", 0755).file("dir-then-file/x", 0644, "x")
                 .file("shared", 0644, "original").hardlink("shared-link", "shared").bytes();
         byte[] upper = TestArchives.layer()
-                .file("etc/.wh.gone", 0644, "")
+                .file("etc/.wh.gone", 0644, "").file("nowhere/.wh.nothing", 0644, "")
                 .file("opaque/new", 0644, "new")          // this layer's entry before the marker stays
                 .file("opaque/.wh..wh..opq", 0644, "")
                 .dir("opaque/sub", 0755).file("opaque/sub/new", 0644, "new")
@@ -61,6 +61,7 @@ class ImageStoreTest {
         Path r = root(info);
         assertThat(r.resolve("etc/keep")).hasContent("keep");
         assertThat(r.resolve("etc/gone")).doesNotExist();
+        assertThat(r.resolve("nowhere")).as("a whiteout makes no directory").doesNotExist();
         assertThat(r.resolve("opaque/old")).doesNotExist();
         assertThat(r.resolve("opaque/new")).hasContent("new");
         assertThat(r.resolve("opaque/sub/old")).doesNotExist();
