@@ -1,6 +1,5 @@
 package dev.airlock.cli;
 
-import dev.airlock.core.Limits;
 import dev.airlock.oci.image.ImageBuilder;
 import dev.airlock.core.ImageInfo;
 import dev.airlock.oci.image.ImageStore;
@@ -43,8 +42,22 @@ final class ImageCommand {
     }
 
     private static void printAdded(String verb, ImageInfo i) {
-        System.out.println(verb + " image " + i.name() + ": " + i.digest() + ", " + Limits.formatBytes(i.sizeBytes()) + " in "
-                + i.files() + " files");
+        System.out.println(verb + " image " + i.name() + ": " + i.digest() + ", " + size(i.sizeBytes()) + " in " + i.files() + " files");
+    }
+
+    /** A size for people: 1.9 MiB. */
+    static String size(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = bytes;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(java.util.Locale.ROOT, "%.1f %s", v, units[u]);
     }
 
     @Command(name = "import", mixinStandardHelpOptions = true,
@@ -122,7 +135,7 @@ final class ImageCommand {
             System.out.printf("%-24s %-19s %10s %8s  %-20s %s%n", "NAME", "DIGEST", "SIZE", "FILES", "CREATED", "SOURCE");
             for (ImageInfo i : all) {
                 System.out.printf("%-24s %-19s %10s %8d  %-20s %s%n", i.name(), i.digest().substring(0, 19),
-                        Limits.formatBytes(i.sizeBytes()), i.files(), i.created().toString().replaceAll("\\.\\d+Z$", "Z"), i.source());
+                        size(i.sizeBytes()), i.files(), i.created().toString().replaceAll("\\.\\d+Z$", "Z"), i.source());
             }
             return 0;
         }

@@ -64,6 +64,14 @@ class ImageSandboxTest {
         return sb.exec(ExecRequest.of("/bin/sh", "-c", line).withTimeout(Duration.ofSeconds(30)));
     }
 
+    private static long createMillis(SandboxSpec spec) {
+        long t = System.nanoTime();
+        try (Sandbox sb = engine.create(spec)) {
+            sh(sb, "true");
+        }
+        return (System.nanoTime() - t) / 1_000_000;
+    }
+
     @Test
     void aSandboxRunsTheImportedImagesOwnProgram() throws IOException {
         byte[] layer = TestArchives.layer()
@@ -90,6 +98,16 @@ class ImageSandboxTest {
                 assertThat(sh(other, "test -e /tmp/x || echo fresh").stdoutText()).isEqualTo("fresh\n");
             }
         }
+        // interleaved, so that the load of the host weighs on both alike
+        long[] system = new long[7];
+        long[] imported = new long[7];
+        for (int i = 0; i < 7; i++) {
+            system[i] = createMillis(SandboxSpec.defaults());
+            imported[i] = createMillis(new SandboxSpec("busybox", null, Map.of()));
+        }
+        java.util.Arrays.sort(system);
+        java.util.Arrays.sort(imported);
+        System.out.printf("create + exec + destroy, median of 7: system %d ms, imported image %d ms%n", system[3], imported[3]);
         assertThatThrownBy(() -> engine.create(new SandboxSpec("missing", null, Map.of())))
                 .isInstanceOf(AirlockException.class).hasMessageContaining("no image named 'missing'");
         store.remove("busybox");
