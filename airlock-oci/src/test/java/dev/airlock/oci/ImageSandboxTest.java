@@ -113,4 +113,27 @@ class ImageSandboxTest {
         store.remove("busybox");
         assertThat(store.list()).isEmpty();
     }
+
+    /** The same image under gVisor: runsc serves the shared root read-only too. */
+    @Test
+    void anImportedImageRunsUnderGvisor() throws IOException {
+        assumeThat(OciRuntime.locate("runsc")).as("runsc installed (bin/test installs it)").isNotNull();
+        byte[] layer = TestArchives.layer()
+                .dir("bin", 0755).file("bin/busybox", 0755, Files.readAllBytes(Path.of("/bin/busybox"))).symlink("bin/sh", "busybox")
+                .bytes();
+        ImageStore store = ImageStore.at(config.imageRoot());
+        ImageInfo info = store.importArchive(TestArchives.dockerSave(storeRoot.resolve("gvisor.tar"), List.of(layer)), "bb-gvisor");
+        OciDriverConfig gvisor = config.withRuntime("runsc");
+        try (Engine runsc = new Engine(new OciDriver(gvisor))) {
+            String prefix = "al-" + runsc.driver().instance() + "-";
+            try (Sandbox sb = runsc.create(new SandboxSpec("bb-gvisor", null, Map.of()))) {
+                assertThat(sb.imageDigest()).isEqualTo(info.digest());
+                assertThat(sh(sb, "echo under gvisor as $(busybox id -u); busybox touch /x 2>/dev/null || echo root-not-writable").stdoutText())
+                        .isEqualTo("under gvisor as 1000\nroot-not-writable\n");
+            }
+            runsc.close();
+            assertThat(new LeakCheck(gvisor).find(prefix)).as("leftovers of the runsc sandbox").isEmpty();
+        }
+        store.remove("bb-gvisor");
+    }
 }
