@@ -1,9 +1,10 @@
 /*
  * airlock-agent: PID 1 of every Airlock sandbox. See docs/agent-protocol.md.
  *
- * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <unix socket path>
+ * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <unix socket path | character device>
  *
- * The agent connects to the host's socket, says HELLO, then runs one single-threaded poll() loop
+ * The agent connects to the host's socket (or opens the character device, such as the
+ * virtio-serial port of a microVM guest, whose other end is the host's socket), says HELLO, then runs one single-threaded poll() loop
  * over the control socket, a signalfd for SIGCHLD, and the pipes of every running execution. It
  * trusts the host (the only peer) but validates every frame anyway: malformed input means the host
  * side is broken, and the safe answer is to kill everything and exit.
@@ -100,6 +101,7 @@ struct read_stream {
 
 static struct read_stream reads[MAX_READS];
 static int sock = -1;
+static int sock_is_device;             /* the channel is a character device: read/write, not recv/send */
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
 
@@ -195,7 +197,8 @@ static void send_frame(int type, size_t len) {
     out_frame[4] = (unsigned char) type;
     size_t total = len + 5, sent = 0;
     while (sent < total) {
-        ssize_t n = send(sock, out_frame + sent, total - sent, MSG_NOSIGNAL);
+        ssize_t n = sock_is_device ? write(sock, out_frame + sent, total - sent)
+                                   : send(sock, out_frame + sent, total - sent, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -1299,7 +1302,9 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
 /* Reads what the socket has (never blocks) and handles each frame once complete. */
 static void read_control(void) {
     size_t want = in_have < 4 ? 4 : 4 + get_u32(in_frame);
-    ssize_t n = recv(sock, in_frame + in_have, want - in_have, MSG_DONTWAIT);
+    /* A device is read only once poll saw it readable (or hung up: then read returns 0 at once). */
+    ssize_t n = sock_is_device ? read(sock, in_frame + in_have, want - in_have)
+                               : recv(sock, in_frame + in_have, want - in_have, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
     }
@@ -1453,7 +1458,14 @@ static short bridge_events(const struct bridge *b, int side) {
 
 /* ---------------------------------------------------------------- main loop */
 
+/* Opens the host channel: a character device is opened for reading and writing, anything else is
+ * a unix socket to connect to. */
 static int connect_to(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
+        sock_is_device = 1;
+        return open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    }
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof addr.sun_path) {
         return -1;
@@ -1559,7 +1571,7 @@ int main(int argc, char **argv) {
         arg += 2;
     }
     if (arg != argc - 1) {
-        fputs("usage: airlock-agent [--nofile N] [--fsize BYTES] [--egress-port PORT [--egress-socket PATH]] <socket path>\n", stderr);
+        fputs("usage: airlock-agent [--nofile N] [--fsize BYTES] [--egress-port PORT [--egress-socket PATH]] <socket path | device>\n", stderr);
         return 2;
     }
     if (nofile != 0) apply_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile);

@@ -1,14 +1,15 @@
 #!/bin/sh
 # Compiles the in-sandbox agent as a static binary, so it runs in any image (no libc needed there).
-# Usage: build.sh <output path>
+# Another in-sandbox program (the microVM guest's init) is built the same way from its own source.
+# Usage: build.sh <output path> [<C source>, default agent.c beside this script]
 set -eu
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 <output path>" >&2
+if [ $# -ne 1 ] && [ $# -ne 2 ]; then
+    echo "usage: $0 <output path> [<C source>]" >&2
     exit 2
 fi
 out=$1
-src=$(dirname "$0")/agent.c
+src=${2:-$(dirname "$0")/agent.c}
 warnings="-std=c11 -Wall -Wextra"
 
 # musl gives a small static binary; glibc works too, since the agent needs no NSS or dlopen.
@@ -17,7 +18,7 @@ if command -v musl-gcc >/dev/null 2>&1; then
 elif command -v cc >/dev/null 2>&1; then
     compile="cc -static -O2 -s"
 else
-    echo "build.sh: no C compiler found: install musl-tools (musl-gcc) or gcc to build the airlock agent" >&2
+    echo "build.sh: no C compiler found: install musl-tools (musl-gcc) or gcc to build $src" >&2
     exit 1
 fi
 

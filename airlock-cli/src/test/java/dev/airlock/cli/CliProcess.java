@@ -37,7 +37,7 @@ public final class CliProcess {
         return new CliProcess(new ProcessBuilder(command).start());
     }
 
-    private static final Duration DEFAULT_LIMIT = Duration.ofMinutes(2);
+    static final Duration DEFAULT_LIMIT = Duration.ofMinutes(2);
 
     /** Runs the CLI to its end (at most two minutes). */
     public static CliProcess run(String... args) throws IOException, InterruptedException {

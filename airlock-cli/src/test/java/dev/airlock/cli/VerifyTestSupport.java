@@ -44,11 +44,16 @@ final class VerifyTestSupport {
     }
 
     static Report verify(String... args) throws Exception {
+        return verify(CliProcess.DEFAULT_LIMIT, args);
+    }
+
+    /** {@link #verify(String...)} for a run that may take up to {@code limit} (all cases under a slower tier). */
+    static Report verify(java.time.Duration limit, String... args) throws Exception {
         String[] all = new String[args.length + 2];
         all[0] = "verify";
         all[1] = "--json";
         System.arraycopy(args, 0, all, 2, args.length);
-        CliProcess cli = CliProcess.run(all);
+        CliProcess cli = CliProcess.run(limit, all);
         assertThat(cli.stdout()).as("stderr: %s", cli.stderr()).startsWith("{");
         return new Report(cli.exitCode(), JsonMapper.builder().build().readTree(cli.stdout()), cli.stderr());
     }

@@ -28,10 +28,12 @@ public final class AirlockServer implements AutoCloseable {
     private final SandboxRuntime runtime;
     private final McpHttpEndpoint mcp;
     private final URI uri;
+    private final ConnectionGuard guard;
     private boolean closed;
 
-    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, URI uri) {
+    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, ConnectionGuard guard, URI uri) {
         this.jetty = jetty;
+        this.guard = guard;
         this.runtime = runtime;
         this.mcp = mcp;
         this.uri = uri;
@@ -40,6 +42,7 @@ public final class AirlockServer implements AutoCloseable {
     public static AirlockServer start(ServerConfig config) {
         SandboxRuntime runtime = SandboxRuntime.open(config);
         McpHttpEndpoint mcp = null;
+        ConnectionGuard guard = null;
         try {
             SandboxService service = runtime.service();
             QueuedThreadPool threads = new QueuedThreadPool();
@@ -50,6 +53,7 @@ public final class AirlockServer implements AutoCloseable {
             connector.setHost(config.host());
             connector.setPort(config.port());
             jetty.addConnector(connector);
+            guard = ConnectionGuard.apply(jetty, connector);
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
             context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi())), "/*");
@@ -62,10 +66,13 @@ public final class AirlockServer implements AutoCloseable {
             jetty.start();
             runtime.listeningOn(connector.getLocalPort());
             URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
-            return new AirlockServer(jetty, runtime, mcp, uri);
+            return new AirlockServer(jetty, runtime, mcp, guard, uri);
         } catch (Exception e) {
             if (mcp != null) {
                 mcp.close();
+            }
+            if (guard != null) {
+                guard.close();
             }
             runtime.close();
             if (e instanceof AirlockException ae) {
@@ -135,6 +142,7 @@ public final class AirlockServer implements AutoCloseable {
         } catch (Exception e) {
             LOG.warn("HTTP server did not stop cleanly: {}", e.getMessage());
         }
+        guard.close();
         mcp.close();
         runtime.close();
     }

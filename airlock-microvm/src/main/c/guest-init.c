@@ -1,0 +1,288 @@
+/*
+ * airlock-guest-init: PID 1 of an Airlock microVM guest. See MicroVmDriver.
+ *
+ * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
+ * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
+ * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp,
+ * /workspace and /dev/shm, and hides /usr/local. It then starts the agent as PID 1 of a new pid
+ * and mount namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty
+ * bounding set too), no_new_privs and RLIMIT_NPROC, connected to the host through the virtio-serial
+ * port named "airlock". The guest's only network interface is its loopback, which it brings up.
+ * When the agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot
+ * turns into QEMU's exit.
+ *
+ * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
+ * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
+ * user). What it says goes to the console (the host's console log); it never talks to the host.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SANDBOX_UID 1000
+#define AGENT "/.airlock/airlock-agent"
+#define MODULES "/.airlock/modules"
+#define PORT_NAME "airlock"
+#define PORT_WAIT_MS 10000
+
+static void say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("airlock-guest-init: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Ends the guest: PID 1 must not exit (that panics the kernel), so reboot, which ends QEMU. */
+static _Noreturn void end_guest(void) {
+    sync();
+    reboot(RB_AUTOBOOT);
+    for (;;) pause();
+}
+
+static _Noreturn void fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("airlock-guest-init: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    end_guest();
+}
+
+static void mount_or_fail(const char *source, const char *target, const char *type, unsigned long flags, const char *data) {
+    if (mount(source, target, type, flags, data) < 0) {
+        fail("cannot mount %s on %s: %s", type, target, strerror(errno));
+    }
+}
+
+/* Loads the modules named in MODULES.load, one a line, dependencies first. */
+static void load_modules(void) {
+    FILE *list = fopen(MODULES ".load", "r");
+    if (list == NULL) {
+        fail("cannot open " MODULES ".load: %s", strerror(errno));
+    }
+    char name[128];
+    while (fgets(name, sizeof name, list) != NULL) {
+        name[strcspn(name, "\n")] = '\0';
+        if (name[0] == '\0') continue;
+        char path[256];
+        snprintf(path, sizeof path, MODULES "/%s.ko", name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fail("cannot open module %s: %s", path, strerror(errno));
+        }
+        if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST) {
+            fail("cannot load module %s: %s", name, strerror(errno));
+        }
+        close(fd);
+    }
+    fclose(list);
+}
+
+/* The number after "airlock.<key>=" on the kernel command line, or fallback. */
+static unsigned long long setting(const char *cmdline, const char *key, unsigned long long fallback) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "airlock.%s=", key);
+    for (const char *p = strstr(cmdline, pattern); p != NULL; p = strstr(p + 1, pattern)) {
+        if (p == cmdline || p[-1] == ' ') {
+            char *end;
+            unsigned long long v = strtoull(p + strlen(pattern), &end, 10);
+            if (v > 0 && (*end == ' ' || *end == '\n' || *end == '\0')) return v;
+            fail("the kernel command line's airlock.%s is not a positive number", key);
+        }
+    }
+    return fallback;
+}
+
+static void read_cmdline(char *buf, size_t size) {
+    int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+    if (n < 0) {
+        fail("cannot read /proc/cmdline: %s", strerror(errno));
+    }
+    buf[n] = '\0';
+    close(fd);
+}
+
+/*
+ * The device of the virtio-serial port named PORT_NAME (/dev/vportNpM). The host announces its
+ * ports after the driver is up, so it may take a moment to appear.
+ */
+static void find_port(char *device, size_t size) {
+    for (int waited = 0; waited < PORT_WAIT_MS; waited += 10) {
+        DIR *ports = opendir("/sys/class/virtio-ports");
+        struct dirent *entry;
+        while (ports != NULL && (entry = readdir(ports)) != NULL) {
+            if (entry->d_name[0] == '.') continue;
+            char path[512], name[64] = "";
+            snprintf(path, sizeof path, "/sys/class/virtio-ports/%s/name", entry->d_name);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;
+            ssize_t n = read(fd, name, sizeof name - 1);
+            close(fd);
+            name[n > 0 ? n : 0] = '\0';
+            name[strcspn(name, "\n")] = '\0';
+            snprintf(device, size, "/dev/%s", entry->d_name);
+            if (strcmp(name, PORT_NAME) == 0 && access(device, F_OK) == 0) {
+                closedir(ports);
+                return;
+            }
+        }
+        if (ports != NULL) closedir(ports);
+        nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
+    }
+    fail("no virtio-serial port named " PORT_NAME " appeared within %d ms: QEMU needs -device virtserialport,name=" PORT_NAME,
+         PORT_WAIT_MS);
+}
+
+/* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
+static void loopback_up(void) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = { 0 };
+    strcpy(ifr.ifr_name, "lo");
+    if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+        fail("cannot look at the loopback interface: %s", strerror(errno));
+    }
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+        fail("cannot bring the loopback interface up: %s", strerror(errno));
+    }
+    close(fd);
+}
+
+static void mount_tmpfs(const char *target, unsigned long long bytes, const char *mode, int uid) {
+    char options[128];
+    snprintf(options, sizeof options, "size=%llu,mode=%s,uid=%d,gid=%d", bytes, mode, uid, uid);
+    mount_or_fail("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options);
+}
+
+/* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
+static _Noreturn void exec_agent(const char *device, unsigned long long nofile, unsigned long long fsize, unsigned long long pids) {
+    /* Its own /proc, of its own pid namespace (this process is in a new mount namespace too). */
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        say("cannot mount /proc for the agent: %s", strerror(errno));
+        _exit(1);
+    }
+    /* As a container's: the firmware's ACPI interfaces are none of the code's business. */
+    if (access("/proc/acpi", F_OK) == 0
+            && mount("tmpfs", "/proc/acpi", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0) {
+        say("cannot mask /proc/acpi: %s", strerror(errno));
+        _exit(1);
+    }
+    /* No capability can ever come back, not even through a file's capabilities: empty the bounding set. */
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            say("cannot drop capability %d from the bounding set: %s", cap, strerror(errno));
+            _exit(1);
+        }
+    }
+    struct rlimit nproc = { pids, pids };
+    if (setrlimit(RLIMIT_NPROC, &nproc) < 0 || setgroups(0, NULL) < 0
+            || setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0 || setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0
+            || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        say("cannot become the sandbox user: %s", strerror(errno));
+        _exit(1);
+    }
+    if (chdir("/workspace") < 0) {
+        say("cannot enter /workspace: %s", strerror(errno));
+        _exit(1);
+    }
+    char nofile_arg[32], fsize_arg[32];
+    snprintf(nofile_arg, sizeof nofile_arg, "%llu", nofile);
+    snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
+    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, (char *) device, NULL };
+    char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
+    execve(AGENT, argv, envp);
+    say("cannot run " AGENT ": %s", strerror(errno));
+    _exit(127);
+}
+
+int main(void) {
+    if (getpid() != 1) {
+        fputs("airlock-guest-init: this is PID 1 of an Airlock microVM guest, not a program to run\n", stderr);
+        return 2;
+    }
+    umask(022);
+    mount_or_fail("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755");
+    mount_or_fail("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    mount_or_fail("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    char cmdline[4096];
+    read_cmdline(cmdline, sizeof cmdline);
+    unsigned long long disk = setting(cmdline, "disk", 128ULL << 20);
+    unsigned long long nofile = setting(cmdline, "nofile", 1024);
+    unsigned long long fsize = setting(cmdline, "fsize", 64ULL << 20);
+    unsigned long long pids = setting(cmdline, "pids", 256);
+
+    load_modules();
+    /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
+     * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
+     * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
+    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L,msize=524288,cache=loose");
+    mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    if (access("/usr/local", F_OK) == 0) {
+        mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
+    }
+    mount_tmpfs("/tmp", disk, "1777", 0);
+    mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);
+    mkdir("/dev/shm", 0755);
+    mount_tmpfs("/dev/shm", disk < (64ULL << 20) ? disk : (64ULL << 20), "1777", SANDBOX_UID);
+
+    char device[300];
+    find_port(device, sizeof device);
+    if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
+        fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
+    }
+    sethostname("sandbox", 7);
+    loopback_up();
+    /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
+    umount2("/sys", MNT_DETACH);
+    rmdir("/sys");
+    umount2("/proc", MNT_DETACH);
+    /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). */
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0) {
+        say("cannot make / read-only: %s", strerror(errno));
+    }
+
+    pid_t agent = (pid_t) syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
+    if (agent < 0) {
+        fail("cannot start the agent: %s", strerror(errno));
+    }
+    if (agent == 0) {
+        exec_agent(device, nofile, fsize, pids);
+    }
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid == agent) {
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                say("the agent ended (status 0x%x): the guest stops", status);
+            }
+            end_guest();
+        }
+        if (pid < 0 && errno != EINTR) {
+            fail("waitpid: %s", strerror(errno));
+        }
+    }
+}

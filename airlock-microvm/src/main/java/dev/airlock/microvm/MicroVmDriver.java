@@ -1,0 +1,332 @@
+package dev.airlock.microvm;
+
+import dev.airlock.agent.AgentClient;
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.Isolation;
+import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.Printable;
+import dev.airlock.core.SandboxBroker;
+import dev.airlock.core.SandboxId;
+import dev.airlock.core.SandboxSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * The microVM isolation driver: each sandbox is a QEMU guest with its own Linux kernel (Debian's,
+ * {@link GuestKernel}), booted from an initramfs ({@link GuestImage}) whose init starts the same
+ * Airlock agent as the OCI driver's containers, as the guest's unprivileged sandbox user. The host
+ * reaches the agent through a virtio-serial port whose host end is a unix socket in the guest's
+ * own directory; the guest has no network device at all.
+ *
+ * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
+ * takes seconds, not milliseconds. What this step does not do yet, and refuses clearly: network
+ * (the egress bridge) and inputs. QEMU runs as root, with seccomp but in the host's namespaces and
+ * no cgroup of its own; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
+ */
+public final class MicroVmDriver implements IsolationDriver {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MicroVmDriver.class);
+    static final String SOCKET_NAME = "agent.sock";
+    static final String CONSOLE_LOG = "console.log";
+    static final String QEMU_LOG = "qemu.log";
+    /** The console's kernel line for one OOM kill (printed at error level, so even under {@code quiet}). */
+    private static final String OOM_KILL_LINE = "Out of memory: Killed process";
+    private static final int CONSOLE_TAIL_LINES = 12;
+    private static final long KILL_WAIT_SECONDS = 10;
+
+    private final MicroVmDriverConfig config;
+    private final Path qemuBinary;
+    private final GuestKernel kernel;
+    private final InstanceDirectory state;
+    private final Path initramfs;
+    private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
+
+    public MicroVmDriver(MicroVmDriverConfig config) {
+        this.config = config;
+        this.qemuBinary = Qemu.find();
+        this.kernel = GuestKernel.prepare(config.cacheDir());
+        this.state = InstanceDirectory.create(config.stateRoot());
+        try {
+            this.initramfs = state.dir().resolve("initramfs.cpio.gz");
+            GuestImage.write(kernel, Path.of("/"), initramfs);
+        } catch (RuntimeException | Error e) {
+            state.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public String name() {
+        return "microvm/qemu-tcg";
+    }
+
+    @Override
+    public Isolation isolation() {
+        return Isolation.MICROVM;
+    }
+
+    @Override
+    public String instance() {
+        return state.instance();
+    }
+
+    /** The guest kernel's release, such as {@code 6.1.0-57-amd64}. */
+    public String guestKernelRelease() {
+        return kernel.release();
+    }
+
+    @Override
+    public void check(SandboxSpec spec, List<String> requiredPrograms) {
+        checkSupported(spec);
+        for (String program : requiredPrograms) {
+            if (!hasExecutable(program)) {
+                throw AirlockException.unavailable("the image 'system' has no '" + program
+                        + "': install it on the host under /usr (apt-get install), or choose another language");
+            }
+        }
+    }
+
+    private static void checkSupported(SandboxSpec spec) {
+        if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
+            throw AirlockException.invalid("unknown image '" + Printable.of(spec.image()) + "': this driver serves the image 'system'");
+        }
+        if (!spec.network().isNone()) {
+            throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver: drop the"
+                    + " network policy, or choose the oci driver");
+        }
+        if (!spec.inputs().isEmpty()) {
+            throw AirlockException.unavailable("inputs are not yet supported by the microvm driver: drop them, or choose the oci driver");
+        }
+    }
+
+    /** Whether {@code program} is on the guest's PATH: the guest sees the host's /usr, without /usr/local. */
+    private static boolean hasExecutable(String program) {
+        for (String dir : List.of("/usr/bin", "/usr/sbin")) {
+            Path candidate = Path.of(dir, program);
+            try {
+                if (Files.isRegularFile(candidate) && Files.isExecutable(candidate) && !candidate.toRealPath().startsWith("/usr/local")) {
+                    return true;
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
+        checkSupported(spec);
+        Path dir = state.sandboxDir(id.value());
+        Process qemu = null;
+        try {
+            InstanceDirectory.createPrivate(dir);
+            Path runDir = dir.resolve("run");
+            InstanceDirectory.createPrivate(runDir);
+            // The broker's files are not shared into the guest in this step: there is nothing of it to bridge.
+            // QEMU runs as root, so root (0) is the host uid the broker's sockets would be for.
+            if (broker.attach(id, spec, runDir, 0).bridged()) {
+                throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver");
+            }
+            long started = System.nanoTime();
+            long deadline = started + config.startTimeout().toNanos();
+            qemu = new ProcessBuilder(Qemu.command(qemuBinary, kernel, initramfs, spec.limits(), dir))
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve(QEMU_LOG).toFile())
+                    .start();
+            SocketChannel channel = connect(id, qemu, dir, deadline);
+            // The socket file goes at once: no other host process can reach the guest's port.
+            Files.deleteIfExists(dir.resolve(SOCKET_NAME));
+            AgentClient agent;
+            try {
+                agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+            } catch (IOException e) {
+                throw bootFailure(id, qemu, dir, "its agent did not say hello (" + e.getMessage() + ")");
+            }
+            LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, dir, this);
+            live.put(id, sandbox);
+            return sandbox;
+        } catch (IOException | InterruptedException | RuntimeException | Error e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            if (qemu != null) {
+                kill(qemu);
+            }
+            HostFiles.deleteTree(dir);
+            if (e instanceof AirlockException ae) {
+                throw ae;
+            }
+            if (e instanceof Error error) {
+                throw error;
+            }
+            throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Connects to the socket QEMU listens on for the guest's port, once QEMU has made it. */
+    private SocketChannel connect(SandboxId id, Process qemu, Path dir, long deadline) throws InterruptedException {
+        Path socket = dir.resolve(SOCKET_NAME);
+        while (true) {
+            if (!qemu.isAlive()) {
+                throw bootFailure(id, qemu, dir, "QEMU exited");
+            }
+            if (Files.exists(socket)) {
+                try {
+                    return SocketChannel.open(UnixDomainSocketAddress.of(socket));
+                } catch (IOException e) {
+                    // QEMU made the file but does not listen yet
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw bootFailure(id, qemu, dir, "QEMU did not open the agent's socket");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** A failed boot, with what QEMU and the guest's console said: the guest's own words are all there is to go on. */
+    private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, String what) {
+        String status = qemu.isAlive() ? "QEMU still running" : "QEMU exit status " + qemu.exitValue();
+        return AirlockException.unavailable("the microVM of sandbox " + id + " did not start within " + config.startTimeout().toSeconds()
+                + "s: " + what + " (" + status + "; guests run under software emulation here, so a busy host boots slowly: the"
+                + " driver's startTimeout sets the bound). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
+                + ". The guest console's last lines: " + tail(dir.resolve(CONSOLE_LOG), CONSOLE_TAIL_LINES));
+    }
+
+    /** The last {@code lines} non-empty lines of a log, on one line, printable. */
+    private static String tail(Path log, int lines) {
+        try {
+            List<String> all = Files.readAllLines(log, StandardCharsets.ISO_8859_1).stream().map(String::strip)
+                    .filter(l -> !l.isEmpty()).toList();
+            if (all.isEmpty()) {
+                return "(nothing)";
+            }
+            return Printable.of(String.join(" | ", all.subList(Math.max(0, all.size() - lines), all.size())), 2000);
+        } catch (IOException e) {
+            return "(no log: " + e.getMessage() + ")";
+        }
+    }
+
+    long oomKills(MicroVmSandbox sandbox) {
+        try (Stream<String> lines = Files.lines(sandbox.dir().resolve(CONSOLE_LOG), StandardCharsets.ISO_8859_1)) {
+            return lines.filter(l -> l.contains(OOM_KILL_LINE)).count();
+        } catch (IOException | UncheckedIOException e) {
+            return 0;
+        }
+    }
+
+    /** Kills and removes one guest: the channel first (the guest then ends itself), then QEMU, then its directory. */
+    void destroy(MicroVmSandbox sandbox) {
+        live.remove(sandbox.id());
+        sandbox.agent().close();
+        kill(sandbox.qemu());
+        HostFiles.deleteTree(sandbox.dir());
+    }
+
+    /** SIGKILL to QEMU, then waits for it to be gone (it cannot fork under its seccomp filter, so it is alone). */
+    private static void kill(Process qemu) {
+        qemu.destroyForcibly();
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    if (!qemu.waitFor(KILL_WAIT_SECONDS, TimeUnit.SECONDS)) {
+                        LOG.warn("QEMU process {} did not end within {}s of SIGKILL", qemu.pid(), KILL_WAIT_SECONDS);
+                    }
+                    return;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Kills the QEMU of every guest whose instance is gone (found by the instance directory on its
+     * command line, also when that directory went first), then removes those instances' directories.
+     */
+    @Override
+    public List<String> reapOrphans() {
+        List<String> reaped = new ArrayList<>();
+        String enginesPrefix = config.stateRoot().toAbsolutePath() + "/engines/";
+        ProcessHandle.allProcesses().forEach(p -> {
+            String instance = instanceOf(p, enginesPrefix);
+            if (instance != null && !state.isAlive(instance) && p.destroyForcibly()) {
+                try {
+                    p.onExit().get(KILL_WAIT_SECONDS, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    LOG.warn("orphan QEMU process {} did not end within {}s of SIGKILL", p.pid(), KILL_WAIT_SECONDS);
+                }
+                reaped.add("QEMU process " + p.pid() + " of instance " + instance);
+            }
+        });
+        for (String instance : state.deadInstances()) {
+            state.removeInstance(instance);
+            reaped.add("state of instance " + instance);
+        }
+        reaped.forEach(line -> LOG.info("reaped orphan {}", line));
+        return reaped;
+    }
+
+    /** The instance a QEMU process of this driver's state root belongs to, or null if it is not one. */
+    private static String instanceOf(ProcessHandle p, String enginesPrefix) {
+        List<String> args = p.info().arguments().map(List::of).orElse(List.of());
+        if (!p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false)) {
+            return null;
+        }
+        for (String arg : args) {
+            int at = arg.indexOf(enginesPrefix);
+            if (at >= 0) {
+                String rest = arg.substring(at + enginesPrefix.length());
+                int slash = rest.indexOf('/');
+                return slash > 0 ? rest.substring(0, slash) : null;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public boolean isAlive(String instance) {
+        return state.isAlive(instance);
+    }
+
+    @Override
+    public void close() {
+        try {
+            for (MicroVmSandbox sandbox : List.copyOf(live.values())) {
+                try {
+                    sandbox.destroy();
+                } catch (RuntimeException e) {
+                    LOG.warn("could not destroy sandbox {}: {}", sandbox.id(), e.getMessage());
+                }
+            }
+        } finally {
+            state.close();
+        }
+    }
+}

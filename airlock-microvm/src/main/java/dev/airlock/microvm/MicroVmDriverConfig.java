@@ -1,0 +1,99 @@
+package dev.airlock.microvm;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.DriverSettings;
+import dev.airlock.core.Printable;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Settings of the microVM driver.
+ *
+ * @param stateRoot    where each instance keeps its lock, initramfs and one directory per guest
+ *                     (console log, the agent's socket); a tmpfs such as /run is best, since a
+ *                     reboot then leaves nothing to reap
+ * @param cacheDir     where the guest kernel prepared from Debian's package is kept between runs
+ *                     ({@code guest-kernel.sh}): about 70 MB, downloaded once
+ * @param startTimeout how long a guest may take from QEMU's start to its agent's hello; under
+ *                     software emulation (TCG) a boot takes several seconds, more on a busy host
+ */
+public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout) {
+
+    /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
+    private static final int UNIX_SOCKET_PATH_MAX = 107;
+    /** The longest path of a socket below the state root: a guest's agent socket, its id at full length. */
+    static final int SOCKET_BELOW_ROOT = ("/engines/" + "i".repeat(InstanceDirectory.NAME_LENGTH) + "/sandboxes/al-"
+            + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.SOCKET_NAME).length();
+
+    public MicroVmDriverConfig {
+        if (stateRoot == null) {
+            stateRoot = Path.of("/run/airlock/microvm");
+        }
+        if (cacheDir == null) {
+            cacheDir = Path.of("/var/cache/airlock/microvm");
+        }
+        if (startTimeout == null) {
+            startTimeout = Duration.ofSeconds(60);
+        }
+        int rootBytes = stateRoot.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8).length;
+        if (rootBytes + SOCKET_BELOW_ROOT > UNIX_SOCKET_PATH_MAX) {
+            throw AirlockException.invalid("the microvm driver's stateRoot " + stateRoot + " is " + rootBytes + " bytes long and each"
+                    + " guest's agent socket lies " + SOCKET_BELOW_ROOT + " bytes below it, past the kernel's limit of "
+                    + UNIX_SOCKET_PATH_MAX + ": choose one of at most " + (UNIX_SOCKET_PATH_MAX - SOCKET_BELOW_ROOT) + " bytes");
+        }
+        if (startTimeout.isNegative() || startTimeout.isZero()) {
+            throw AirlockException.invalid("the microvm driver's startTimeout " + startTimeout + " is not positive: give one such as PT60S");
+        }
+    }
+
+    public static MicroVmDriverConfig defaults() {
+        return new MicroVmDriverConfig(null, null, null);
+    }
+
+    public MicroVmDriverConfig withStateRoot(Path root) {
+        return new MicroVmDriverConfig(root, cacheDir, startTimeout);
+    }
+
+    public MicroVmDriverConfig withStartTimeout(Duration timeout) {
+        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout);
+    }
+
+    /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
+    static final List<String> OPTIONS = List.of("stateRoot", "cacheDir", "startTimeout");
+
+    /** These settings in the driver-neutral form the server holds (driver {@value MicroVmDriverProvider#NAME}). */
+    public DriverSettings toSettings() {
+        Map<String, String> options = new LinkedHashMap<>();
+        options.put("stateRoot", stateRoot.toString());
+        options.put("cacheDir", cacheDir.toString());
+        options.put("startTimeout", startTimeout.toString());
+        return new DriverSettings(MicroVmDriverProvider.NAME, options, java.util.Set.of());
+    }
+
+    /** Reads {@code settings} as written by {@link #toSettings()}; an option left out keeps its default. */
+    public static MicroVmDriverConfig fromSettings(DriverSettings settings) {
+        Map<String, String> o = settings.options();
+        for (String key : o.keySet()) {
+            if (!OPTIONS.contains(key)) {
+                throw AirlockException.invalid("the microvm driver has no option '" + Printable.of(key) + "': give one of " + OPTIONS);
+            }
+        }
+        Duration startTimeout = null;
+        if (o.containsKey("startTimeout")) {
+            try {
+                startTimeout = Duration.parse(o.get("startTimeout"));
+            } catch (DateTimeParseException e) {
+                throw AirlockException.invalid("the microvm driver's startTimeout '" + Printable.of(o.get("startTimeout"))
+                        + "' is not an ISO-8601 duration: give one such as PT60S");
+            }
+        }
+        return new MicroVmDriverConfig(o.containsKey("stateRoot") ? Path.of(o.get("stateRoot")) : null,
+                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout);
+    }
+}

@@ -1,0 +1,59 @@
+package dev.airlock.microvm;
+
+import dev.airlock.agent.AgentClient;
+import dev.airlock.core.IsolationDriver.DriverSandbox;
+import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxId;
+
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/** One running guest: its QEMU process, its host directory and the channel to its agent. */
+final class MicroVmSandbox implements DriverSandbox {
+
+    private final SandboxId id;
+    private final AgentClient agent;
+    private final Process qemu;
+    private final Path dir;
+    private final MicroVmDriver driver;
+    private final AtomicBoolean destroyed = new AtomicBoolean();
+
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, Path dir, MicroVmDriver driver) {
+        this.id = id;
+        this.agent = agent;
+        this.qemu = qemu;
+        this.dir = dir;
+        this.driver = driver;
+    }
+
+    @Override
+    public SandboxId id() {
+        return id;
+    }
+
+    @Override
+    public SandboxAgent agent() {
+        return agent;
+    }
+
+    Process qemu() {
+        return qemu;
+    }
+
+    Path dir() {
+        return dir;
+    }
+
+    /** The guest kernel's OOM kills, as its console reports them. */
+    @Override
+    public long oomKills() {
+        return driver.oomKills(this);
+    }
+
+    @Override
+    public void destroy() {
+        if (destroyed.compareAndSet(false, true)) {
+            driver.destroy(this);
+        }
+    }
+}

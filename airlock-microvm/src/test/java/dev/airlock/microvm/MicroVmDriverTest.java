@@ -1,0 +1,182 @@
+package dev.airlock.microvm;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.DriverProvider;
+import dev.airlock.core.DriverSettings;
+import dev.airlock.core.EndReason;
+import dev.airlock.core.Engine;
+import dev.airlock.core.ExecRequest;
+import dev.airlock.core.ExecResult;
+import dev.airlock.core.Input;
+import dev.airlock.core.Isolation;
+import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.NetworkPolicy;
+import dev.airlock.core.Sandbox;
+import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Boots real guests under QEMU (software emulation on this host, several seconds a boot, so as few
+ * as possible) and drives them through the agent as the engine does: commands, exit codes, files.
+ * After a guest is destroyed neither its QEMU nor its directory may remain.
+ */
+class MicroVmDriverTest {
+
+    static MicroVmDriver driver;
+    static Engine engine;
+
+    @BeforeAll
+    static void openEngine() {
+        driver = new MicroVmDriver(MicroVmDriverConfig.defaults());
+        engine = new Engine(driver);
+    }
+
+    @AfterAll
+    static void closeEngine() {
+        String instance = driver.instance();
+        engine.close();
+        assertThat(qemuProcessesOf("/engines/" + instance + "/")).as("QEMU processes of this test's driver instance").isEmpty();
+        assertThat(MicroVmDriverConfig.defaults().stateRoot().resolve("engines").resolve(instance)).doesNotExist();
+    }
+
+    @Test
+    void aGuestRunsCommandsThroughItsAgentWithItsOwnKernelAndLeavesNothingWhenDestroyed() throws Exception {
+        long bootStart = System.nanoTime();
+        Sandbox sandbox = engine.create(SandboxSpec.defaults());
+        long bootMillis = (System.nanoTime() - bootStart) / 1_000_000;
+        Path dir = MicroVmDriverConfig.defaults().stateRoot().resolve("engines").resolve(driver.instance()).resolve("sandboxes")
+                .resolve(sandbox.id().value());
+        try {
+            assertThat(dir).isDirectory();
+            assertThat(qemuProcessesOf(dir + "/")).hasSize(1);
+
+            long echoStart = System.nanoTime();
+            ExecResult echo = exec(sandbox, "echo", "hello");
+            long firstEchoMillis = (System.nanoTime() - echoStart) / 1_000_000;
+            assertThat(echo.stdoutText()).isEqualTo("hello\n");
+            assertThat(echo.exitCode()).isZero();
+            echoStart = System.nanoTime();
+            exec(sandbox, "echo", "hello");
+            long secondEchoMillis = (System.nanoTime() - echoStart) / 1_000_000;
+
+            // The guest's own kernel, not the host's; the code runs as the unprivileged sandbox user.
+            long pythonStart = System.nanoTime();
+            ExecResult python = exec(sandbox, "python3", "-c", "import os, platform; print(platform.release(), os.getuid())");
+            long pythonMillis = (System.nanoTime() - pythonStart) / 1_000_000;
+            System.out.printf("microvm: boot to HELLO (engine.create) %d ms, first echo %d ms, second echo %d ms, python3 one-liner %d ms%n",
+                    bootMillis, firstEchoMillis, secondEchoMillis, pythonMillis);
+            assertThat(python.stdoutText().strip()).isEqualTo(driver.guestKernelRelease() + " 1000");
+            assertThat(driver.guestKernelRelease()).isNotEqualTo(System.getProperty("os.version"));
+
+            ExecResult failing = exec(sandbox, "sh", "-c", "echo oops >&2; exit 3");
+            assertThat(failing.endReason()).isEqualTo(EndReason.EXITED);
+            assertThat(failing.exitCode()).isEqualTo(3);
+            assertThat(failing.stderrText()).isEqualTo("oops\n");
+
+            sandbox.writeFile("/workspace/note.txt", "written by the host\n".getBytes(StandardCharsets.UTF_8));
+            assertThat(exec(sandbox, "cat", "/workspace/note.txt").stdoutText()).isEqualTo("written by the host\n");
+            assertThat(exec(sandbox, "sh", "-c", "echo written by the guest > /tmp/out.txt").exitCode()).isZero();
+            ByteArrayOutputStream read = new ByteArrayOutputStream();
+            sandbox.files().readFile("/tmp/out.txt", 1024, read);
+            assertThat(read.toString(StandardCharsets.UTF_8)).isEqualTo("written by the guest\n");
+
+            // The guest as a container is: no capabilities at all, loopback up and nothing else, no /sys,
+            // the image's files refused to the sandbox user before the read-only mount is even asked.
+            ExecResult facts = exec(sandbox, "python3", "-c", """
+                    import errno, os, socket
+                    print([l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapBnd', 'CapEff', 'NoNewPrivs'))])
+                    s = socket.socket()
+                    print(errno.errorcode[s.connect_ex(('127.0.0.1', 1))])
+                    print(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys') else 'no /sys')
+                    try:
+                        open('/usr/bin/env', 'ab')
+                    except OSError as e:
+                        print(errno.errorcode[e.errno])
+                    """);
+            assertThat(facts.stdoutText()).as(facts.stderrText())
+                    .isEqualTo("['0000000000000000', '0000000000000000', '1']\nECONNREFUSED\nno /sys\nEACCES\n");
+
+            // The image is the host's /usr, read-only; nothing else of the host is writable either.
+            ExecResult readOnly = exec(sandbox, "sh", "-c", "touch /usr/x || touch /etc/x || touch /x || echo refused");
+            assertThat(readOnly.stdoutText()).endsWith("refused\n");
+        } finally {
+            sandbox.close();
+        }
+        assertThat(qemuProcessesOf(dir + "/")).as("QEMU of the destroyed guest").isEmpty();
+        assertThat(dir).doesNotExist();
+    }
+
+    @Test
+    void networkAndInputsAreRefusedClearlyBeforeAnythingBoots() {
+        SandboxSpec withNetwork = SandboxSpec.defaults().withNetwork(NetworkPolicy.of(List.of(NetworkPolicy.Destination.of("example.com")), List.of(), List.of(), java.util.Map.of()));
+        assertThatThrownBy(() -> driver.check(withNetwork, List.of()))
+                .isInstanceOf(AirlockException.class).hasMessageContaining("not yet supported by the microvm driver");
+        SandboxSpec withInputs = SandboxSpec.defaults().withInputs(List.of(new Input("data", Path.of("/usr/share/doc"))));
+        assertThatThrownBy(() -> driver.check(withInputs, List.of()))
+                .isInstanceOf(AirlockException.class).hasMessageContaining("not yet supported by the microvm driver");
+    }
+
+    /** A QEMU of an instance that is gone (no lock holder: its engine died) is killed, and the instance's directory removed. */
+    @Test
+    void theQemuAndStateOfADeadInstanceAreReaped() throws Exception {
+        Path dead = MicroVmDriverConfig.defaults().stateRoot().resolve("engines").resolve("deadbeef");
+        Path guest = dead.resolve("sandboxes").resolve("al-deadbeef-0000000000000000");
+        Files.createDirectories(guest);
+        // A QEMU that boots nothing (no machine, stopped), named by its guest directory as the driver's are.
+        Process orphan = new ProcessBuilder(Qemu.find().toString(), "-nodefaults", "-no-user-config", "-display", "none", "-M", "none",
+                "-S", "-chardev", "socket,id=agent,server=on,wait=off,path=" + guest.resolve(MicroVmDriver.SOCKET_NAME))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (qemuProcessesOf(guest + "/").isEmpty() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(orphan.isAlive()).isTrue();
+
+            List<String> reaped = driver.reapOrphans();
+
+            assertThat(reaped).contains("QEMU process " + orphan.pid() + " of instance deadbeef", "state of instance deadbeef");
+            assertThat(orphan.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            assertThat(dead).doesNotExist();
+            assertThat(driver.isAlive("deadbeef")).isFalse();
+            assertThat(driver.isAlive(driver.instance())).isTrue();
+        } finally {
+            orphan.destroyForcibly();
+        }
+    }
+
+    @Test
+    void theDriverIsFoundByItsNameAndByItsTier() {
+        try (IsolationDriver found = DriverProvider.open(DriverSettings.of(MicroVmDriverProvider.NAME))) {
+            assertThat(found).isInstanceOf(MicroVmDriver.class);
+            assertThat(found.isolation().id()).isEqualTo("microvm");
+        }
+        try (IsolationDriver found = DriverProvider.openTier(Isolation.MICROVM, DriverSettings.of("oci"))) {
+            assertThat(found).isInstanceOf(MicroVmDriver.class);
+        }
+    }
+
+    private static ExecResult exec(Sandbox sandbox, String... argv) {
+        return sandbox.exec(ExecRequest.of(argv).withTimeout(Duration.ofSeconds(60)));
+    }
+
+    /** QEMU processes whose command line names {@code pathPart}. */
+    private static List<ProcessHandle> qemuProcessesOf(String pathPart) {
+        return ProcessHandle.allProcesses()
+                .filter(p -> p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false))
+                .filter(p -> p.info().arguments().map(args -> String.join(" ", args).contains(pathPart)).orElse(false))
+                .toList();
+    }
+}
