@@ -195,28 +195,37 @@ public final class ImageStore {
      * @throws AirlockException CONFLICT while a sandbox (of any process) uses the image
      */
     public void remove(String name) {
-        String digest = inspect(name).digest();
-        Path lockFile = root.resolve("locks").resolve(hexOf(digest) + ".lock");
-        synchronized (USES) {
-            Use use = USES.get(lockFile);
-            if (use != null) {
-                throw inUse(name, use.count + " sandbox(es) of this process use it");
-            }
-            try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                FileLock lock = channel.tryLock(0, 1, false);
-                if (lock == null) {
-                    throw inUse(name, "a sandbox of another process (an airlock server, say) uses it");
+        inspect(name); // an unknown name (or a store not made yet) is NOT_FOUND before any lock
+        try {
+            // the store's lock first, then this process's uses: the order stage() takes them in too
+            locked(() -> {
+                ObjectNode index = readIndex();
+                JsonNode entry = index.get("images").get(name);
+                if (entry == null) {
+                    throw notFound(name);
                 }
-                locked(() -> {
-                    ObjectNode index = readIndex();
-                    ((ObjectNode) index.get("images")).remove(name);
-                    writeIndex(index);
-                    collectGarbage(index, hexOf(digest));
-                    return null;
-                });
-            } catch (IOException e) {
-                throw AirlockException.internal("cannot remove image '" + name + "': " + e.getMessage(), e);
-            }
+                String hex = hexOf(entry.path("digest").asString());
+                Path lockFile = root.resolve("locks").resolve(hex + ".lock");
+                synchronized (USES) {
+                    Use use = USES.get(lockFile);
+                    if (use != null) {
+                        throw inUse(name, use.count + " sandbox(es) of this process use it");
+                    }
+                    try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.READ,
+                            StandardOpenOption.WRITE)) {
+                        // held while the files go: a sandbox starting now finds the image being removed
+                        if (channel.tryLock(0, 1, false) == null) {
+                            throw inUse(name, "a sandbox of another process (an airlock server, say) uses it");
+                        }
+                        ((ObjectNode) index.get("images")).remove(name);
+                        writeIndex(index);
+                        collectGarbage(index, hex);
+                    }
+                }
+                return null;
+            });
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot remove image '" + name + "': " + e.getMessage(), e);
         }
     }
 

@@ -182,6 +182,8 @@ class ImageStoreTest {
         assertThatThrownBy(() -> store.importArchive(big, "Bad/Name")).hasMessageContaining("is not valid");
         assertThatThrownBy(() -> store.importArchive(big, "system")).hasMessageContaining("'system'");
         assertThatThrownBy(() -> store.inspect("nothing")).hasMessageContaining("no image named 'nothing'");
+        assertThatThrownBy(() -> ImageStore.at(tmp.resolve("never-made")).remove("x")).hasMessageContaining("no image named 'x'");
+        assertThat(ImageStore.at(tmp.resolve("never-made")).list()).isEmpty();
 
         Path oci = TestArchives.ociLayout(tmp.resolve("tampered"), List.of(l));
         try (var blobs = Files.list(oci.resolve("blobs/sha256"))) {
