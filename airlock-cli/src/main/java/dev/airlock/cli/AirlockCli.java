@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "airlock 0.1.0",
         description = "Runs untrusted code in disposable, isolated sandboxes.",
-        subcommands = {ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class, VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class, ApprovalsCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class, VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class, ApprovalsCommand.class, ImageCommand.class, CommandLine.HelpCommand.class})
 public final class AirlockCli {
 
     /** Exit status for a request Airlock refused as invalid. */

@@ -55,6 +55,10 @@ final class BenchCommand implements Callable<Integer> {
             description = "Isolation tiers to compare: container, gvisor, microvm (default: every one; one that does not work here is a note).")
     List<String> tiers;
 
+    @Option(names = "--image", paramLabel = "NAME", description = "Also measure a cold one-shot in this stored image (it must have"
+            + " python3), beside the one in 'system' (airlock image ls).")
+    String image;
+
     @Option(names = "--quick", description = "Fewer repetitions and at most 50 sandboxes: a smoke run, for tests.")
     boolean quick;
 
@@ -102,6 +106,9 @@ final class BenchCommand implements Callable<Integer> {
         latency.addAll(EngineCases.warm(sampler, config, baselines.bareTrue(), notes));
         latency.addAll(ServerCases.measure(sampler, config));
         latency.add(EngineCases.cold(sampler, config));
+        if (image != null) {
+            latency.add(EngineCases.coldImage(sampler, config, image));
+        }
         List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.relativeTo(baselines.bare())).toList());
         List<TierCases.Outcome> tierOutcomes = TierCases.measure(sampler, chosenTiers, baselines, idleSandboxes, settleMillis, notes);
         tierOutcomes.forEach(t -> cases.addAll(t.cases()));

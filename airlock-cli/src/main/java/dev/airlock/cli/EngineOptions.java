@@ -4,6 +4,7 @@ import dev.airlock.core.Engine;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.OciDriver;
 import dev.airlock.oci.OciDriverConfig;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -19,8 +20,16 @@ final class EngineOptions {
             description = "Where sandbox bundles live (env AIRLOCK_STATE_DIR; default /run/airlock).")
     Path stateDir = Path.of(System.getenv().getOrDefault("AIRLOCK_STATE_DIR", "/run/airlock"));
 
+    @Mixin
+    ImageDirOption images = new ImageDirOption();
+
     OciDriverConfig driverConfig() {
-        return OciDriverConfig.defaults().withRuntime(runtime).withStateRoot(stateDir);
+        return driverConfig(null);
+    }
+
+    /** The driver's settings; {@code dataDir} (null: the default) holds the image store unless --image-dir says otherwise. */
+    OciDriverConfig driverConfig(Path dataDir) {
+        return OciDriverConfig.defaults().withRuntime(runtime).withStateRoot(stateDir).withImageRoot(images.resolve(dataDir));
     }
 
     /** An engine whose sandboxes all die with this process, also on Ctrl-C or SIGTERM. */

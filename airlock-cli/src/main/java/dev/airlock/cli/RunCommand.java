@@ -66,6 +66,10 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--env", paramLabel = "NAME=VALUE", description = "An environment variable for the program (repeatable).")
     List<String> env = List.of();
 
+    @Option(names = "--image", paramLabel = "NAME", description = "The image the sandbox starts from: 'system' (default, the host's"
+            + " /usr) or one of 'airlock image ls'.")
+    String image = SandboxSpec.SYSTEM_IMAGE;
+
     @Option(names = "--json", description = "Print one JSON object with the output and how the run ended, instead of streaming.")
     boolean json;
 
@@ -80,7 +84,7 @@ final class RunCommand implements Callable<Integer> {
         Language lang = Language.parse(language);
         String code = readCode();
         byte[] stdin = readStdin();
-        SandboxSpec spec = new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits.apply(Limits.DEFAULTS), parseEnv());
+        SandboxSpec spec = new SandboxSpec(image, limits.apply(Limits.DEFAULTS), parseEnv());
         RunRequest request = new RunRequest(lang, code, stdin, spec);
 
         PrintStream out = System.out;

@@ -22,6 +22,11 @@ public interface IsolationDriver extends AutoCloseable {
      */
     String instance();
 
+    /** The images, beside {@code system}, that this driver's sandboxes may start from; none by default. */
+    default List<ImageInfo> images() {
+        return List.of();
+    }
+
     /** Checks that {@code spec} can be served before anything is created (image, interpreters). */
     void check(SandboxSpec spec, List<String> requiredPrograms);
 
@@ -63,6 +68,14 @@ public interface IsolationDriver extends AutoCloseable {
 
         /** The channel to the sandbox's agent. */
         SandboxAgent agent();
+
+        /**
+         * The digest of the files of the image the sandbox's root is ({@code sha256:...}), or null for
+         * an image assembled from the host ({@code system}), which has none.
+         */
+        default String imageDigest() {
+            return null;
+        }
 
         /** How many processes the kernel has OOM-killed in this sandbox so far. */
         long oomKills();

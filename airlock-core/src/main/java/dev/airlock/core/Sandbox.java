@@ -58,6 +58,11 @@ public final class Sandbox implements AutoCloseable {
         return driverSandbox.id();
     }
 
+    /** The digest of its image's files, or null for the {@code system} image (see {@link IsolationDriver.DriverSandbox#imageDigest()}). */
+    public String imageDigest() {
+        return driverSandbox.imageDigest();
+    }
+
     public SandboxSpec spec() {
         return spec;
     }

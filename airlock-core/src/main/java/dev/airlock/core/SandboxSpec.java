@@ -13,12 +13,15 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
                           List<Input> inputs, List<Credential> credentials, List<RequestApproval> requestApprovals) {
 
     public static final String SYSTEM_IMAGE = "system";
+    /** What an image may be called: 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit. */
+    public static final Pattern IMAGE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
 
     public SandboxSpec {
         if (image == null || image.isBlank()) {
             image = SYSTEM_IMAGE;
         }
+        checkImageName(image);
         if (limits == null) {
             limits = Limits.DEFAULTS;
         }
@@ -39,6 +42,15 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
     }
 
     /** A spec with inputs and credentials, and no request approvals. */
+    /** Refuses an image name that does not match {@link #IMAGE_NAME}; returns it. */
+    public static String checkImageName(String image) {
+        if (image == null || !IMAGE_NAME.matcher(image).matches()) {
+            throw AirlockException.invalid("image name '" + Printable.of(String.valueOf(image)) + "' is not valid: use 1 to 63 of"
+                    + " a-z, 0-9, '.', '_' and '-', starting with a letter or digit");
+        }
+        return image;
+    }
+
     public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network, List<Input> inputs,
                        List<Credential> credentials) {
         this(image, limits, env, network, inputs, credentials, List.of());

@@ -87,7 +87,7 @@ final class OciConfig {
      * @param runDir      the host directory mounted at /run/airlock (the agent's socket)
      * @param cgroupsPath where the runtime creates the sandbox's cgroup
      */
-    static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
+    static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
         return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, seccomp);
     }
@@ -104,7 +104,7 @@ final class OciConfig {
      *                      runtime cannot set rlimits inside a namespace host root does not own, so
      *                      with one the agent sets them ({@link #agentLimitArgs})
      */
-    static byte[] write(SystemImage image, Limits limits, List<String> agentArgs, Map<String, String> env,
+    static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
                         String cgroupsPath, long hostIdBase, String userNamespace, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();

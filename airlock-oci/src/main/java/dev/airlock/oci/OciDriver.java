@@ -9,6 +9,7 @@ import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.image.ImageStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.node.ObjectNode;
@@ -47,6 +48,8 @@ public final class OciDriver implements IsolationDriver {
     private final OciRuntime runtime;
     private final StateDirectory state;
     private final SystemImage systemImage;
+    /** Imported and built images; the store is only read here. */
+    private final ImageStore images;
     private final ObjectNode seccomp;
     private final Map<SandboxId, OciSandbox> live = new ConcurrentHashMap<>();
     private final UidSlots uidSlots;
@@ -70,6 +73,7 @@ public final class OciDriver implements IsolationDriver {
         Set<Path> keptFromInputs = new HashSet<>(config.protectedPaths());
         keptFromInputs.add(config.stateRoot());
         this.hostInputs = new HostInputs(keptFromInputs);
+        this.images = ImageStore.at(config.imageRoot());
         try {
             this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
             this.agentBinary = AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
@@ -102,6 +106,12 @@ public final class OciDriver implements IsolationDriver {
         return runtime;
     }
 
+    /** The images of the store ({@link OciDriverConfig#imageRoot()}). */
+    @Override
+    public List<dev.airlock.core.ImageInfo> images() {
+        return images.list();
+    }
+
     @Override
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
         checkImage(spec, requiredPrograms);
@@ -110,13 +120,40 @@ public final class OciDriver implements IsolationDriver {
 
     private void checkImage(SandboxSpec spec, List<String> requiredPrograms) {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-            throw AirlockException.invalid("unknown image '" + spec.image() + "': this driver serves the image 'system'");
+            Path rootfs = storedImage(spec.image());
+            for (String program : requiredPrograms) {
+                if (!ImageStore.hasExecutable(rootfs, program)) {
+                    throw AirlockException.unavailable("the image '" + spec.image() + "' has no '" + program
+                            + "': build it with the package that has it (airlock image build), or choose another language");
+                }
+            }
+            return;
         }
         for (String program : requiredPrograms) {
             if (!systemImage.hasExecutable(program)) {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
                         + "': install it on the host under /usr (apt-get install), or choose another language");
             }
+        }
+    }
+
+    /** The root directory of the stored image {@code name}; an unknown name is a bad request, not a missing sandbox. */
+    private Path storedImage(String name) {
+        return knownImage(() -> images.rootOf(name));
+    }
+
+    private ImageStore.Lease useImage(String name) {
+        return knownImage(() -> images.use(name));
+    }
+
+    private static <T> T knownImage(java.util.function.Supplier<T> lookup) {
+        try {
+            return lookup.get();
+        } catch (AirlockException e) {
+            if (e.kind() == AirlockException.Kind.NOT_FOUND) {
+                throw AirlockException.invalid(e.getMessage());
+            }
+            throw e;
         }
     }
 
@@ -130,7 +167,11 @@ public final class OciDriver implements IsolationDriver {
         Path socket = runDir.resolve(SOCKET_NAME);
         boolean started = false;
         long hostIdBase = uidSlots.allocate(id.value());
+        ImageStore.Lease image = null;
         try {
+            // a stored image is held while the sandbox lives: 'airlock image rm' is refused meanwhile
+            image = SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) ? null : useImage(spec.image());
+            SandboxRoot root = image == null ? systemImage : SandboxRoot.Stored.of(image.rootfs(), agentBinary.getParent());
             runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);
             try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
@@ -151,7 +192,7 @@ public final class OciDriver implements IsolationDriver {
                 long agentHostPid;
                 try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
-                    byte[] bundle = OciConfig.write(systemImage, spec.limits(),
+                    byte[] bundle = OciConfig.write(root, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), seccomp);
                     Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
@@ -166,7 +207,7 @@ public final class OciDriver implements IsolationDriver {
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
                 OciSandbox sandbox = new OciSandbox(id, agent,
-                        runtime.supportsExecCgroups() ? ExecCgroups.of(id.value(), agentHostPid) : null, this, hostIdBase);
+                        runtime.supportsExecCgroups() ? ExecCgroups.of(id.value(), agentHostPid) : null, this, hostIdBase, image);
                 live.put(id, sandbox);
                 return sandbox;
             }
@@ -181,6 +222,9 @@ public final class OciDriver implements IsolationDriver {
             }
             HostFiles.deleteTree(dir);
             uidSlots.release(hostIdBase);
+            if (image != null) {
+                image.close();
+            }
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
@@ -234,6 +278,9 @@ public final class OciDriver implements IsolationDriver {
         runtime.delete(sandbox.id().value());
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
         uidSlots.release(sandbox.hostIdBase());
+        if (sandbox.image() != null) {
+            sandbox.image().close();
+        }
     }
 
     @Override

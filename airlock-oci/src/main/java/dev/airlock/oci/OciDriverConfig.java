@@ -3,6 +3,7 @@ package dev.airlock.oci;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.DriverSettings;
 import dev.airlock.core.Printable;
+import dev.airlock.oci.image.ImageStore;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,9 +29,16 @@ import java.util.Set;
  * @param protectedPaths host directories no input may be, lie in or contain, beyond the state root
  *                     and the fixed ones (/proc, /sys, /dev, /run, /var/lib/airlock): the server's
  *                     data directory, say
+ * @param imageRoot    the image store ({@link dev.airlock.oci.image.ImageStore}) whose images
+ *                     sandboxes may start from, beside {@code system}; only read by the driver
  */
 public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings,
-                              Set<Path> protectedPaths) {
+                              Set<Path> protectedPaths, Path imageRoot) {
+
+    public OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout, Set<Weakening> weakenings,
+                           Set<Path> protectedPaths) {
+        this(runtime, stateRoot, hostIdBase, startTimeout, weakenings, protectedPaths, null);
+    }
 
     public OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, Duration startTimeout) {
         this(runtime, stateRoot, hostIdBase, startTimeout, Set.of());
@@ -56,6 +64,9 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
         }
         weakenings = weakenings == null ? Set.of() : Set.copyOf(weakenings);
         protectedPaths = protectedPaths == null ? Set.of() : Set.copyOf(protectedPaths);
+        if (imageRoot == null) {
+            imageRoot = Path.of(ImageStore.DEFAULT_ROOT);
+        }
     }
 
     public static OciDriverConfig defaults() {
@@ -63,25 +74,30 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
     }
 
     public OciDriverConfig withRuntime(String name) {
-        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout, weakenings, protectedPaths);
+        return new OciDriverConfig(name, stateRoot, hostIdBase, startTimeout, weakenings, protectedPaths, imageRoot);
     }
 
     public OciDriverConfig withStateRoot(Path root) {
-        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout, weakenings, protectedPaths);
+        return new OciDriverConfig(runtime, root, hostIdBase, startTimeout, weakenings, protectedPaths, imageRoot);
     }
 
     /** This configuration with controls deliberately left out: for {@code airlock verify --unsafe} only. */
     public OciDriverConfig withWeakenings(Set<Weakening> w) {
-        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, w, protectedPaths);
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, w, protectedPaths, imageRoot);
     }
 
     /** This configuration with further host directories that no input may touch (see {@code protectedPaths}). */
     public OciDriverConfig withProtectedPaths(Set<Path> paths) {
-        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, weakenings, paths);
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, weakenings, paths, imageRoot);
+    }
+
+    /** This configuration with its images in the store at {@code root}. */
+    public OciDriverConfig withImageRoot(Path root) {
+        return new OciDriverConfig(runtime, stateRoot, hostIdBase, startTimeout, weakenings, protectedPaths, root);
     }
 
     /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
-    static final List<String> OPTIONS = List.of("runtime", "stateRoot", "hostIdBase", "startTimeout");
+    static final List<String> OPTIONS = List.of("runtime", "stateRoot", "hostIdBase", "startTimeout", "imageRoot");
 
     /**
      * These settings in the driver-neutral form the server holds ({@link DriverSettings}, driver
@@ -98,6 +114,7 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
         options.put("stateRoot", stateRoot.toString());
         options.put("hostIdBase", Long.toString(hostIdBase));
         options.put("startTimeout", startTimeout.toString());
+        options.put("imageRoot", imageRoot.toString());
         return new DriverSettings(OciDriverProvider.NAME, options, protectedPaths);
     }
 
@@ -128,6 +145,7 @@ public record OciDriverConfig(String runtime, Path stateRoot, long hostIdBase, D
             }
         }
         return new OciDriverConfig(o.getOrDefault("runtime", defaults.runtime()), Path.of(o.getOrDefault("stateRoot",
-                defaults.stateRoot().toString())), hostIdBase, startTimeout, Set.of(), settings.protectedPaths());
+                defaults.stateRoot().toString())), hostIdBase, startTimeout, Set.of(), settings.protectedPaths(),
+                Path.of(o.getOrDefault("imageRoot", defaults.imageRoot().toString())));
     }
 }

@@ -4,6 +4,7 @@ import dev.airlock.agent.AgentClient;
 import dev.airlock.core.IsolationDriver.DriverSandbox;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
+import dev.airlock.oci.image.ImageStore;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -16,14 +17,27 @@ final class OciSandbox implements DriverSandbox {
     private final SandboxAgent agent;
     private final OciDriver driver;
     private final long hostIdBase;
+    /** The stored image this sandbox holds, released when it is destroyed; null for the system image. */
+    private final ImageStore.Lease image;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase) {
+    OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase, ImageStore.Lease image) {
         this.id = id;
         this.agentClient = agent;
         this.agent = execCgroups == null ? agent : new CgroupedAgent(agent, execCgroups);
         this.driver = driver;
         this.hostIdBase = hostIdBase;
+        this.image = image;
+    }
+
+    /** The stored image it holds, or null (the system image). */
+    ImageStore.Lease image() {
+        return image;
+    }
+
+    @Override
+    public String imageDigest() {
+        return image == null ? null : image.digest();
     }
 
     /** The host id that this sandbox's uid 0 maps to; its own range of 65536. */

@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.oci.image.ImageSkeleton;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -21,9 +22,9 @@ import java.util.List;
  * writable places ({@code /tmp}, {@code /workspace}, {@code /dev/shm}) are fresh tmpfs mounts per
  * sandbox, so nothing one sandbox writes is seen by the next.
  */
-final class SystemImage {
+final class SystemImage implements SandboxRoot {
 
-    static final int SANDBOX_UID = 1000;
+    static final int SANDBOX_UID = ImageSkeleton.SANDBOX_UID;
     /** Where the agent binary sits in the image (the driver installs it there). */
     static final String AGENT_DIR = "/.airlock";
 
@@ -73,26 +74,12 @@ final class SystemImage {
             // The runtime gives a tmpfs the mode of the directory it is mounted on: /tmp must be sticky.
             Files.setPosixFilePermissions(rootfs.resolve("tmp"), PosixFilePermissions.fromString("rwxrwxrwx"));
             Files.setAttribute(rootfs.resolve("tmp"), "unix:mode", 01777);
-            writeEtc(rootfs.resolve("etc"));
+            ImageSkeleton.writeEtc(rootfs.resolve("etc"));
             mounts.addAll(hostEtcMounts(hostRoot, rootfs));
             return new SystemImage(hostRoot, rootfs, List.copyOf(mounts));
         } catch (IOException e) {
             throw AirlockException.internal("cannot lay out the system image under " + rootfs + ": " + e.getMessage(), e);
         }
-    }
-
-    private static void writeEtc(Path etc) throws IOException {
-        Files.writeString(etc.resolve("passwd"),
-                "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                        + "sandbox:x:" + SANDBOX_UID + ":" + SANDBOX_UID + ":sandbox:/workspace:/bin/sh\n"
-                        + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-        Files.writeString(etc.resolve("group"),
-                "root:x:0:\nsandbox:x:" + SANDBOX_UID + ":\nnogroup:x:65534:\n");
-        Files.writeString(etc.resolve("hostname"), "sandbox\n");
-        Files.writeString(etc.resolve("hosts"), "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n");
-        // No resolver: names are never resolved inside a sandbox.
-        Files.writeString(etc.resolve("resolv.conf"), "");
-        Files.writeString(etc.resolve("nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n");
     }
 
     private static List<OciConfig.Mount> hostEtcMounts(Path hostRoot, Path rootfs) throws IOException {
@@ -125,12 +112,13 @@ final class SystemImage {
         return mounts;
     }
 
-    Path rootfs() {
+    @Override
+    public Path rootfs() {
         return rootfs;
     }
 
-    /** The read-only mounts that make up the image, in mount order. */
-    List<OciConfig.Mount> mounts() {
+    @Override
+    public List<OciConfig.Mount> mounts() {
         return mounts;
     }
 

@@ -2,6 +2,7 @@ package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.Limits;
 import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent.FileInfo;
@@ -10,12 +11,14 @@ import tools.jackson.core.JacksonException;
 import tools.jackson.databind.DeserializationFeature;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -165,6 +168,18 @@ final class Json {
         return n;
     }
 
+    /** {@code {"images": [{name, digest, sizeBytes, files, created, source}]}}: 'system' first, which has no digest. */
+    static ObjectNode images(List<ImageInfo> images) {
+        ObjectNode n = object();
+        ArrayNode list = n.putArray("images");
+        list.addObject().put("name", SandboxSpec.SYSTEM_IMAGE).putNull("digest").put("source", "the host's /usr");
+        for (ImageInfo i : images) {
+            list.addObject().put("name", i.name()).put("digest", i.digest()).put("sizeBytes", i.sizeBytes()).put("files", i.files())
+                    .put("created", i.created().toString()).put("source", i.source());
+        }
+        return n;
+    }
+
     static ObjectNode sandbox(ManagedSandbox s) {
         ObjectNode n = object();
         n.put("id", s.id());
@@ -173,6 +188,7 @@ final class Json {
         n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
         n.put("isolation", s.isolation().id());
         n.put("image", s.sandbox().spec().image());
+        n.put("imageDigest", s.sandbox().imageDigest());
         n.put("language", s.defaultLanguage() == null ? null : s.defaultLanguage().id());
         n.set("limits", limits(s.sandbox().spec().limits()));
         n.set("env", MAPPER.valueToTree(s.sandbox().spec().env()));

@@ -58,7 +58,9 @@ final class Lifecycle {
         Profile p = a.profile();
         Admission.CreatePlan plan = a.create();
         List<Credential> credentials = p.credentials().stream().map(name -> policy.secrets().get(name).resolve()).toList();
-        SandboxSpec spec = new SandboxSpec(p.image(), plan.limits(), request.env(), plan.network(), p.inputs(), credentials,
+        // the profile's image unless the request picked another it allows (ProfileCeilings checked that)
+        String image = request.image() != null ? request.image() : p.image();
+        SandboxSpec spec = new SandboxSpec(image, plan.limits(), request.env(), plan.network(), p.inputs(), credentials,
                 p.requestApprovals());
         Engine engine = tiers.forProfile(p);
         Sandbox sandbox = engine.create(spec);
@@ -87,6 +89,10 @@ final class Lifecycle {
         Map<String, Object> d = lifecycle("created", null);
         d.put("client", client.name());
         d.put("profile", p.name());
+        d.put("image", image);
+        if (sandbox.imageDigest() != null) {
+            d.put("imageDigest", sandbox.imageDigest());
+        }
         d.put("limits", ExecutionRecords.limits(plan.limits()));
         d.put("network", plan.network().summary());
         d.put("inputs", p.inputs().stream().map(Input::name).toList());

@@ -70,6 +70,7 @@ final class RestApi {
                 }),
                 new RestRoute("POST", "/v1/run", RUN, this::run),
                 new RestRoute("GET", "/v1/sandboxes", SANDBOX_READ, this::list),
+                new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),
                 new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
                         c -> c.send(201, Json.sandbox(c.execute(commands.create(c.json(RestCommands.CREATE_FIELDS)))))),
                 new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id")))))),

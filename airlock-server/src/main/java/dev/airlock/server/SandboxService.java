@@ -322,6 +322,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.DescribeApproval d -> approvals.get(d.approval());
             case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
             case Command.Metrics m -> metrics.scrape();
+            case Command.ListImages l -> tiers.primary().driver().images();
         };
     }
 

@@ -63,6 +63,18 @@ public final class EngineCases {
         return coldOneShot(sampler, "airlock one-shot, cold: python pass", new OciDriver(config));
     }
 
+    /**
+     * {@code python pass} one-shot, cold, in a sandbox of the stored image {@code image} (which must
+     * have python3): beside {@link #cold}, what starting from an image instead of {@code system} costs.
+     */
+    public static Stats coldImage(Sampler sampler, OciDriverConfig config, String image) throws Exception {
+        RunRequest pass = new RunRequest(Language.PYTHON, "pass", null, new SandboxSpec(image, null, java.util.Map.of()));
+        try (Engine cold = new Engine(new OciDriver(config))) {
+            return sampler.measure("airlock one-shot, cold, image " + image + ": python pass", () -> check(cold.run(pass).result()),
+                    () -> cold.awaitQuiet(QUIET));
+        }
+    }
+
     /** {@code python pass} one-shot through an engine of {@code driver} with no pool (the engine closes the driver). */
     static Stats coldOneShot(Sampler sampler, String name, IsolationDriver driver) throws Exception {
         try (Engine cold = new Engine(driver)) {

@@ -3,6 +3,7 @@ package dev.airlock.server.command;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
@@ -64,6 +65,7 @@ public sealed interface Command<R> {
             case DescribeApproval d -> Operation.APPROVALS;
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
+            case ListImages l -> Operation.SANDBOX_READ;
         };
     }
 
@@ -301,6 +303,10 @@ public sealed interface Command<R> {
 
     /** Approves or denies a pending approval; {@code by} is recorded as who decided. */
     record Decide(String approval, boolean approve, String by, String reason) implements Command<Approval> {
+    }
+
+    /** The images sandboxes may start from, beside 'system' (what the server's driver holds). */
+    record ListImages() implements Command<List<ImageInfo>> {
     }
 
     /** The server's metrics in the Prometheus text format. */

@@ -46,9 +46,9 @@ public final class ProfileCeilings implements Control {
             throw refuse(Kind.PERMISSION_DENIED, client.rule("profiles"), "client '" + client.name() + "' may not use profile '"
                     + Printable.of(chosen) + "' (rule " + client.rule("profiles") + "): it may use " + String.join(", ", client.profiles()));
         }
-        if (c.image() != null && !c.image().equals(p.image())) {
-            throw refuse(Kind.PERMISSION_DENIED, p.rule("image"), "image '" + Printable.of(c.image()) + "' is not profile '" + p.name()
-                    + "''s image '" + p.image() + "' (rule " + p.rule("image") + ")");
+        if (c.image() != null && !p.images().contains(c.image())) {
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("images"), "image '" + Printable.of(c.image()) + "' is not among profile '"
+                    + p.name() + "''s images " + p.images() + " (rule " + p.rule("images") + ")");
         }
         List<String> over = p.exceeding(a.create().limits());
         if (!over.isEmpty()) {

@@ -38,8 +38,11 @@ final class ToolCatalog {
     static String facts(Profile p, Isolation isolation) {
         String inputs = p.inputs().isEmpty() ? "" : " Read-only input files are under " + p.inputs().stream()
                 .map(dev.airlock.core.Input::sandboxPath).collect(java.util.stream.Collectors.joining(", ")) + ".";
-        return " The sandbox is " + isolation.description() + ". It has " + network(p) + ", a read-only system image (python3, node, bash, sh,"
-                + " java and common Unix tools; no package installs), and writable /workspace and /tmp." + inputs;
+        String image = dev.airlock.core.SandboxSpec.SYSTEM_IMAGE.equals(p.image())
+                ? "a read-only system image (python3, node, bash, sh, java and common Unix tools; no package installs)"
+                : "the read-only image '" + p.image() + "' (what its packages hold; no package installs)";
+        return " The sandbox is " + isolation.description() + ". It has " + network(p) + ", " + image
+                + ", and writable /workspace and /tmp." + inputs;
     }
 
     /** The sandbox's network in a phrase: none, or where its proxy lets it go. */

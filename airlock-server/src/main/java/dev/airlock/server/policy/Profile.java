@@ -28,12 +28,26 @@ import java.util.Set;
  * @param requestApprovals egress requests that wait for a person (such as a POST to a payment API)
  * @param outputBytes how much of /workspace/output is kept when it ends (0: nothing)
  * @param isolation   the tier its sandboxes must get (a server whose driver gives another refuses to start); null: the server's
+ * @param images      the images a request may pick ({@code image} is the one it gets when it picks none, and always among them)
  */
 public record Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
                       List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
-                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation) {
+                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images) {
+
+    /** A profile whose only image is {@code image}. */
+    public Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
+                   List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
+                   List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation) {
+        this(name, image, languages, limits, maxLimits, network, inputs, credentials, maxLifetime, approvals, requestApprovals,
+                outputBytes, isolation, List.of(image));
+    }
 
     public Profile {
+        List<String> allowed = new ArrayList<>(images == null ? List.of() : images);
+        if (!allowed.contains(image)) {
+            allowed.addFirst(image);
+        }
+        images = List.copyOf(allowed);
         languages = Set.copyOf(languages);
         inputs = List.copyOf(inputs);
         credentials = List.copyOf(credentials);

@@ -31,7 +31,7 @@ import java.util.regex.Pattern;
 final class ProfileReader {
 
     private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
-            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation");
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images");
     private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
     private static final Pattern INPUT_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 
@@ -41,7 +41,16 @@ final class ProfileReader {
     /** @param secrets the policy's secrets, which the profile's credentials must be among */
     static Profile read(String name, PolicyNode y, Map<String, SecretSource> secrets) {
         Map<String, PolicyNode> f = y.map(FIELDS);
-        String image = f.containsKey("image") ? f.get("image").string() : SandboxSpec.SYSTEM_IMAGE;
+        String image = f.containsKey("image") ? imageName(f.get("image")) : SandboxSpec.SYSTEM_IMAGE;
+        List<String> images = new ArrayList<>();
+        if (f.containsKey("images")) {
+            for (PolicyNode i : f.get("images").list()) {
+                images.add(imageName(i));
+            }
+            if (!f.containsKey("image") && !images.isEmpty()) {
+                image = images.getFirst(); // the first listed is the default
+            }
+        }
         Set<Language> languages = EnumSet.allOf(Language.class);
         if (f.containsKey("languages")) {
             languages = EnumSet.noneOf(Language.class);
@@ -88,12 +97,18 @@ final class ProfileReader {
             isolation = i.check(() -> Isolation.parse(i.string()));
         }
         Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,
-                outputs, isolation);
+                outputs, isolation, images);
         List<String> below = profile.exceeding(limits);
         if (!below.isEmpty()) {
             throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");
         }
         return profile;
+    }
+
+    /** An image's name: 'system' or a name of the image store (whether it exists is checked when a sandbox is made). */
+    private static String imageName(PolicyNode y) {
+        String name = y.string();
+        return y.check(() -> SandboxSpec.checkImageName(name));
     }
 
     /** {@code base} with the limits {@code y} names changed. */

@@ -55,7 +55,8 @@ class CommandTest {
             new Command.ListApprovals(),
             new Command.DescribeApproval("ap-0123456789abcdef"),
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
-            new Command.Metrics());
+            new Command.Metrics(),
+            new Command.ListImages());
 
     /** What the one-shot run does on its own sandbox. */
     private static final Set<Class<?>> RUN_STEPS = Set.of(Command.Create.class, Command.Mkdir.class, Command.WriteFile.class,

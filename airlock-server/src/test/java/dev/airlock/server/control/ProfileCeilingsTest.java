@@ -47,10 +47,12 @@ class ProfileCeilingsTest {
                 approvals: [network]
               offline:
                 maxLifetimeSeconds: 600
+              data:
+                images: [python-data, system]
             clients:
               alice:
                 tokenSha256: %s
-                profiles: [small, wide, offline]
+                profiles: [small, wide, offline, data]
                 allow: ["*"]
             """);
     private static final Client ALICE = POLICY.client("alice");
@@ -116,7 +118,18 @@ class ProfileCeilingsTest {
 
     @Test
     void anotherImageThanTheProfilesIsRefused() {
-        refusedBy(refusal(() -> ceilings.check(admit(create("small", "python:3.12", null, null, null, null)))), "profiles.small.image");
+        refusedBy(refusal(() -> ceilings.check(admit(create("small", "python:3.12", null, null, null, null)))), "profiles.small.images");
+        Refusal r = refusal(() -> ceilings.check(admit(create("data", "other", null, null, null, null))));
+        refusedBy(r, "profiles.data.images");
+        assertThat(r.message()).contains("'other' is not among profile 'data''s images [python-data, system]");
+    }
+
+    @Test
+    void aRequestMayPickAnyImageItsProfileLists() {
+        assertThat(POLICY.profile("data").image()).as("the first listed is the default").isEqualTo("python-data");
+        assertThat(POLICY.profile("small").images()).containsExactly("system");
+        assertThatCode(() -> ceilings.check(admit(create("data", "system", null, null, null, null)))).doesNotThrowAnyException();
+        assertThatCode(() -> ceilings.check(admit(create("data", "python-data", null, null, null, null)))).doesNotThrowAnyException();
     }
 
     @Test

@@ -1,0 +1,174 @@
+package dev.airlock.cli;
+
+import dev.airlock.oci.image.ImageBuilder;
+import dev.airlock.core.ImageInfo;
+import dev.airlock.oci.image.ImageStore;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code airlock image}: the sandbox images of this host. An image is made by importing an OCI
+ * archive or by building one from Debian packages; sandboxes name it ({@code airlock run --image},
+ * a profile's {@code image}).
+ */
+@Command(name = "image", mixinStandardHelpOptions = true, description = "Import, build, list, inspect and remove sandbox images.",
+        subcommands = {ImageCommand.Import.class, ImageCommand.Build.class, ImageCommand.Ls.class, ImageCommand.Inspect.class,
+                ImageCommand.Rm.class})
+final class ImageCommand {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    static ObjectNode toJson(ImageInfo i) {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("name", i.name());
+        n.put("digest", i.digest());
+        n.put("sizeBytes", i.sizeBytes());
+        n.put("files", i.files());
+        n.put("created", i.created().toString());
+        n.put("source", i.source());
+        return n;
+    }
+
+    private static void printAdded(String verb, ImageInfo i) {
+        System.out.println(verb + " image " + i.name() + ": " + i.digest() + ", " + size(i.sizeBytes()) + " in " + i.files() + " files");
+    }
+
+    /** A size for people: 1.9 MiB. */
+    static String size(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = bytes;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(java.util.Locale.ROOT, "%.1f %s", v, units[u]);
+    }
+
+    @Command(name = "import", mixinStandardHelpOptions = true,
+            description = "Import an OCI image layout (directory or tar) or a 'docker save' tar as an image. Layers apply in"
+                    + " order with their whiteouts; entries that would leave the image's root are refused, device nodes and"
+                    + " fifos dropped, set-id bits cleared, every file owned by root and readable as its owner could.")
+    static final class Import implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "FILE", description = "The archive or layout directory.")
+        Path file;
+
+        @Option(names = "--name", paramLabel = "NAME", description = "The image's name (default: the file's name without extension).")
+        String name;
+
+        @Mixin
+        ImageDirOption images = new ImageDirOption();
+
+        @Override
+        public Integer call() {
+            String n = name != null ? name : file.getFileName().toString().replaceAll("\\.(tar|tar\\.gz|tgz)$", "").toLowerCase();
+            printAdded("imported", ImageStore.at(images.resolve(null)).importArchive(file, n));
+            return 0;
+        }
+    }
+
+    @Command(name = "build", mixinStandardHelpOptions = true,
+            description = "Build an image from Debian packages with mmdebstrap (variant minbase plus the packages), from this"
+                    + " host's apt sources.")
+    static final class Build implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "NAME", description = "The image's name.")
+        String name;
+
+        @Option(names = "--packages", paramLabel = "PKG[,PKG...]", split = ",", description = "Debian packages to add to minbase.")
+        List<String> packages = List.of();
+
+        @Option(names = "--suite", paramLabel = "SUITE", description = "Debian suite (default: this host's release, e.g. bookworm).")
+        String suite;
+
+        @Option(names = "--timeout-minutes", paramLabel = "N", description = "Give up after this long (default 30).")
+        int timeoutMinutes = 30;
+
+        @Mixin
+        ImageDirOption images = new ImageDirOption();
+
+        @Override
+        public Integer call() throws IOException {
+            Path log = Files.createTempFile("airlock-image-build", ".log");
+            System.err.println("building image " + name + " with mmdebstrap (log: " + log + ") ...");
+            ImageStore store = ImageStore.at(images.resolve(null));
+            // downloaded packages are kept beside the store: a rebuild fetches only what changed
+            ImageInfo info = new ImageBuilder(store, Duration.ofMinutes(timeoutMinutes), store.root().resolve("debs"))
+                    .build(name, packages, suite, log);
+            Files.deleteIfExists(log);
+            printAdded("built", info);
+            return 0;
+        }
+    }
+
+    @Command(name = "ls", mixinStandardHelpOptions = true, description = "List the images.")
+    static final class Ls implements Callable<Integer> {
+        @Option(names = "--json", description = "Print a JSON array.")
+        boolean json;
+
+        @Mixin
+        ImageDirOption images = new ImageDirOption();
+
+        @Override
+        public Integer call() {
+            List<ImageInfo> all = ImageStore.at(images.resolve(null)).list();
+            if (json) {
+                ArrayNode a = JSON.createArrayNode();
+                all.forEach(i -> a.add(toJson(i)));
+                System.out.println(a);
+                return 0;
+            }
+            System.out.printf("%-24s %-19s %10s %8s  %-20s %s%n", "NAME", "DIGEST", "SIZE", "FILES", "CREATED", "SOURCE");
+            for (ImageInfo i : all) {
+                System.out.printf("%-24s %-19s %10s %8d  %-20s %s%n", i.name(), i.digest().substring(0, 19),
+                        size(i.sizeBytes()), i.files(), i.created().toString().replaceAll("\\.\\d+Z$", "Z"), i.source());
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "inspect", mixinStandardHelpOptions = true, description = "Print one image as JSON.")
+    static final class Inspect implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "NAME")
+        String name;
+
+        @Mixin
+        ImageDirOption images = new ImageDirOption();
+
+        @Override
+        public Integer call() {
+            System.out.println(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(toJson(ImageStore.at(images.resolve(null)).inspect(name))));
+            return 0;
+        }
+    }
+
+    @Command(name = "rm", mixinStandardHelpOptions = true, description = "Remove an image; refused while a sandbox uses it.")
+    static final class Rm implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "NAME")
+        String name;
+
+        @Mixin
+        ImageDirOption images = new ImageDirOption();
+
+        @Override
+        public Integer call() {
+            ImageStore.at(images.resolve(null)).remove(name);
+            System.out.println("removed image " + name);
+            return 0;
+        }
+    }
+}
