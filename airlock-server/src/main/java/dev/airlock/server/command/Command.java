@@ -64,6 +64,11 @@ public sealed interface Command<R> {
             case DescribeApproval d -> Operation.APPROVALS;
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
+            case CreateContext c -> Operation.EXEC;
+            case ListContexts l -> Operation.SANDBOX_READ;
+            case RestartContext r -> Operation.EXEC;
+            case DeleteContext d -> Operation.EXEC;
+            case RunCell r -> Operation.EXEC;
         };
     }
 
@@ -248,6 +253,61 @@ public sealed interface Command<R> {
      * @param notReturned why its content did not come back, or null
      */
     record RunOutput(String path, long size, byte[] content, String notReturned) {
+    }
+
+    // --- interpreter contexts: long-lived kernels whose state persists between cells ---
+
+    /** Starts a new interpreter context in the sandbox; answers once its kernel is ready. */
+    record CreateContext(String sandbox, Language language) implements Command<InterpreterContextView> {
+        public CreateContext {
+            language = language == null ? Language.PYTHON : language;
+            if (language != Language.PYTHON) {
+                throw AirlockException.invalid("interpreter contexts run python only, not " + language.id());
+            }
+        }
+    }
+
+    /** The sandbox's interpreter contexts, oldest first. */
+    record ListContexts(String sandbox) implements Command<List<InterpreterContextView>> {
+    }
+
+    /** Stops the context's kernel (and all its state) and starts a fresh one under the same id. */
+    record RestartContext(String sandbox, String context) implements Command<InterpreterContextView> {
+    }
+
+    record DeleteContext(String sandbox, String context) implements Command<Void> {
+    }
+
+    /**
+     * Runs {@code code} as one cell in the context; interrupting the calling thread interrupts the
+     * cell (a KeyboardInterrupt in the kernel), and the context lives on.
+     *
+     * @param timeout null: the sandbox's execution timeout
+     */
+    record RunCell(String sandbox, String context, String code, Duration timeout, CellResult.Listener listener) implements Command<CellResult> {
+        /** The largest cell a request may send. */
+        public static final int MAX_CODE_BYTES = 1000 * 1000;
+
+        public RunCell {
+            if (context == null || context.isBlank()) {
+                throw AirlockException.invalid("a cell runs in a context: create one first (POST /v1/sandboxes/{id}/contexts) and name it");
+            }
+            if (code == null) {
+                throw AirlockException.invalid("a cell needs its 'code'");
+            }
+            if (code.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_CODE_BYTES) {
+                throw AirlockException.invalid("code is larger than " + MAX_CODE_BYTES + " bytes: place large parts as files and read them");
+            }
+            listener = listener == null ? CellResult.Listener.NONE : listener;
+        }
+    }
+
+    /**
+     * An interpreter context as clients see it.
+     *
+     * @param state {@code ready}, {@code busy} (running a cell) or {@code dead} (its kernel died: restart it)
+     */
+    record InterpreterContextView(String id, String language, String state, java.time.Instant createdAt, int cells, String message) {
     }
 
     // --- files: every path is resolved by the agent, inside the sandbox ---
