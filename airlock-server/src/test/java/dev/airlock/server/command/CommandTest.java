@@ -55,7 +55,12 @@ class CommandTest {
             new Command.ListApprovals(),
             new Command.DescribeApproval("ap-0123456789abcdef"),
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
-            new Command.Metrics());
+            new Command.Metrics(),
+            new Command.CreateContext(S, null),
+            new Command.ListContexts(S),
+            new Command.RestartContext(S, "ctx-1"),
+            new Command.DeleteContext(S, "ctx-1"),
+            new Command.RunCell(S, "ctx-1", "x + 1", null, null));
 
     /** What the one-shot run does on its own sandbox. */
     private static final Set<Class<?>> RUN_STEPS = Set.of(Command.Create.class, Command.Mkdir.class, Command.WriteFile.class,
