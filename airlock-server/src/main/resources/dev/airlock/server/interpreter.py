@@ -37,11 +37,57 @@ for name, sub in (("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib"), ("J
     os.environ[name] = os.path.join(STATE, sub)
     os.makedirs(os.environ[name], exist_ok=True)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+# Debian's matplotlib reads /etc/matplotlibrc, which the system image (the host's /usr) lacks; the
+# same file ships under /usr/share.
+DEBIAN_RC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+if not os.path.exists("/etc/matplotlibrc") and os.path.exists(DEBIAN_RC) and "MATPLOTLIBRC" not in os.environ:
+    os.environ["MATPLOTLIBRC"] = DEBIAN_RC
+# Nor has it /etc/fonts: a minimal fontconfig setup, so that font lookups neither fail nor complain.
+if not os.path.exists("/etc/fonts/fonts.conf") and "FONTCONFIG_FILE" not in os.environ:
+    fonts = os.path.join(STATE, "fonts.conf")
+    with open(fonts, "w") as f:
+        f.write("<?xml version=\"1.0\"?>\n<fontconfig><dir>/usr/share/fonts</dir><cachedir>%s</cachedir></fontconfig>\n"
+                % os.path.join(STATE, "fontconfig"))
+    os.environ["FONTCONFIG_FILE"] = fonts
 # Figures come back at figsize x dpi pixels (Jupyter's default crops them to their content).
 profile = os.path.join(os.environ["IPYTHONDIR"], "profile_default")
 os.makedirs(profile, exist_ok=True)
 with open(os.path.join(profile, "ipython_kernel_config.py"), "w") as f:
     f.write("c.InlineBackend.print_figure_kwargs = {'bbox_inches': None}\n")
+
+# ipykernel forwards the output of forked children through a zmq pipe on tcp://127.0.0.1, and libzmq
+# aborts when it resolves a TCP address in the sandbox (glibc asks a netlink socket, which the
+# seccomp filter refuses). The kernel is started through this launcher, which moves that pipe onto
+# an ipc socket beside the kernel's; nothing else of the kernel uses TCP with the ipc transport.
+LAUNCHER = """
+import os, zmq
+from ipykernel import iostream
+from zmq.eventloop.zmqstream import ZMQStream
+PIPE = "ipc://" + os.environ["AIRLOCK_IOPUB_PIPE"]
+def _setup_pipe_in(self):
+    self._pipe_uuid = os.urandom(16)
+    pipe_in = self.socket.context.socket(zmq.PULL)
+    pipe_in.linger = 0
+    pipe_in.bind(PIPE)
+    self._pipe_in = ZMQStream(pipe_in, self.io_loop)
+    self._pipe_in.on_recv(self._handle_pipe_msg)
+def _setup_pipe_out(self):
+    ctx = zmq.Context()
+    pipe_out = ctx.socket(zmq.PUSH)
+    pipe_out.linger = 3000
+    pipe_out.connect(PIPE)
+    return ctx, pipe_out
+iostream.IOPubThread._setup_pipe_in = _setup_pipe_in
+iostream.IOPubThread._setup_pipe_out = _setup_pipe_out
+from ipykernel import kernelapp
+kernelapp.launch_new_instance()
+"""
+os.environ["AIRLOCK_IOPUB_PIPE"] = os.path.join(STATE, "iopub-pipe")
+spec = os.path.join(os.environ["JUPYTER_DATA_DIR"], "kernels", "airlock-python")
+os.makedirs(spec, exist_ok=True)
+with open(os.path.join(spec, "kernel.json"), "w") as f:
+    json.dump({"argv": [sys.executable, "-c", LAUNCHER, "-f", "{connection_file}"], "display_name": "Python 3 (Airlock)",
+               "language": "python"}, f)
 
 _out = threading.Lock()
 
@@ -152,14 +198,22 @@ def run(km, kc, cell):
 def main():
     from jupyter_client.manager import KernelManager
     try:
-        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(STATE, "kernel"))
+        km = KernelManager(kernel_name="airlock-python", transport="ipc", ip=os.path.join(STATE, "kernel"))
         log = open(os.path.join(STATE, "kernel.log"), "ab")
         km.start_kernel(cwd="/workspace", stdout=log, stderr=log)
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=120)
     except Exception as e:  # noqa: BLE001 - any failure to start is reported the same way
-        emit({"type": "failed", "message": "%s: %s" % (type(e).__name__, e)})
+        said = ""
+        try:
+            with open(os.path.join(STATE, "kernel.log"), "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 1500))
+                said = f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            pass
+        emit({"type": "failed", "message": "%s: %s%s" % (type(e).__name__, e, "; the kernel said: " + said if said else "")})
         return 1
     emit({"type": "ready", "pid": km.provisioner.pid if km.provisioner else None, "python": sys.version.split()[0]})
     cells = queue.Queue()
