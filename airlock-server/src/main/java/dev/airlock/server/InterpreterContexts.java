@@ -20,6 +20,12 @@ final class InterpreterContexts {
     private final Map<String, InterpreterContext> contexts = new LinkedHashMap<>();
     private int reserved;
     private int next = 1;
+    private final Object creatingFirst = new Object();
+
+    /** Held while the first context is made for a cell that names none. */
+    Object creatingFirst() {
+        return creatingFirst;
+    }
 
     /** Reserves room for a new context and returns its id; {@link #add} or {@link #release} follows. */
     synchronized String reserve(String sandbox) {

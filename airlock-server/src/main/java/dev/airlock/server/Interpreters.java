@@ -64,7 +64,7 @@ final class Interpreters {
 
     CellResult run(Admission a, Command.RunCell r) {
         ManagedSandbox s = a.sandbox();
-        InterpreterContext c = s.interpreterContexts().get(s.id(), r.context());
+        InterpreterContext c = r.context() != null ? s.interpreterContexts().get(s.id(), r.context()) : firstOrNew(a);
         Duration timeout = r.timeout() != null ? r.timeout() : s.sandbox().spec().limits().timeout();
         Map<String, Object> started = new LinkedHashMap<>();
         started.put("context", c.id());
@@ -93,6 +93,19 @@ final class Interpreters {
             throw e;
         } finally {
             s.executionEnded();
+        }
+    }
+
+    /** The sandbox's first context; a new one if it has none (creations of it are one at a time, so a race makes one). */
+    private InterpreterContext firstOrNew(Admission a) {
+        InterpreterContexts contexts = a.sandbox().interpreterContexts();
+        synchronized (contexts.creatingFirst()) {
+            List<InterpreterContext> all = contexts.list();
+            if (!all.isEmpty()) {
+                return all.getFirst();
+            }
+            create(a);
+            return contexts.list().getFirst();
         }
     }
 

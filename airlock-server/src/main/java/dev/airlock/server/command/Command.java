@@ -84,6 +84,7 @@ public sealed interface Command<R> {
      *   <li>the one-shot {@link Run} covers the steps it takes on its own sandbox: create, mkdir,
      *       write, exec, stat, list, read, destroy;</li>
      *   <li>{@code files.write} covers {@link Stat} (a writer looks at what it wrote);</li>
+     *   <li>{@code exec} covers {@link ListContexts} (who runs cells sees the contexts to run them in);</li>
      *   <li>any operation covers {@link Describe}: a door checks that what a request names exists
      *       before it judges the body, but only {@code sandbox.read} asks for it on its own.</li>
      * </ul>
@@ -96,6 +97,7 @@ public sealed interface Command<R> {
             case RUN -> this instanceof Create || this instanceof Mkdir || this instanceof WriteFile || this instanceof Exec
                     || this instanceof Stat || this instanceof ListFiles || this instanceof ReadFile || this instanceof Destroy;
             case FILES_WRITE -> this instanceof Stat;
+            case EXEC -> this instanceof ListContexts;
             default -> false;
         };
     }
@@ -282,6 +284,7 @@ public sealed interface Command<R> {
      * Runs {@code code} as one cell in the context; interrupting the calling thread interrupts the
      * cell (a KeyboardInterrupt in the kernel), and the context lives on.
      *
+     * @param context null: the sandbox's first context, created if it has none
      * @param timeout null: the sandbox's execution timeout
      */
     record RunCell(String sandbox, String context, String code, Duration timeout, CellResult.Listener listener) implements Command<CellResult> {
@@ -289,8 +292,8 @@ public sealed interface Command<R> {
         public static final int MAX_CODE_BYTES = 1000 * 1000;
 
         public RunCell {
-            if (context == null || context.isBlank()) {
-                throw AirlockException.invalid("a cell runs in a context: create one first (POST /v1/sandboxes/{id}/contexts) and name it");
+            if (context != null && context.isBlank()) {
+                throw AirlockException.invalid("a blank context names none: give a context's id, or none for the sandbox's first");
             }
             if (code == null) {
                 throw AirlockException.invalid("a cell needs its 'code'");

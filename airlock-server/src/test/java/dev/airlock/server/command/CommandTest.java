@@ -122,10 +122,17 @@ class CommandTest {
                 boolean expected = granted == c.operation()
                         || (granted == Operation.RUN && RUN_STEPS.contains(c.getClass()))
                         || (c instanceof Command.Stat && granted == Operation.FILES_WRITE)
+                        || (c instanceof Command.ListContexts && granted == Operation.EXEC)
                         || c instanceof Command.Describe;
                 assertThat(c.coveredBy(granted)).as("%s covered by %s", c.getClass().getSimpleName(), granted.id()).isEqualTo(expected);
             }
         }
+    }
+
+    @Test
+    void execCoversListingContexts() {
+        assertThat(new Command.ListContexts(S).coveredBy(Operation.EXEC)).isTrue();
+        assertThat(new Command.ListContexts(S).coveredBy(Operation.FILES_READ)).isFalse();
     }
 
     // --- create's labels ---
