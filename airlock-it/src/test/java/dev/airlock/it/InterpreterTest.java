@@ -1,5 +1,12 @@
 package dev.airlock.it;
 
+import dev.airlock.client.CellHandler;
+import dev.airlock.client.CellOutput;
+import dev.airlock.client.CellResult;
+import dev.airlock.client.Interpreter;
+import dev.airlock.client.InterpreterInfo;
+import dev.airlock.client.RemoteSandbox;
+import dev.airlock.client.SandboxSpec;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -11,7 +18,9 @@ import java.awt.image.BufferedImage;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.http.HttpResponse;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,7 +29,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * image (the host's /usr with Debian's python3-ipykernel, -matplotlib and -pandas, which bin/test
  * installs): state persists between cells, a chart comes back as a PNG of its figure's pixel size,
  * a DataFrame as HTML and text, and an endless loop is interrupted at its timeout with the context
- * still usable. Prints what a context, a trivial cell and a chart cost.
+ * still usable; the same through the Java SDK (with streamed outputs) and over MCP (a chart as
+ * image content). Prints what a context, a trivial cell and a chart cost.
  */
 class InterpreterTest {
 
@@ -132,6 +142,84 @@ class InterpreterTest {
         assertThat(cell(base + "/" + id + "/run", "6 * 7", null).get("outputs").get(0).get("data").get("text/plain").asString())
                 .isEqualTo("42");
         assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
+    }
+
+    @Test
+    void theSdkRunsCellsWithTypedResultsAndStreamsOutputs() throws Exception {
+        try (RemoteSandbox sandbox = live.client.create(SandboxSpec.builder().ttl(java.time.Duration.ofMinutes(10)).build())) {
+            Interpreter py = sandbox.interpreter();
+            assertThat(py.run("x = 41").ok()).isTrue();
+            assertThat(py.run("x + 1").text()).isEqualTo("42");
+            CellResult table = py.run("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\ndf.describe()");
+            assertThat(table.html()).contains("<table", "mean");
+            assertThat(table.text()).contains("mean", "2.0");
+            List<String> printed = new ArrayList<>();
+            List<CellOutput> shown = new ArrayList<>();
+            CellResult chart = py.run("import matplotlib.pyplot as plt\nprint('drawing')\nplt.figure(figsize=(2, 1), dpi=50)\nplt.plot([1, 2])\nNone",
+                    null, new CellHandler() {
+                        @Override
+                        public void stdout(String text) {
+                            printed.add(text);
+                        }
+
+                        @Override
+                        public void output(CellOutput output) {
+                            shown.add(output);
+                        }
+                    });
+            assertThat(String.join("", printed)).isEqualTo("drawing\n");
+            assertThat(shown).hasSize(1);
+            BufferedImage image = ImageIO.read(new ByteArrayInputStream(chart.png()));
+            assertThat(image.getWidth()).isEqualTo(100);
+            assertThat(image.getHeight()).isEqualTo(50);
+            CellResult loop = py.run("while True: pass", java.time.Duration.ofSeconds(2));
+            assertThat(loop.status()).isEqualTo("timeout");
+            assertThat(py.run("x").text()).isEqualTo("41");
+            assertThat(sandbox.interpreters()).extracting(InterpreterInfo::id).containsExactly(py.id());
+            Interpreter second = sandbox.createInterpreter();
+            assertThat(second.run("'x' in globals()").text()).isEqualTo("False");
+            second.delete();
+            assertThat(sandbox.interpreters()).hasSize(1);
+        }
+    }
+
+    @Test
+    void overMcpACellKeepsStateAndAChartIsImageContent() throws Exception {
+        RawMcp mcp = new RawMcp(live.uri(), live.token());
+        String session = mcp.open();
+        JsonNode created = mcp.call(session, 2, "sandbox_create", "{}");
+        String sandbox = created.path("result").path("structuredContent").path("sandboxId").asString();
+        assertThat(sandbox).as(created.toString()).startsWith("al-");
+
+        JsonNode set = mcp.call(session, 3, "interpreter_run", "{\"sandboxId\": \"" + sandbox + "\", \"code\": \"x = 41\"}");
+        assertThat(set.path("result").path("isError").asBoolean()).as(set.toString()).isFalse();
+        JsonNode sum = mcp.call(session, 4, "interpreter_run", "{\"sandboxId\": \"" + sandbox + "\", \"code\": \"x + 1\"}");
+        assertThat(sum.path("result").path("structuredContent").path("outputs").get(0).path("text/plain").asString()).isEqualTo("42");
+
+        JsonNode chart = mcp.call(session, 5, "interpreter_run", "{\"sandboxId\": \"" + sandbox + "\", \"code\":"
+                + " \"import matplotlib.pyplot as plt\\nplt.figure(figsize=(3, 2), dpi=100)\\nplt.bar(['a', 'b'], [3, 5])\"}");
+        JsonNode image = null;
+        for (JsonNode c : chart.path("result").path("content")) {
+            if (c.path("type").asString().equals("image")) {
+                image = c;
+            }
+        }
+        assertThat(image).as(chart.toString()).isNotNull();
+        assertThat(image.path("mimeType").asString()).isEqualTo("image/png");
+        BufferedImage decoded = ImageIO.read(new ByteArrayInputStream(Base64.getDecoder().decode(image.path("data").asString())));
+        assertThat(decoded.getWidth()).isEqualTo(300);
+        assertThat(decoded.getHeight()).isEqualTo(200);
+
+        JsonNode loop = mcp.call(session, 6, "interpreter_run", "{\"sandboxId\": \"" + sandbox + "\", \"code\": \"while True: pass\","
+                + " \"timeoutSeconds\": 2}");
+        assertThat(loop.path("result").path("structuredContent").path("status").asString()).as(loop.toString()).isEqualTo("timeout");
+        JsonNode after = mcp.call(session, 7, "interpreter_run", "{\"sandboxId\": \"" + sandbox + "\", \"code\": \"x\"}");
+        assertThat(after.path("result").path("structuredContent").path("outputs").get(0).path("text/plain").asString()).isEqualTo("41");
+
+        JsonNode list = mcp.call(session, 8, "interpreter_context", "{\"sandboxId\": \"" + sandbox + "\", \"action\": \"list\"}");
+        assertThat(list.path("result").path("structuredContent").path("contexts")).as(list.toString()).hasSize(1);
+        JsonNode destroyed = mcp.call(session, 9, "sandbox_destroy", "{\"sandboxId\": \"" + sandbox + "\"}");
+        assertThat(destroyed.path("result").path("isError").asBoolean()).isFalse();
     }
 
     private static JsonNode cell(String path, String code, Double timeoutSeconds) throws IOException {
