@@ -172,7 +172,7 @@ final class ToolCatalog {
                           "type": "object",
                           "properties": {
                             "sandboxId": {"type": "string", "description": "From sandbox_create"},
-                            "code": {"type": "string", "description": "Python code, such as \"df = pd.read_csv('data.csv')\\ndf.describe()\""},
+                            "code": {"type": "string", "description": "Python code, one or more lines, such as df.describe()"},
                             "context": {"type": "string", "description": "A context id from interpreter_context; default: the sandbox's first"},
                             "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit of this cell in seconds; default: the profile's, given in the tool description"}
                           },
