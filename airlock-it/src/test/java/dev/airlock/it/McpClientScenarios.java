@@ -40,7 +40,7 @@ abstract class McpClientScenarios {
             names.add(t.get("name").asString());
             assertThat(t.get("hasOutputSchema").asBoolean()).as(t.get("name").asString()).isTrue();
         }
-        assertThat(names).containsExactly("run_code", "sandbox_create", "sandbox_exec", "sandbox_write_file",
+        assertThat(names).containsExactly("run_code", "sandbox_create", "sandbox_exec", "interpreter_run", "interpreter_context", "sandbox_write_file",
                 "sandbox_read_file", "sandbox_list_files", "sandbox_destroy", "sandbox_list");
         JsonNode runCode = scenario("listTools").get(0);
         assertThat(runCode.get("description").asString()).contains("no network access", "/workspace/output", "destroyed afterwards");
