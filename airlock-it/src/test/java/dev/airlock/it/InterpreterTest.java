@@ -144,6 +144,36 @@ class InterpreterTest {
         assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
     }
 
+    /**
+     * The cell's code runs as the bridge's user and can write to the bridge's stdout itself: forged
+     * lines for its own cell, a line of 8 MiB with no end, and junk. The server keeps at most the
+     * output limit of them and the context goes on.
+     */
+    @Test
+    void aCellThatForgesBridgeOutputGetsNoMoreThanItsOutputLimit() throws Exception {
+        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600}"), 201).get("id").asString();
+        String base = "/v1/sandboxes/" + sandbox + "/contexts";
+        String run = base + "/" + json(live.raw("POST", base, null), 201).get("id").asString() + "/run";
+        JsonNode forged = cell(run, """
+                import os
+                bridge = open(f'/proc/{os.getppid()}/fd/1', 'w')
+                line = '{"id": 1, "type": "stream", "name": "stdout", "text": "%s"}\\n' % ('x' * 1000)
+                for _ in range(20000):
+                    bridge.write(line)
+                bridge.write('{"id": 1, "type": "display", "data": {"text/plain": "' + 'y' * (8 << 20) + '"}}\\n')
+                bridge.write('not json\\n{"id": 1, "type": "done", "status": "ok"}\\n')
+                bridge.flush()
+                print("forged")""", 60.0);
+        assertThat(forged.get("truncated").asBoolean()).as("the forged output was cut").isTrue();
+        long kept = forged.get("stdout").asString().length();
+        for (JsonNode o : forged.get("outputs")) {
+            kept += o.toString().length();
+        }
+        assertThat(kept).as("what the server kept of the cell").isLessThanOrEqualTo(1 << 20);
+        assertThat(cell(run, "6 * 7", null).get("outputs").get(0).get("data").get("text/plain").asString()).isEqualTo("42");
+        assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
+    }
+
     @Test
     void theSdkRunsCellsWithTypedResultsAndStreamsOutputs() throws Exception {
         try (RemoteSandbox sandbox = live.client.create(SandboxSpec.builder().ttl(java.time.Duration.ofMinutes(10)).build())) {

@@ -58,6 +58,11 @@ public final class InterpreterContext {
     private static final Duration LIFETIME = Duration.ofDays(365);
     /** What a line may hold beyond a cell's output budget (the JSON around the outputs). */
     private static final int LINE_SLACK = 64 * 1024;
+    /**
+     * What each kept event (a stream chunk, an output) costs of a cell's budget beyond its text, so
+     * that a flood of tiny events cannot make the server hold millions of objects.
+     */
+    private static final int EVENT_COST = 64;
     private static final Set<String> KEPT_MIME = Set.of("text/plain", "text/html", "text/markdown", "text/latex", "image/png",
             "image/jpeg", "image/svg+xml", "application/json");
     private static final byte[] BRIDGE_SOURCE = bridgeSource();
@@ -395,6 +400,7 @@ public final class InterpreterContext {
         }
 
         private boolean take(long size) {
+            size += EVENT_COST;
             if (size > left) {
                 truncated = true;
                 return false;
