@@ -128,8 +128,8 @@ class InterpreterTest {
     }
 
     @Test
-    void aDeadKernelIsReportedAndARestartRevivesIt() throws Exception {
-        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600}"), 201).get("id").asString();
+    void aDeadKernelIsReportedARestartRevivesItAndContextsAreBounded() throws Exception {
+        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600, \"limits\": {\"memory\": \"1g\"}}"), 201).get("id").asString();
         String base = "/v1/sandboxes/" + sandbox + "/contexts";
         String id = json(live.raw("POST", base, null), 201).get("id").asString();
         JsonNode died = cell(base + "/" + id + "/run", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", null);
@@ -141,6 +141,14 @@ class InterpreterTest {
         json(live.raw("POST", base + "/" + id + "/restart", null), 200);
         assertThat(cell(base + "/" + id + "/run", "6 * 7", null).get("outputs").get(0).get("data").get("text/plain").asString())
                 .isEqualTo("42");
+
+        // a sandbox holds at most four contexts
+        for (int i = 0; i < 3; i++) {
+            json(live.raw("POST", base, null), 201);
+        }
+        HttpResponse<String> fifth = live.raw("POST", base, null);
+        assertThat(fifth.statusCode()).as(fifth.body()).isEqualTo(429);
+        assertThat(fifth.body()).contains("the most it may", "delete one");
         assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
     }
 
