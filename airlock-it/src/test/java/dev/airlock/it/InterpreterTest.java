@@ -110,6 +110,11 @@ class InterpreterTest {
         JsonNode after = cell(run, "x", null);
         assertThat(after.get("outputs").get(0).get("data").get("text/plain").asString()).isEqualTo("41");
 
+        // cells are executions on the audit log: the context and a digest of the code, never the code
+        var executions = live.audit(sandbox, "execution");
+        assertThat(executions).anySatisfy(r -> assertThat(r.detail()).contains("codeDigest", context.get("id").asString()));
+        assertThat(executions).noneSatisfy(r -> assertThat(r.detail()).contains("while True"));
+
         JsonNode list = json(live.raw("GET", base, null), 200);
         assertThat(list.get("contexts")).hasSize(1);
         assertThat(list.get("contexts").get(0).get("cells").asInt()).isEqualTo(7);
