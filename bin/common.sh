@@ -16,11 +16,15 @@ airlock_find_java() {
   exit 3
 }
 
-# airlock_ensure_packages CMD:PACKAGE ... installs PACKAGE (Debian) when CMD is missing.
+# airlock_ensure_packages CMD:PACKAGE ... installs PACKAGE (Debian) when CMD is missing; a CMD
+# that starts with / is a path that must exist (a Python module's directory, say).
 airlock_ensure_packages() {
   local missing=() pair
   for pair in "$@"; do
-    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+    case "${pair%%:*}" in
+      /*) [ -e "${pair%%:*}" ] || missing+=("${pair#*:}") ;;
+      *) command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}") ;;
+    esac
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -54,8 +54,12 @@ function summary(r) {
 function contentSummary(c) {
   switch (c.type) {
     case "text": return { type: "text", text: c.text };
-    case "image": return { type: "image", mimeType: c.mimeType, bytes: Buffer.from(c.data, "base64").length,
-      pngSignature: Buffer.from(c.data, "base64").subarray(0, 8).toString("hex") };
+    case "image": {
+      const bytes = Buffer.from(c.data, "base64");
+      // a PNG's IHDR chunk holds its width and height at bytes 16 and 20
+      return { type: "image", mimeType: c.mimeType, bytes: bytes.length, pngSignature: bytes.subarray(0, 8).toString("hex"),
+        width: bytes.length >= 24 ? bytes.readUInt32BE(16) : null, height: bytes.length >= 24 ? bytes.readUInt32BE(20) : null };
+    }
     case "resource": return { type: "resource", uri: c.resource.uri, mimeType: c.resource.mimeType, text: c.resource.text };
     default: return { type: c.type };
   }
@@ -121,6 +125,21 @@ const scenarios = {
       code: "import sys; data = open('data/in.txt').read(); print(data.strip().upper(), sys.stdin.read().strip())",
       stdin: "from stdin", files: { "data/in.txt": "from a file" },
     }));
+  },
+
+  async interpreter({ client }) {
+    const id = (await call(client, "sandbox_create", {})).structuredContent.sandboxId;
+    const run = async (code, extra = {}) => summary(await call(client, "interpreter_run", { sandboxId: id, code, ...extra }));
+    const steps = {};
+    steps.set = await run("x = 41");
+    steps.sum = await run("x + 1");
+    steps.chart = await run("import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 2), dpi=100)\nplt.plot([1, 2, 3])\nNone");
+    steps.table = await run("import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'temp': [4, 19]})");
+    steps.loop = await run("while True: pass", { timeoutSeconds: 2 });
+    steps.after = await run("x");
+    steps.contexts = summary(await call(client, "interpreter_context", { sandboxId: id, action: "list" }));
+    await call(client, "sandbox_destroy", { sandboxId: id });
+    return steps;
   },
 
   async session({ client }) {

@@ -107,6 +107,52 @@ final class Json {
     }
 
     /** A background process snapshot: id, command, state, startedAt, result. */
+    static InterpreterInfo context(JsonNode n) {
+        Fields f = new Fields(n, "interpreter context");
+        return new InterpreterInfo(f.string("id"), f.optString("language"), f.string("state"), f.optInstant("createdAt"),
+                f.has("cells") ? f.intValue("cells") : 0, f.optString("message"));
+    }
+
+    static List<InterpreterInfo> contexts(JsonNode n) {
+        List<InterpreterInfo> out = new ArrayList<>();
+        for (JsonNode c : new Fields(n, "context list").array("contexts")) {
+            out.add(context(c));
+        }
+        return out;
+    }
+
+    static CellOutput cellOutput(JsonNode n) {
+        Fields f = new Fields(n, "cell output");
+        Map<String, String> data = new LinkedHashMap<>();
+        JsonNode d = f.object("data");
+        if (d != null) {
+            for (Map.Entry<String, JsonNode> e : d.properties()) {
+                data.put(e.getKey(), e.getValue().isString() ? e.getValue().stringValue() : e.getValue().toString());
+            }
+        }
+        return new CellOutput(f.string("type"), data);
+    }
+
+    static CellResult cell(JsonNode n) {
+        Fields f = new Fields(n, "cell result");
+        List<CellOutput> outputs = new ArrayList<>();
+        for (JsonNode o : f.array("outputs")) {
+            outputs.add(cellOutput(o));
+        }
+        CellResult.Error error = null;
+        JsonNode e = f.object("error");
+        if (e != null) {
+            Fields ef = new Fields(e, "cell error");
+            List<String> traceback = new ArrayList<>();
+            e.path("traceback").forEach(t -> traceback.add(t.asString("")));
+            error = new CellResult.Error(ef.optString("name"), ef.optString("value"), traceback);
+        }
+        Integer count = f.has("executionCount") ? f.intValue("executionCount") : null;
+        Duration duration = f.has("durationMs") ? Duration.ofMillis(Math.max(0, f.longValue("durationMs"))) : Duration.ZERO;
+        return new CellResult(f.optString("context"), f.string("status"), count, f.optString("stdout"), f.optString("stderr"), outputs,
+                error, f.has("truncated") && f.bool("truncated"), duration, f.optString("message"));
+    }
+
     static BackgroundProcess.Snapshot process(JsonNode n) {
         Fields f = new Fields(n, "process");
         List<String> command = new ArrayList<>();

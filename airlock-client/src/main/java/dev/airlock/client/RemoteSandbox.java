@@ -112,6 +112,31 @@ public final class RemoteSandbox implements AutoCloseable {
                 transport.json("GET", path("processes", processId), null, false, Json::process));
     }
 
+    /**
+     * The sandbox's first interpreter context (a persistent Python kernel), made on first use:
+     * {@code sandbox.interpreter().run("df.describe()").html()}.
+     */
+    public Interpreter interpreter() {
+        return new Interpreter(transport, id, null);
+    }
+
+    /** The interpreter context {@code contextId} (such as {@code ctx-2}) of this sandbox. */
+    public Interpreter interpreter(String contextId) {
+        Objects.requireNonNull(contextId, "contextId");
+        return new Interpreter(transport, id, contextId);
+    }
+
+    /** Starts a new interpreter context (at most 4 per sandbox) and returns it once its kernel is ready. */
+    public Interpreter createInterpreter() {
+        InterpreterInfo c = transport.json("POST", path("contexts"), Json.MAPPER.createObjectNode(), true, Json::context);
+        return new Interpreter(transport, id, c.id());
+    }
+
+    /** This sandbox's interpreter contexts, oldest first. */
+    public List<InterpreterInfo> interpreters() {
+        return transport.json("GET", path("contexts"), null, false, Json::contexts);
+    }
+
     /** The sandbox's files. */
     public SandboxFiles files() {
         return files;

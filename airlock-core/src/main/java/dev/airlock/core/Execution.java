@@ -64,6 +64,25 @@ public final class Execution {
     }
 
     /**
+     * Appends to the process's standard input, for a process started with its input open
+     * ({@code Sandbox.startAttached}).
+     *
+     * @throws IOException if the process's input is closed or the sandbox is gone
+     */
+    public void writeStdin(byte[] bytes) throws IOException {
+        process.writeStdin(bytes);
+    }
+
+    /** Closes the process's standard input: it reads end-of-file. Nothing happens if it is gone. */
+    public void closeStdin() {
+        try {
+            process.closeStdin();
+        } catch (IOException e) {
+            // The sandbox is gone; so is the process.
+        }
+    }
+
+    /**
      * Waits for the end, or the timeout, and returns the result. Interrupting the waiting thread
      * cancels the execution: it is killed with everything it started, and the output so far is kept.
      */

@@ -101,7 +101,21 @@ public final class Sandbox implements AutoCloseable {
         return start(request, new CappedOutput(spec.limits().outputBytes(), listener, false));
     }
 
+    /**
+     * Starts a long-lived process whose standard input stays open for {@link Execution#writeStdin}
+     * and whose output goes, unretained and uncapped, only to {@code listener}: for a process that
+     * answers requests for as long as it lives (an interpreter context), where the listener bounds
+     * what it keeps of each answer. {@code request.stdin()} is written first.
+     */
+    public Execution startAttached(ExecRequest request, OutputListener listener) {
+        return start(request, new CappedOutput(Long.MAX_VALUE, listener, false), false);
+    }
+
     private Execution start(ExecRequest request, CappedOutput output) {
+        return start(request, output, true);
+    }
+
+    private Execution start(ExecRequest request, CappedOutput output, boolean closeStdin) {
         ensureOpen();
         Duration timeout = request.timeout() != null ? request.timeout() : spec.limits().timeout();
         long oomBefore = driverSandbox.oomKills();
@@ -116,7 +130,9 @@ public final class Sandbox implements AutoCloseable {
             if (request.stdin().length > 0) {
                 process.writeStdin(request.stdin());
             }
-            process.closeStdin();
+            if (closeStdin) {
+                process.closeStdin();
+            }
         } catch (IOException e) {
             // The process started, then the channel broke (the sandbox is being destroyed): the
             // execution reports that as cancelled, with whatever output it produced.

@@ -238,11 +238,11 @@ class AuthorizationTest {
         // the SDK answers as for a tool that does not exist: nothing tells the client what it lacks
         assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool");
         JsonNode agent = McpNode.client(with(env, AGENT), "toolNames");
-        assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("run_code", "sandbox_create",
-                "sandbox_destroy", "sandbox_exec", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
+        assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run", "run_code",
+                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
         JsonNode burst = McpNode.client(with(env, BURST), "toolNames");
-        assertThat(burst.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("sandbox_create", "sandbox_destroy",
-                "sandbox_exec");
+        assertThat(burst.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run",
+                "sandbox_create", "sandbox_destroy", "sandbox_exec");
     }
 
     @Test

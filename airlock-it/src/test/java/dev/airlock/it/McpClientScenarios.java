@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 abstract class McpClientScenarios {
 
     static final String[] SCENARIOS = {"listTools", "languages", "runWithInput", "session", "image", "timeout", "failure",
-            "badArguments", "streaming", "abort"};
+            "badArguments", "streaming", "abort", "interpreter"};
 
     /** The client's report: one entry per scenario. */
     abstract JsonNode report();
@@ -40,7 +40,7 @@ abstract class McpClientScenarios {
             names.add(t.get("name").asString());
             assertThat(t.get("hasOutputSchema").asBoolean()).as(t.get("name").asString()).isTrue();
         }
-        assertThat(names).containsExactly("run_code", "sandbox_create", "sandbox_exec", "sandbox_write_file",
+        assertThat(names).containsExactly("run_code", "sandbox_create", "sandbox_exec", "interpreter_run", "interpreter_context", "sandbox_write_file",
                 "sandbox_read_file", "sandbox_list_files", "sandbox_destroy", "sandbox_list");
         JsonNode runCode = scenario("listTools").get(0);
         assertThat(runCode.get("description").asString()).contains("no network access", "/workspace/output", "destroyed afterwards");
@@ -69,6 +69,24 @@ abstract class McpClientScenarios {
         JsonNode r = scenario("runWithInput");
         assertThat(r.get("isError").asBoolean()).as(r.toString()).isFalse();
         assertThat(r.at("/structured/stdout").asString()).isEqualTo("FROM A FILE from stdin\n");
+    }
+
+    @Test
+    void aPersistentInterpreterKeepsStateAndReturnsChartsAsImagesAndTablesAsText() {
+        JsonNode s = scenario("interpreter");
+        assertThat(s.at("/set/isError").asBoolean()).as(s.toString()).isFalse();
+        assertThat(s.at("/sum/structured/outputs/0/text~1plain").asString()).isEqualTo("42");
+        JsonNode image = s.at("/chart/content/1");
+        assertThat(image.path("type").asString()).as(s.at("/chart").toString()).isEqualTo("image");
+        assertThat(image.path("mimeType").asString()).isEqualTo("image/png");
+        assertThat(image.path("width").asInt()).isEqualTo(300);
+        assertThat(image.path("height").asInt()).isEqualTo(200);
+        assertThat(s.at("/table/structured/outputs/0/text~1plain").asString()).contains("city", "Oslo", "19");
+        assertThat(s.at("/loop/isError").asBoolean()).isTrue();
+        assertThat(s.at("/loop/structured/status").asString()).isEqualTo("timeout");
+        assertThat(s.at("/loop/structured/message").asString()).contains("keeps its state");
+        assertThat(s.at("/after/structured/outputs/0/text~1plain").asString()).isEqualTo("41");
+        assertThat(s.at("/contexts/structured/contexts")).hasSize(1);
     }
 
     @Test

@@ -40,6 +40,8 @@ class McpFuzzTest {
             "sandbox_write_file", Set.of("path", "content", "contentBase64"),
             "sandbox_read_file", Set.of("path"),
             "sandbox_list_files", Set.of("path"),
+            "interpreter_run", Set.of("code", "context", "timeoutSeconds"),
+            "interpreter_context", Set.of("action", "context"),
             "sandbox_destroy", Set.of(),
             "sandbox_list", Set.of());
 

@@ -201,6 +201,50 @@ final class Json {
         return n;
     }
 
+    static ObjectNode context(dev.airlock.server.command.Command.InterpreterContextView c) {
+        ObjectNode n = object();
+        n.put("id", c.id());
+        n.put("language", c.language());
+        n.put("state", c.state());
+        n.put("createdAt", c.createdAt().toString());
+        n.put("cells", c.cells());
+        n.put("message", c.message());
+        return n;
+    }
+
+    /** A cell's result: its streams, outputs (MIME bundles), error and how it ended. */
+    static ObjectNode cell(dev.airlock.server.command.CellResult r) {
+        ObjectNode n = object();
+        n.put("context", r.context());
+        n.put("status", r.status());
+        n.put("executionCount", r.executionCount());
+        n.put("stdout", r.stdout());
+        n.put("stderr", r.stderr());
+        ArrayNode outputs = n.putArray("outputs");
+        r.outputs().forEach(o -> outputs.add(output(o)));
+        n.set("error", r.error() == null ? null : error(r.error()));
+        n.put("truncated", r.truncated());
+        n.put("durationMs", r.duration().toMillis());
+        n.put("message", r.message());
+        return n;
+    }
+
+    static ObjectNode output(dev.airlock.server.command.CellResult.Output o) {
+        ObjectNode n = object();
+        n.put("type", o.kind());
+        ObjectNode data = n.putObject("data");
+        o.data().forEach(data::set);
+        return n;
+    }
+
+    static ObjectNode error(dev.airlock.server.command.CellResult.CellError e) {
+        ObjectNode n = object();
+        n.put("name", e.name());
+        n.put("value", e.value());
+        n.set("traceback", MAPPER.valueToTree(e.traceback()));
+        return n;
+    }
+
     static ObjectNode result(ExecResult r) {
         ObjectNode n = object();
         n.put("stdout", r.stdoutText());

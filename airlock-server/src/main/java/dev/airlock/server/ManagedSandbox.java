@@ -24,6 +24,7 @@ public final class ManagedSandbox {
     private final Instant createdAt;
     private final Duration idleTimeout;
     private final BackgroundProcesses processes;
+    private final InterpreterContexts interpreterContexts = new InterpreterContexts();
     private final AtomicInteger running = new AtomicInteger();
     private final Language defaultLanguage;
     private final String owner;
@@ -131,6 +132,11 @@ public final class ManagedSandbox {
 
     boolean matches(Map<String, String> filter) {
         return filter.entrySet().stream().allMatch(e -> e.getValue().equals(labels.get(e.getKey())));
+    }
+
+    /** Its interpreter contexts: kernels whose state persists between cells. */
+    InterpreterContexts interpreterContexts() {
+        return interpreterContexts;
     }
 
     BackgroundProcesses backgroundProcesses() {

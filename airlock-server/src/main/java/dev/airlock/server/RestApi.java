@@ -46,6 +46,7 @@ final class RestApi {
     private static final String NDJSON = "application/x-ndjson";
     private static final String SANDBOX = "/v1/sandboxes/{id}";
     private static final String PROCESS = SANDBOX + "/processes/{pid}";
+    private static final String CONTEXT = SANDBOX + "/contexts/{context}";
     /** The most of a refused upload that is read and dropped before the refusal is sent. */
     private static final long MAX_DRAIN = 16L << 20;
 
@@ -111,6 +112,24 @@ final class RestApi {
                     c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")); // a missing process is a 404 before the body is judged
                     int signal = RestCall.signal(c.json(Set.of("signal")));
                     c.send(202, Json.process(c.execute(new Command.Signal(c.param("id"), c.param("pid"), signal))));
+                }),
+                new RestRoute("GET", SANDBOX + "/contexts", SANDBOX_READ, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListContexts(c.param("id"))).forEach(x -> list.add(Json.context(x)));
+                    c.send(200, Json.object().set("contexts", list));
+                }),
+                new RestRoute("POST", SANDBOX + "/contexts", EXEC, c -> {
+                    JsonNode body = c.json(Set.of("language"));
+                    String language = Json.string(body, "language");
+                    c.send(201, Json.context(c.execute(new Command.CreateContext(c.param("id"),
+                            language == null ? null : dev.airlock.core.Language.parse(language)))));
+                }),
+                new RestRoute("POST", CONTEXT + "/run", EXEC, this::runCell),
+                new RestRoute("POST", CONTEXT + "/restart", EXEC,
+                        c -> c.send(200, Json.context(c.execute(new Command.RestartContext(c.param("id"), c.param("context")))))),
+                new RestRoute("DELETE", CONTEXT, EXEC, c -> {
+                    c.execute(new Command.DeleteContext(c.param("id"), c.param("context")));
+                    c.noContent();
                 }),
                 new RestRoute("PUT", SANDBOX + "/files", FILES_WRITE, this::upload),
                 new RestRoute("GET", SANDBOX + "/files", FILES_READ, c -> {
@@ -212,6 +231,34 @@ final class RestApi {
             }
         }
         c.send(200, Json.result(result));
+    }
+
+    /** Runs a cell; as NDJSON (Accept: application/x-ndjson) its outputs stream as they come, then the result. */
+    private void runCell(RestCall c) throws IOException {
+        JsonNode body = c.json(RestCommands.CELL_FIELDS);
+        String id = c.param("id");
+        String context = c.param("context");
+        String code = Json.string(body, "code");
+        java.time.Duration timeout = RestCommands.timeout(body);
+        String accept = c.req.getHeader("Accept");
+        if (accept != null && accept.contains(NDJSON)) {
+            c.resp.setStatus(200);
+            c.resp.setContentType(NDJSON);
+            new NdjsonCellStream().run(listener -> c.execute(new Command.RunCell(id, context, code, timeout, listener)),
+                    c.resp.getOutputStream());
+            return;
+        }
+        Thread handler = Thread.currentThread();
+        dev.airlock.server.command.CellResult result;
+        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
+            result = c.execute(new Command.RunCell(id, context, code, timeout, null));
+            if (watch.disconnected()) {
+                Thread.interrupted();
+                LOG.info("sandbox {}: the client of a cell in context {} went away; the cell was interrupted", id, context);
+                return;
+            }
+        }
+        c.send(200, Json.cell(result));
     }
 
     private void run(RestCall c) throws IOException {

@@ -30,6 +30,7 @@ final class RestCommands {
     static final Set<String> LIMIT_FIELDS = Set.copyOf(LimitField.wireNames());
     static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds",
             "background");
+    static final Set<String> CELL_FIELDS = Set.of("code", "timeoutSeconds");
     static final Set<String> RUN_FIELDS = Set.of("language", "code", "stdin", "stdinBase64", "files", "timeoutSeconds");
     /** The longest execution timeout a body may name. */
     private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
@@ -107,7 +108,7 @@ final class RestCommands {
         return new Command.ExecOptions(Json.stringMap(body, "env"), Json.string(body, "cwd"), stdin(body), timeout(body));
     }
 
-    private static Duration timeout(JsonNode body) {
+    static Duration timeout(JsonNode body) {
         Double timeout = Json.number(body, "timeoutSeconds");
         return timeout == null ? null : seconds("timeoutSeconds", timeout, MAX_TIMEOUT);
     }

@@ -64,6 +64,7 @@ public final class SandboxService implements AutoCloseable {
     private final ControlChain controls;
     private final Lifecycle lifecycle;
     private final Executions executions;
+    private final Interpreters interpreters;
     private final OneShotRuns runs;
     private final FileCommands files;
     private final EgressApprovals egressApprovals;
@@ -96,6 +97,7 @@ public final class SandboxService implements AutoCloseable {
                 new SeparationOfDuties(approvals)), audit);
         this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, metrics, audit, () -> closed);
         this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
+        this.interpreters = new Interpreters(tiers, audit);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
         this.files = new FileCommands(audit);
         this.reapedAtStart = forgetOrphans(store);
@@ -247,6 +249,9 @@ public final class SandboxService implements AutoCloseable {
             }
             case Command.Exec e -> language = language(s, e.source());
             case Command.StartProcess p -> language = language(s, p.source());
+            case Command.CreateContext c -> language = c.language();
+            case Command.RestartContext r -> language = Language.PYTHON;
+            case Command.RunCell r -> language = Language.PYTHON;
             default -> {
             }
         }
@@ -323,6 +328,14 @@ public final class SandboxService implements AutoCloseable {
             case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
             case Command.Metrics m -> metrics.scrape();
             case Command.ListImages l -> tiers.primary().driver().images();
+            case Command.CreateContext c -> interpreters.create(a);
+            case Command.ListContexts l -> interpreters.list(s);
+            case Command.RestartContext r -> interpreters.restart(a, r);
+            case Command.DeleteContext d -> {
+                interpreters.delete(a, d);
+                yield null;
+            }
+            case Command.RunCell r -> interpreters.run(a, r);
         };
     }
 

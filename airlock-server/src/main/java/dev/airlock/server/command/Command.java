@@ -66,6 +66,11 @@ public sealed interface Command<R> {
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
             case ListImages l -> Operation.SANDBOX_READ;
+            case CreateContext c -> Operation.EXEC;
+            case ListContexts l -> Operation.SANDBOX_READ;
+            case RestartContext r -> Operation.EXEC;
+            case DeleteContext d -> Operation.EXEC;
+            case RunCell r -> Operation.EXEC;
         };
     }
 
@@ -81,6 +86,7 @@ public sealed interface Command<R> {
      *   <li>the one-shot {@link Run} covers the steps it takes on its own sandbox: create, mkdir,
      *       write, exec, stat, list, read, destroy;</li>
      *   <li>{@code files.write} covers {@link Stat} (a writer looks at what it wrote);</li>
+     *   <li>{@code exec} covers {@link ListContexts} (who runs cells sees the contexts to run them in);</li>
      *   <li>any operation covers {@link Describe}: a door checks that what a request names exists
      *       before it judges the body, but only {@code sandbox.read} asks for it on its own.</li>
      * </ul>
@@ -93,6 +99,7 @@ public sealed interface Command<R> {
             case RUN -> this instanceof Create || this instanceof Mkdir || this instanceof WriteFile || this instanceof Exec
                     || this instanceof Stat || this instanceof ListFiles || this instanceof ReadFile || this instanceof Destroy;
             case FILES_WRITE -> this instanceof Stat;
+            case EXEC -> this instanceof ListContexts;
             default -> false;
         };
     }
@@ -250,6 +257,62 @@ public sealed interface Command<R> {
      * @param notReturned why its content did not come back, or null
      */
     record RunOutput(String path, long size, byte[] content, String notReturned) {
+    }
+
+    // --- interpreter contexts: long-lived kernels whose state persists between cells ---
+
+    /** Starts a new interpreter context in the sandbox; answers once its kernel is ready. */
+    record CreateContext(String sandbox, Language language) implements Command<InterpreterContextView> {
+        public CreateContext {
+            language = language == null ? Language.PYTHON : language;
+            if (language != Language.PYTHON) {
+                throw AirlockException.invalid("interpreter contexts run python only, not " + language.id());
+            }
+        }
+    }
+
+    /** The sandbox's interpreter contexts, oldest first. */
+    record ListContexts(String sandbox) implements Command<List<InterpreterContextView>> {
+    }
+
+    /** Stops the context's kernel (and all its state) and starts a fresh one under the same id. */
+    record RestartContext(String sandbox, String context) implements Command<InterpreterContextView> {
+    }
+
+    record DeleteContext(String sandbox, String context) implements Command<Void> {
+    }
+
+    /**
+     * Runs {@code code} as one cell in the context; interrupting the calling thread interrupts the
+     * cell (a KeyboardInterrupt in the kernel), and the context lives on.
+     *
+     * @param context null: the sandbox's first context, created if it has none
+     * @param timeout null: the sandbox's execution timeout
+     */
+    record RunCell(String sandbox, String context, String code, Duration timeout, CellResult.Listener listener) implements Command<CellResult> {
+        /** The largest cell a request may send. */
+        public static final int MAX_CODE_BYTES = 1000 * 1000;
+
+        public RunCell {
+            if (context != null && context.isBlank()) {
+                throw AirlockException.invalid("a blank context names none: give a context's id, or none for the sandbox's first");
+            }
+            if (code == null) {
+                throw AirlockException.invalid("a cell needs its 'code'");
+            }
+            if (code.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_CODE_BYTES) {
+                throw AirlockException.invalid("code is larger than " + MAX_CODE_BYTES + " bytes: place large parts as files and read them");
+            }
+            listener = listener == null ? CellResult.Listener.NONE : listener;
+        }
+    }
+
+    /**
+     * An interpreter context as clients see it.
+     *
+     * @param state {@code ready}, {@code busy} (running a cell) or {@code dead} (its kernel died: restart it)
+     */
+    record InterpreterContextView(String id, String language, String state, java.time.Instant createdAt, int cells, String message) {
     }
 
     // --- files: every path is resolved by the agent, inside the sandbox ---

@@ -46,6 +46,8 @@ public final class ApprovalGate implements Control {
             case Command.Exec e -> await(a, Approval.Trigger.EXEC, a.sandboxId(), "run in sandbox " + a.sandboxId() + ": " + shown(e.source(), a));
             case Command.StartProcess s -> await(a, Approval.Trigger.EXEC, a.sandboxId(), "run in sandbox " + a.sandboxId() + ": "
                     + shown(s.source(), a));
+            case Command.RunCell r -> await(a, Approval.Trigger.EXEC, a.sandboxId(), "run in context " + Printable.of(r.context())
+                    + " of sandbox " + a.sandboxId() + ": " + Printable.of("python code: " + r.code(), SHOWN));
             case Command.UpdateNetwork n -> network(a, a.sandboxId(), a.network().beyondProfile());
             default -> {
             }

@@ -43,6 +43,7 @@ public final class ClientQuotas implements Control {
             });
             case Command.Exec e -> execution(client);
             case Command.StartProcess s -> execution(client);
+            case Command.RunCell r -> execution(client);
             default -> {
             }
         }

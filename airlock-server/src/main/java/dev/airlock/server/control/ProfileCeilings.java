@@ -31,6 +31,9 @@ public final class ProfileCeilings implements Control {
             case Command.Create c -> create(a, c);
             case Command.Exec e -> execution(a.profile(), a.language(), e.options().timeout());
             case Command.StartProcess s -> execution(a.profile(), a.language(), s.options().timeout());
+            case Command.CreateContext c -> execution(a.profile(), a.language(), null);
+            case Command.RestartContext r -> execution(a.profile(), a.language(), null);
+            case Command.RunCell r -> execution(a.profile(), a.language(), r.timeout());
             case Command.ExtendTtl e -> lifetime(a, e.ttl());
             case Command.UpdateNetwork n -> network(a.profile(), a.network().beyondProfile());
             default -> {

@@ -170,6 +170,61 @@ final class SandboxTools {
         }
     }
 
+    // --- interpreter ---
+
+    CallToolResult interpreterRun(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "code", "context", "timeoutSeconds"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        String code = a.requiredString("code", "\"x = 41\\nx + 1\"");
+        Duration timeout = ExecTimeouts.of(a.number("timeoutSeconds", 1, ExecTimeouts.MAX_SECONDS));
+        String key = call.callKey();
+        if (!calls.start(key)) {
+            return ToolResults.error("The call was cancelled before the cell ran.");
+        }
+        try {
+            return ToolResults.cell(service.execute(call.caller(), new Command.RunCell(id, a.string("context"), code, timeout, null)));
+        } finally {
+            calls.end(key);
+            // A cancellation interrupted this thread to interrupt the cell; the thread goes on to other work.
+            Thread.interrupted();
+        }
+    }
+
+    CallToolResult interpreterContext(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId", "action", "context"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        String action = a.requiredString("action", "\"create\", \"list\", \"restart\" or \"delete\"");
+        String context = a.string("context");
+        if ((action.equals("restart") || action.equals("delete")) && context == null) {
+            throw AirlockException.invalid("interpreter_context: '" + action + "' needs 'context', the id of the context (see action 'list')");
+        }
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("sandboxId", id);
+        switch (action) {
+            case "create" -> s.put("context", context(service.execute(call.caller(), new Command.CreateContext(id, null))));
+            case "list" -> s.put("contexts", service.execute(call.caller(), new Command.ListContexts(id)).stream().map(SandboxTools::context).toList());
+            case "restart" -> s.put("context", context(service.execute(call.caller(), new Command.RestartContext(id, context))));
+            case "delete" -> {
+                service.execute(call.caller(), new Command.DeleteContext(id, context));
+                s.put("deleted", context);
+            }
+            default -> throw AirlockException.invalid("interpreter_context: action must be create, list, restart or delete, not '"
+                    + dev.airlock.core.Printable.of(action) + "'");
+        }
+        return ToolResults.ok(s);
+    }
+
+    private static Map<String, Object> context(Command.InterpreterContextView c) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", c.id());
+        m.put("language", c.language());
+        m.put("state", c.state());
+        m.put("cells", c.cells());
+        m.put("createdAt", c.createdAt().toString());
+        m.put("message", c.message());
+        return m;
+    }
+
     /** The call {@code key} ended, whatever the tool: it can no longer be cancelled. */
     void callEnded(String key) {
         calls.end(key);

@@ -65,6 +65,8 @@ final class ToolCatalog {
     /** The MCP tool each operation of a policy grants. */
     static final Map<String, Operation> OPERATIONS = Map.of(
             "run_code", Operation.RUN,
+            "interpreter_run", Operation.EXEC,
+            "interpreter_context", Operation.EXEC,
             "sandbox_create", Operation.SANDBOX_CREATE,
             "sandbox_exec", Operation.EXEC,
             "sandbox_write_file", Operation.FILES_WRITE,
@@ -155,6 +157,48 @@ final class ToolCatalog {
                           "required": ["sandboxId"]
                         }
                         """, ToolResults.EXEC_OUTPUT_SCHEMA, annotations(false, false), t::exec),
+                tool(t, "interpreter_run", "Run Python in a persistent interpreter",
+                        "Runs Python code as one cell of a persistent interpreter (an IPython/Jupyter kernel) in a sandbox made by"
+                                + " sandbox_create, and returns what it printed, the value of its last expression, and its charts and"
+                                + " tables. State persists: variables, imports, functions and files of earlier calls in the same context"
+                                + " are still there, as in a notebook, so load data once and explore it step by step. Charts: draw with"
+                                + " matplotlib (import matplotlib.pyplot as plt; plt.plot(...)); every figure the cell creates comes back"
+                                + " as an image, with no plt.show() or savefig needed (its pixel size is figsize x dpi, 640x480 by default)."
+                                + " Tables: a pandas DataFrame as the last expression comes back as a text table; display(x) shows more"
+                                + " than one thing. numpy, pandas and matplotlib are there when the sandbox's image has them (the default"
+                                + " image has them if the host installed them). Without 'context' the sandbox's first context is used (made"
+                                + " on first use); interpreter_context makes more, restarts or deletes them. A cell running past"
+                                + " timeoutSeconds (default " + profile.limits().timeout().toSeconds() + ") is interrupted with"
+                                + " KeyboardInterrupt and the context keeps its state. The sandbox has " + network(profile) + ".",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string", "description": "From sandbox_create"},
+                            "code": {"type": "string", "description": "Python code, one or more lines, such as df.describe()"},
+                            "context": {"type": "string", "description": "A context id from interpreter_context; default: the sandbox's first"},
+                            "timeoutSeconds": {"type": "number", "minimum": 1, "maximum": 3600, "description": "Wall-clock limit of this cell in seconds; default: the profile's, given in the tool description"}
+                          },
+                          "required": ["sandboxId", "code"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::interpreterRun),
+                tool(t, "interpreter_context", "Manage interpreter contexts",
+                        "Creates, lists, restarts or deletes the persistent Python interpreter contexts of a sandbox (each an"
+                                + " IPython kernel with its own variables; interpreter_run runs code in them). 'create' starts a new one and"
+                                + " returns its id; 'list' shows them and whether each is ready, busy or dead; 'restart' gives a context a"
+                                + " fresh kernel (its variables are lost; files in the sandbox stay), the way out of a dead kernel;"
+                                + " 'delete' ends one. A sandbox holds at most 4.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "sandboxId": {"type": "string", "description": "From sandbox_create"},
+                            "action": {"type": "string", "enum": ["create", "list", "restart", "delete"]},
+                            "context": {"type": "string", "description": "The context to restart or delete"}
+                          },
+                          "required": ["sandboxId", "action"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::interpreterContext),
                 tool(t, "sandbox_write_file", "Write a file into a sandbox",
                         "Creates or replaces a file inside a sandbox (parent directories are created). Give text as 'content' or"
                                 + " binary as 'contentBase64' (at most 8 MiB per call). Relative paths are under /workspace.",

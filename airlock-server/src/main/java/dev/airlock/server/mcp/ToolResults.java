@@ -3,6 +3,7 @@ package dev.airlock.server.mcp;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
+import dev.airlock.server.command.CellResult;
 import dev.airlock.server.control.Refused;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -90,6 +91,64 @@ final class ToolResults {
             case START_FAILED -> "The program could not start: " + r.message()
                     + ". Check the program name: the sandbox has python3, node, bash, sh, java and the usual Unix tools.";
         };
+    }
+
+    /**
+     * A cell's result for a model: the structured result with the text of each output (tables as
+     * text/plain, also markdown and JSON when given), then each image as MCP image content.
+     */
+    static CallToolResult cell(CellResult r) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("context", r.context());
+        s.put("status", r.status());
+        s.put("executionCount", r.executionCount());
+        s.put("stdout", r.stdout());
+        s.put("stderr", r.stderr());
+        List<Content> images = new ArrayList<>();
+        List<Map<String, Object>> outputs = new ArrayList<>();
+        for (CellResult.Output o : r.outputs()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("type", o.kind());
+            for (String mime : List.of("text/plain", "text/markdown", "application/json")) {
+                if (o.data().containsKey(mime)) {
+                    m.put(mime, o.text(mime));
+                }
+            }
+            for (String mime : List.of("image/png", "image/jpeg")) {
+                if (o.data().containsKey(mime)) {
+                    images.add(new McpSchema.ImageContent(null, o.text(mime).replaceAll("\\s", ""), mime));
+                    m.put(mime, "returned as image content " + images.size());
+                }
+            }
+            if (o.data().containsKey("text/html") && !m.containsKey("text/plain")) {
+                m.put("text/html", o.text("text/html"));
+            }
+            outputs.add(m);
+        }
+        s.put("outputs", outputs);
+        if (r.error() != null) {
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("name", r.error().name());
+            e.put("value", r.error().value());
+            e.put("traceback", String.join("\n", r.error().traceback()));
+            s.put("error", e);
+        }
+        s.put("truncated", r.truncated());
+        s.put("durationMs", r.duration().toMillis());
+        s.put("message", switch (r.status()) {
+            case "ok" -> r.truncated() ? "Some output was over the sandbox's output limit and was dropped: print or show less." : null;
+            case "error" -> "The cell raised " + (r.error() == null ? "an error" : r.error().name()) + ": fix the code and run it again;"
+                    + " what the context held before is still there.";
+            case "timeout" -> "The cell ran past its timeout and was interrupted (KeyboardInterrupt). The context keeps its state: make"
+                    + " the code faster, or pass a larger timeoutSeconds.";
+            case "interrupted" -> "The cell was cancelled and interrupted (KeyboardInterrupt). The context keeps its state.";
+            default -> "The interpreter's kernel died (" + r.message() + "), perhaps at the sandbox's memory limit. Restart it with"
+                    + " interpreter_context (action 'restart'); its variables are lost, files in the sandbox stay.";
+        });
+        List<Content> content = new ArrayList<>();
+        content.add(new McpSchema.TextContent(JSON.writeValueAsString(s)));
+        content.addAll(images);
+        return CallToolResult.builder().content(content).structuredContent(s).isError(!r.status().equals("ok")).build();
     }
 
     /** A successful non-execution result. */

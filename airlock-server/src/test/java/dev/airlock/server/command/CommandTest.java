@@ -56,7 +56,12 @@ class CommandTest {
             new Command.DescribeApproval("ap-0123456789abcdef"),
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
             new Command.Metrics(),
-            new Command.ListImages());
+            new Command.ListImages(),
+            new Command.CreateContext(S, null),
+            new Command.ListContexts(S),
+            new Command.RestartContext(S, "ctx-1"),
+            new Command.DeleteContext(S, "ctx-1"),
+            new Command.RunCell(S, "ctx-1", "x + 1", null, null));
 
     /** What the one-shot run does on its own sandbox. */
     private static final Set<Class<?>> RUN_STEPS = Set.of(Command.Create.class, Command.Mkdir.class, Command.WriteFile.class,
@@ -118,10 +123,17 @@ class CommandTest {
                 boolean expected = granted == c.operation()
                         || (granted == Operation.RUN && RUN_STEPS.contains(c.getClass()))
                         || (c instanceof Command.Stat && granted == Operation.FILES_WRITE)
+                        || (c instanceof Command.ListContexts && granted == Operation.EXEC)
                         || c instanceof Command.Describe;
                 assertThat(c.coveredBy(granted)).as("%s covered by %s", c.getClass().getSimpleName(), granted.id()).isEqualTo(expected);
             }
         }
+    }
+
+    @Test
+    void execCoversListingContexts() {
+        assertThat(new Command.ListContexts(S).coveredBy(Operation.EXEC)).isTrue();
+        assertThat(new Command.ListContexts(S).coveredBy(Operation.FILES_READ)).isFalse();
     }
 
     // --- create's labels ---
