@@ -75,7 +75,7 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public String name() {
-        return "microvm/qemu-tcg";
+        return "microvm/qemu-" + config.accelerator();
     }
 
     @Override
@@ -148,7 +148,7 @@ public final class MicroVmDriver implements IsolationDriver {
             }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
-            qemu = new ProcessBuilder(Qemu.command(qemuBinary, kernel, initramfs, spec.limits(), dir))
+            qemu = new ProcessBuilder(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), dir))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
@@ -209,8 +209,10 @@ public final class MicroVmDriver implements IsolationDriver {
     private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, String what) {
         String status = qemu.isAlive() ? "QEMU still running" : "QEMU exit status " + qemu.exitValue();
         return AirlockException.unavailable("the microVM of sandbox " + id + " did not start within " + config.startTimeout().toSeconds()
-                + "s: " + what + " (" + status + "; guests run under software emulation here, so a busy host boots slowly: the"
-                + " driver's startTimeout sets the bound). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
+                + "s: " + what + " (" + status + "; " + (config.accelerator().equals(MicroVmDriverConfig.KVM)
+                ? "under KVM: a KVM that hangs guests is best left for the tcg accelerator, as airlock doctor tells"
+                : "under software emulation (TCG) a busy host boots slowly: the driver's startTimeout sets the bound")
+                + "). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
                 + ". The guest console's last lines: " + tail(dir.resolve(CONSOLE_LOG), CONSOLE_TAIL_LINES));
     }
 
@@ -294,7 +296,7 @@ public final class MicroVmDriver implements IsolationDriver {
     }
 
     /** The instance a QEMU process of this driver's state root belongs to, or null if it is not one. */
-    private static String instanceOf(ProcessHandle p, String enginesPrefix) {
+    static String instanceOf(ProcessHandle p, String enginesPrefix) {
         List<String> args = p.info().arguments().map(List::of).orElse(List.of());
         if (!p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false)) {
             return null;

@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The command line of one guest's QEMU: the pc machine under software emulation (TCG), no default
+ * The command line of one guest's QEMU: the pc machine under software emulation (TCG) or KVM, no default
  * device, no network device, no display, seccomp on; the guest's kernel and initramfs; the host's
  * /usr shared read-only over 9p; the agent's channel a virtio-serial port whose host end is a unix
  * socket QEMU listens on; the serial console written to a file for diagnostics.
@@ -49,7 +49,7 @@ final class Qemu {
      *
      * @param dir the guest's own host directory: the agent's socket and the console log go there
      */
-    static List<String> command(Path binary, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
+    static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
         long memoryMiB = (limits.memoryBytes() + GUEST_KERNEL_BYTES + (1 << 20) - 1) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
         // no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and panic the boot
@@ -58,7 +58,7 @@ final class Qemu {
                 "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids());
         List<String> c = new ArrayList<>(List.of(binary.toString(),
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-                "-M", "pc", "-cpu", "max", "-accel", "tcg",
+                "-M", "pc", "-cpu", accelerator.equals(MicroVmDriverConfig.KVM) ? "host" : "max", "-accel", accelerator,
                 "-m", memoryMiB + "M", "-smp", Integer.toString(cpus),
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
