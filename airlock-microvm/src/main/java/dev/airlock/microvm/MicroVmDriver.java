@@ -38,8 +38,8 @@ import java.util.stream.Stream;
  *
  * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
  * takes seconds, not milliseconds. What this step does not do yet, and refuses clearly: network
- * (the egress bridge) and inputs. QEMU runs as root, with seccomp but in the host's namespaces and
- * no cgroup of its own; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
+ * (the egress bridge) and inputs. QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and
+ * cgroups, with seccomp; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
  */
 public final class MicroVmDriver implements IsolationDriver {
 
@@ -67,6 +67,11 @@ public final class MicroVmDriver implements IsolationDriver {
         try {
             this.initramfs = state.dir().resolve("initramfs.cpio.gz");
             GuestImage.write(kernel, Path.of("/"), initramfs);
+            // read by each guest's jailed QEMU; it holds nothing secret (the agent, the init, an /etc with no accounts)
+            Files.setPosixFilePermissions(initramfs, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        } catch (IOException e) {
+            state.close();
+            throw new UncheckedIOException(e);
         } catch (RuntimeException | Error e) {
             state.close();
             throw e;
@@ -137,18 +142,23 @@ public final class MicroVmDriver implements IsolationDriver {
         checkSupported(spec);
         Path dir = state.sandboxDir(id.value());
         Process qemu = null;
+        VmmJail jail = null;
         try {
             InstanceDirectory.createPrivate(dir);
+            jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
+            // The guest's directory is its QEMU's alone: it makes the agent's socket and the console log there.
+            Files.setAttribute(dir, "unix:uid", (int) jail.uid());
+            Files.setAttribute(dir, "unix:gid", (int) jail.uid());
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
             // The broker's files are not shared into the guest in this step: there is nothing of it to bridge.
-            // QEMU runs as root, so root (0) is the host uid the broker's sockets would be for.
-            if (broker.attach(id, spec, runDir, 0).bridged()) {
+            if (broker.attach(id, spec, runDir, (int) jail.uid()).bridged()) {
                 throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver");
             }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
-            qemu = new ProcessBuilder(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), dir))
+            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), dir),
+                    config.accelerator()))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
@@ -163,7 +173,7 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw bootFailure(id, qemu, dir, "its agent did not say hello (" + e.getMessage() + ")");
             }
             LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, dir, this);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, dir, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -172,6 +182,9 @@ public final class MicroVmDriver implements IsolationDriver {
             }
             if (qemu != null) {
                 kill(qemu);
+            }
+            if (jail != null) {
+                jail.destroy();
             }
             HostFiles.deleteTree(dir);
             if (e instanceof AirlockException ae) {
@@ -243,10 +256,14 @@ public final class MicroVmDriver implements IsolationDriver {
         live.remove(sandbox.id());
         sandbox.agent().close();
         kill(sandbox.qemu());
+        sandbox.jail().destroy();
         HostFiles.deleteTree(sandbox.dir());
     }
 
-    /** SIGKILL to QEMU, then waits for it to be gone (it cannot fork under its seccomp filter, so it is alone). */
+    /**
+     * SIGKILL to the jail's first process ({@code unshare}, whose child QEMU then gets SIGKILL too), and waits for
+     * it; the jail's cgroup then finds anything else.
+     */
     private static void kill(Process qemu) {
         qemu.destroyForcibly();
         boolean interrupted = false;
@@ -287,6 +304,7 @@ public final class MicroVmDriver implements IsolationDriver {
                 reaped.add("QEMU process " + p.pid() + " of instance " + instance);
             }
         });
+        reaped.addAll(VmmJail.reap(config.stateRoot(), instance -> !state.isAlive(instance)));
         for (String instance : state.deadInstances()) {
             state.removeInstance(instance);
             reaped.add("state of instance " + instance);

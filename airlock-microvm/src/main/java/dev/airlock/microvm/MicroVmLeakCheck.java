@@ -9,7 +9,8 @@ import java.util.List;
 
 /**
  * What microVM sandboxes left on this host, for {@code airlock leaks}: QEMU processes of this
- * driver's state root and the directories of its engine instances. To be run when no engine is
+ * driver's state root, the directories of its engine instances, its QEMU jails' claimed uids, and
+ * QEMU cgroups (of any state root). To be run when no engine is
  * running: a live engine's guests are reported too. An empty list means nothing leaked.
  */
 public final class MicroVmLeakCheck {
@@ -27,6 +28,8 @@ public final class MicroVmLeakCheck {
                 leaks.add("microvm: QEMU process " + p.pid() + " of instance " + instance);
             }
         });
+        VmmJail.allCgroups().forEach(c -> leaks.add("microvm: QEMU cgroup " + c));
+        VmmJail.allUidSlots(stateRoot).forEach(s -> leaks.add("microvm: QEMU uid claimed " + s));
         Path engines = stateRoot.resolve("engines");
         if (Files.isDirectory(engines)) {
             try (DirectoryStream<Path> instances = Files.newDirectoryStream(engines)) {

@@ -8,20 +8,22 @@ import dev.airlock.core.SandboxId;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** One running guest: its QEMU process, its host directory and the channel to its agent. */
+/** One running guest: its jailed QEMU process, its host directory and the channel to its agent. */
 final class MicroVmSandbox implements DriverSandbox {
 
     private final SandboxId id;
     private final AgentClient agent;
     private final Process qemu;
+    private final VmmJail jail;
     private final Path dir;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, Path dir, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, Path dir, MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
+        this.jail = jail;
         this.dir = dir;
         this.driver = driver;
     }
@@ -38,6 +40,10 @@ final class MicroVmSandbox implements DriverSandbox {
 
     Process qemu() {
         return qemu;
+    }
+
+    VmmJail jail() {
+        return jail;
     }
 
     Path dir() {

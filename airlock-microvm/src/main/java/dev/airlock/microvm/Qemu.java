@@ -44,13 +44,18 @@ final class Qemu {
                 + " microvm driver");
     }
 
+    /** The guest's RAM: the sandbox's memory limit and the guest kernel's share, in whole MiB. */
+    static long guestMemoryBytes(Limits limits) {
+        return ((limits.memoryBytes() + GUEST_KERNEL_BYTES + (1 << 20) - 1) >> 20) << 20;
+    }
+
     /**
      * The command that boots one guest.
      *
      * @param dir the guest's own host directory: the agent's socket and the console log go there
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
-        long memoryMiB = (limits.memoryBytes() + GUEST_KERNEL_BYTES + (1 << 20) - 1) >> 20;
+        long memoryMiB = guestMemoryBytes(limits) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
         // no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and panic the boot
         String append = String.join(" ", "console=ttyS0", "quiet", "panic=-1", "no_timer_check",
@@ -58,7 +63,7 @@ final class Qemu {
                 "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids());
         List<String> c = new ArrayList<>(List.of(binary.toString(),
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-                "-M", "pc", "-cpu", accelerator.equals(MicroVmDriverConfig.KVM) ? "host" : "max", "-accel", accelerator,
+                "-M", "pc", "-cpu", accelerator.equals(MicroVmDriverConfig.KVM) ? "host" : "max", "-accel", accelerator.equals(MicroVmDriverConfig.KVM) ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
                 "-m", memoryMiB + "M", "-smp", Integer.toString(cpus),
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",

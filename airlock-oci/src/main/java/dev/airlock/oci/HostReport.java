@@ -111,7 +111,7 @@ public record HostReport(
     private static Check kvm() {
         Path dev = Path.of("/dev/kvm");
         if (!Files.exists(dev)) {
-            return new Check("kvm", false, "no /dev/kvm: microVM drivers unavailable");
+            return new Check("kvm", false, "no /dev/kvm: microVM guests can only be emulated (TCG, slow)");
         }
         // A device node proves nothing: only booting a guest does (the microvm runtime's line, where that driver is installed).
         return new Check("kvm", false, "/dev/kvm present, not proven: only a guest booted under it shows that it works (see the microvm runtime)");
