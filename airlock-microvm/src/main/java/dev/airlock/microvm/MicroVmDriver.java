@@ -151,6 +151,7 @@ public final class MicroVmDriver implements IsolationDriver {
             Files.setAttribute(dir, "unix:gid", (int) jail.uid());
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
+            InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
             // The broker's files are not shared into the guest in this step: there is nothing of it to bridge.
             if (broker.attach(id, spec, runDir, (int) jail.uid()).bridged()) {
                 throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver");
@@ -158,7 +159,7 @@ public final class MicroVmDriver implements IsolationDriver {
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
             qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), dir),
-                    config.accelerator()))
+                    config.accelerator(), kernel.vmlinux(), initramfs, dir))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())

@@ -26,8 +26,11 @@ import java.util.function.Predicate;
  * before it executes the rest, so QEMU never runs outside them; the cgroups also find every
  * process of the guest when it is destroyed.
  *
- * <p>What QEMU can still see of the host's files: whatever its uid may read (world-readable files;
- * the state directories are traversable, not listable, and each guest's is its own uid's alone).
+ * <p>What QEMU sees of the host's files: a root of its own ({@link #ROOT_SCRIPT}: a read-only
+ * tmpfs made in its mount namespace, then {@code pivot_root}) holding only the host's /usr
+ * (read-only: QEMU's own binary, libraries and firmware, and the guest's 9p export), a /dev of
+ * null, zero, random and urandom (and kvm under KVM), its pid namespace's /proc, the guest kernel
+ * and initramfs (read-only), and the guest's own directory.
  */
 final class VmmJail {
 
@@ -46,6 +49,41 @@ final class VmmJail {
     private static final long CPU_PERIOD_US = 100_000;
     private static final Path CGROUP_ROOT = Path.of("/sys/fs/cgroup");
     private static final long KILL_WAIT_MILLIS = 10_000;
+
+    /**
+     * Run as root in the new namespaces, before {@code setpriv}: builds QEMU's root on the mount point
+     * {@code $1} and pivots into it, then executes the rest of its arguments. {@code $2} and {@code $3}
+     * are the kernel and initramfs, {@code $4} the guest's directory, {@code $5} the extra device (or "").
+     */
+    static final String ROOT_SCRIPT = """
+            set -e
+            r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5
+            shift 5
+            mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev tmpfs "$r"
+            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old"
+            mount -o bind,ro,nosuid,nodev /usr "$r/usr"
+            for d in bin sbin lib lib64; do
+              if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$r/$d"
+              elif [ -d "/$d" ]; then mkdir "$r/$d"; mount -o bind,ro,nosuid,nodev "/$d" "$r/$d"; fi
+            done
+            for n in null zero random urandom $extra; do
+              touch "$r/dev/$n"; mount -o bind,nosuid "/dev/$n" "$r/dev/$n"
+            done
+            mount -t proc -o nosuid,nodev,noexec proc "$r/proc"
+            for f in "$kernel" "$initramfs"; do
+              mkdir -p "$r$(dirname "$f")"; touch "$r$f"; mount -o bind,ro,nosuid,nodev "$f" "$r$f"
+            done
+            mkdir -p "$r$dir"; mount -o bind,nosuid,nodev "$dir" "$r$dir"
+            cd "$r"
+            pivot_root . old
+            umount -l /old
+            rmdir /old
+            mount -o remount,ro,nosuid,nodev /
+            exec "$@"
+            """;
+
+    /** The mount point of QEMU's root, in the guest's directory (root's, empty: only the jail's mount namespace uses it). */
+    static final String ROOT_MOUNT = "root";
 
     private final String sandbox;
     private final long uid;
@@ -111,16 +149,19 @@ final class VmmJail {
 
     /**
      * {@code qemu} (its command line) run inside this jail: a shell joins the cgroups and executes
-     * {@code unshare}, which makes the namespaces and mounts their /proc, and {@code setpriv}, which
-     * drops to the guest's uid before QEMU starts.
+     * {@code unshare}, which makes the namespaces, {@link #ROOT_SCRIPT}, which gives QEMU its root, and
+     * {@code setpriv}, which drops to the guest's uid before QEMU starts. {@code kernel}, {@code initramfs}
+     * and {@code dir} (the guest's) are the host files QEMU needs, at the same paths in its root.
      */
-    List<String> wrap(List<String> qemu, String accelerator) {
+    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir) {
         StringBuilder join = new StringBuilder();
         for (Path cgroup : cgroups) {
             join.append("echo $$ > '").append(cgroup.resolve("cgroup.procs")).append("' && ");
         }
         List<String> c = new ArrayList<>(List.of("/bin/sh", "-c", join + "exec \"$@\"", "airlock-vmm-jail",
-                "unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts",
+                "unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts",
+                "/bin/sh", "-c", ROOT_SCRIPT, "airlock-vmm-root", dir.resolve(ROOT_MOUNT).toString(), kernel.toString(),
+                initramfs.toString(), dir.toString(), MicroVmDriverConfig.KVM.equals(accelerator) ? "kvm" : "",
                 "setpriv", "--reuid=" + uid, "--regid=" + uid, groups(accelerator), "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all", "--"));
         c.addAll(qemu);

@@ -125,8 +125,8 @@ class MicroVmDriverTest {
 
     /**
      * The QEMU of a guest runs jailed: not as root, with no capabilities, in mount, pid, network,
-     * IPC and UTS namespaces other than the host's, seeing only its own pid namespace in /proc, in
-     * cgroups whose memory, pids and cpu limits are set.
+     * IPC and UTS namespaces other than the host's, in a root of its own, in cgroups whose memory,
+     * pids and cpu limits are set.
      */
     private static void assertJailed(ProcessHandle qemu, String sandboxId) throws Exception {
         Path proc = Path.of("/proc", Long.toString(qemu.pid()));
@@ -139,6 +139,14 @@ class MicroVmDriverTest {
         for (String ns : List.of("mnt", "pid", "net", "ipc", "uts")) {
             assertThat(Files.readSymbolicLink(proc.resolve("ns").resolve(ns)))
                     .as("QEMU's " + ns + " namespace").isNotEqualTo(Files.readSymbolicLink(Path.of("/proc/self/ns", ns)));
+        }
+        // Its root is its own: /usr, /dev, /proc, the guest's files, and none of the host's /etc, /root, /home or /tmp.
+        try (var entries = Files.list(proc.resolve("root"))) {
+            assertThat(entries.map(e -> e.getFileName().toString()).toList()).as("QEMU's root").contains("usr", "dev", "proc")
+                    .doesNotContain("etc", "root", "home", "tmp", "boot");
+        }
+        try (var devices = Files.list(proc.resolve("root").resolve("dev"))) {
+            assertThat(devices.map(e -> e.getFileName().toString()).toList()).containsExactlyInAnyOrder("null", "zero", "random", "urandom");
         }
         // A pid in the host's namespace and one in its own: one level below ours.
         String nsPids = status.stream().filter(l -> l.startsWith("NSpid:")).findFirst().orElseThrow();
