@@ -27,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The microVM isolation driver: each sandbox is a QEMU guest with its own Linux kernel (Debian's,
@@ -45,10 +44,9 @@ public final class MicroVmDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(MicroVmDriver.class);
     static final String SOCKET_NAME = "agent.sock";
-    static final String CONSOLE_LOG = "console.log";
+    /** The console's socket: shorter than {@link #SOCKET_NAME}, which so bounds the state root's length. */
+    static final String CONSOLE_SOCKET = "tty.sock";
     static final String QEMU_LOG = "qemu.log";
-    /** The console's kernel line for one OOM kill (printed at error level, so even under {@code quiet}). */
-    private static final String OOM_KILL_LINE = "Out of memory: Killed process";
     private static final int CONSOLE_TAIL_LINES = 12;
     private static final long KILL_WAIT_SECONDS = 10;
 
@@ -143,10 +141,11 @@ public final class MicroVmDriver implements IsolationDriver {
         Path dir = state.sandboxDir(id.value());
         Process qemu = null;
         VmmJail jail = null;
+        GuestConsole console = null;
         try {
             InstanceDirectory.createPrivate(dir);
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
-            // The guest's directory is its QEMU's alone: it makes the agent's socket and the console log there.
+            // The guest's directory is its QEMU's alone: it makes the agent's and the console's sockets there.
             Files.setAttribute(dir, "unix:uid", (int) jail.uid());
             Files.setAttribute(dir, "unix:gid", (int) jail.uid());
             Path runDir = dir.resolve("run");
@@ -164,17 +163,21 @@ public final class MicroVmDriver implements IsolationDriver {
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
                     .start();
-            SocketChannel channel = connect(id, qemu, dir, deadline);
+            // QEMU waits for the console's reader before it starts the guest: not a byte of the boot is lost.
+            SocketChannel consoleChannel = connect(id, qemu, dir, CONSOLE_SOCKET, deadline, null);
+            Files.deleteIfExists(dir.resolve(CONSOLE_SOCKET));
+            console = new GuestConsole(consoleChannel, id.value());
+            SocketChannel channel = connect(id, qemu, dir, SOCKET_NAME, deadline, console);
             // The socket file goes at once: no other host process can reach the guest's port.
             Files.deleteIfExists(dir.resolve(SOCKET_NAME));
             AgentClient agent;
             try {
                 agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
             } catch (IOException e) {
-                throw bootFailure(id, qemu, dir, "its agent did not say hello (" + e.getMessage() + ")");
+                throw bootFailure(id, qemu, dir, console, "its agent did not say hello (" + e.getMessage() + ")");
             }
             LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, dir, this);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, dir, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -187,6 +190,9 @@ public final class MicroVmDriver implements IsolationDriver {
             if (jail != null) {
                 jail.destroy();
             }
+            if (console != null) {
+                console.close();
+            }
             HostFiles.deleteTree(dir);
             if (e instanceof AirlockException ae) {
                 throw ae;
@@ -198,12 +204,13 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    /** Connects to the socket QEMU listens on for the guest's port, once QEMU has made it. */
-    private SocketChannel connect(SandboxId id, Process qemu, Path dir, long deadline) throws InterruptedException {
-        Path socket = dir.resolve(SOCKET_NAME);
+    /** Connects to the socket {@code name} QEMU listens on in {@code dir}, once QEMU has made it. */
+    private SocketChannel connect(SandboxId id, Process qemu, Path dir, String name, long deadline, GuestConsole console)
+            throws InterruptedException {
+        Path socket = dir.resolve(name);
         while (true) {
             if (!qemu.isAlive()) {
-                throw bootFailure(id, qemu, dir, "QEMU exited");
+                throw bootFailure(id, qemu, dir, console, "QEMU exited");
             }
             if (Files.exists(socket)) {
                 try {
@@ -213,21 +220,21 @@ public final class MicroVmDriver implements IsolationDriver {
                 }
             }
             if (System.nanoTime() > deadline) {
-                throw bootFailure(id, qemu, dir, "QEMU did not open the agent's socket");
+                throw bootFailure(id, qemu, dir, console, "QEMU did not open its socket " + name);
             }
             Thread.sleep(10);
         }
     }
 
     /** A failed boot, with what QEMU and the guest's console said: the guest's own words are all there is to go on. */
-    private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, String what) {
+    private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, GuestConsole console, String what) {
         String status = qemu.isAlive() ? "QEMU still running" : "QEMU exit status " + qemu.exitValue();
         return AirlockException.unavailable("the microVM of sandbox " + id + " did not start within " + config.startTimeout().toSeconds()
                 + "s: " + what + " (" + status + "; " + (config.accelerator().equals(MicroVmDriverConfig.KVM)
                 ? "under KVM: a KVM that hangs guests is best left for the tcg accelerator, as airlock doctor tells"
                 : "under software emulation (TCG) a busy host boots slowly: the driver's startTimeout sets the bound")
                 + "). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
-                + ". The guest console's last lines: " + tail(dir.resolve(CONSOLE_LOG), CONSOLE_TAIL_LINES));
+                + ". The guest console's last lines: " + (console == null ? "(not connected)" : console.tail(CONSOLE_TAIL_LINES)));
     }
 
     /** The last {@code lines} non-empty lines of a log, on one line, printable. */
@@ -244,20 +251,13 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    long oomKills(MicroVmSandbox sandbox) {
-        try (Stream<String> lines = Files.lines(sandbox.dir().resolve(CONSOLE_LOG), StandardCharsets.ISO_8859_1)) {
-            return lines.filter(l -> l.contains(OOM_KILL_LINE)).count();
-        } catch (IOException | UncheckedIOException e) {
-            return 0;
-        }
-    }
-
     /** Kills and removes one guest: the channel first (the guest then ends itself), then QEMU, then its directory. */
     void destroy(MicroVmSandbox sandbox) {
         live.remove(sandbox.id());
         sandbox.agent().close();
         kill(sandbox.qemu());
         sandbox.jail().destroy();
+        sandbox.console().close();
         HostFiles.deleteTree(sandbox.dir());
     }
 

@@ -16,7 +16,7 @@ import java.util.Map;
  * Settings of the microVM driver.
  *
  * @param stateRoot    where each instance keeps its lock, initramfs and one directory per guest
- *                     (console log, the agent's socket); a tmpfs such as /run is best, since a
+ *                     (the agent's and the console's sockets); a tmpfs such as /run is best, since a
  *                     reboot then leaves nothing to reap
  * @param cacheDir     where the guest kernel prepared from Debian's package is kept between runs
  *                     ({@code guest-kernel.sh}): about 70 MB, downloaded once

@@ -15,15 +15,17 @@ final class MicroVmSandbox implements DriverSandbox {
     private final AgentClient agent;
     private final Process qemu;
     private final VmmJail jail;
+    private final GuestConsole console;
     private final Path dir;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, Path dir, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, Path dir, MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
         this.jail = jail;
+        this.console = console;
         this.dir = dir;
         this.driver = driver;
     }
@@ -46,6 +48,10 @@ final class MicroVmSandbox implements DriverSandbox {
         return jail;
     }
 
+    GuestConsole console() {
+        return console;
+    }
+
     Path dir() {
         return dir;
     }
@@ -53,7 +59,7 @@ final class MicroVmSandbox implements DriverSandbox {
     /** The guest kernel's OOM kills, as its console reports them. */
     @Override
     public long oomKills() {
-        return driver.oomKills(this);
+        return console.oomKills();
     }
 
     @Override

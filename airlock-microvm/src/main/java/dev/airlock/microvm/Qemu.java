@@ -13,7 +13,7 @@ import java.util.List;
  * The command line of one guest's QEMU: the pc machine under software emulation (TCG) or KVM, no default
  * device, no network device, no display, seccomp on; the guest's kernel and initramfs; the host's
  * /usr shared read-only over 9p; the agent's channel a virtio-serial port whose host end is a unix
- * socket QEMU listens on; the serial console written to a file for diagnostics.
+ * socket QEMU listens on; the serial console another socket, read by the host ({@link GuestConsole}).
  *
  * <p>The pc machine type, not microvm: under TCG here Debian's kernel hangs at clock calibration in
  * most boots of microvm, while pc boots every time (about 4 s with the uncompressed vmlinux).
@@ -52,7 +52,7 @@ final class Qemu {
     /**
      * The command that boots one guest.
      *
-     * @param dir the guest's own host directory: the agent's socket and the console log go there
+     * @param dir the guest's own host directory: the agent's and the console's sockets go there
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
@@ -69,7 +69,9 @@ final class Qemu {
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
                 "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", append,
-                "-serial", "file:" + option(dir.resolve(MicroVmDriver.CONSOLE_LOG)),
+                // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
+                "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
+                "-serial", "chardev:console",
                 "-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none",
                 "-device", "virtio-9p-pci,fsdev=usr,mount_tag=usr",
                 "-device", "virtio-serial-pci",
