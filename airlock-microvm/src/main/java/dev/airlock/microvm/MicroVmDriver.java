@@ -44,6 +44,8 @@ public final class MicroVmDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(MicroVmDriver.class);
     static final String SOCKET_NAME = "agent.sock";
+    /** The parent cgroup of every guest's QEMU's cgroups ({@code <parent>/<sandbox id>} in each hierarchy). */
+    public static final String CGROUP_PARENT = VmmJail.CGROUP_PARENT;
     /** The console's socket: shorter than {@link #SOCKET_NAME}, which so bounds the state root's length. */
     static final String CONSOLE_SOCKET = "tty.sock";
     static final String QEMU_LOG = "qemu.log";
