@@ -21,9 +21,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The host directory of one driver instance, {@code <root>/engines/<instance>/}: its initramfs,
  * one directory per guest, and a lock file held for the instance's whole life. An instance whose
- * lock can be taken is dead, and everything under its directory is an orphan. The directories down
- * to each guest's are mode 0711: each guest's jailed QEMU (its own uid) may pass through them to its
- * own directory (0700, its uid's) and read the initramfs (0644), but list none of them.
+ * lock can be taken is dead, and everything under its directory is an orphan. Only root uses these
+ * directories, so they are mode 0700: a guest's jailed QEMU sees only what its jail binds into its
+ * own root (the initramfs, 0644, and its own sockets' directory).
  */
 final class InstanceDirectory implements AutoCloseable {
 
@@ -48,9 +48,9 @@ final class InstanceDirectory implements AutoCloseable {
         String instance = newInstanceName();
         Path dir = root.resolve("engines").resolve(instance);
         try {
-            createTraversable(root.resolve("engines"));
-            createTraversable(dir);
-            createTraversable(dir.resolve("sandboxes"));
+            createPrivate(root.resolve("engines"));
+            createPrivate(dir);
+            createPrivate(dir.resolve("sandboxes"));
             FileChannel channel = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
             if (channel.tryLock() == null) {
                 channel.close();
@@ -77,12 +77,6 @@ final class InstanceDirectory implements AutoCloseable {
     static void createPrivate(Path dir) throws IOException {
         Files.createDirectories(dir);
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
-    }
-
-    /** A directory others may pass through but not list (0711). */
-    static void createTraversable(Path dir) throws IOException {
-        Files.createDirectories(dir);
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
     }
 
     String instance() {

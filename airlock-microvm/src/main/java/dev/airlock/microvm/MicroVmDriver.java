@@ -49,6 +49,8 @@ public final class MicroVmDriver implements IsolationDriver {
     /** The console's socket: shorter than {@link #SOCKET_NAME}, which so bounds the state root's length. */
     static final String CONSOLE_SOCKET = "tty.sock";
     static final String QEMU_LOG = "qemu.log";
+    /** The guest directory's subdirectory that its jailed QEMU owns and sees: its sockets. */
+    static final String VMM_DIR = "vmm";
     private static final int CONSOLE_TAIL_LINES = 12;
     private static final long KILL_WAIT_SECONDS = 10;
 
@@ -147,9 +149,12 @@ public final class MicroVmDriver implements IsolationDriver {
         try {
             InstanceDirectory.createPrivate(dir);
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
-            // The guest's directory is its QEMU's alone: it makes the agent's and the console's sockets there.
-            Files.setAttribute(dir, "unix:uid", (int) jail.uid());
-            Files.setAttribute(dir, "unix:gid", (int) jail.uid());
+            // The one directory QEMU may write, its uid's: it makes the agent's and the console's sockets there. The rest
+            // of the guest's directory (qemu.log, the broker's run directory) stays root's, out of QEMU's sight.
+            Path vmmDir = dir.resolve(VMM_DIR);
+            InstanceDirectory.createPrivate(vmmDir);
+            Files.setAttribute(vmmDir, "unix:uid", (int) jail.uid());
+            Files.setAttribute(vmmDir, "unix:gid", (int) jail.uid());
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
             InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
@@ -159,19 +164,19 @@ public final class MicroVmDriver implements IsolationDriver {
             }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
-            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), dir),
-                    config.accelerator(), kernel.vmlinux(), initramfs, dir))
+            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir),
+                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT)))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
                     .start();
             // QEMU waits for the console's reader before it starts the guest: not a byte of the boot is lost.
             SocketChannel consoleChannel = connect(id, qemu, dir, CONSOLE_SOCKET, deadline, null);
-            Files.deleteIfExists(dir.resolve(CONSOLE_SOCKET));
+            Files.deleteIfExists(vmmDir.resolve(CONSOLE_SOCKET));
             console = new GuestConsole(consoleChannel, id.value());
             SocketChannel channel = connect(id, qemu, dir, SOCKET_NAME, deadline, console);
             // The socket file goes at once: no other host process can reach the guest's port.
-            Files.deleteIfExists(dir.resolve(SOCKET_NAME));
+            Files.deleteIfExists(vmmDir.resolve(SOCKET_NAME));
             AgentClient agent;
             try {
                 agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
@@ -209,7 +214,7 @@ public final class MicroVmDriver implements IsolationDriver {
     /** Connects to the socket {@code name} QEMU listens on in {@code dir}, once QEMU has made it. */
     private SocketChannel connect(SandboxId id, Process qemu, Path dir, String name, long deadline, GuestConsole console)
             throws InterruptedException {
-        Path socket = dir.resolve(name);
+        Path socket = dir.resolve(VMM_DIR).resolve(name);
         while (true) {
             if (!qemu.isAlive()) {
                 throw bootFailure(id, qemu, dir, console, "QEMU exited");

@@ -35,7 +35,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     private static final int UNIX_SOCKET_PATH_MAX = 107;
     /** The longest path of a socket below the state root: a guest's agent socket, its id at full length. */
     static final int SOCKET_BELOW_ROOT = ("/engines/" + "i".repeat(InstanceDirectory.NAME_LENGTH) + "/sandboxes/al-"
-            + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.SOCKET_NAME).length();
+            + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.VMM_DIR + "/" + MicroVmDriver.SOCKET_NAME).length();
 
     public MicroVmDriverConfig {
         if (stateRoot == null) {

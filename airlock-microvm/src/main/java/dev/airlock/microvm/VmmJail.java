@@ -30,7 +30,7 @@ import java.util.function.Predicate;
  * tmpfs made in its mount namespace, then {@code pivot_root}) holding only the host's /usr
  * (read-only: QEMU's own binary, libraries and firmware, and the guest's 9p export), a /dev of
  * null, zero, random and urandom (and kvm under KVM), its pid namespace's /proc, the guest kernel
- * and initramfs (read-only), and the guest's own directory.
+ * and initramfs (read-only), and the one directory it may write (its sockets).
  */
 final class VmmJail {
 
@@ -53,7 +53,7 @@ final class VmmJail {
     /**
      * Run as root in the new namespaces, before {@code setpriv}: builds QEMU's root on the mount point
      * {@code $1} and pivots into it, then executes the rest of its arguments. {@code $2} and {@code $3}
-     * are the kernel and initramfs, {@code $4} the guest's directory, {@code $5} the extra device (or "").
+     * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or "").
      */
     static final String ROOT_SCRIPT = """
             set -e
@@ -151,16 +151,17 @@ final class VmmJail {
      * {@code qemu} (its command line) run inside this jail: a shell joins the cgroups and executes
      * {@code unshare}, which makes the namespaces, {@link #ROOT_SCRIPT}, which gives QEMU its root, and
      * {@code setpriv}, which drops to the guest's uid before QEMU starts. {@code kernel}, {@code initramfs}
-     * and {@code dir} (the guest's) are the host files QEMU needs, at the same paths in its root.
+     * and {@code dir} (its uid's, for its sockets) are the host files QEMU needs, at the same paths in its
+     * root, built on the empty directory {@code rootMount}.
      */
-    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir) {
+    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir, Path rootMount) {
         StringBuilder join = new StringBuilder();
         for (Path cgroup : cgroups) {
             join.append("echo $$ > '").append(cgroup.resolve("cgroup.procs")).append("' && ");
         }
         List<String> c = new ArrayList<>(List.of("/bin/sh", "-c", join + "exec \"$@\"", "airlock-vmm-jail",
                 "unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts",
-                "/bin/sh", "-c", ROOT_SCRIPT, "airlock-vmm-root", dir.resolve(ROOT_MOUNT).toString(), kernel.toString(),
+                "/bin/sh", "-c", ROOT_SCRIPT, "airlock-vmm-root", rootMount.toString(), kernel.toString(),
                 initramfs.toString(), dir.toString(), MicroVmDriverConfig.KVM.equals(accelerator) ? "kvm" : "",
                 "setpriv", "--reuid=" + uid, "--regid=" + uid, groups(accelerator), "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all", "--"));
