@@ -62,6 +62,13 @@ class MicroVmDriverTest {
             assertThat(dir).isDirectory();
             assertThat(qemuProcessesOf(dir + "/")).hasSize(1);
             assertJailed(qemuProcessesOf(dir + "/").getFirst(), sandbox.id().value());
+            // What airlock leaks would report if this guest were left behind: its QEMU, its cgroups, its uid, its engine's state.
+            List<String> wouldLeak = MicroVmLeakCheck.findAll(MicroVmDriverConfig.defaults().stateRoot());
+            assertThat(wouldLeak).anyMatch(l -> l.equals("microvm: QEMU process " + qemuProcessesOf(dir + "/").getFirst().pid()
+                    + " of instance " + driver.instance()));
+            assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU cgroup ") && l.endsWith("/" + sandbox.id().value()));
+            assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU uid claimed "));
+            assertThat(wouldLeak).anyMatch(l -> l.endsWith("/engines/" + driver.instance()));
 
             long echoStart = System.nanoTime();
             ExecResult echo = exec(sandbox, "echo", "hello");
