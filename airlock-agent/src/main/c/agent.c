@@ -18,8 +18,12 @@
  * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers. It makes no policy
  * decision: the host proxy does, and code that connects to the socket directly gains nothing.
  *
+ * Every execution runs under a supervisor of its own (see supervise): a child of the agent that
+ * is a child subreaper, so everything the execution starts stays below it, whatever setsid or
+ * double fork it does, and killing the execution can end all of it on any kernel.
+ *
  * When it is not PID 1 (tests run it directly on a development host) it must not kill(-1): that
- * would kill every process of the user. It then kills only the process groups it started.
+ * would kill every process of the user. It then kills only what is below it in the process tree.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +45,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +63,7 @@ enum {
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 3
+#define PROTOCOL_VERSION 4
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
 #define MAX_EXECS 64
@@ -66,7 +71,9 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 #define MAX_STDIN_PENDING (16 * 1024 * 1024 + MAX_FRAME)
 #define MAX_MESSAGE 512                /* FAILED message */
 #define MAX_DRAIN (32 * CHUNK)         /* bound on the final drain of one pipe, see finish_exec */
-#define MAX_TEST_GROUPS 1024
+#define MAX_SUPERVISORS 32768         /* supervisors alive at once: running executions and those whose background lives on */
+#define MAX_PROCS 65536               /* processes one scan of /proc considers (a sandbox holds at most 32768) */
+#define TREE_KILL_TRIES 100           /* killing an execution's tree: up to 100 scans of /proc, 10 ms apart */
 #define MAX_READS 16                   /* READ_FILE streams in progress at once */
 #define MAX_LIST 10000                 /* entries one LIST may report */
 #define MAX_REMOVE_DEPTH 128           /* directory levels a recursive REMOVE descends (one fd each) */
@@ -79,8 +86,11 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 struct exec {
     int used;
     uint32_t id;
-    pid_t pid;
+    pid_t pid;                         /* the command (STARTED); 0 until its supervisor has forked it */
+    pid_t supervisor;                  /* our child that forks the command and holds its tree */
     int out_fd, err_fd, in_fd;         /* -1 once closed */
+    int status_fd;                     /* from the supervisor: the command's pid, then its wait status */
+    int exit_status, exit_known;       /* the command's, once reported by a supervisor that is exiting */
     char *pending;                     /* stdin not yet accepted by the pipe */
     size_t pending_len, pending_off;
     int close_stdin_when_drained;
@@ -105,9 +115,9 @@ static int sock_is_device;             /* the channel is a character device: rea
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
 
-/* Test mode only: every process group ever started, killed on exit (see kill_everything). */
-static pid_t test_groups[MAX_TEST_GROUPS];
-static int test_group_count;
+/* Every supervisor we forked that we have not reaped yet: our only children that are not strays. */
+static pid_t supervisors[MAX_SUPERVISORS];
+static int supervisor_count;
 
 /* Incoming frame: 4-byte header, then N bytes. Filled incrementally, never blocking on the host. */
 static unsigned char in_frame[4 + MAX_FRAME];
@@ -124,35 +134,176 @@ static char *env_buf[MAX_STRINGS + 1];
 static unsigned char out_frame[4 + 1 + 8 + CHUNK + MAX_MESSAGE];
 _Static_assert(sizeof out_frame > 5 + 4 + 2 * (4 + PATH_MAX) + 1 + 8 + 4 + 8, "out_frame too small for FILEINFO");
 
+/* ---------------------------------------------------------------- process trees
+ *
+ * Which processes belong to an execution is read from the process tree: /proc/PID/stat names each
+ * process's parent. Every execution's supervisor is a child subreaper, so a process of the
+ * execution whose parent dies is adopted by the supervisor, never by us: setsid, a double fork or
+ * a new process group cannot take it out of the supervisor's subtree. Only the death of the
+ * supervisor itself (the code may SIGKILL it: same uid) lets its descendants reach us; a child of
+ * ours that is not a supervisor is therefore a stray of such an execution, and is killed. The scan
+ * works the same under any kernel that has /proc (the host's, gVisor's Sentry, a microVM's guest).
+ */
+
+static pid_t self;                     /* our pid: 1, or any in test mode */
+
+static int supervisor_index(pid_t pid) {
+    for (int i = 0; i < supervisor_count; i++) {
+        if (supervisors[i] == pid) return i;
+    }
+    return -1;
+}
+
+/* One process of a /proc scan. below: 0 not known yet, 1 below the root of this scan, 2 not. */
+struct proc {
+    pid_t pid, ppid;
+    char live;                         /* not a zombie: it may still run, and fork */
+    char below;
+};
+
+static struct proc procs[MAX_PROCS];
+static int proc_count;
+static int trail[MAX_PROCS];
+
+static int by_pid(const void *a, const void *b) {
+    pid_t x = ((const struct proc *) a)->pid, y = ((const struct proc *) b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Reads every process's pid, parent and whether it is a zombie, sorted by pid. */
+static void scan_procs(void) {
+    proc_count = 0;
+    DIR *dir = opendir("/proc");
+    if (dir == NULL) {
+        return;
+    }
+    struct dirent *entry;
+    while (proc_count < MAX_PROCS && (entry = readdir(dir)) != NULL) {
+        char *end;
+        long pid = strtol(entry->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0) continue;
+        char path[32], buf[256];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;          /* gone since readdir */
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) continue;
+        buf[n] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold anything, ')' too, but is at most 15 bytes. */
+        char *paren = strrchr(buf, ')');
+        char state;
+        long ppid;
+        if (paren == NULL || sscanf(paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+        procs[proc_count++] = (struct proc) { .pid = (pid_t) pid, .ppid = (pid_t) ppid,
+                                              .live = state != 'Z' && state != 'X' && state != 'x' };
+    }
+    closedir(dir);
+    qsort(procs, (size_t) proc_count, sizeof procs[0], by_pid);
+}
+
+/* Whether procs[i] is below `root`, following parents up; the answer is kept for the whole chain. */
+static int is_below(int i, pid_t root, int spare_supervisors) {
+    int n = 0;
+    char verdict = 2;
+    while (n < proc_count) {
+        struct proc *p = &procs[i];
+        if (p->below != 0) {
+            verdict = p->below;
+            break;
+        }
+        trail[n++] = i;
+        if (p->ppid == root) {
+            verdict = spare_supervisors && supervisor_index(p->pid) >= 0 ? 2 : 1;
+            break;
+        }
+        struct proc key = { .pid = p->ppid };
+        struct proc *parent = bsearch(&key, procs, (size_t) proc_count, sizeof procs[0], by_pid);
+        if (parent == NULL) {
+            break;                     /* its parent is outside our pid namespace, or gone */
+        }
+        i = (int) (parent - procs);
+    }
+    for (int k = 0; k < n; k++) {
+        procs[trail[k]].below = verdict;
+    }
+    return verdict == 1;
+}
+
+/*
+ * One scan: SIGKILL to every live process below `root` (with spare_supervisors, not to our
+ * supervisors nor anything below them). Returns how many it signalled.
+ */
+static int kill_below_once(pid_t root, int spare_supervisors) {
+    scan_procs();
+    int killed = 0;
+    for (int i = 0; i < proc_count; i++) {
+        if (procs[i].live && is_below(i, root, spare_supervisors)) {
+            kill(procs[i].pid, SIGKILL);
+            killed++;
+        }
+    }
+    return killed;
+}
+
+/*
+ * SIGKILL to everything below `root`, scan after scan, until two scans 10 ms apart find nothing
+ * alive there (or TREE_KILL_TRIES scans were made). One empty scan after a kill is no proof: a
+ * process whose parent died during the scan may have been missed (the parent's entry gone, the
+ * process not yet shown under its new one); two in a row are. The first scan finding nothing is:
+ * nothing was dying then. Returns whether anything was found.
+ */
+static int kill_below(pid_t root, int spare_supervisors) {
+    int found = 0;
+    for (int tries = 0, clean = 0; tries < TREE_KILL_TRIES && clean < 2; tries++) {
+        if (kill_below_once(root, spare_supervisors) > 0) {
+            found = 1;
+            clean = 0;
+        } else if (!found) {
+            return 0;
+        } else {
+            clean++;
+        }
+        usleep(10 * 1000);
+    }
+    return found;
+}
+
+/*
+ * Kills an execution's whole tree: every process below its supervisor, then the supervisor
+ * (whose death the reap turns into EXIT). The supervisor is killed last, and by us: until then
+ * it adopts every orphan of the tree, and after, nothing is left that it should have reaped.
+ */
+static void kill_execution_tree(pid_t supervisor) {
+    kill_below(supervisor, 0);
+    kill(supervisor, SIGKILL);
+}
+
+/* Kills every stray: a process we adopted because the supervisor above it died. */
+static void kill_strays(void) {
+    kill_below(self, 1);
+}
+
 /* ---------------------------------------------------------------- shutdown */
 
-/* SIGKILL to every process we may end: all of the namespace but us as PID 1, else our groups. */
+/* SIGKILL to every process we may end: all of the namespace but us as PID 1, else all below us. */
 static void signal_everything(void) {
     if (is_init) {
         /* Every process in the namespace except us; our exit then ends the namespace. */
         kill(-1, SIGKILL);
         return;
     }
-    for (int i = 0; i < MAX_EXECS; i++) {
-        if (execs[i].used) {
-            kill(-execs[i].pid, SIGKILL);
-        }
-    }
-    /* Groups of finished execs may still hold background processes. A process group id stays
-     * reserved while any member lives, so this cannot hit an unrelated group unless the id was
-     * freed and reused by a new group leader, which pid wrap-around makes negligible. */
-    for (int i = 0; i < test_group_count; i++) {
-        kill(-test_groups[i], SIGKILL);
-    }
+    /* We are a child subreaper: nothing we started can leave our subtree. */
+    kill_below_once(self, 0);
 }
 
 static void kill_everything(void) {
-    signal_everything();
     if (is_init) {
+        signal_everything();
         return;
     }
-    /* Reap them (we are their subreaper), so they do not linger as zombies of the host's init,
-     * which may not reap. Bounded: a process that left our groups is not waited for. */
+    kill_below(self, 0);
+    /* Reap them, so they do not linger as zombies of the host's init, which may not reap. */
     for (int tries = 0; tries < 100; tries++) {
         pid_t pid;
         while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
@@ -273,7 +424,8 @@ static int forward_output(struct exec *e, int *fd, int type) {
 }
 
 /*
- * The main process exited: forward what it left in its pipes, then EXIT. Reading stops at
+ * The command exited (its supervisor said so), or the supervisor died before it could: forward
+ * what the command left in its pipes, then EXIT. Reading stops at
  * EAGAIN, not EOF, because a background child may keep the pipes open for ever. The bound stops a
  * background child that writes without pause from holding the exit back (a pipe holds at most
  * 1 MiB unless raised by root, so nothing the main process wrote is lost).
@@ -291,6 +443,7 @@ static void finish_exec(struct exec *e, int status) {
     }
     close_fd(&e->out_fd);
     close_fd(&e->err_fd);
+    close_fd(&e->status_fd);
     close_stdin(e);
     int code, sig = 0;
     if (WIFSIGNALED(status)) {
@@ -305,28 +458,95 @@ static void finish_exec(struct exec *e, int status) {
 
 static void forget_held(struct exec *e, const char *why);
 
-/* Reaps every child that has exited: our execs and any orphan reparented to us. */
+/* The exec whose supervisor is `pid`, or NULL (its EXIT or FAILED was sent already). */
+static struct exec *exec_of_supervisor(pid_t pid) {
+    for (int i = 0; i < MAX_EXECS; i++) {
+        if (execs[i].used && execs[i].supervisor == pid) return &execs[i];
+    }
+    return NULL;
+}
+
+/*
+ * Reads the command's wait status from the supervisor, if it sent it, and whether the supervisor
+ * is exiting with it (nothing else of the execution was left). 1 if it did, 0 if not yet, -1 at EOF.
+ */
+static int read_status(struct exec *e, int *status, int *last) {
+    unsigned char b[5];
+    ssize_t n;
+    do {
+        n = read(e->status_fd, b, sizeof b);
+    } while (n < 0 && errno == EINTR);
+    if (n == sizeof b) {
+        *status = (int) get_u32(b);
+        *last = b[4] == 'e';
+        return 1;
+    }
+    return n < 0 && errno == EAGAIN ? 0 : -1;
+}
+
+/*
+ * The supervisor's pipe is readable: the command's exit, or the end of a supervisor that died
+ * first. A supervisor that exits with the report is reaped before EXIT goes out, so the host finds
+ * the execution's cgroup empty once it has EXIT; one that lives on (background processes) is not.
+ */
+static void on_status(struct exec *e) {
+    int status, last;
+    int r = read_status(e, &status, &last);
+    if (r > 0 && !last) {
+        finish_exec(e, status);
+    } else if (r != 0) {
+        if (r > 0) {
+            e->exit_status = status;
+            e->exit_known = 1;
+        }
+        close_fd(&e->status_fd);       /* it exits or died: the reap of it ends the exec */
+    }
+}
+
+/*
+ * Reaps every child that has exited: supervisors, and strays (anything else we were made to
+ * adopt). A supervisor that dies before it reported its command's exit ends the exec with its own
+ * wait status (a SIGKILL, in practice: the host's kill, or the code's). A supervisor killed by a
+ * signal, or a stray that died, means strays may be alive: they are killed.
+ */
 static void reap_children(void) {
+    int strays = 0;
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0) {
-            return;                    /* 0: none exited yet; -1/ECHILD: no children left */
+            break;                     /* 0: none exited yet; -1/ECHILD: no children left */
         }
-        for (int i = 0; i < MAX_EXECS; i++) {
-            if (execs[i].used && execs[i].pid == pid) {
-                if (execs[i].go_fd >= 0) {
-                    forget_held(&execs[i], "killed before the host released it");
-                } else {
-                    finish_exec(&execs[i], status);
-                }
-                break;
-            }
+        int k = supervisor_index(pid);
+        if (k < 0) {
+            strays = 1;
+            continue;
         }
+        supervisors[k] = supervisors[--supervisor_count];
+        if (WIFSIGNALED(status)) {
+            strays = 1;
+        }
+        struct exec *e = exec_of_supervisor(pid);
+        if (e == NULL) {
+            continue;                  /* it outlived its command, for that command's background */
+        }
+        int reported, last;
+        if (e->go_fd >= 0) {
+            forget_held(e, "killed before the host released it");
+        } else if (e->exit_known) {
+            finish_exec(e, e->exit_status);
+        } else if (e->status_fd >= 0 && read_status(e, &reported, &last) > 0) {
+            finish_exec(e, reported);
+        } else {
+            finish_exec(e, status);
+        }
+    }
+    if (strays) {
+        kill_strays();
     }
 }
 
-/* In the child, between fork and exec: report why we could not start and give up. */
+/* In the supervisor or the command, before exec: report why we could not start and give up. */
 static _Noreturn void child_fail(int report_fd, const char *fmt, const char *arg) {
     char message[MAX_MESSAGE];
     int n = snprintf(message, sizeof message, fmt, arg, strerror(errno));
@@ -337,21 +557,9 @@ static _Noreturn void child_fail(int report_fd, const char *fmt, const char *arg
     _exit(127);
 }
 
-static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, int go_r, const char *cwd) {
+/* The command, forked by its supervisor: its own session, its pipes as 0-2, then exec. */
+static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, const char *cwd) {
     setsid();
-    if (go_r >= 0) {
-        /* Held: the host moves us into this execution's own cgroup, then lets us go on. */
-        char go = 0;
-        ssize_t n;
-        do {
-            n = read(go_r, &go, 1);
-        } while (n < 0 && errno == EINTR);
-        if (n != 1 || go != 'g') {
-            errno = ECANCELED;
-            child_fail(report_fd, "%s: not started: the host did not release it: %s", argv_buf[0]);
-        }
-        close(go_r);
-    }
     /* dup2 clears close-on-exec on 0-2; every other descriptor the agent holds is close-on-exec. */
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) {
         child_fail(report_fd, "%s: cannot set up standard streams: %s", argv_buf[0]);
@@ -379,20 +587,123 @@ static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, 
     child_fail(report_fd, "%s: %s", argv_buf[0]);
 }
 
-/* A held exec that ends before RELEASE (its child was killed from inside): it never started. */
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *) a, y = *(const int *) b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Closes every descriptor from 3 up but the `n` in keep (ascending): a supervisor does not exec,
+ * so close-on-exec does nothing for it, and it must not hold the control socket, other executions'
+ * pipes or egress connections open while it lives on. close_range where the kernel has it, else
+ * the list in /proc/self/fd.
+ */
+static void close_all_but(int *keep, int n) {
+    qsort(keep, (size_t) n, sizeof keep[0], cmp_int);
+    unsigned int from = 3;
+    int ok = 1;
+    for (int i = 0; i <= n && ok; i++) {
+        unsigned int to = i < n ? (unsigned int) keep[i] : ~0U;
+        if (i < n && keep[i] < 3) continue;
+        if (to > from) ok = syscall(SYS_close_range, from, to - 1, 0) == 0;
+        from = to + 1;
+    }
+    if (ok) return;
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL) return;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        int fd = atoi(entry->d_name);
+        if (fd < 3 || fd == dirfd(dir) || bsearch(&fd, keep, (size_t) n, sizeof keep[0], cmp_int) != NULL) continue;
+        close(fd);
+    }
+    closedir(dir);
+}
+
+/* 4 bytes, and a 5th when `tail` is not 0. At most 9 bytes ever go down the pipe: it never blocks. */
+static void put_status(int fd, uint32_t v, char tail) {
+    unsigned char b[5];
+    put_u32(b, v);
+    b[4] = (unsigned char) tail;
+    ssize_t ignored = write(fd, b, tail != 0 ? 5 : 4);
+    (void) ignored;
+}
+
+/*
+ * The supervisor of one execution: forked by the agent, it never execs. It makes itself a child
+ * subreaper, so every process the command starts stays in its subtree: an orphan is adopted by
+ * it, not by PID 1, whatever session or process group it is in. It forks the command (after the
+ * host's RELEASE, for a held exec: the host places the supervisor in the execution's cgroup, and
+ * the command is born inside), sends the agent the command's pid and then its wait status on the
+ * status pipe (with 'e' if it exits at once, nothing else being left, else 'l': it lives on),
+ * reaps every orphan it adopts, and exits once it has no child left: a command's
+ * background processes (`cmd &`) live on after it, under the supervisor. It ignores every signal it
+ * can, so that only SIGKILL (the agent's, the host's, or the code's own) or SIGSTOP reaches it.
+ */
+static _Noreturn void supervise(int in_r, int out_w, int err_w, int report_w, int status_w, int go_r, const char *cwd) {
+    int keep[] = { in_r, out_w, err_w, report_w, status_w, go_r };
+    close_all_but(keep, go_r >= 0 ? 6 : 5);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    for (int s = 1; s < NSIG; s++) {
+        if (s != SIGCHLD) signal(s, SIG_IGN);   /* an ignored SIGCHLD would reap the command for us */
+    }
+    if (go_r >= 0) {
+        /* Held: the host moves us into this execution's own cgroup, then lets us go on. */
+        char go = 0;
+        ssize_t n;
+        do {
+            n = read(go_r, &go, 1);
+        } while (n < 0 && errno == EINTR);
+        if (n != 1 || go != 'g') {
+            errno = ECANCELED;
+            child_fail(report_w, "%s: not started: the host did not release it: %s", argv_buf[0]);
+        }
+        close(go_r);
+    }
+    pid_t command = fork();
+    if (command == 0) {
+        close(status_w);
+        child_exec(in_r, out_w, err_w, report_w, cwd);
+    }
+    if (command < 0) {
+        child_fail(report_w, "%s: cannot fork: %s", argv_buf[0]);
+    }
+    /* The pid first, then the report pipe closed: when the agent sees the command exec'd, it is there. */
+    put_status(status_w, (uint32_t) command, 0);
+    close(in_r); close(out_w); close(err_w); close(report_w);
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid == command) {
+            /* Reap what else has ended: with nothing left, nothing can be adopted any more. */
+            pid_t other;
+            while ((other = waitpid(-1, NULL, WNOHANG)) > 0) {
+            }
+            int last = other < 0 && errno == ECHILD;
+            put_status(status_w, (uint32_t) status, last ? 'e' : 'l');
+            if (last) _exit(0);
+        } else if (pid < 0 && errno != EINTR) {
+            _exit(0);                  /* ECHILD: nothing of the execution is left */
+        }
+    }
+}
+
+/* A held exec that ends before RELEASE (its supervisor was killed from inside): it never started. */
 static void forget_held(struct exec *e, const char *why) {
     close_fd(&e->go_fd);
     close_fd(&e->report_fd);
     close_fd(&e->out_fd);
     close_fd(&e->err_fd);
+    close_fd(&e->status_fd);
     close_stdin(e);
     send_failed(e->id, why);
     e->used = 0;
 }
 
 /*
- * Waits until the child has exec'd (EOF on the close-on-exec report pipe) or reported why it
- * could not, then answers STARTED or FAILED. The wait is short: the child only sets up and execs.
+ * Waits until the command has exec'd (EOF on the close-on-exec report pipe, which the supervisor
+ * closes once it has sent the command's pid) or one of them reported why it could not, then
+ * answers STARTED with the command's pid, or FAILED. The wait is short: they only set up and exec.
  */
 static void await_exec(struct exec *e) {
     char message[MAX_MESSAGE];
@@ -401,24 +712,38 @@ static void await_exec(struct exec *e) {
         n = read(e->report_fd, message, sizeof message - 1);
     } while (n < 0 && errno == EINTR);
     close_fd(&e->report_fd);
+    unsigned char pid[4];
+    ssize_t got = 0;
+    if (n <= 0) {
+        do {
+            got = read(e->status_fd, pid, sizeof pid);
+        } while (got < 0 && errno == EINTR);
+        if (got != sizeof pid) {
+            snprintf(message, sizeof message, "%s: not started: its supervisor was killed", argv_buf[0]);
+            n = (ssize_t) strlen(message);
+        }
+    }
     if (n > 0) {
         message[n] = '\0';
-        waitpid(e->pid, NULL, 0);      /* it exits at once with 127; reap it here, not as an exec */
-        close_fd(&e->in_fd); close_fd(&e->out_fd); close_fd(&e->err_fd);
+        /* The supervisor exits by itself (or was killed); the reap finds no exec for it then.
+         * Were the command started all the same, it would be a stray, and killed. */
+        close_fd(&e->in_fd); close_fd(&e->out_fd); close_fd(&e->err_fd); close_fd(&e->status_fd);
         e->used = 0;
         send_failed(e->id, message);
         return;
     }
+    e->pid = (pid_t) get_u32(pid);
     fcntl(e->in_fd, F_SETFL, O_NONBLOCK);
     fcntl(e->out_fd, F_SETFL, O_NONBLOCK);
     fcntl(e->err_fd, F_SETFL, O_NONBLOCK);
-    if (!is_init && test_group_count < MAX_TEST_GROUPS) {
-        test_groups[test_group_count++] = e->pid;
-    }
+    fcntl(e->status_fd, F_SETFL, O_NONBLOCK);
     send_ids(T_STARTED, e->id, (uint32_t) e->pid, 0, 2);
 }
 
-/* EXEC, or EXEC_HELD (held): then the child waits for RELEASE, and FORKED tells the host its pid. */
+/*
+ * EXEC, or EXEC_HELD (held): then the supervisor waits for RELEASE before it forks the command,
+ * and FORKED tells the host the supervisor's pid.
+ */
 static void start_exec(uint32_t id, const char *cwd, int held) {
     if (quiesced) {
         send_failed(id, "the sandbox is being destroyed: no process may start in it");
@@ -432,32 +757,38 @@ static void start_exec(uint32_t id, const char *cwd, int held) {
         send_failed(id, "too many processes running at once (the limit is 64)");
         return;
     }
-    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, go[2] = { -1, -1 };
+    if (supervisor_count == MAX_SUPERVISORS) {
+        send_failed(id, "too many executions still have background processes running (the limit is 32768)");
+        return;
+    }
+    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, status[2] = { -1, -1 },
+        go[2] = { -1, -1 };
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0
-            || pipe2(report, O_CLOEXEC) < 0 || (held && pipe2(go, O_CLOEXEC) < 0)) {
+            || pipe2(report, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 || (held && pipe2(go, O_CLOEXEC) < 0)) {
         char message[MAX_MESSAGE];
         snprintf(message, sizeof message, "%s: cannot create pipes: %s", argv_buf[0], strerror(errno));
         for (int i = 0; i < 2; i++) {
-            close_fd(&in[i]); close_fd(&out[i]); close_fd(&err[i]); close_fd(&report[i]); close_fd(&go[i]);
+            close_fd(&in[i]); close_fd(&out[i]); close_fd(&err[i]); close_fd(&report[i]); close_fd(&status[i]); close_fd(&go[i]);
         }
         send_failed(id, message);
         return;
     }
     pid_t pid = fork();
     if (pid == 0) {
-        child_exec(in[0], out[1], err[1], report[1], go[0], cwd);
+        supervise(in[0], out[1], err[1], report[1], status[1], go[0], cwd);
     }
     int fork_errno = errno;
-    close(in[0]); close(out[1]); close(err[1]); close(report[1]); close_fd(&go[0]);
+    close(in[0]); close(out[1]); close(err[1]); close(report[1]); close(status[1]); close_fd(&go[0]);
     if (pid < 0) {
         char message[MAX_MESSAGE];
         snprintf(message, sizeof message, "%s: cannot fork: %s", argv_buf[0], strerror(fork_errno));
-        close(in[1]); close(out[0]); close(err[0]); close(report[0]); close_fd(&go[1]);
+        close(in[1]); close(out[0]); close(err[0]); close(report[0]); close(status[0]); close_fd(&go[1]);
         send_failed(id, message);
         return;
     }
-    *e = (struct exec) { .used = 1, .id = id, .pid = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0],
-                         .go_fd = go[1], .report_fd = report[0] };
+    supervisors[supervisor_count++] = pid;
+    *e = (struct exec) { .used = 1, .id = id, .supervisor = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0],
+                         .status_fd = status[0], .go_fd = go[1], .report_fd = report[0] };
     if (held) {
         send_ids(T_FORKED, id, (uint32_t) pid, 0, 2);
     } else {
@@ -465,7 +796,7 @@ static void start_exec(uint32_t id, const char *cwd, int held) {
     }
 }
 
-/* RELEASE: the host placed a held child (go = 1) or gave up on it (go = 0). */
+/* RELEASE: the host placed a held supervisor (go = 1) or gave up on it (go = 0). */
 static void release_exec(struct exec *e, int go_on) {
     char byte = go_on ? 'g' : 'x';
     ssize_t ignored = write(e->go_fd, &byte, 1);
@@ -1226,8 +1557,13 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         uint32_t sig = read_u32(&r);
         if (r.left != 0 || sig == 0 || sig >= NSIG) die("malformed frame from host: bad SIGNAL");
         struct exec *e = find_exec(id);
-        if (e != NULL) {
-            kill(-e->pid, (int) sig);
+        if (e == NULL) {
+            break;                     /* it exited: what it left running stays */
+        }
+        if (sig == SIGKILL) {
+            kill_execution_tree(e->supervisor);
+        } else if (e->pid > 0) {
+            kill(-e->pid, (int) sig);  /* the command's process group (it leads its own session) */
         }
         break;
     }
@@ -1580,7 +1916,8 @@ int main(int argc, char **argv) {
     const char *control_path = argv[arg];
     /* Sandboxed code runs as our user: without this it could ptrace us or read /proc/1/fd. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    is_init = getpid() == 1;
+    self = getpid();
+    is_init = self == 1;
     if (!is_init) {
         /* Outside a pid namespace, adopt orphans ourselves, as PID 1 would, so they are reaped
          * here and their process groups stay reserved until we kill them. */
@@ -1617,7 +1954,7 @@ int main(int argc, char **argv) {
     }
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
 
-    enum { MAX_FDS = 2 + 3 * MAX_EXECS + 2 + 2 * MAX_BRIDGES };
+    enum { MAX_FDS = 2 + 4 * MAX_EXECS + 2 + 2 * MAX_BRIDGES };
     struct pollfd fds[MAX_FDS];
     struct { struct exec *e; int kind; struct bridge *b; int side; } owner[MAX_FDS];
     for (;;) {
@@ -1630,6 +1967,9 @@ int main(int argc, char **argv) {
             if (e->out_fd >= 0) { owner[n].e = e; owner[n].kind = T_STDOUT; fds[n++] = (struct pollfd) { .fd = e->out_fd, .events = POLLIN }; }
             if (e->err_fd >= 0) { owner[n].e = e; owner[n].kind = T_STDERR; fds[n++] = (struct pollfd) { .fd = e->err_fd, .events = POLLIN }; }
             if (e->in_fd >= 0 && e->pending != NULL) { owner[n].e = e; owner[n].kind = T_STDIN; fds[n++] = (struct pollfd) { .fd = e->in_fd, .events = POLLOUT }; }
+            /* Last of the exec's entries: its exit drains the others and frees the slot. A held
+             * exec's pipe is read by await_exec, after RELEASE. */
+            if (e->status_fd >= 0 && e->go_fd < 0) { owner[n].e = e; owner[n].kind = T_EXIT; fds[n++] = (struct pollfd) { .fd = e->status_fd, .events = POLLIN }; }
         }
         int n_exec = n;
         for (int i = 0; i < MAX_BRIDGES; i++) {
@@ -1663,6 +2003,7 @@ int main(int argc, char **argv) {
                 if (fds[i].revents & (POLLERR | POLLHUP)) close_stdin(e);
                 else flush_stdin(e);
             }
+            else if (owner[i].kind == T_EXIT && e->status_fd == fds[i].fd) on_status(e);
         }
         /* Bridges come in pairs of entries (side 0, side 1) for the same pair of descriptors. */
         for (int i = n_exec; i + 1 < n_bridge; i += 2) {

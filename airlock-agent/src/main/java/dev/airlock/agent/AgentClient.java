@@ -35,8 +35,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
-    static final int PROTOCOL_VERSION = 3;
+    /** 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 4;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
@@ -82,7 +82,7 @@ public final class AgentClient implements SandboxAgent {
 
     /**
      * Starts {@code request} like {@link #start(ExecRequest, OutputListener)}, but the agent holds
-     * the forked process until {@code placement} has put it in place; only then may it exec the
+     * the forked supervisor until {@code placement} has put it in place; only then may it fork the
      * command. A placement that throws ends the process unstarted and its exception is rethrown.
      * Costs one more round trip to the agent than a plain start.
      *

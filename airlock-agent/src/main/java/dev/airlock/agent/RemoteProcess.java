@@ -29,7 +29,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     private volatile RuntimeException placementFailure;
     /** The pid, or -1 when the agent answered FAILED. */
     private final CompletableFuture<Integer> started = new CompletableFuture<>();
-    /** For a held execution: the pid of the forked process, or -1 when it failed first. */
+    /** For a held execution: the pid of the forked process (the command's supervisor), or -1 when it failed first. */
     private final CompletableFuture<Integer> forked = new CompletableFuture<>();
     private final CompletableFuture<ProcessExit> exit = new CompletableFuture<>();
     /** Written by the reader thread before {@code exit} completes, so await sees it. */
@@ -81,8 +81,10 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     }
 
     boolean onStarted(int pid) {
-        // A held execution's STARTED must carry the pid its FORKED named.
-        return pid > 0 && (placement == null || forked.getNow(-1) == pid) && placementFailure == null && started.complete(pid);
+        // A held execution's STARTED comes after its FORKED, which named the supervisor: this is the
+        // command, the supervisor's child, never the supervisor itself.
+        int supervisor = forked.getNow(-1);
+        return pid > 0 && (placement == null || (supervisor > 0 && supervisor != pid)) && placementFailure == null && started.complete(pid);
     }
 
     boolean onOutput(boolean stdout, byte[] chunk) {

@@ -150,6 +150,78 @@ class AgentClientTest {
         awaitGone(background);
     }
 
+    /**
+     * SIGKILL to an execution ends everything it started: a setsid'd process and a daemon
+     * double-forked into a session of its own too, since all of it stays below the execution's
+     * supervisor (a child subreaper), whatever its session or process group.
+     */
+    @Test
+    void killingAnExecutionKillsEverythingItStartedWhateverItsSession() throws Exception {
+        String marker = marker();
+        Output output = new Output();
+        AgentProcess process = agent.client.start(command("sh", "-c", """
+                setsid sh -c 'exec sleep %s1' </dev/null >/dev/null 2>&1 &
+                (setsid sh -c 'sleep %s2 & wait' </dev/null >/dev/null 2>&1 &)
+                echo started; sleep 1000
+                """.formatted(marker, marker)), output);
+        awaitAlive(marker + "1");
+        awaitAlive(marker + "2");
+
+        process.signal(9);
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(137, 9, null));
+        assertThat(output.stdout()).isEqualTo("started\n");
+        awaitNoneAlive(marker);
+        assertThat(run(command("true"), OutputListener.NONE)).as("the agent serves on").isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    /** A command that exits on its own leaves its background processes running (sessions rely on `cmd &`). */
+    @Test
+    void aNormalExitLeavesBackgroundProcessesRunning() throws Exception {
+        String marker = marker();
+        ProcessExit exit = run(command("sh", "-c", "sleep %s1 </dev/null >/dev/null 2>&1 & setsid sleep %s2 </dev/null >/dev/null 2>&1 & echo done"
+                .formatted(marker, marker)), OutputListener.NONE);
+
+        assertThat(exit).isEqualTo(new ProcessExit(0, 0, null));
+        awaitAlive(marker + "1");
+        awaitAlive(marker + "2");
+        Thread.sleep(300);
+        assertThat(living(marker)).as("background processes after the command's exit").hasSize(2);
+        agent.close();
+        awaitNoneAlive(marker);
+    }
+
+    /**
+     * Code runs as the agent's uid and may SIGKILL its own supervisor: what it started is then
+     * adopted by the agent, which kills every process it adopts that is not a supervisor. The
+     * execution ends as its supervisor did.
+     */
+    @Test
+    void killingItsSupervisorKillsTheWholeExecution() throws Exception {
+        String marker = marker();
+        AgentProcess process = agent.client.start(command("sh", "-c", """
+                setsid sleep %s1 </dev/null >/dev/null 2>&1 &
+                sleep 0.2; kill -9 $PPID; sleep %s2
+                """.formatted(marker, marker)), OutputListener.NONE);
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(137, 9, null));
+        awaitNoneAlive(marker);
+        assertThat(run(command("true"), OutputListener.NONE)).as("the agent serves on").isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    /** STARTED names the command itself, a child of its supervisor, which is the agent's child. */
+    @Test
+    void theExecutionsPidIsTheCommandsUnderItsSupervisor() throws Exception {
+        AgentProcess sleep = agent.client.start(command("sleep", "100"), OutputListener.NONE);
+        ProcessHandle command = ProcessHandle.of(sleep.pid()).orElseThrow();
+        ProcessHandle supervisor = command.parent().orElseThrow();
+
+        assertThat(command.info().command()).hasValueSatisfying(c -> assertThat(c).endsWith("sleep"));
+        assertThat(supervisor.parent().map(ProcessHandle::pid)).contains(agent.process.pid());
+        sleep.signal(9);
+        assertThat(sleep.await(AWAIT)).isEqualTo(new ProcessExit(137, 9, null));
+    }
+
     @Test
     void runsManyProcessesAtOnce() throws Exception {
         List<AgentProcess> processes = new ArrayList<>();
@@ -292,6 +364,44 @@ class AgentClientTest {
         assertThat(exit.exitCode()).isEqualTo(RemoteProcess.START_FAILED_EXIT_CODE);
         assertThat(exit.startError()).contains("killed before the host released it");
         assertThat(run(command("true"), OutputListener.NONE)).isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    /** A number no other test's sleep has: "sleep <marker>N" names one process of this test. */
+    private static String marker() {
+        return "4711" + (System.nanoTime() % 1_000_000) + ".";
+    }
+
+    /** Pids of the live (not zombie) host processes whose command line holds {@code marker}. */
+    private static List<Long> living(String marker) throws IOException {
+        List<Long> found = new ArrayList<>();
+        try (var entries = Files.list(Path.of("/proc"))) {
+            for (Path p : entries.filter(p -> p.getFileName().toString().matches("\\d+")).toList()) {
+                try {
+                    String cmdline = Files.readString(p.resolve("cmdline")).replace('\0', ' ');
+                    String stat = Files.readString(p.resolve("stat"));
+                    if (cmdline.contains(marker) && !stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z")) {
+                        found.add(Long.parseLong(p.getFileName().toString()));
+                    }
+                } catch (IOException gone) {
+                    // exited meanwhile
+                }
+            }
+        }
+        return found;
+    }
+
+    private static void awaitAlive(String marker) throws Exception {
+        for (int i = 0; i < 200 && living(marker).isEmpty(); i++) {
+            Thread.sleep(50);
+        }
+        assertThat(living(marker)).as("processes running '%s'", marker).isNotEmpty();
+    }
+
+    private static void awaitNoneAlive(String marker) throws Exception {
+        for (int i = 0; i < 200 && !living(marker).isEmpty(); i++) {
+            Thread.sleep(50);
+        }
+        assertThat(living(marker)).as("processes running '%s' 10 s after they should have died", marker).isEmpty();
     }
 
     /** Waits until {@code pid} is gone or a zombie (dead, waiting for whoever adopted it to reap it). */

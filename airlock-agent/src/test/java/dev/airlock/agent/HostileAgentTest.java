@@ -129,11 +129,12 @@ class HostileAgentTest {
     }
 
     /**
-     * A held execution reported STARTED before the host released it, or with another pid than the
-     * one placed, is a process the host did not place: the connection is given up, the start fails.
+     * A held execution's STARTED names the command, the child of the supervisor FORKED named and the
+     * host placed: one naming the supervisor itself is a lie about what runs where. The connection is
+     * given up, the start fails.
      */
     @Test
-    void startedWithoutReleaseOrForAnotherPidClosesTheConnection() throws Exception {
+    void startedNamingTheSupervisorClosesTheConnection() throws Exception {
         send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         java.util.List<Integer> placed = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -156,7 +157,7 @@ class HostileAgentTest {
         assertThat(frame[0]).as("RELEASE after the placement").isEqualTo((byte) Frame.RELEASE);
         assertThat(placed).containsExactly(4242);
 
-        send(Frame.STARTED, ints(id, 4343));
+        send(Frame.STARTED, ints(id, 4242));
 
         assertThatThrownBy(() -> started.get(10, TimeUnit.SECONDS)).hasRootCauseInstanceOf(AgentProtocolException.class)
                 .rootCause().hasMessageContaining("frame type 11 does not fit the state of request " + id);

@@ -13,8 +13,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The real agent binary run directly on the host, connected as the engine connects it: the test
- * listens, the agent connects. Not PID 1 here, so on close the agent kills only its own process
- * groups.
+ * listens, the agent connects. Not PID 1 here, so on close the agent kills only what is below it
+ * in the process tree.
  */
 final class RealAgent implements AutoCloseable {
 

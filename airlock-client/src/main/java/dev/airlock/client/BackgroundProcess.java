@@ -129,7 +129,7 @@ public final class BackgroundProcess {
         transport.noContent("POST", path() + "/signal", RequestBodies.object("signal", signal));
     }
 
-    /** Kills the process and everything it started (SIGKILL to its process group). */
+    /** Kills the process and everything it started, whatever session or process group they moved to. */
     public void kill() {
         transport.noContent("DELETE", path(), null);
     }

@@ -51,7 +51,7 @@ public final class Execution {
         return result != null;
     }
 
-    /** Sends {@code signal} to the execution's whole process group. */
+    /** SIGKILL (9) kills the execution and everything it started; any other signal goes to its whole process group. */
     public void signal(int signal) {
         if (signal < 1 || signal > 64) {
             throw AirlockException.invalid("signal " + signal + " is not a signal number: give 1 to 64 (15 = TERM, 9 = KILL)");
@@ -65,7 +65,7 @@ public final class Execution {
 
     /**
      * Waits for the end, or the timeout, and returns the result. Interrupting the waiting thread
-     * cancels the execution: its process group is killed, and the output so far is kept.
+     * cancels the execution: it is killed with everything it started, and the output so far is kept.
      */
     public synchronized ExecResult await() {
         if (result != null) {

@@ -73,7 +73,7 @@ public final class Sandbox implements AutoCloseable {
 
     /**
      * Runs a process to its end, passing output to {@code listener} as it is produced. Interrupting
-     * the calling thread cancels the execution: its process group is killed.
+     * the calling thread cancels the execution: it is killed with everything it started.
      */
     public ExecResult exec(ExecRequest request, OutputListener listener) {
         return start(request, listener).await();

@@ -12,7 +12,8 @@ import java.time.Duration;
 public interface SandboxAgent extends AutoCloseable {
 
     /**
-     * Starts {@code request.argv()} in a new session and process group. The process's environment
+     * Starts {@code request.argv()} in a new session and process group, under a supervisor that
+     * keeps everything it starts together (see {@link AgentProcess#signal}). The process's environment
      * is exactly {@code request.env()}. Output is passed to {@code listener} as it arrives.
      */
     AgentProcess start(ExecRequest request, OutputListener listener) throws IOException;
@@ -123,7 +124,10 @@ public interface SandboxAgent extends AutoCloseable {
         /** Closes the process's standard input (the process reads end-of-file). */
         void closeStdin() throws IOException;
 
-        /** Sends {@code signal} to the process's whole process group. */
+        /**
+         * SIGKILL (9) kills the process and everything it started, whatever session or process
+         * group they moved to; any other signal goes to the process's whole process group.
+         */
         void signal(int signal) throws IOException;
 
         /**

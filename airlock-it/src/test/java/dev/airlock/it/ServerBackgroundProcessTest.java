@@ -71,7 +71,7 @@ class ServerBackgroundProcessTest {
         ExecResult r = ended(p);
         assertThat(r.endReason()).isEqualTo(EndReason.SIGNALED);
         assertThat(r.exitCode()).isEqualTo(137);
-        // SIGKILL went to the process group: no sleep is left in the sandbox.
+        // SIGKILL ended everything the process started: no sleep is left in the sandbox.
         ExecResult ps = sandbox.exec("sh", "-c", "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done");
         assertThat(ps.stdout()).doesNotContain("sleep 100");
     }

@@ -117,7 +117,7 @@ class ServerScaleTest {
             assertThat(bomb.refresh().isRunning()).as("the bomb ran all along").isTrue();
             assertThat(pidsLimitHits(bombed.id())).isGreaterThan(0);
 
-            // Killing the bomb's process group frees the sandbox again.
+            // Killing the bomb (everything it started) frees the sandbox again.
             bomb.kill();
             Optional<ExecResult> ended = bomb.waitFor(Duration.ofSeconds(30));
             assertThat(ended).isPresent();

@@ -15,9 +15,12 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A sandbox's agent whose executions each run in their own cgroup ({@link ExecCgroups}): SIGKILL to
- * an execution (its timeout, a cancel, a kill) kills everything in that cgroup, not only its
- * process group, so nothing it started survives. Other signals still go to its process group, and
- * a process left behind by an execution that exited on its own keeps running, as before.
+ * an execution (its timeout, a cancel, a kill) kills everything in that cgroup in one write, so
+ * nothing it started survives, whatever its process group (the agent's own kill of the execution's
+ * tree does the same by another way, and is the fallback). The agent places the execution's
+ * supervisor, which forks the command only after the placement, so the command is born inside.
+ * Other signals still go to its process group, and a process left behind by an execution that
+ * exited on its own keeps running, as before.
  */
 final class CgroupedAgent implements SandboxAgent {
 

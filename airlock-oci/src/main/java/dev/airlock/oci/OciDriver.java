@@ -61,8 +61,8 @@ public final class OciDriver implements IsolationDriver {
             LOG.warn("UNSAFE: sandboxes of this driver are deliberately weakened ({}): for airlock verify only", config.weakenings());
         }
         if (Cgroups.v2Root() == null && !Files.isDirectory(Cgroups.v1Hierarchy("freezer"))) {
-            LOG.warn("this host has neither a cgroup v2 hierarchy nor the v1 freezer: executions get no cgroup of their own, so a"
-                    + " process that leaves its process group (setsid) survives its execution's timeout or kill until the sandbox ends");
+            LOG.warn("this host has neither a cgroup v2 hierarchy nor the v1 freezer: executions get no cgroup of their own; a"
+                    + " timeout or kill ends everything an execution started through the agent's supervisor alone");
         }
         this.seccomp = Seccomp.defaultProfile();
         this.state = StateDirectory.create(config.stateRoot());

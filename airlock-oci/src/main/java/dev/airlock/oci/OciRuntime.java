@@ -128,8 +128,8 @@ final class OciRuntime {
     /**
      * Whether each execution can get a host cgroup of its own ({@link ExecCgroups}). Not under runsc:
      * the sandbox's processes are tasks of the Sentry, not host processes, so there is no host pid
-     * to move. A SIGKILL to an execution then goes to its process group (the agent's kill), and a
-     * process that left the group lives until the sandbox ends, which kills the whole Sentry.
+     * to move. A SIGKILL to an execution is then the agent's alone, which kills everything below the
+     * execution's supervisor (see docs/agent-protocol.md), a process that left its process group too.
      */
     boolean supportsExecCgroups() {
         return !isGvisor();

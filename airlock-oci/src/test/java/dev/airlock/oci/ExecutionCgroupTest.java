@@ -62,8 +62,8 @@ class ExecutionCgroupTest extends SandboxTestBase {
         try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
             sb.writeFile("/tmp/escape.py", ESCAPES.getBytes(StandardCharsets.UTF_8));
             Execution execution = sb.start(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofSeconds(3)), OutputListener.NONE);
-            // The test could fail: before the timeout, the escapes are running (agent, python, 3 sleeps at least).
-            awaitProcessCount(sb, n -> n >= 5, "the execution's escapes started");
+            // The test could fail: before the timeout, the escapes are running (agent, supervisor, python, 3 sleeps at least).
+            awaitProcessCount(sb, n -> n >= 6, "the execution's escapes started");
 
             ExecResult r = execution.await();
 
@@ -78,7 +78,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
         try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
             sb.writeFile("/tmp/escape.py", ESCAPES.getBytes(StandardCharsets.UTF_8));
             Execution execution = sb.start(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofMinutes(5)), OutputListener.NONE);
-            awaitProcessCount(sb, n -> n >= 5, "the execution's escapes started");
+            awaitProcessCount(sb, n -> n >= 6, "the execution's escapes started");
 
             execution.signal(9);
             ExecResult r = execution.await();
@@ -98,7 +98,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
             ExecResult r = sb.exec(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofSeconds(2)));
             assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
 
-            awaitProcessCount(sb, n -> n == 3, "the agent, the daemon of the first execution and the running sleep");
+            awaitProcessCount(sb, n -> n == 5, "the agent, the daemon of the first execution and the running sleep, each of these under its execution's supervisor");
             assertThat(ok(exec(sb, "ps", "-e", "-o", "args=")).stdoutText())
                     .contains("sleep 2000", "sleep 3000").doesNotContain("sleep 1000", "sleep 1001");
             other.signal(9);
@@ -162,7 +162,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
             SandboxAgent.AgentProcess process = sandbox.agentClient().start(ExecRequest.of("python3", "/tmp/escape.py")
                     .withEnv(Map.of("PATH", "/usr/bin:/bin")), OutputListener.NONE, pid -> cgroup[0] = freezer.place(pid));
             Path procs = cgroup[0].resolve("cgroup.procs");
-            awaitLines(procs, n -> n >= 4, "python and its three escapes in the execution's freezer cgroup");
+            awaitLines(procs, n -> n >= 5, "the supervisor, python and its three escapes in the execution's freezer cgroup");
 
             assertThat(freezer.kill(cgroup[0])).isTrue();
 
@@ -233,12 +233,15 @@ class ExecutionCgroupTest extends SandboxTestBase {
         assertThat(pids.size()).as("%s: processes in the sandbox's cgroup: %s", what, commands(pids)).matches(condition::test);
     }
 
-    /** From the host and from inside: the agent alone is left in the sandbox, and it still serves. */
+    /**
+     * From the host and from inside: the agent alone is left in the sandbox, and it still serves
+     * (inside, ps sees itself and its own execution's supervisor, a fork of the agent, too).
+     */
     private static void assertOnlyTheAgentIsLeft(Sandbox sb) {
         awaitProcessCount(sb, n -> n == 1, "only the agent is left");
         assertThat(commands(processesOf(sb))).containsExactly("airlock-agent");
         assertThat(ok(exec(sb, "ps", "-e", "-o", "comm=")).stdoutText().lines().map(String::strip).toList())
-                .as("processes seen from inside").containsExactly("airlock-agent", "ps");
+                .as("processes seen from inside").containsExactly("airlock-agent", "airlock-agent", "ps");
     }
 
     private static List<String> commands(List<Long> pids) {

@@ -282,20 +282,19 @@ class RunscDriverTest {
     }
 
     /**
-     * gVisor's way, and a weaker one than runc's: sandbox processes are Sentry tasks, so an
-     * execution gets no cgroup of its own, and its timeout kills its process group only. A process
-     * that left the group (setsid) outlives the execution while the sandbox lives; it ends with the
-     * sandbox, whose Sentry is killed whole. Asserted as it is, so that a change is noticed.
+     * Sandbox processes are Sentry tasks, so an execution gets no host cgroup of its own; its
+     * timeout still ends everything it started, a process that left its process group (setsid)
+     * too: the agent kills the whole tree below the execution's supervisor.
      */
     @Test
-    void aSetsidProcessOutlivesItsExecutionsTimeoutButNotTheSandbox() {
+    void aSetsidProcessDiesWithItsExecutionsTimeout() {
         try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
             ExecResult r = sandbox.exec(ExecRequest.of("sh", "-c", "setsid sleep 4711.5 </dev/null >/dev/null 2>&1 & echo started; sleep 1000")
                     .withTimeout(Duration.ofSeconds(2)));
             assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
             ExecResult left = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "-c",
                     "import os; m = '4711' + '.5'; print(sum(m in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))")));
-            assertThat(left.stdoutText()).as("the setsid'd process after its execution's timeout").isEqualTo("1\n");
+            assertThat(left.stdoutText()).as("the setsid'd process after its execution's timeout").isEqualTo("0\n");
         }
         // closeEngineAndCheckNothingLeaked then proves the sandbox, Sentry and all, is gone.
     }

@@ -109,7 +109,7 @@ final class Executions {
         return p;
     }
 
-    /** Signals a background process's whole process group, and records who sent which signal to which process. */
+    /** Signals a background process's whole process group (SIGKILL: everything it started), and records who sent which signal to which process. */
     BackgroundProcess signal(Admission a, Command.Signal command) {
         BackgroundProcess p = a.sandbox().process(command.process());
         p.execution().signal(command.signal());

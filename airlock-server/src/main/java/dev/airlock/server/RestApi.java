@@ -199,7 +199,7 @@ final class RestApi {
             return;
         }
         // Nothing is written until the process ends, so a client that gives up is noticed by watching its connection:
-        // interrupting this thread cancels the execution (its process group is killed, the result recorded as cancelled).
+        // interrupting this thread cancels the execution (it is killed with everything it started, the result recorded as cancelled).
         Thread handler = Thread.currentThread();
         ExecResult result;
         try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {

@@ -157,9 +157,19 @@ public final class Verifier {
                             java.util.function.Function<String, List<String>> probe, String where) {
         String marker = p.apply(c.marker());
         CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(execution);
-        boolean seen = HostProcesses.eventually(15_000, () -> !probe.apply(marker).isEmpty() || run.isDone());
-        seen = seen && !probe.apply(marker).isEmpty();
-        String seenAs = String.join("; ", probe.apply(marker));
+        // What the first probe that found the process saw: probing again could come too late, since
+        // inside a gVisor sandbox one probe (an execution of its own) takes about as long as a short run.
+        java.util.concurrent.atomic.AtomicReference<List<String>> sighting = new java.util.concurrent.atomic.AtomicReference<>(List.of());
+        HostProcesses.eventually(15_000, () -> {
+            List<String> found = probe.apply(marker);
+            if (!found.isEmpty()) {
+                sighting.set(found);
+                return true;
+            }
+            return run.isDone();
+        });
+        boolean seen = !sighting.get().isEmpty();
+        String seenAs = String.join("; ", sighting.get());
         ExecResult r;
         try {
             r = run.get(c.limits().timeout().toMillis() + 60_000, TimeUnit.MILLISECONDS);

@@ -36,12 +36,18 @@ public abstract class CrossSandboxContract extends ContractTestBase {
                     print(sum(c.strip() == "sleep " + "%s"[::-1] for c in procs))
                     """.formatted(reversed(marker))).stdoutText();
             assertThat(seenByA).as("a sees its own sleeper").isEqualTo("1\n");
-            String seenByB = py(b, """
+            // b signals everything it may: that is its own execution's supervisor too, so b's
+            // execution ends with it, killed, and never gets past the sleep.
+            ExecResult b1 = b.exec(ExecRequest.of("python3", "-c", PRELUDE + """
+                    import time
                     procs = [open(f"/proc/{p}/cmdline").read().replace("\\0", " ") for p in os.listdir("/proc") if p.isdigit()]
-                    print(sum(c.strip() == "sleep " + "%s"[::-1] for c in procs), len(procs))
-                    attempt("kill(-1, SIGKILL)", lambda: os.kill(-1, 9))  # everything b may signal
-                    """.formatted(reversed(marker))).stdoutText();
-            assertThat(seenByB).as("b sees only its agent and itself").isEqualTo("0 2\nkill(-1, SIGKILL): ESRCH No such process\n");
+                    print(sum(c.strip() == "sleep " + "%s"[::-1] for c in procs), len(procs), flush=True)
+                    os.kill(-1, 9)
+                    time.sleep(10)
+                    print("survived")
+                    """.formatted(reversed(marker))));
+            assertThat(b1.stdoutText()).as("b sees only its agent, its supervisor and itself").isEqualTo("0 3\n");
+            assertThat(b1.exitCode()).as("b's kill(-1, SIGKILL) ended b's own execution: %s", b1).isEqualTo(137);
             String stillThere = py(a, """
                     procs = [open(f"/proc/{p}/cmdline").read().replace("\\0", " ") for p in os.listdir("/proc") if p.isdigit()]
                     print(sum(c.strip() == "sleep " + "%s"[::-1] for c in procs))

@@ -3,15 +3,19 @@ package dev.airlock.core.contract;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.Execution;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
+import dev.airlock.core.OutputListener;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.RunResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static dev.airlock.core.contract.Hostile.py;
@@ -20,8 +24,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The sandbox's own pid namespace: it sees only its processes, its agent (PID 1) cannot be
- * killed or inspected from inside, and nothing it starts survives the sandbox. No state carries
- * from one sandbox to the next.
+ * killed or inspected from inside, and nothing it starts survives the sandbox. An execution that
+ * is killed or times out takes everything it started with it, whatever session it moved to; one
+ * that exits leaves its background processes running. No state carries from one sandbox to the next.
  */
 public abstract class ProcessIsolationContract extends ContractTestBase {
 
@@ -35,25 +40,25 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
         ExecResult r = ok(python("""
                 import os
                 pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-                print(pids == [1, os.getpid()], pids, os.getpid())
+                print(pids == [1, os.getppid(), os.getpid()], pids, os.getpid())
                 print(repr(open("/proc/1/cmdline").read()))
-                print(os.getppid())
+                print(open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[1])
                 print(os.path.exists("/proc/%d"))
                 """.formatted(hostPid)));
         String[] lines = r.stdoutText().split("\n");
-        assertThat(lines[0]).as("numeric /proc entries: only the agent and the program itself").startsWith("True ");
+        assertThat(lines[0]).as("numeric /proc entries: only the agent, the execution's supervisor and the program itself").startsWith("True ");
         assertThat(lines[1]).isEqualTo("'" + driver.agentCommandLine(Limits.DEFAULTS).replace("\0", "\\x00") + "'");
-        assertThat(lines[2]).as("the program's parent is the agent").isEqualTo("1");
+        assertThat(lines[2]).as("the program's parent (its supervisor) is the agent's child").isEqualTo("1");
         assertThat(lines[3]).as("the host JVM's pid %s", hostPid).isEqualTo("False");
     }
 
-    /** ps, too, lists only the agent, the shell and ps itself. */
+    /** ps, too, lists only the agent, the execution's supervisor (a fork of the agent), the shell and ps itself. */
     @Test
     void psShowsNoHostProcesses() {
         ExecResult r = ok(sh("ps -e -o pid=,user=,comm= > /tmp/ps.txt; cat /tmp/ps.txt"));
         assertThat(r.stdoutText().lines().map(l -> l.trim().replaceAll("^\\d+\\s+", "").replaceAll("\\s+", " ")).toList())
                 .as(r.stdoutText())
-                .containsExactly("sandbox airlock-agent", "sandbox sh", "sandbox ps");
+                .containsExactly("sandbox airlock-agent", "sandbox airlock-agent", "sandbox sh", "sandbox ps");
         assertThat(r.stdoutText().trim()).startsWith("1 ");
     }
 
@@ -162,6 +167,94 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
         }
         assertThat(Hostile.eventually(15_000, () -> Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
                 .as("no process of the closed sandbox remains: %s", Hostile.hostProcessesWith("sleep " + marker)).isTrue();
+    }
+
+    /**
+     * Starts a setsid'd process and a daemon double-forked into a session of its own, both outside
+     * the execution's process group, waits until both run, says so, and sleeps.
+     */
+    private static String escapes(String marker) {
+        return """
+                setsid sh -c 'exec sleep %s1' </dev/null >/dev/null 2>&1 &
+                (setsid sh -c 'sleep %s2 & echo $! > /tmp/%s.pid; wait' </dev/null >/dev/null 2>&1 &)
+                while [ ! -s /tmp/%s.pid ]; do sleep 0.05; done
+                kill -0 $! && kill -0 "$(cat /tmp/%s.pid)" && echo started
+                sleep 1000
+                """.formatted(marker, marker, marker, marker, marker);
+    }
+
+    /**
+     * How many processes run {@code sleep <marker><n>} for n = 1, 2, 3, seen inside the sandbox by a
+     * second execution that scans its /proc (the same under any kernel; the probe's own command line
+     * does not match).
+     */
+    private static String sleepersInside(Sandbox sandbox, String marker) {
+        return ok(sandbox.exec(ExecRequest.of("python3", "-c", """
+                import os
+                def count(m):
+                    n = 0
+                    for p in os.listdir("/proc"):
+                        try:
+                            n += p.isdigit() and open(f"/proc/{p}/cmdline").read().split("\\0")[:2] == ["sleep", m]
+                        except OSError:
+                            pass
+                    return n
+                print(*[count("%s" + str(i)) for i in (1, 2, 3)])
+                """.formatted(marker)))).stdoutText();
+    }
+
+    /**
+     * The timeout of an execution kills everything it started: a setsid'd process and a
+     * double-forked daemon in its own session too, not only its process group. The sandbox lives
+     * on, so nothing else would end them.
+     */
+    @Test
+    void timeoutKillsEverythingTheExecutionStartedWhateverItsSession() {
+        String marker = "1004" + (System.nanoTime() % 1_000_000) + ".";
+        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            ExecResult r = sandbox.exec(ExecRequest.of("sh", "-c", escapes(marker)).withTimeout(Duration.ofSeconds(2)));
+
+            assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.TIMED_OUT);
+            assertThat(r.stdoutText()).as("both escapes ran before the timeout").isEqualTo("started\n");
+            assertThat(sleepersInside(sandbox, marker)).as("the escapes after the timeout").isEqualTo("0 0 0\n");
+        }
+    }
+
+    /** The same for an execution that is killed (SIGKILL to it) before its timeout. */
+    @Test
+    void killKillsEverythingTheExecutionStartedWhateverItsSession() throws Exception {
+        String marker = "1005" + (System.nanoTime() % 1_000_000) + ".";
+        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            CountDownLatch started = new CountDownLatch(1);
+            Execution execution = sandbox.start(ExecRequest.of("sh", "-c", escapes(marker)), new OutputListener() {
+                @Override
+                public void stdout(byte[] chunk) {
+                    started.countDown();
+                }
+            });
+            assertThat(started.await(30, TimeUnit.SECONDS)).as("both escapes started").isTrue();
+            assertThat(sleepersInside(sandbox, marker)).as("the escapes while the execution runs").isEqualTo("1 1 0\n");
+
+            execution.signal(9);
+            ExecResult r = execution.await();
+
+            assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.SIGNALED);
+            assertThat(r.exitCode()).isEqualTo(137);
+            assertThat(sleepersInside(sandbox, marker)).as("the escapes after the kill").isEqualTo("0 0 0\n");
+        }
+    }
+
+    /** An execution that exits on its own leaves what it started in the background running: sessions rely on `cmd &`. */
+    @Test
+    void normalExitLeavesBackgroundProcessesRunning() {
+        String marker = "1006" + (System.nanoTime() % 1_000_000) + ".";
+        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            ExecResult r = ok(sandbox.exec(ExecRequest.of("sh", "-c",
+                    "sleep %s3 </dev/null >/dev/null 2>&1 & setsid sleep %s1 </dev/null >/dev/null 2>&1 & echo done".formatted(marker, marker))));
+
+            assertThat(r.stdoutText()).isEqualTo("done\n");
+            assertThat(sleepersInside(sandbox, marker)).as("the background processes after the execution exited").isEqualTo("1 0 1\n");
+        }
     }
 
     @Test

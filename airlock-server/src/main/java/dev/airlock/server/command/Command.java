@@ -203,7 +203,7 @@ public sealed interface Command<R> {
         }
     }
 
-    /** Sends {@code signal} to a background process's whole process group. */
+    /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */
     record Signal(String sandbox, String process, int signal) implements Command<BackgroundProcess> {
     }
 

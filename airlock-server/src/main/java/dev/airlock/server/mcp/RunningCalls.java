@@ -8,7 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Tool calls in progress, by call key (transport session + JSON-RPC request id), so that a
  * {@code notifications/cancelled} can reach the thread running the call. Interrupting that thread
- * is how an execution is cancelled: {@code Execution.await} then kills the process group.
+ * is how an execution is cancelled: {@code Execution.await} then kills it and everything it started.
  *
  * <p>A call is tracked from the moment its {@code tools/call} message is seen ({@link #accept}), so
  * that a cancellation arriving before the handler starts still finds it; a cancellation of
