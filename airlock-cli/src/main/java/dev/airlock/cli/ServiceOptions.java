@@ -30,7 +30,7 @@ final class ServiceOptions {
     EngineOptions engineOptions = new EngineOptions();
 
     ServerConfig config() {
-        return ServerConfig.defaults().withDataDir(dataDir).withDriver(engineOptions.driverConfig(dataDir).toSettings())
+        return ServerConfig.defaults().withDataDir(dataDir).withDriver(engineOptions.driverSettings(dataDir))
                 .withPoolSize(poolSize).withMaxSandboxes(maxSandboxes).withPolicyFile(policy).withEgressCa(egressCa);
     }
 }

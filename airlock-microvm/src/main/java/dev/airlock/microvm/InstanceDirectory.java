@@ -21,8 +21,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The host directory of one driver instance, {@code <root>/engines/<instance>/}: its initramfs,
  * one directory per guest, and a lock file held for the instance's whole life. An instance whose
- * lock can be taken is dead, and everything under its directory is an orphan. Only root (QEMU runs
- * as root in this step) uses these directories, so they are mode 0700.
+ * lock can be taken is dead, and everything under its directory is an orphan. Only root uses these
+ * directories, so they are mode 0700: a guest's jailed QEMU sees only what its jail binds into its
+ * own root (the initramfs, 0644, and its own sockets' directory).
  */
 final class InstanceDirectory implements AutoCloseable {
 

@@ -27,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The microVM isolation driver: each sandbox is a QEMU guest with its own Linux kernel (Debian's,
@@ -38,17 +37,20 @@ import java.util.stream.Stream;
  *
  * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
  * takes seconds, not milliseconds. What this step does not do yet, and refuses clearly: network
- * (the egress bridge) and inputs. QEMU runs as root, with seccomp but in the host's namespaces and
- * no cgroup of its own; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
+ * (the egress bridge) and inputs. QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and
+ * cgroups, with seccomp; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
  */
 public final class MicroVmDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(MicroVmDriver.class);
     static final String SOCKET_NAME = "agent.sock";
-    static final String CONSOLE_LOG = "console.log";
+    /** The parent cgroup of every guest's QEMU's cgroups ({@code <parent>/<sandbox id>} in each hierarchy). */
+    public static final String CGROUP_PARENT = VmmJail.CGROUP_PARENT;
+    /** The console's socket: shorter than {@link #SOCKET_NAME}, which so bounds the state root's length. */
+    static final String CONSOLE_SOCKET = "tty.sock";
     static final String QEMU_LOG = "qemu.log";
-    /** The console's kernel line for one OOM kill (printed at error level, so even under {@code quiet}). */
-    private static final String OOM_KILL_LINE = "Out of memory: Killed process";
+    /** The guest directory's subdirectory that its jailed QEMU owns and sees: its sockets. */
+    static final String VMM_DIR = "vmm";
     private static final int CONSOLE_TAIL_LINES = 12;
     private static final long KILL_WAIT_SECONDS = 10;
 
@@ -67,6 +69,11 @@ public final class MicroVmDriver implements IsolationDriver {
         try {
             this.initramfs = state.dir().resolve("initramfs.cpio.gz");
             GuestImage.write(kernel, Path.of("/"), initramfs);
+            // read by each guest's jailed QEMU; it holds nothing secret (the agent, the init, an /etc with no accounts)
+            Files.setPosixFilePermissions(initramfs, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        } catch (IOException e) {
+            state.close();
+            throw new UncheckedIOException(e);
         } catch (RuntimeException | Error e) {
             state.close();
             throw e;
@@ -75,7 +82,7 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public String name() {
-        return "microvm/qemu-tcg";
+        return "microvm/qemu-" + config.accelerator();
     }
 
     @Override
@@ -137,33 +144,47 @@ public final class MicroVmDriver implements IsolationDriver {
         checkSupported(spec);
         Path dir = state.sandboxDir(id.value());
         Process qemu = null;
+        VmmJail jail = null;
+        GuestConsole console = null;
         try {
             InstanceDirectory.createPrivate(dir);
+            jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
+            // The one directory QEMU may write, its uid's: it makes the agent's and the console's sockets there. The rest
+            // of the guest's directory (qemu.log, the broker's run directory) stays root's, out of QEMU's sight.
+            Path vmmDir = dir.resolve(VMM_DIR);
+            InstanceDirectory.createPrivate(vmmDir);
+            Files.setAttribute(vmmDir, "unix:uid", (int) jail.uid());
+            Files.setAttribute(vmmDir, "unix:gid", (int) jail.uid());
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
+            InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
             // The broker's files are not shared into the guest in this step: there is nothing of it to bridge.
-            // QEMU runs as root, so root (0) is the host uid the broker's sockets would be for.
-            if (broker.attach(id, spec, runDir, 0).bridged()) {
+            if (broker.attach(id, spec, runDir, (int) jail.uid()).bridged()) {
                 throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver");
             }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
-            qemu = new ProcessBuilder(Qemu.command(qemuBinary, kernel, initramfs, spec.limits(), dir))
+            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir),
+                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT)))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
                     .start();
-            SocketChannel channel = connect(id, qemu, dir, deadline);
+            // QEMU waits for the console's reader before it starts the guest: not a byte of the boot is lost.
+            SocketChannel consoleChannel = connect(id, qemu, dir, CONSOLE_SOCKET, deadline, null);
+            Files.deleteIfExists(vmmDir.resolve(CONSOLE_SOCKET));
+            console = new GuestConsole(consoleChannel, id.value());
+            SocketChannel channel = connect(id, qemu, dir, SOCKET_NAME, deadline, console);
             // The socket file goes at once: no other host process can reach the guest's port.
-            Files.deleteIfExists(dir.resolve(SOCKET_NAME));
+            Files.deleteIfExists(vmmDir.resolve(SOCKET_NAME));
             AgentClient agent;
             try {
                 agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
             } catch (IOException e) {
-                throw bootFailure(id, qemu, dir, "its agent did not say hello (" + e.getMessage() + ")");
+                throw bootFailure(id, qemu, dir, console, "its agent did not say hello (" + e.getMessage() + ")");
             }
             LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, dir, this);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, dir, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -172,6 +193,12 @@ public final class MicroVmDriver implements IsolationDriver {
             }
             if (qemu != null) {
                 kill(qemu);
+            }
+            if (jail != null) {
+                jail.destroy();
+            }
+            if (console != null) {
+                console.close();
             }
             HostFiles.deleteTree(dir);
             if (e instanceof AirlockException ae) {
@@ -184,12 +211,13 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    /** Connects to the socket QEMU listens on for the guest's port, once QEMU has made it. */
-    private SocketChannel connect(SandboxId id, Process qemu, Path dir, long deadline) throws InterruptedException {
-        Path socket = dir.resolve(SOCKET_NAME);
+    /** Connects to the socket {@code name} QEMU listens on in {@code dir}, once QEMU has made it. */
+    private SocketChannel connect(SandboxId id, Process qemu, Path dir, String name, long deadline, GuestConsole console)
+            throws InterruptedException {
+        Path socket = dir.resolve(VMM_DIR).resolve(name);
         while (true) {
             if (!qemu.isAlive()) {
-                throw bootFailure(id, qemu, dir, "QEMU exited");
+                throw bootFailure(id, qemu, dir, console, "QEMU exited");
             }
             if (Files.exists(socket)) {
                 try {
@@ -199,19 +227,21 @@ public final class MicroVmDriver implements IsolationDriver {
                 }
             }
             if (System.nanoTime() > deadline) {
-                throw bootFailure(id, qemu, dir, "QEMU did not open the agent's socket");
+                throw bootFailure(id, qemu, dir, console, "QEMU did not open its socket " + name);
             }
             Thread.sleep(10);
         }
     }
 
     /** A failed boot, with what QEMU and the guest's console said: the guest's own words are all there is to go on. */
-    private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, String what) {
+    private AirlockException bootFailure(SandboxId id, Process qemu, Path dir, GuestConsole console, String what) {
         String status = qemu.isAlive() ? "QEMU still running" : "QEMU exit status " + qemu.exitValue();
         return AirlockException.unavailable("the microVM of sandbox " + id + " did not start within " + config.startTimeout().toSeconds()
-                + "s: " + what + " (" + status + "; guests run under software emulation here, so a busy host boots slowly: the"
-                + " driver's startTimeout sets the bound). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
-                + ". The guest console's last lines: " + tail(dir.resolve(CONSOLE_LOG), CONSOLE_TAIL_LINES));
+                + "s: " + what + " (" + status + "; " + (config.accelerator().equals(MicroVmDriverConfig.KVM)
+                ? "under KVM: a KVM that hangs guests is best left for the tcg accelerator, as airlock doctor tells"
+                : "under software emulation (TCG) a busy host boots slowly: the driver's startTimeout sets the bound")
+                + "). QEMU said: " + tail(dir.resolve(QEMU_LOG), 4)
+                + ". The guest console's last lines: " + (console == null ? "(not connected)" : console.tail(CONSOLE_TAIL_LINES)));
     }
 
     /** The last {@code lines} non-empty lines of a log, on one line, printable. */
@@ -228,23 +258,20 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    long oomKills(MicroVmSandbox sandbox) {
-        try (Stream<String> lines = Files.lines(sandbox.dir().resolve(CONSOLE_LOG), StandardCharsets.ISO_8859_1)) {
-            return lines.filter(l -> l.contains(OOM_KILL_LINE)).count();
-        } catch (IOException | UncheckedIOException e) {
-            return 0;
-        }
-    }
-
     /** Kills and removes one guest: the channel first (the guest then ends itself), then QEMU, then its directory. */
     void destroy(MicroVmSandbox sandbox) {
         live.remove(sandbox.id());
         sandbox.agent().close();
         kill(sandbox.qemu());
+        sandbox.jail().destroy();
+        sandbox.console().close();
         HostFiles.deleteTree(sandbox.dir());
     }
 
-    /** SIGKILL to QEMU, then waits for it to be gone (it cannot fork under its seccomp filter, so it is alone). */
+    /**
+     * SIGKILL to the jail's first process ({@code unshare}, whose child QEMU then gets SIGKILL too), and waits for
+     * it; the jail's cgroup then finds anything else.
+     */
     private static void kill(Process qemu) {
         qemu.destroyForcibly();
         boolean interrupted = false;
@@ -285,6 +312,7 @@ public final class MicroVmDriver implements IsolationDriver {
                 reaped.add("QEMU process " + p.pid() + " of instance " + instance);
             }
         });
+        reaped.addAll(VmmJail.reap(config.stateRoot(), instance -> !state.isAlive(instance)));
         for (String instance : state.deadInstances()) {
             state.removeInstance(instance);
             reaped.add("state of instance " + instance);
@@ -294,7 +322,7 @@ public final class MicroVmDriver implements IsolationDriver {
     }
 
     /** The instance a QEMU process of this driver's state root belongs to, or null if it is not one. */
-    private static String instanceOf(ProcessHandle p, String enginesPrefix) {
+    static String instanceOf(ProcessHandle p, String enginesPrefix) {
         List<String> args = p.info().arguments().map(List::of).orElse(List.of());
         if (!p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false)) {
             return null;

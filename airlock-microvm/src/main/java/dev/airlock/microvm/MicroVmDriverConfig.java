@@ -16,20 +16,26 @@ import java.util.Map;
  * Settings of the microVM driver.
  *
  * @param stateRoot    where each instance keeps its lock, initramfs and one directory per guest
- *                     (console log, the agent's socket); a tmpfs such as /run is best, since a
+ *                     (the agent's and the console's sockets); a tmpfs such as /run is best, since a
  *                     reboot then leaves nothing to reap
  * @param cacheDir     where the guest kernel prepared from Debian's package is kept between runs
  *                     ({@code guest-kernel.sh}): about 70 MB, downloaded once
  * @param startTimeout how long a guest may take from QEMU's start to its agent's hello; under
  *                     software emulation (TCG) a boot takes several seconds, more on a busy host
+ * @param accelerator  {@value #TCG} (software emulation, the default: it boots everywhere) or
+ *                     {@value #KVM} (hardware virtualization, where {@code airlock doctor} shows
+ *                     that {@code /dev/kvm} boots a guest: some paravirtual KVMs hang the guest)
  */
-public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout) {
+public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout, String accelerator) {
+
+    public static final String TCG = "tcg";
+    public static final String KVM = "kvm";
 
     /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
     private static final int UNIX_SOCKET_PATH_MAX = 107;
     /** The longest path of a socket below the state root: a guest's agent socket, its id at full length. */
     static final int SOCKET_BELOW_ROOT = ("/engines/" + "i".repeat(InstanceDirectory.NAME_LENGTH) + "/sandboxes/al-"
-            + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.SOCKET_NAME).length();
+            + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.VMM_DIR + "/" + MicroVmDriver.SOCKET_NAME).length();
 
     public MicroVmDriverConfig {
         if (stateRoot == null) {
@@ -40,6 +46,13 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         }
         if (startTimeout == null) {
             startTimeout = Duration.ofSeconds(60);
+        }
+        if (accelerator == null) {
+            accelerator = TCG;
+        }
+        if (!accelerator.equals(TCG) && !accelerator.equals(KVM)) {
+            throw AirlockException.invalid("the microvm driver's accelerator '" + Printable.of(accelerator) + "' is unknown: give "
+                    + TCG + " (software emulation) or " + KVM);
         }
         int rootBytes = stateRoot.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8).length;
         if (rootBytes + SOCKET_BELOW_ROOT > UNIX_SOCKET_PATH_MAX) {
@@ -53,19 +66,23 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     }
 
     public static MicroVmDriverConfig defaults() {
-        return new MicroVmDriverConfig(null, null, null);
+        return new MicroVmDriverConfig(null, null, null, null);
     }
 
     public MicroVmDriverConfig withStateRoot(Path root) {
-        return new MicroVmDriverConfig(root, cacheDir, startTimeout);
+        return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator);
     }
 
     public MicroVmDriverConfig withStartTimeout(Duration timeout) {
-        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout);
+        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout, accelerator);
+    }
+
+    public MicroVmDriverConfig withAccelerator(String accel) {
+        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accel);
     }
 
     /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
-    static final List<String> OPTIONS = List.of("stateRoot", "cacheDir", "startTimeout");
+    static final List<String> OPTIONS = List.of("stateRoot", "cacheDir", "startTimeout", "accelerator");
 
     /** These settings in the driver-neutral form the server holds (driver {@value MicroVmDriverProvider#NAME}). */
     public DriverSettings toSettings() {
@@ -73,6 +90,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         options.put("stateRoot", stateRoot.toString());
         options.put("cacheDir", cacheDir.toString());
         options.put("startTimeout", startTimeout.toString());
+        options.put("accelerator", accelerator);
         return new DriverSettings(MicroVmDriverProvider.NAME, options, java.util.Set.of());
     }
 
@@ -94,6 +112,6 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
             }
         }
         return new MicroVmDriverConfig(o.containsKey("stateRoot") ? Path.of(o.get("stateRoot")) : null,
-                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout);
+                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout, o.get("accelerator"));
     }
 }

@@ -8,20 +8,24 @@ import dev.airlock.core.SandboxId;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** One running guest: its QEMU process, its host directory and the channel to its agent. */
+/** One running guest: its jailed QEMU process, its host directory and the channel to its agent. */
 final class MicroVmSandbox implements DriverSandbox {
 
     private final SandboxId id;
     private final AgentClient agent;
     private final Process qemu;
+    private final VmmJail jail;
+    private final GuestConsole console;
     private final Path dir;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, Path dir, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, Path dir, MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
+        this.jail = jail;
+        this.console = console;
         this.dir = dir;
         this.driver = driver;
     }
@@ -40,6 +44,14 @@ final class MicroVmSandbox implements DriverSandbox {
         return qemu;
     }
 
+    VmmJail jail() {
+        return jail;
+    }
+
+    GuestConsole console() {
+        return console;
+    }
+
     Path dir() {
         return dir;
     }
@@ -47,7 +59,7 @@ final class MicroVmSandbox implements DriverSandbox {
     /** The guest kernel's OOM kills, as its console reports them. */
     @Override
     public long oomKills() {
-        return driver.oomKills(this);
+        return console.oomKills();
     }
 
     @Override

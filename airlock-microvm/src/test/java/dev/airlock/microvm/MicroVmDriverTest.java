@@ -61,6 +61,14 @@ class MicroVmDriverTest {
         try {
             assertThat(dir).isDirectory();
             assertThat(qemuProcessesOf(dir + "/")).hasSize(1);
+            assertJailed(qemuProcessesOf(dir + "/").getFirst(), sandbox.id().value());
+            // What airlock leaks would report if this guest were left behind: its QEMU, its cgroups, its uid, its engine's state.
+            List<String> wouldLeak = MicroVmLeakCheck.findAll(MicroVmDriverConfig.defaults().stateRoot());
+            assertThat(wouldLeak).anyMatch(l -> l.equals("microvm: QEMU process " + qemuProcessesOf(dir + "/").getFirst().pid()
+                    + " of instance " + driver.instance()));
+            assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU cgroup ") && l.endsWith("/" + sandbox.id().value()));
+            assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU uid claimed "));
+            assertThat(wouldLeak).anyMatch(l -> l.endsWith("/engines/" + driver.instance()));
 
             long echoStart = System.nanoTime();
             ExecResult echo = exec(sandbox, "echo", "hello");
@@ -116,6 +124,53 @@ class MicroVmDriverTest {
         }
         assertThat(qemuProcessesOf(dir + "/")).as("QEMU of the destroyed guest").isEmpty();
         assertThat(dir).doesNotExist();
+        assertThat(VmmJail.allCgroups()).as("cgroups of the destroyed guest's QEMU")
+                .noneMatch(c -> c.getFileName().toString().equals(sandbox.id().value()));
+        assertThat(MicroVmLeakCheck.findAll(MicroVmDriverConfig.defaults().stateRoot()))
+                .noneMatch(l -> l.contains(sandbox.id().value()));
+    }
+
+    /**
+     * The QEMU of a guest runs jailed: not as root, with no capabilities, in mount, pid, network,
+     * IPC and UTS namespaces other than the host's, in a root of its own, in cgroups whose memory,
+     * pids and cpu limits are set.
+     */
+    private static void assertJailed(ProcessHandle qemu, String sandboxId) throws Exception {
+        Path proc = Path.of("/proc", Long.toString(qemu.pid()));
+        List<String> status = Files.readAllLines(proc.resolve("status"));
+        String uids = status.stream().filter(l -> l.startsWith("Uid:")).findFirst().orElseThrow();
+        assertThat(List.of(uids.split("\\s+")).subList(1, 5)).as(uids).allMatch(u -> Long.parseLong(u) >= VmmJail.UID_BASE);
+        assertThat(status).as("QEMU's capabilities and no_new_privs")
+                .contains("CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1");
+        assertThat(status.stream().filter(l -> l.startsWith("Groups:")).findFirst().orElseThrow().strip()).isEqualTo("Groups:");
+        for (String ns : List.of("mnt", "pid", "net", "ipc", "uts")) {
+            assertThat(Files.readSymbolicLink(proc.resolve("ns").resolve(ns)))
+                    .as("QEMU's " + ns + " namespace").isNotEqualTo(Files.readSymbolicLink(Path.of("/proc/self/ns", ns)));
+        }
+        // Its root is its own: /usr, /dev, /proc, the guest's files, and none of the host's /etc, /root, /home or /tmp.
+        try (var entries = Files.list(proc.resolve("root"))) {
+            assertThat(entries.map(e -> e.getFileName().toString()).toList()).as("QEMU's root").contains("usr", "dev", "proc")
+                    .doesNotContain("etc", "root", "home", "tmp", "boot");
+        }
+        try (var devices = Files.list(proc.resolve("root").resolve("dev"))) {
+            assertThat(devices.map(e -> e.getFileName().toString()).toList()).containsExactlyInAnyOrder("null", "zero", "random", "urandom");
+        }
+        // A pid in the host's namespace and one in its own: one level below ours.
+        String nsPids = status.stream().filter(l -> l.startsWith("NSpid:")).findFirst().orElseThrow();
+        assertThat(nsPids.split("\\s+")).as(nsPids).hasSize(3);
+        List<String> cgroups = Files.readAllLines(proc.resolve("cgroup"));
+        assertThat(cgroups).as("QEMU's cgroups").anyMatch(l -> l.endsWith("/" + VmmJail.CGROUP_PARENT + "/" + sandboxId));
+        Path v1 = Path.of("/sys/fs/cgroup");
+        if (!Files.exists(v1.resolve("cgroup.controllers"))) {
+            long memory = Qemu.guestMemoryBytes(SandboxSpec.defaults().limits()) + VmmJail.VMM_OVERHEAD_BYTES;
+            Path parent = Path.of(VmmJail.CGROUP_PARENT, sandboxId);
+            assertThat(Files.readString(v1.resolve("memory").resolve(parent).resolve("memory.limit_in_bytes")).strip())
+                    .isEqualTo(Long.toString(memory));
+            assertThat(Files.readString(v1.resolve("pids").resolve(parent).resolve("pids.max")).strip())
+                    .isEqualTo(Integer.toString(VmmJail.VMM_PIDS));
+            assertThat(Long.parseLong(Files.readString(v1.resolve("cpu").resolve(parent).resolve("cpu.cfs_quota_us")).strip())).isPositive();
+            assertThat(Files.readAllLines(v1.resolve("memory").resolve(parent).resolve("cgroup.procs"))).contains(Long.toString(qemu.pid()));
+        }
     }
 
     @Test

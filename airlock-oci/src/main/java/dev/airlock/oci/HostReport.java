@@ -45,6 +45,13 @@ public record HostReport(
         return new HostReport(checks, runtimes, config.runtime());
     }
 
+    /** This report with one more runtime, proven by another driver (the microvm one), and {@code defaultRuntime} as the default. */
+    public HostReport withRuntime(RuntimeCheck runtime, String defaultRuntime) {
+        List<RuntimeCheck> all = new ArrayList<>(runtimes);
+        all.add(runtime);
+        return new HostReport(checks, List.copyOf(all), defaultRuntime);
+    }
+
     public boolean defaultRuntimeWorks() {
         return runtimes.stream().anyMatch(r -> r.name().equals(defaultRuntime) && r.works());
     }
@@ -104,10 +111,10 @@ public record HostReport(
     private static Check kvm() {
         Path dev = Path.of("/dev/kvm");
         if (!Files.exists(dev)) {
-            return new Check("kvm", false, "no /dev/kvm: microVM drivers unavailable");
+            return new Check("kvm", false, "no /dev/kvm: microVM guests can only be emulated (TCG, slow)");
         }
-        // A device node proves nothing: only booting a guest does, and no microVM driver ships yet.
-        return new Check("kvm", false, "/dev/kvm present, but not usable: Airlock has no microVM driver to boot a guest with, so it cannot show that this KVM boots one");
+        // A device node proves nothing: only booting a guest does (the microvm runtime's line, where that driver is installed).
+        return new Check("kvm", false, "/dev/kvm present, not proven: only a guest booted under it shows that it works (see the microvm runtime)");
     }
 
     private static String read(String file) {
@@ -119,12 +126,12 @@ public record HostReport(
         for (Check c : checks) {
             sb.append(String.format("  %-16s %-4s %s%n", c.name(), c.ok() ? "yes" : "no", c.detail()));
         }
-        sb.append("\nruntimes (oci driver)\n");
+        sb.append("\nruntimes (oci driver, and microvm: its own driver)\n");
         for (RuntimeCheck r : runtimes) {
             String state = !r.installed() ? "missing" : r.works() ? "works" : "broken";
-            sb.append(String.format("  %-6s %-8s %s%n", r.name(), state, r.version().isEmpty() ? r.detail() : r.version() + ": " + r.detail()));
+            sb.append(String.format("  %-7s %-8s %s%n", r.name(), state, r.version().isEmpty() ? r.detail() : r.version() + ": " + r.detail()));
             if (r.works()) {
-                sb.append("         isolation: ").append(r.isolation()).append('\n');
+                sb.append("          isolation: ").append(r.isolation()).append('\n');
             }
         }
         sb.append("\ndefault runtime: ").append(defaultRuntime).append(defaultRuntimeWorks() ? " (works)" : " (NOT working)").append('\n');

@@ -40,7 +40,7 @@ public final class ServerFixtures {
     }
 
     /** A driver whose sandboxes are only ids: nothing is started, and nothing can run in them. */
-    private static final class InertDriver implements IsolationDriver {
+    static final class InertDriver implements IsolationDriver {
         @Override
         public String name() {
             return "inert";

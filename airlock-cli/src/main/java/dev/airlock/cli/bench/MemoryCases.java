@@ -3,6 +3,7 @@ package dev.airlock.cli.bench;
 import dev.airlock.core.Engine;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.microvm.MicroVmDriver;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriver;
 import dev.airlock.oci.OciDriverConfig;
@@ -147,8 +148,11 @@ public final class MemoryCases {
         double[] usage = new double[all.size()];
         for (int i = 0; i < usage.length; i++) {
             String id = all.get(i).id().value();
-            Path file = v2 ? CGROUP_ROOT.resolve("airlock").resolve(id).resolve("memory.current")
-                    : CGROUP_ROOT.resolve("memory").resolve("airlock").resolve(id).resolve("memory.usage_in_bytes");
+            // an OCI sandbox's cgroup, or a microVM guest's QEMU's
+            String parent = Files.exists((v2 ? CGROUP_ROOT : CGROUP_ROOT.resolve("memory")).resolve("airlock").resolve(id))
+                    ? "airlock" : MicroVmDriver.CGROUP_PARENT;
+            Path file = v2 ? CGROUP_ROOT.resolve(parent).resolve(id).resolve("memory.current")
+                    : CGROUP_ROOT.resolve("memory").resolve(parent).resolve(id).resolve("memory.usage_in_bytes");
             usage[i] = Long.parseLong(Files.readString(file).trim()) / MIB;
         }
         return usage;

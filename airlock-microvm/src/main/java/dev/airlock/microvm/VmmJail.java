@@ -1,0 +1,349 @@
+package dev.airlock.microvm;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.Limits;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Predicate;
+
+/**
+ * The jail of one guest's QEMU, after Firecracker's jailer: QEMU runs as a host uid of its own
+ * (one per live guest, from {@value #UID_BASE}), with no supplementary groups, no capabilities and
+ * no_new_privs ({@code setpriv}), in its own mount, pid, network, IPC and UTS namespaces with a
+ * /proc of its own pid namespace only ({@code unshare}), and in cgroups capping its memory (the
+ * guest's RAM plus QEMU's own share), tasks and CPU time. A shell puts itself into the cgroups
+ * before it executes the rest, so QEMU never runs outside them; the cgroups also find every
+ * process of the guest when it is destroyed.
+ *
+ * <p>What QEMU sees of the host's files: a root of its own ({@link #ROOT_SCRIPT}: a read-only
+ * tmpfs made in its mount namespace, then {@code pivot_root}) holding only the host's /usr
+ * (read-only: QEMU's own binary, libraries and firmware, and the guest's 9p export), a /dev of
+ * null, zero, random and urandom (and kvm under KVM), its pid namespace's /proc, the guest kernel
+ * and initramfs (read-only), and the one directory it may write (its sockets).
+ */
+final class VmmJail {
+
+    private static final Logger LOG = LoggerFactory.getLogger(VmmJail.class);
+    /** The first host uid of jailed QEMUs: below the OCI driver's sandbox ids (from 2,000,000,000). */
+    static final long UID_BASE = 1_900_000_000L;
+    static final int UID_SLOTS = 65536;
+    /** The parent cgroup of every guest's, in each controller's hierarchy. */
+    static final String CGROUP_PARENT = "airlock-microvm";
+    /** QEMU's own memory beyond the guest's RAM: its code, the TCG translation cache ({@link #TCG_CACHE_MIB}), device buffers. */
+    static final long VMM_OVERHEAD_BYTES = 256L << 20;
+    /** The TCG translation cache, in MiB: QEMU's default (up to 1 GiB) would not fit the overhead above. */
+    static final int TCG_CACHE_MIB = 64;
+    /** QEMU's threads: vCPUs, the main loop, RCU, and a worker pool that 9p requests grow to 64. */
+    static final int VMM_PIDS = 128;
+    private static final long CPU_PERIOD_US = 100_000;
+    private static final Path CGROUP_ROOT = Path.of("/sys/fs/cgroup");
+    private static final long KILL_WAIT_MILLIS = 10_000;
+
+    /**
+     * Run as root in the new namespaces, before {@code setpriv}: builds QEMU's root on the mount point
+     * {@code $1} and pivots into it, then executes the rest of its arguments. {@code $2} and {@code $3}
+     * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or "").
+     */
+    static final String ROOT_SCRIPT = """
+            set -e
+            r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5
+            shift 5
+            mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev tmpfs "$r"
+            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old"
+            mount -o bind,ro,nosuid,nodev /usr "$r/usr"
+            for d in bin sbin lib lib64; do
+              if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$r/$d"
+              elif [ -d "/$d" ]; then mkdir "$r/$d"; mount -o bind,ro,nosuid,nodev "/$d" "$r/$d"; fi
+            done
+            for n in null zero random urandom $extra; do
+              touch "$r/dev/$n"; mount -o bind,nosuid "/dev/$n" "$r/dev/$n"
+            done
+            mount -t proc -o nosuid,nodev,noexec proc "$r/proc"
+            for f in "$kernel" "$initramfs"; do
+              mkdir -p "$r$(dirname "$f")"; touch "$r$f"; mount -o bind,ro,nosuid,nodev "$f" "$r$f"
+            done
+            mkdir -p "$r$dir"; mount -o bind,nosuid,nodev "$dir" "$r$dir"
+            cd "$r"
+            pivot_root . old
+            umount -l /old
+            rmdir /old
+            mount -o remount,ro,nosuid,nodev /
+            exec "$@"
+            """;
+
+    /** The mount point of QEMU's root, in the guest's directory (root's, empty: only the jail's mount namespace uses it). */
+    static final String ROOT_MOUNT = "root";
+
+    private final String sandbox;
+    private final long uid;
+    private final Path slot;
+    private final List<Path> cgroups;
+
+    private VmmJail(String sandbox, long uid, Path slot, List<Path> cgroups) {
+        this.sandbox = sandbox;
+        this.uid = uid;
+        this.slot = slot;
+        this.cgroups = cgroups;
+    }
+
+    /**
+     * Claims a uid for the guest {@code sandbox} and makes its cgroups, limited for a guest of
+     * {@code guestMemoryBytes} and {@code limits}' cpus.
+     */
+    static VmmJail create(Path stateRoot, String sandbox, long guestMemoryBytes, Limits limits) {
+        Path slot = claimUid(stateRoot, sandbox);
+        long uid = UID_BASE + Integer.parseInt(slot.getFileName().toString());
+        List<Path> made = new ArrayList<>();
+        try {
+            long memory = guestMemoryBytes + VMM_OVERHEAD_BYTES;
+            long quota = Math.round(Math.max(1.0, limits.cpus()) * CPU_PERIOD_US);
+            if (isV2()) {
+                Path parent = CGROUP_ROOT.resolve(CGROUP_PARENT);
+                enableControllers(CGROUP_ROOT);
+                Files.createDirectories(parent);
+                enableControllers(parent);
+                Path dir = mkdir(parent.resolve(sandbox), made);
+                write(dir.resolve("memory.max"), Long.toString(memory));
+                write(dir.resolve("memory.swap.max"), "0");
+                write(dir.resolve("pids.max"), Integer.toString(VMM_PIDS));
+                write(dir.resolve("cpu.max"), quota + " " + CPU_PERIOD_US);
+            } else {
+                Path memoryDir = mkdir(v1(("memory")).resolve(CGROUP_PARENT).resolve(sandbox), made);
+                write(memoryDir.resolve("memory.limit_in_bytes"), Long.toString(memory));
+                if (Files.exists(memoryDir.resolve("memory.memsw.limit_in_bytes"))) {
+                    write(memoryDir.resolve("memory.memsw.limit_in_bytes"), Long.toString(memory)); // no swap beyond it
+                }
+                Path pidsDir = mkdir(v1("pids").resolve(CGROUP_PARENT).resolve(sandbox), made);
+                write(pidsDir.resolve("pids.max"), Integer.toString(VMM_PIDS));
+                Path cpuDir = mkdir(v1("cpu").resolve(CGROUP_PARENT).resolve(sandbox), made);
+                write(cpuDir.resolve("cpu.cfs_period_us"), Long.toString(CPU_PERIOD_US));
+                write(cpuDir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
+            }
+            return new VmmJail(sandbox, uid, slot, List.copyOf(made));
+        } catch (IOException | RuntimeException e) {
+            made.reversed().forEach(VmmJail::removeCgroup);
+            HostFiles.deleteTree(slot);
+            throw AirlockException.unavailable("cannot make the cgroups of the QEMU of sandbox " + sandbox + ": " + e.getMessage()
+                    + " (the microvm driver needs root and the memory, pids and cpu cgroup controllers; airlock doctor shows them)");
+        }
+    }
+
+    long uid() {
+        return uid;
+    }
+
+    List<Path> cgroups() {
+        return cgroups;
+    }
+
+    /**
+     * {@code qemu} (its command line) run inside this jail: a shell joins the cgroups and executes
+     * {@code unshare}, which makes the namespaces, {@link #ROOT_SCRIPT}, which gives QEMU its root, and
+     * {@code setpriv}, which drops to the guest's uid before QEMU starts. {@code kernel}, {@code initramfs}
+     * and {@code dir} (its uid's, for its sockets) are the host files QEMU needs, at the same paths in its
+     * root, built on the empty directory {@code rootMount}.
+     */
+    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir, Path rootMount) {
+        StringBuilder join = new StringBuilder();
+        for (Path cgroup : cgroups) {
+            join.append("echo $$ > '").append(cgroup.resolve("cgroup.procs")).append("' && ");
+        }
+        List<String> c = new ArrayList<>(List.of("/bin/sh", "-c", join + "exec \"$@\"", "airlock-vmm-jail",
+                "unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts",
+                "/bin/sh", "-c", ROOT_SCRIPT, "airlock-vmm-root", rootMount.toString(), kernel.toString(),
+                initramfs.toString(), dir.toString(), MicroVmDriverConfig.KVM.equals(accelerator) ? "kvm" : "",
+                "setpriv", "--reuid=" + uid, "--regid=" + uid, groups(accelerator), "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all", "--"));
+        c.addAll(qemu);
+        return c;
+    }
+
+    /** No supplementary group; under KVM, only /dev/kvm's group, so that QEMU may open it. */
+    private static String groups(String accelerator) {
+        if (!MicroVmDriverConfig.KVM.equals(accelerator)) {
+            return "--clear-groups";
+        }
+        try {
+            return "--groups=" + Files.getAttribute(Path.of("/dev/kvm"), "unix:gid");
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot read /dev/kvm's group for the jailed QEMU: " + e.getMessage()
+                    + " (use the tcg accelerator where /dev/kvm is missing)");
+        }
+    }
+
+    /** SIGKILL to every process of the jail until none is left (bounded), then its cgroups and uid go. */
+    void destroy() {
+        killAll(cgroups.getFirst());
+        cgroups.reversed().forEach(VmmJail::removeCgroup);
+        HostFiles.deleteTree(slot);
+    }
+
+    /** SIGKILL to every process of {@code cgroup} until none is left, for at most {@link #KILL_WAIT_MILLIS}. */
+    private static void killAll(Path cgroup) {
+        long deadline = System.currentTimeMillis() + KILL_WAIT_MILLIS;
+        Path procs = cgroup.resolve("cgroup.procs");
+        while (true) {
+            List<Long> pids = readPids(procs);
+            if (pids.isEmpty()) {
+                return;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                LOG.warn("processes {} of {} did not end within {} ms of SIGKILL", pids, cgroup, KILL_WAIT_MILLIS);
+                return;
+            }
+            pids.forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /**
+     * Removes the cgroups and uid slots of guests whose instance {@code dead} says is gone
+     * (their processes killed first); returns what it removed.
+     */
+    static List<String> reap(Path stateRoot, Predicate<String> dead) {
+        List<String> reaped = new ArrayList<>();
+        for (Path parent : parents()) {
+            for (Path cgroup : children(parent)) {
+                String instance = instanceOf(cgroup.getFileName().toString());
+                if (!instance.isEmpty() && dead.test(instance)) {
+                    killAll(cgroup);
+                    removeCgroup(cgroup);
+                    reaped.add("cgroup " + cgroup);
+                }
+            }
+        }
+        for (Path slot : children(stateRoot.resolve("uids"))) {
+            try {
+                String owner = Files.readString(slot, StandardCharsets.US_ASCII).strip();
+                String instance = instanceOf(owner);
+                if (!instance.isEmpty() && dead.test(instance)) {
+                    Files.deleteIfExists(slot);
+                    reaped.add("QEMU uid " + (UID_BASE + Long.parseLong(slot.getFileName().toString())) + " of " + owner);
+                }
+            } catch (IOException | NumberFormatException e) {
+                // released while we looked, or not ours
+            }
+        }
+        return reaped;
+    }
+
+    /** Every guest cgroup on this host, alive or not: for leak checks. */
+    static List<Path> allCgroups() {
+        List<Path> all = new ArrayList<>();
+        parents().forEach(p -> all.addAll(children(p)));
+        return all;
+    }
+
+    /** Every claimed uid slot under {@code stateRoot}. */
+    static List<Path> allUidSlots(Path stateRoot) {
+        return children(stateRoot.resolve("uids"));
+    }
+
+    /** The engine instance of a sandbox id {@code al-<instance>-<n>}, or "" when it is not one. */
+    private static String instanceOf(String sandbox) {
+        int end = sandbox.indexOf('-', 3);
+        return sandbox.startsWith("al-") && end > 3 ? sandbox.substring(3, end) : "";
+    }
+
+    private static Path claimUid(Path stateRoot, String sandbox) {
+        Path uids = stateRoot.resolve("uids");
+        try {
+            InstanceDirectory.createPrivate(uids);
+            int start = Math.floorMod(sandbox.hashCode(), UID_SLOTS);
+            for (int i = 0; i < UID_SLOTS; i++) {
+                Path slot = uids.resolve(Integer.toString((start + i) % UID_SLOTS));
+                try {
+                    Files.writeString(Files.createFile(slot), sandbox + "\n", StandardCharsets.US_ASCII);
+                    return slot;
+                } catch (FileAlreadyExistsException e) {
+                    // another guest's
+                }
+            }
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot claim a host uid for the QEMU of sandbox " + sandbox + " under " + uids + ": "
+                    + e.getMessage());
+        }
+        throw AirlockException.unavailable("all " + UID_SLOTS + " QEMU uids are in use: destroy guests first");
+    }
+
+    private static boolean isV2() {
+        return Files.exists(CGROUP_ROOT.resolve("cgroup.controllers"));
+    }
+
+    private static Path v1(String controller) {
+        return CGROUP_ROOT.resolve(controller);
+    }
+
+    private static List<Path> parents() {
+        return isV2() ? List.of(CGROUP_ROOT.resolve(CGROUP_PARENT))
+                : List.of(v1("memory").resolve(CGROUP_PARENT), v1("pids").resolve(CGROUP_PARENT), v1("cpu").resolve(CGROUP_PARENT));
+    }
+
+    private static void enableControllers(Path cgroup) throws IOException {
+        write(cgroup.resolve("cgroup.subtree_control"), "+memory +pids +cpu");
+    }
+
+    private static Path mkdir(Path dir, List<Path> made) throws IOException {
+        Files.createDirectories(dir.getParent());
+        Files.createDirectory(dir);
+        made.add(dir);
+        return dir;
+    }
+
+    private static void write(Path file, String value) throws IOException {
+        Files.writeString(file, value, StandardCharsets.US_ASCII);
+    }
+
+    private static List<Long> readPids(Path procs) {
+        try {
+            return Files.readAllLines(procs, StandardCharsets.US_ASCII).stream().map(String::strip).filter(l -> !l.isEmpty())
+                    .map(Long::parseLong).toList();
+        } catch (NoSuchFileException e) {
+            return List.of();
+        } catch (IOException e) {
+            return List.of();
+        }
+    }
+
+    private static List<Path> children(Path dir) {
+        List<Path> found = new ArrayList<>();
+        if (!Files.isDirectory(dir)) {
+            return found;
+        }
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+            for (Path entry : entries) {
+                if (entry.getFileName().toString().startsWith("al-") || entry.getFileName().toString().matches("\\d+")) {
+                    found.add(entry);
+                }
+            }
+        } catch (IOException e) {
+            return found;
+        }
+        return found;
+    }
+
+    /** A cgroup directory goes with rmdir only (its files are the kernel's); one already gone is fine. */
+    private static void removeCgroup(Path cgroup) {
+        try {
+            Files.deleteIfExists(cgroup);
+        } catch (IOException e) {
+            LOG.warn("cannot remove cgroup {}: {}", cgroup, e.getMessage());
+        }
+    }
+}
