@@ -32,6 +32,12 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class StateDirectory implements AutoCloseable {
 
+    /**
+     * Where every instance on the host also holds a lock, whatever its state root: runtime state
+     * and cgroups are host-wide, so an engine on another state root (verify's scenarios, tests)
+     * must never take a live instance for dead and reap its sandboxes.
+     */
+    static final Path HOST_REGISTRY = Path.of("/run/airlock-instances");
     /** Instances alive in this JVM: POSIX locks are per process, so they cannot tell us. */
     private static final Set<String> LIVE_IN_THIS_PROCESS = ConcurrentHashMap.newKeySet();
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -48,12 +54,15 @@ final class StateDirectory implements AutoCloseable {
     private final String instance;
     private final Path dir;
     private final FileChannel lockChannel;
+    /** This instance's lock in {@link #HOST_REGISTRY}; null where that could not be made (the state-root lock still holds). */
+    private final FileChannel registryChannel;
 
-    private StateDirectory(Path root, String instance, Path dir, FileChannel lockChannel) {
+    private StateDirectory(Path root, String instance, Path dir, FileChannel lockChannel, FileChannel registryChannel) {
         this.root = root;
         this.instance = instance;
         this.dir = dir;
         this.lockChannel = lockChannel;
+        this.registryChannel = registryChannel;
     }
 
     static StateDirectory create(Path root) {
@@ -73,7 +82,7 @@ final class StateDirectory implements AutoCloseable {
                 throw new IOException("lock of new instance " + instance + " is already held");
             }
             LIVE_IN_THIS_PROCESS.add(instance);
-            return new StateDirectory(root, instance, dir, channel);
+            return new StateDirectory(root, instance, dir, channel, register(instance));
         } catch (IOException e) {
             InstanceTmpfs.unmount(dir);
             HostFiles.deleteTree(dir);
@@ -171,8 +180,42 @@ final class StateDirectory implements AutoCloseable {
         if (LIVE_IN_THIS_PROCESS.contains(name)) {
             return true;
         }
+        Path registered = HOST_REGISTRY.resolve(name);
+        if (Files.exists(registered) && !isDead(registered)) {
+            return true;
+        }
         Path lock = root.resolve("engines").resolve(name).resolve("lock");
         return Files.exists(lock) && !isDead(lock);
+    }
+
+    /**
+     * Takes {@code instance}'s lock in the host registry, first removing the entries of instances
+     * that died without removing theirs; null when the registry cannot be written (then only the
+     * state root tells this instance alive).
+     */
+    private static FileChannel register(String instance) {
+        try {
+            Files.createDirectories(HOST_REGISTRY);
+            Files.setPosixFilePermissions(HOST_REGISTRY, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            try (java.util.stream.Stream<Path> entries = Files.list(HOST_REGISTRY)) {
+                entries.limit(10_000).filter(e -> !LIVE_IN_THIS_PROCESS.contains(e.getFileName().toString()) && isDead(e))
+                        .forEach(e -> {
+                            try {
+                                Files.deleteIfExists(e);
+                            } catch (IOException ignored) {
+                                // another engine removed it first
+                            }
+                        });
+            }
+            FileChannel channel = FileChannel.open(HOST_REGISTRY.resolve(instance), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            if (channel.tryLock() == null) {
+                channel.close();
+                return null;
+            }
+            return channel;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
     }
 
     private static boolean isDead(Path lockFile) {
@@ -209,8 +252,12 @@ final class StateDirectory implements AutoCloseable {
         } finally {
             try {
                 lockChannel.close();
+                if (registryChannel != null) {
+                    Files.deleteIfExists(HOST_REGISTRY.resolve(instance));
+                    registryChannel.close();
+                }
             } catch (IOException ignored) {
-                // the lock goes with the process anyway
+                // the locks go with the process anyway
             }
             LIVE_IN_THIS_PROCESS.remove(instance);
         }
