@@ -108,6 +108,7 @@ class AuthorizationTest {
         try {
             refused(live.raw("POST", "/v1/sandboxes/" + id + "/ttl", "{\"ttlSeconds\": 60}", AGENT), 403, "forbidden",
                     "may not call sandbox.extend");
+            refused(live.raw("POST", "/v1/sandboxes/" + id + "/pause", null, AGENT), 403, "forbidden", "may not call sandbox.pause");
             refused(live.raw("PUT", "/v1/sandboxes/" + id + "/network", "{}", AGENT), 403, "forbidden", "may not call network.update");
             refused(live.raw("GET", "/metrics", null, AGENT), 403, "forbidden", "may not call metrics");
             refused(live.raw("GET", "/v1/approvals", null, AGENT), 403, "forbidden", "may not call approvals");

@@ -62,6 +62,17 @@ final class MicroVmSandbox implements DriverSandbox {
         return console.oomKills();
     }
 
+    /** Freezes the guest's QEMU (its cgroup freezer): every process of the guest stops with it. */
+    @Override
+    public void pause() {
+        jail.freeze(true);
+    }
+
+    @Override
+    public void resume() {
+        jail.freeze(false);
+    }
+
     @Override
     public void destroy() {
         if (destroyed.compareAndSet(false, true)) {

@@ -185,7 +185,7 @@ final class Json {
         n.put("id", s.id());
         n.put("owner", s.owner());
         n.put("profile", s.profile().name());
-        n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
+        n.put("state", !s.sandbox().isOpen() ? "destroyed" : s.sandbox().isPaused() ? "paused" : "running");
         n.put("isolation", s.isolation().id());
         n.put("image", s.sandbox().spec().image());
         n.put("imageDigest", s.sandbox().imageDigest());

@@ -109,6 +109,16 @@ final class Lifecycle {
         return a.sandbox();
     }
 
+    /** Pauses ({@code pause}) or resumes the sandbox, and records it when that changed anything. */
+    ManagedSandbox pause(Admission a, boolean pause) {
+        ManagedSandbox s = a.sandbox();
+        if (s.setPaused(pause)) {
+            audit.record(AuditRecord.LIFECYCLE, s.id(), lifecycle(pause ? "paused" : "resumed", null));
+            LOG.info("sandbox {}: {}", s.id(), pause ? "paused" : "resumed");
+        }
+        return s;
+    }
+
     void destroy(Admission a) {
         if (!teardown.destroy(a.sandbox(), "destroyed", "destroyed on request")) {
             throw Sandboxes.notFound(a.sandboxId()); // expiry (or another request) got to it first

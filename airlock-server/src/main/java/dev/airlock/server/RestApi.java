@@ -33,6 +33,7 @@ import static dev.airlock.server.policy.Operation.RUN;
 import static dev.airlock.server.policy.Operation.SANDBOX_CREATE;
 import static dev.airlock.server.policy.Operation.SANDBOX_DESTROY;
 import static dev.airlock.server.policy.Operation.SANDBOX_EXTEND;
+import static dev.airlock.server.policy.Operation.SANDBOX_PAUSE;
 import static dev.airlock.server.policy.Operation.SANDBOX_READ;
 
 /**
@@ -94,6 +95,8 @@ final class RestApi {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
                     c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds"))))));
                 }),
+                new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
+                new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/exec", EXEC, this::exec),
                 new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();

@@ -266,6 +266,12 @@ public final class SandboxService implements AutoCloseable {
         return new Admission.CreatePlan(c.limits().apply(p.limits()), ttl, idle, network, beyond);
     }
 
+    /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
+    private static boolean reachesRunningAgent(Command<?> c) {
+        return c instanceof Command.Signal || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+                || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
+    }
+
     private static Language language(ManagedSandbox s, ExecSource source) {
         if (!(source instanceof ExecSource.Code code)) {
             return null;
@@ -280,12 +286,17 @@ public final class SandboxService implements AutoCloseable {
     /** Hands an admitted command to the handler of its concern. */
     private Object handle(Admission a) {
         ManagedSandbox s = a.sandbox();
+        if (s != null && reachesRunningAgent(a.command())) {
+            s.sandbox().ensureRunning(); // paused: its agent is frozen and would not answer until it resumes
+        }
         return switch (a.command()) {
             case Command.Create c -> lifecycle.create(a, c);
             case Command.ListSandboxes l -> sandboxes.list(a.caller(), l.labels());
             case Command.Describe d -> s;
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
+            case Command.Pause p -> lifecycle.pause(a, true);
+            case Command.Resume r -> lifecycle.pause(a, false);
             case Command.UpdateNetwork n -> lifecycle.updateNetwork(a);
             case Command.Destroy d -> {
                 lifecycle.destroy(a);

@@ -44,6 +44,8 @@ public sealed interface Command<R> {
             case Describe d -> Operation.SANDBOX_READ;
             case Egress e -> Operation.SANDBOX_READ;
             case ExtendTtl e -> Operation.SANDBOX_EXTEND;
+            case Pause p -> Operation.SANDBOX_PAUSE;
+            case Resume r -> Operation.SANDBOX_PAUSE;
             case UpdateNetwork n -> Operation.NETWORK_UPDATE;
             case Destroy d -> Operation.SANDBOX_DESTROY;
             case Exec e -> Operation.EXEC;
@@ -158,6 +160,18 @@ public sealed interface Command<R> {
 
     /** The sandbox lives until {@code ttl} from now, within its profile's maximum lifetime. */
     record ExtendTtl(String sandbox, Duration ttl) implements Command<ManagedSandbox> {
+    }
+
+    /**
+     * Freezes every process of the sandbox until {@link Resume}: it uses no CPU, and executions,
+     * files and contexts are refused (409) meanwhile. Its time-to-live keeps running; its idle
+     * timeout does not (a paused sandbox is not idle, it is kept).
+     */
+    record Pause(String sandbox) implements Command<ManagedSandbox> {
+    }
+
+    /** Thaws a paused sandbox; its idle timeout starts again from now. */
+    record Resume(String sandbox) implements Command<ManagedSandbox> {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */

@@ -35,6 +35,8 @@ class CommandTest {
             new Command.Describe(S),
             new Command.Egress(S),
             new Command.ExtendTtl(S, Duration.ofMinutes(1)),
+            new Command.Pause(S),
+            new Command.Resume(S),
             new Command.UpdateNetwork(S, NetworkPolicy.NONE),
             new Command.Destroy(S),
             new Command.Exec(S, new ExecSource.Command(List.of("true")), null, null),
