@@ -171,6 +171,22 @@ public final class RemoteSandbox implements AutoCloseable {
     }
 
     /**
+     * Takes a snapshot of the sandbox's files ({@code /workspace} and {@code /tmp}: contents and
+     * modes; not its processes), kept for a day. Needs the {@code sandbox.snapshot} operation;
+     * counts against the client's snapshot quota.
+     */
+    public SnapshotInfo snapshot() {
+        return transport.json("POST", path("snapshots"), Json.MAPPER.createObjectNode(), true, Json::snapshot);
+    }
+
+    /** As {@link #snapshot()}, kept for {@code ttl} (1 s to 7 days). */
+    public SnapshotInfo snapshot(Duration ttl) {
+        Objects.requireNonNull(ttl, "ttl");
+        return transport.json("POST", path("snapshots"), RequestBodies.object("ttlSeconds", RequestBodies.wholeSecondsUp(ttl)), true,
+                Json::snapshot);
+    }
+
+    /**
      * Destroys the sandbox and kills every process in it. Idempotent; a sandbox that is already
      * gone (expired, deleted elsewhere) is not an error. Also destroys a sandbox this handle
      * merely attached to with {@link Airlock#get(String)}.

@@ -201,6 +201,23 @@ final class Json {
         return n;
     }
 
+    static ObjectNode snapshot(dev.airlock.server.command.Command.SnapshotView s) {
+        ObjectNode n = object();
+        n.put("id", s.id());
+        n.put("owner", s.owner());
+        n.put("sandbox", s.sandbox());
+        n.put("profile", s.profile());
+        n.put("image", s.image());
+        n.put("imageDigest", s.imageDigest());
+        n.put("digest", s.digest());
+        n.put("bytes", s.bytes());
+        n.put("files", s.files());
+        n.set("leftOut", MAPPER.valueToTree(s.leftOut()));
+        n.put("createdAt", s.createdAt().toString());
+        n.put("expiresAt", s.expiresAt().toString());
+        return n;
+    }
+
     static ObjectNode context(dev.airlock.server.command.Command.InterpreterContextView c) {
         ObjectNode n = object();
         n.put("id", c.id());

@@ -58,6 +58,7 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Sandboxes sandboxes = new Sandboxes();
     private final OutputStore outputs;
+    private final SnapshotStore snapshots;
     private final ServerMetrics metrics;
     private final SandboxTeardown teardown;
     private final OperationGrant grant;
@@ -83,6 +84,7 @@ public final class SandboxService implements AutoCloseable {
         this.metrics = metrics;
         this.approvals = new Approvals(audit, policy.approvalTimeout());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
+        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"));
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
                 tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
@@ -95,7 +97,7 @@ public final class SandboxService implements AutoCloseable {
                 new ApprovalGate(approvals),
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);
-        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, metrics, audit, () -> closed);
+        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed);
         this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
         this.interpreters = new Interpreters(tiers, audit);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
@@ -225,7 +227,8 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
-    private Admission admission(Caller caller, Command<?> command) {
+    private Admission admission(Caller caller, Command<?> asked) {
+        Command<?> command = asked;
         ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command.sandbox());
         Profile profile = s == null ? null : s.profile();
         Admission.CreatePlan create = null;
@@ -236,6 +239,16 @@ public final class SandboxService implements AutoCloseable {
                 Client client = caller.client();
                 if (client == null) {
                     throw new AirlockException(Kind.INTERNAL, "the server does not create sandboxes on its own");
+                }
+                if (c.snapshot() != null) {
+                    // a restore: the snapshot's profile and image, which the controls then judge as for any create
+                    Command.SnapshotView snap = snapshots.get(c.snapshot(), client.name());
+                    if ((c.profile() != null && !c.profile().equals(snap.profile())) || (c.image() != null && !c.image().equals(snap.image()))) {
+                        throw AirlockException.invalid("a sandbox restored from snapshot " + snap.id() + " gets its profile '" + snap.profile()
+                                + "' and image '" + snap.image() + "': leave out profile and image");
+                    }
+                    c = c.restoring(snap.profile(), snap.image());
+                    command = c;
                 }
                 String chosen = c.profile() == null ? client.profiles().getFirst() : c.profile();
                 profile = client.profiles().contains(chosen) ? policy.profile(chosen) : null;
@@ -296,6 +309,14 @@ public final class SandboxService implements AutoCloseable {
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
             case Command.Pause p -> lifecycle.pause(a, true);
+            case Command.TakeSnapshot t -> lifecycle.snapshot(a, t);
+            case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
+            case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));
+            case Command.DeleteSnapshot d -> {
+                snapshots.delete(d.snapshot(), outputOwner(a.caller()));
+                audit.record(AuditRecord.LIFECYCLE, null, Lifecycle.snapshotEvent("snapshot-deleted", d.snapshot(), null));
+                yield null;
+            }
             case Command.Resume r -> lifecycle.pause(a, false);
             case Command.UpdateNetwork n -> lifecycle.updateNetwork(a);
             case Command.Destroy d -> {

@@ -45,6 +45,10 @@ public sealed interface Command<R> {
             case Egress e -> Operation.SANDBOX_READ;
             case ExtendTtl e -> Operation.SANDBOX_EXTEND;
             case Pause p -> Operation.SANDBOX_PAUSE;
+            case TakeSnapshot t -> Operation.SANDBOX_SNAPSHOT;
+            case ListSnapshots l -> Operation.SANDBOX_SNAPSHOT;
+            case DescribeSnapshot d -> Operation.SANDBOX_SNAPSHOT;
+            case DeleteSnapshot d -> Operation.SANDBOX_SNAPSHOT;
             case Resume r -> Operation.SANDBOX_PAUSE;
             case UpdateNetwork n -> Operation.NETWORK_UPDATE;
             case Destroy d -> Operation.SANDBOX_DESTROY;
@@ -118,9 +122,28 @@ public sealed interface Command<R> {
      * @param network     null: the profile's network
      * @param ttl         null: the server's default, within the profile's maximum lifetime
      * @param idleTimeout null: the server's default
+     * @param snapshot    null: an empty sandbox; else one of the caller's snapshots, whose files the new
+     *                    sandbox starts with, and whose profile and image it gets
      */
     record Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
-                  Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage) implements Command<ManagedSandbox> {
+                  Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage, String snapshot)
+            implements Command<ManagedSandbox> {
+
+        /** A new, empty sandbox. */
+        public Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
+                      Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage) {
+            this(profile, image, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, null);
+        }
+
+        /** This request, restoring {@code snapshotId}. */
+        public Create from(String snapshotId) {
+            return new Create(profile, image, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, snapshotId);
+        }
+
+        /** This request with the profile and image of the snapshot it restores. */
+        public Create restoring(String snapshotProfile, String snapshotImage) {
+            return new Create(snapshotProfile, snapshotImage, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, snapshot);
+        }
 
         /** The most labels a sandbox carries. */
         public static final int MAX_LABELS = 64;
@@ -172,6 +195,39 @@ public sealed interface Command<R> {
 
     /** Thaws a paused sandbox; its idle timeout starts again from now. */
     record Resume(String sandbox) implements Command<ManagedSandbox> {
+    }
+
+    /**
+     * Captures the files of the sandbox's /workspace and /tmp as a snapshot of the caller's, kept
+     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it.
+     */
+    record TakeSnapshot(String sandbox, Duration ttl) implements Command<SnapshotView> {
+        /** The longest a snapshot is kept. */
+        public static final Duration MAX_TTL = Duration.ofDays(7);
+
+        public TakeSnapshot {
+            if (ttl != null && (ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(MAX_TTL) > 0)) {
+                throw AirlockException.invalid("a snapshot's ttlSeconds must be 1 to " + MAX_TTL.toSeconds() + ", not " + ttl.toSeconds());
+            }
+        }
+    }
+
+    /** The caller's snapshots, oldest first. */
+    record ListSnapshots() implements Command<List<SnapshotView>> {
+    }
+
+    record DescribeSnapshot(String snapshot) implements Command<SnapshotView> {
+    }
+
+    record DeleteSnapshot(String snapshot) implements Command<Void> {
+    }
+
+    /**
+     * A snapshot as its owner sees it: what it was taken of, its digest (the SHA-256 of its
+     * manifest, checked before every restore), its size and lifetime, and what it left out.
+     */
+    record SnapshotView(String id, String owner, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
+                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt) {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
