@@ -240,10 +240,10 @@ class AuthorizationTest {
         assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool");
         JsonNode agent = McpNode.client(with(env, AGENT), "toolNames");
         assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run", "run_code",
-                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
+                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
         JsonNode burst = McpNode.client(with(env, BURST), "toolNames");
         assertThat(burst.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run",
-                "sandbox_create", "sandbox_destroy", "sandbox_exec");
+                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork");
     }
 
     @Test

@@ -52,8 +52,6 @@ final class RestApi {
     private static final String CONTEXT = SANDBOX + "/contexts/{context}";
     /** The most of a refused upload that is read and dropped before the refusal is sent. */
     private static final long MAX_DRAIN = 16L << 20;
-    /** The most sandboxes one fork makes. */
-    static final int MAX_FORK = 16;
     private static final Set<String> FORK_FIELDS = java.util.stream.Stream.concat(RestCommands.CREATE_FIELDS.stream(), java.util.stream.Stream.of("count"))
             .collect(java.util.stream.Collectors.toUnmodifiableSet());
 
@@ -312,36 +310,15 @@ final class RestApi {
         c.send(200, answer);
     }
 
-    /**
-     * {@code count} new sandboxes from one snapshot (a fork), each created as {@code POST /v1/sandboxes}
-     * creates one, through the same controls; all of them or none: if one is refused, those already
-     * made are destroyed.
-     */
     private void fork(RestCall c) throws IOException {
         ObjectNode body = (ObjectNode) c.json(FORK_FIELDS);
         Double n = body.has("count") ? Json.number(body, "count") : 1.0;
-        if (n == null || n != Math.rint(n) || n < 1 || n > MAX_FORK) {
-            throw AirlockException.invalid("field 'count' must be a whole number from 1 to " + MAX_FORK);
+        if (n == null || n != Math.rint(n) || n < 1 || n > Command.Fork.MAX_COUNT) {
+            throw AirlockException.invalid("field 'count' must be a whole number from 1 to " + Command.Fork.MAX_COUNT);
         }
         body.remove("count");
-        Command.Create create = commands.create(body).from(c.param("snapshot"));
-        List<ManagedSandbox> made = new java.util.ArrayList<>();
-        try {
-            for (int i = 0; i < n; i++) {
-                made.add(c.execute(create));
-            }
-        } catch (RuntimeException e) {
-            for (ManagedSandbox m : made) {
-                try {
-                    c.execute(new Command.Destroy(m.id()));
-                } catch (RuntimeException gone) {
-                    e.addSuppressed(gone);
-                }
-            }
-            throw e;
-        }
         ArrayNode list = Json.MAPPER.createArrayNode();
-        made.forEach(m -> list.add(Json.sandbox(m)));
+        c.execute(new Command.Fork(commands.create(body).from(c.param("snapshot")), n.intValue())).forEach(m -> list.add(Json.sandbox(m)));
         c.send(201, Json.object().set("sandboxes", list));
     }
 

@@ -279,6 +279,26 @@ public final class SandboxService implements AutoCloseable {
         return new Admission.CreatePlan(c.limits().apply(p.limits()), ttl, idle, network, beyond);
     }
 
+    /** Each create of a fork passes every control on its own; all or none. */
+    private List<ManagedSandbox> fork(Caller caller, Command.Fork f) {
+        List<ManagedSandbox> made = new ArrayList<>();
+        try {
+            for (int i = 0; i < f.count(); i++) {
+                made.add(execute(caller, f.create()));
+            }
+        } catch (RuntimeException e) {
+            for (ManagedSandbox m : made) {
+                try {
+                    execute(caller, new Command.Destroy(m.id()));
+                } catch (RuntimeException gone) {
+                    e.addSuppressed(gone);
+                }
+            }
+            throw e;
+        }
+        return made;
+    }
+
     /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
     private static boolean reachesRunningAgent(Command<?> c) {
         return c instanceof Command.Signal || c instanceof Command.CreateContext || c instanceof Command.RestartContext
@@ -312,6 +332,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.TakeSnapshot t -> lifecycle.snapshot(a, t);
             case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
             case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));
+            case Command.Fork f -> fork(a.caller(), f);
             case Command.DeleteSnapshot d -> {
                 snapshots.delete(d.snapshot(), outputOwner(a.caller()));
                 audit.record(AuditRecord.LIFECYCLE, null, Lifecycle.snapshotEvent("snapshot-deleted", d.snapshot(), null));

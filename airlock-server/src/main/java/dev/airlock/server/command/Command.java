@@ -49,6 +49,7 @@ public sealed interface Command<R> {
             case ListSnapshots l -> Operation.SANDBOX_SNAPSHOT;
             case DescribeSnapshot d -> Operation.SANDBOX_SNAPSHOT;
             case DeleteSnapshot d -> Operation.SANDBOX_SNAPSHOT;
+            case Fork f -> Operation.SANDBOX_CREATE;
             case Resume r -> Operation.SANDBOX_PAUSE;
             case UpdateNetwork n -> Operation.NETWORK_UPDATE;
             case Destroy d -> Operation.SANDBOX_DESTROY;
@@ -220,6 +221,25 @@ public sealed interface Command<R> {
     }
 
     record DeleteSnapshot(String snapshot) implements Command<Void> {
+    }
+
+    /**
+     * {@code count} new sandboxes from one of the caller's snapshots, each created by {@code create}
+     * (which names the snapshot) through every control, as one create is; all or none: if one is
+     * refused, those already made are destroyed.
+     */
+    record Fork(Create create, int count) implements Command<List<ManagedSandbox>> {
+        /** The most sandboxes one fork makes. */
+        public static final int MAX_COUNT = 16;
+
+        public Fork {
+            if (create == null || create.snapshot() == null) {
+                throw new IllegalArgumentException("a fork creates from a snapshot");
+            }
+            if (count < 1 || count > MAX_COUNT) {
+                throw AirlockException.invalid("a fork makes 1 to " + MAX_COUNT + " sandboxes, not " + count);
+            }
+        }
     }
 
     /**
