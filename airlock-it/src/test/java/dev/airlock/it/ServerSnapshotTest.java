@@ -70,7 +70,7 @@ class ServerSnapshotTest {
     }
 
     @Test
-    void everyForkStartsWithTheSnapshotsFilesAndNoForkSeesAnothersWrites() {
+    void everyForkStartsWithTheSnapshotsFilesAndNoForkSeesAnothersWrites() throws Exception {
         try (RemoteSandbox original = live.client.create(SandboxSpec.defaults())) {
             original.files().write("/workspace/data.txt", "before".getBytes(StandardCharsets.UTF_8));
             original.exec("sh", "-c", "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho ran\\n' > /workspace/bin/run.sh"
@@ -81,6 +81,8 @@ class ServerSnapshotTest {
             assertThat(snap.sandbox()).isEqualTo(original.id());
             assertThat(live.client.snapshots()).extracting(SnapshotInfo::id).contains(snap.id());
             original.files().write("/workspace/after.txt", "after".getBytes(StandardCharsets.UTF_8));
+            assertThat(archive(snap.id())).containsExactly("tmp/scratch.txt 644 scratch\n", "workspace/bin/run.sh 755 #!/bin/sh\necho ran\n",
+                    "workspace/data.txt 644 before");
 
             List<RemoteSandbox> forks = live.client.fork(snap.id(), 3);
             try {
@@ -131,6 +133,8 @@ class ServerSnapshotTest {
         Files.writeString(manifest, Files.readString(manifest).replace("payload.txt", "payloaX.txt"));
         assertThatThrownBy(() -> live.client.fork(snap.id(), 1)).isInstanceOf(ConflictException.class)
                 .hasMessageContaining("its manifest changed");
+        HttpResponse<String> archive = live.raw("GET", "/v1/snapshots/" + snap.id() + "/archive", null);
+        assertThat(archive.statusCode()).as("an altered snapshot is not downloaded either").isEqualTo(409);
         live.client.deleteSnapshot(snap.id());
     }
 
@@ -183,6 +187,23 @@ class ServerSnapshotTest {
             }
             live.client.deleteSnapshot(snap.id());
         }
+    }
+
+    /** The snapshot's archive as one line per entry: name, mode (octal) and content. */
+    private static List<String> archive(String snapshot) throws IOException, InterruptedException {
+        HttpResponse<byte[]> r = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(live.uri() + "/v1/snapshots/" + snapshot + "/archive"))
+                .header("Authorization", "Bearer " + live.token()).build(), HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/x-tar");
+        List<String> entries = new java.util.ArrayList<>();
+        try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveInputStream(new java.io.ByteArrayInputStream(r.body()))) {
+            for (var e = tar.getNextEntry(); e != null; e = tar.getNextEntry()) {
+                entries.add(e.getName() + " " + Integer.toOctalString(e.getMode() & 0777) + " "
+                        + new String(tar.readAllBytes(), StandardCharsets.UTF_8));
+            }
+        }
+        return entries.stream().sorted().toList();
     }
 
     private static String created(HttpResponse<String> r) {

@@ -119,6 +119,12 @@ final class RestApi {
                     c.noContent();
                 }),
                 new RestRoute("POST", "/v1/snapshots/{snapshot}/fork", SANDBOX_CREATE, this::fork),
+                new RestRoute("GET", "/v1/snapshots/{snapshot}/archive", SANDBOX_SNAPSHOT, c -> {
+                    // nothing is written before every file was checked: an altered snapshot is a 409, not a half-sent tar
+                    c.resp.setContentType("application/x-tar");
+                    c.resp.setHeader("Content-Disposition", "attachment; filename=\"" + c.param("snapshot") + ".tar\"");
+                    c.execute(new Command.ReadSnapshotArchive(c.param("snapshot"), c.resp.getOutputStream()));
+                }),
                 new RestRoute("POST", SANDBOX + "/exec", EXEC, this::exec),
                 new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();

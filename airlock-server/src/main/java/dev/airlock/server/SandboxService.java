@@ -333,6 +333,14 @@ public final class SandboxService implements AutoCloseable {
             case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
             case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));
             case Command.Fork f -> fork(a.caller(), f);
+            case Command.ReadSnapshotArchive r -> {
+                try {
+                    snapshots.writeArchive(snapshots.get(r.snapshot(), outputOwner(a.caller())), r.sink());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e); // the client went away mid-answer: the door rethrows it
+                }
+                yield null;
+            }
             case Command.DeleteSnapshot d -> {
                 snapshots.delete(d.snapshot(), outputOwner(a.caller()));
                 audit.record(AuditRecord.LIFECYCLE, null, Lifecycle.snapshotEvent("snapshot-deleted", d.snapshot(), null));

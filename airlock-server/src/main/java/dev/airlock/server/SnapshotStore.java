@@ -6,6 +6,8 @@ import dev.airlock.core.HostFiles;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.server.command.Command.SnapshotView;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
@@ -81,6 +83,7 @@ final class SnapshotStore {
         try {
             Files.createDirectories(blobs);
             HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
+            expire();
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot make the snapshot store " + root + ": " + e.getMessage());
         }
@@ -245,6 +248,40 @@ final class SnapshotStore {
                 throw tampered(s, "the content of " + Json.printable(path) + " changed");
             }
         }
+    }
+
+    /**
+     * Writes the snapshot's files to {@code out} as a tar archive (paths relative to /, their modes),
+     * after checking the manifest and every file's content against their digests: nothing is
+     * written for an altered snapshot.
+     */
+    void writeArchive(SnapshotView s, OutputStream out) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        for (JsonNode f : manifest.path("files")) {
+            String digest = f.path("sha256").asString();
+            MessageDigest sha = sha256();
+            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+                in.transferTo(OutputStream.nullOutputStream());
+            } catch (java.nio.file.NoSuchFileException | java.nio.file.InvalidPathException e) {
+                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " is missing");
+            }
+            if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
+                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " changed");
+            }
+        }
+        TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
+        tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
+        for (JsonNode f : manifest.path("files")) {
+            TarArchiveEntry e = new TarArchiveEntry(f.path("path").asString().substring(1));
+            e.setMode(f.path("mode").asInt() & 0777);
+            e.setSize(f.path("size").asLong());
+            e.setModTime(s.createdAt().toEpochMilli());
+            tar.putArchiveEntry(e);
+            Files.copy(blobs.resolve(f.path("sha256").asString()), tar);
+            tar.closeArchiveEntry();
+        }
+        tar.finish();
+        tar.flush();
     }
 
     private JsonNode verifiedManifest(SnapshotView s) {

@@ -50,6 +50,7 @@ public sealed interface Command<R> {
             case DescribeSnapshot d -> Operation.SANDBOX_SNAPSHOT;
             case DeleteSnapshot d -> Operation.SANDBOX_SNAPSHOT;
             case Fork f -> Operation.SANDBOX_CREATE;
+            case ReadSnapshotArchive r -> Operation.SANDBOX_SNAPSHOT;
             case Resume r -> Operation.SANDBOX_PAUSE;
             case UpdateNetwork n -> Operation.NETWORK_UPDATE;
             case Destroy d -> Operation.SANDBOX_DESTROY;
@@ -221,6 +222,10 @@ public sealed interface Command<R> {
     }
 
     record DeleteSnapshot(String snapshot) implements Command<Void> {
+    }
+
+    /** Writes the snapshot's files to {@code sink} as a tar archive, once every file was checked against its digest. */
+    record ReadSnapshotArchive(String snapshot, OutputStream sink) implements Command<Void> {
     }
 
     /**

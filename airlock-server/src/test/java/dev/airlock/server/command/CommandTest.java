@@ -41,6 +41,7 @@ class CommandTest {
             new Command.ListSnapshots(),
             new Command.DescribeSnapshot("snap-0123456789abcdef"),
             new Command.DeleteSnapshot("snap-0123456789abcdef"),
+            new Command.ReadSnapshotArchive("snap-0123456789abcdef", null),
             new Command.Fork(new Command.Create(null, null, null, null, null, null, null, null, null).from("snap-0123456789abcdef"), 2),
             new Command.UpdateNetwork(S, NetworkPolicy.NONE),
             new Command.Destroy(S),
