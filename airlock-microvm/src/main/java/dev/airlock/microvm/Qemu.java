@@ -2,6 +2,7 @@ package dev.airlock.microvm;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Limits;
+import dev.airlock.core.SandboxBroker;
 
 import java.io.File;
 import java.io.IOException;
@@ -33,6 +34,8 @@ final class Qemu {
     static final long GUEST_KERNEL_BYTES = 128L << 20;
     /** The virtio-serial port's name, which the guest init looks for. */
     static final String PORT_NAME = "airlock";
+    /** The egress bridge's virtio-serial port: its own, so egress bytes never delay the agent's control frames. */
+    static final String EGRESS_PORT_NAME = "airlock-egress";
 
     private Qemu() {
     }
@@ -60,9 +63,11 @@ final class Qemu {
     /**
      * The command that boots one guest.
      *
-     * @param dir the guest's own host directory: the agent's and the console's sockets go there
+     * @param dir    the guest's own host directory: the agent's, the console's and the egress bridge's sockets go there
+     * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
      */
-    static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
+    static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
+                                boolean egress) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
         boolean kvm = accelerator.equals(MicroVmDriverConfig.KVM);
@@ -73,7 +78,7 @@ final class Qemu {
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
-                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits),
+                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, egress),
                 // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
                 "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
                 "-serial", "chardev:console",
@@ -82,6 +87,10 @@ final class Qemu {
                 "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),
                 "-device", "virtserialport,chardev=agent,name=" + PORT_NAME));
+        if (egress) {
+            c.addAll(List.of("-chardev", "socket,id=egress,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.EGRESS_SOCKET)),
+                    "-device", "virtserialport,chardev=egress,name=" + EGRESS_PORT_NAME));
+        }
         return c;
     }
 
@@ -91,6 +100,7 @@ final class Qemu {
      * HELLO; docs/security-model.md):
      * <ul>
      * <li>{@code quiet}: the emulated serial port costs time per byte;
+     * <li>{@code pci=off}: microvm has no PCI bus, and the kernel need not look for one;
      * <li>{@code no_timer_check}: under TCG on a busy host the IO-APIC timer check can fail and panic the boot;
      * <li>{@code cryptomgr.notests}: no boot-time self-test of every crypto algorithm (0.6 s under TCG): they
      *     check that the kernel's implementations compute what they should, and change no permission;
@@ -98,14 +108,18 @@ final class Qemu {
      *     calibration fails under emulation, which hangs the boot; the guest's TSC is the host's.
      * </ul>
      */
-    static String kernelCommandLine(String accelerator, Limits limits) {
-        List<String> append = new ArrayList<>(List.of("console=ttyS0", "quiet", "panic=-1", "no_timer_check", "cryptomgr.notests"));
+    static String kernelCommandLine(String accelerator, Limits limits, boolean egress) {
+        List<String> append = new ArrayList<>(List.of("console=ttyS0", "quiet", "panic=-1", "no_timer_check", "cryptomgr.notests",
+                "pci=off"));
         if (!accelerator.equals(MicroVmDriverConfig.KVM)) {
             append.add("tsc_early_khz=" + hostTscKhz());
             append.add("tsc=reliable");
         }
         append.addAll(List.of("airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
                 "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids()));
+        if (egress) {
+            append.add("airlock.egress=" + SandboxBroker.BRIDGE_PORT);
+        }
         return String.join(" ", append);
     }
 
