@@ -1,7 +1,7 @@
 /*
  * airlock-agent: PID 1 of every Airlock sandbox. See docs/agent-protocol.md.
  *
- * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <unix socket path | character device>
+ * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH | --egress-device PATH]] <unix socket path | character device>
  *
  * The agent connects to the host's socket (or opens the character device, such as the
  * virtio-serial port of a microVM guest, whose other end is the host's socket), says HELLO, then runs one single-threaded poll() loop
@@ -15,8 +15,10 @@
  *
  * With --egress-port it is also the sandbox's egress bridge: it listens on 127.0.0.1:PORT and
  * [::1]:PORT and splices every accepted connection to the host's egress proxy socket
- * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers. It makes no policy
- * decision: the host proxy does, and code that connects to the socket directly gains nothing.
+ * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers; with --egress-device (a
+ * microVM guest, which has no socket of the host's) it multiplexes them over that device instead,
+ * bounded by credits (see the egress multiplexer below). It makes no policy decision: the host
+ * proxy does, and code that connects to the socket directly gains nothing.
  *
  * Every execution runs under a supervisor of its own (see supervise): a child of the agent that
  * is a child subreaper, so everything the execution starts stays below it, whatever setsid or

@@ -13,7 +13,9 @@
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
  * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
- * user). What it says goes to the console (the host's console log); it never talks to the host.
+ * user), and airlock.egress (the egress bridge's port on the loopback, when the sandbox has network:
+ * the agent then multiplexes its connections over the virtio-serial port named "airlock-egress").
+ * What it says goes to the console (the host's console log); it never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
