@@ -117,6 +117,9 @@ final class EgressMux implements AutoCloseable {
                     throw new IOException("a malformed OPEN of connection " + id);
                 }
                 highestId = id;
+                if (closed) {
+                    return;
+                }
                 if (live.size() >= MAX_CONNECTIONS) {
                     send(RESET, (int) id, null);      // a well-behaved agent never gets here: it has the same bound
                     return;
@@ -181,13 +184,13 @@ final class EgressMux implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        live.values().forEach(Connection::close);
+        live.clear();
         try {
             guest.close();
         } catch (IOException ignored) {
             // closing anyway
         }
-        live.values().forEach(Connection::close);
-        live.clear();
     }
 
     /** Proxy connections open now, for tests. */

@@ -150,11 +150,10 @@ class EgressMuxTest {
     }
 
     @Test
-    void dataBeyondTheCreditEndsTheBridge() throws Exception {
+    void aCreditBeyondTheWindowEndsTheBridge() throws Exception {
         send(EgressMux.OPEN, 1, new byte[0]);
-        send(EgressMux.EOF, 1, new byte[0]);
-        // After its EOF a connection has no credit left for anything.
-        send(EgressMux.DATA, 1, new byte[1]);
+        // The host has sent nothing yet: its whole window is still its credit, and one byte more is a lie.
+        send(EgressMux.CREDIT, 1, ByteBuffer.allocate(4).putInt(0, 1).array());
         assertThat(drainToEnd()).as("the host closed the port").isTrue();
         assertThat(mux.liveConnections()).isZero();
     }
