@@ -37,8 +37,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
  * takes seconds, not milliseconds. A sandbox with a network policy gets the egress bridge over a
- * second virtio-serial port ({@link EgressMux}); inputs are not supported yet, and refused clearly. QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and
- * cgroups, with seccomp; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
+ * second virtio-serial port ({@link EgressMux}); inputs are not supported yet, and refused clearly.
+ * QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and cgroups, with seccomp; the
+ * sandbox's memory and cpu limits become the guest's RAM and vCPUs.
  */
 public final class MicroVmDriver implements IsolationDriver {
 

@@ -25,7 +25,7 @@ import java.util.List;
  * module). It has no HPET and, under TCG, the PIT calibration of the TSC fails (the emulated PIT
  * is too irregular), which used to hang the boot: under TCG the guest's TSC is the host's, so the
  * kernel is told its frequency ({@code tsc_early_khz}, {@link #hostTscKhz}) and that it is
- * reliable. Each kernel parameter below is measured (docs/security-model.md, "The microVM tier").
+ * reliable. docs/security-model.md ("The boot") has the figures before and after.
  */
 final class Qemu {
 
@@ -96,8 +96,8 @@ final class Qemu {
 
     /**
      * The guest kernel's command line: the console, the guest init's settings ({@code airlock.*}), and
-     * what makes the boot short under TCG, each measured on this host (QEMU's CPU time to the agent's
-     * HELLO; docs/security-model.md):
+     * what makes the boot short under TCG (measured by QEMU's CPU time to the agent's HELLO;
+     * docs/security-model.md):
      * <ul>
      * <li>{@code quiet}: the emulated serial port costs time per byte;
      * <li>{@code pci=off}: microvm has no PCI bus, and the kernel need not look for one;
