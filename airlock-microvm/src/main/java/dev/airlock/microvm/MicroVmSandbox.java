@@ -8,7 +8,7 @@ import dev.airlock.core.SandboxId;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** One running guest: its jailed QEMU process, its host directory and the channel to its agent. */
+/** One running guest: its jailed QEMU process, its host directory, the channel to its agent and its egress bridge. */
 final class MicroVmSandbox implements DriverSandbox {
 
     private final SandboxId id;
@@ -16,16 +16,19 @@ final class MicroVmSandbox implements DriverSandbox {
     private final Process qemu;
     private final VmmJail jail;
     private final GuestConsole console;
+    private final EgressMux egress;
     private final Path dir;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, Path dir, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, EgressMux egress, Path dir,
+                   MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
         this.jail = jail;
         this.console = console;
+        this.egress = egress;
         this.dir = dir;
         this.driver = driver;
     }
@@ -50,6 +53,11 @@ final class MicroVmSandbox implements DriverSandbox {
 
     GuestConsole console() {
         return console;
+    }
+
+    /** The host end of the guest's egress bridge, or null when the sandbox has no network. */
+    EgressMux egress() {
+        return egress;
     }
 
     Path dir() {
