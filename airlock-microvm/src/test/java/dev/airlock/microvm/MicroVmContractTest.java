@@ -24,7 +24,7 @@ import java.util.List;
  * <li>EngineLifecycle: all 21 pass.
  * <li>EgressBridge (3 of 4), InputsIsolation (10 of 10): refused, "not yet supported by the microvm driver".
  *     EgressBridge has passed whole since the bridge over the second virtio-serial port
- *     ({@link EgressMux}; {@link MicroVmEgressBridgeContractTest} runs that concern alone).
+ *     ({@link EgressMux}; {@code -Dtest=MicroVmContractTest -Dgroups=EgressBridge} runs that concern alone).
  * <li>SyscallFilter (39 of 68), NetworkIsolation's denied socket families (24), Privilege's seccomp
  *     status and process_vm_readv: the guest applies no seccomp filter yet.
  * <li>HostInformation (13 of 15), FilesystemIsolation's masked /proc files (8): the guest's /proc is
