@@ -60,7 +60,8 @@ public final class SnapshotCases {
                         () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
                 stats.add(host.in(SECTION));
 
-                String id = client.create("{\"limits\": {\"disk\": \"" + (mb * 2 + 16) + "m\", \"memory\": \"" + (mb * 4 + 256) + "m\"}}");
+                String id = client.create("{\"limits\": {\"disk\": \"" + (mb * 2 + 16) + "m\", \"memory\": \"" + (mb * 4 + 256)
+                        + "m\", \"fileSize\": \"" + (mb + 1) + "m\"}}");
                 client.exec(id, "sh", "-c", "head -c " + (mb << 20) + " /dev/urandom > /workspace/data");
                 List<String> snapshots = new ArrayList<>();
                 stats.add(sampler.measure("snapshot of " + mb + " MiB in /workspace", () -> snapshots.add(client.snapshot(id)))
