@@ -86,22 +86,36 @@ airlock_aot_file() {
 
 # airlock_aot_train CACHE JVM_FLAG... creates CACHE in the background with a training run of
 # `airlock run --lang python --code pass` (a sandbox, so only where `airlock run` works), unless
-# another command is training it already. Older caches of this install are removed when it is done.
+# another command is training it already; with AIRLOCK_AOT=foreground it waits for the training
+# (for benchmarks, which must not measure beside it). Older caches of this install go when it is done.
 airlock_aot_train() {
   local cache=$1; shift
   mkdir -p "$AIRLOCK_AOT_DIR" || return 0
   # a lock left by a training run that was killed lets a later one try again
   find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.lock' -mmin +15 -exec rm -rf {} + 2>/dev/null || true
-  mkdir "$cache.lock" 2>/dev/null || return 0
-  (
-    partial="$cache.$BASHPID.partial"
-    "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -jar "$AIRLOCK_JAR" run --lang python --code pass \
-      >"$AIRLOCK_AOT_DIR/training.log" 2>&1 || true
-    if [ -s "$partial" ]; then
-      find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "$(basename "$cache")" -delete
-      mv -f "$partial" "$cache"
+  if ! mkdir "$cache.lock" 2>/dev/null; then
+    if [ "${AIRLOCK_AOT:-}" = foreground ]; then
+      local waited=0
+      while [ -d "$cache.lock" ] && [ $waited -lt 600 ]; do sleep 1; waited=$((waited + 1)); done
     fi
-    rm -f "$partial" "$partial.config"
-    rmdir "$cache.lock"
-  ) </dev/null >/dev/null 2>&1 &
+    return 0
+  fi
+  if [ "${AIRLOCK_AOT:-}" = foreground ]; then
+    airlock_aot_training_run "$cache" "$@" </dev/null >/dev/null 2>&1
+  else
+    airlock_aot_training_run "$cache" "$@" </dev/null >/dev/null 2>&1 &
+  fi
+}
+
+airlock_aot_training_run() {
+  local cache=$1; shift
+  local partial="$cache.$BASHPID.partial"
+  "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -jar "$AIRLOCK_JAR" run --lang python --code pass \
+    >"$AIRLOCK_AOT_DIR/training.log" 2>&1 || true
+  if [ -s "$partial" ]; then
+    find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "$(basename "$cache")" -delete || true
+    mv -f "$partial" "$cache" || true
+  fi
+  rm -f "$partial" "$partial.config"
+  rmdir "$cache.lock" || true
 }
