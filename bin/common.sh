@@ -1,13 +1,17 @@
 # Shared by bin/airlock and bin/test: find Java 25, install missing OS packages, build when stale.
-# Everything chatty goes to stderr: stdout belongs to the command being run.
+# Everything chatty goes to stderr: stdout belongs to the command being run. Every CLI command pays for
+# what runs here, so it starts few programs: shell builtins where they do (no dirname, cut, java -version).
 
-AIRLOCK_HOME=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+airlock_bin_dir=${BASH_SOURCE[0]%/*}
+[ "$airlock_bin_dir" = "${BASH_SOURCE[0]}" ] && airlock_bin_dir=.
+AIRLOCK_HOME=$(cd "$airlock_bin_dir/.." && pwd)
 
 airlock_find_java() {
   local candidate
   for candidate in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25* /usr/lib/jvm/java-25* /usr/lib/jvm/jdk-25*; do
     [ -n "$candidate" ] && [ -x "$candidate/bin/java" ] || continue
-    if [ "$(airlock_java_major "$candidate")" -ge 25 ] 2>/dev/null; then
+    AIRLOCK_JAVA_MAJOR=$(airlock_java_major "$candidate")
+    if [ "$AIRLOCK_JAVA_MAJOR" -ge 25 ] 2>/dev/null; then
       export JAVA_HOME="$candidate"
       return 0
     fi
@@ -76,12 +80,11 @@ airlock_build_if_stale() {
 # harmless: the JVM starts without it, and its AOT messages are off. AIRLOCK_AOT=0 turns it all off.
 AIRLOCK_AOT_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/airlock/aot/${AIRLOCK_HOME//\//_}"
 
-# airlock_aot_file JVM_FLAG... prints the path of the cache for these flags and the jars as built now.
+# airlock_aot_file JVM_FLAG... sets AIRLOCK_AOT_FILE, the cache for these flags and the jars as built now.
 airlock_aot_file() {
   local fingerprint
-  fingerprint=$({ echo "$JAVA_HOME $(airlock_java_major "$JAVA_HOME") $*"; stat -c '%n %s %Y' "$AIRLOCK_JAR" "$(dirname "$AIRLOCK_JAR")"/lib/*.jar; } \
-    | cksum | cut -d' ' -f1)
-  echo "$AIRLOCK_AOT_DIR/$fingerprint.aot"
+  fingerprint=$({ echo "$JAVA_HOME $AIRLOCK_JAVA_MAJOR $*"; stat -c '%n %s %Y' "$AIRLOCK_JAR" "${AIRLOCK_JAR%/*}"/lib/*.jar; } | cksum)
+  AIRLOCK_AOT_FILE="$AIRLOCK_AOT_DIR/${fingerprint%% *}.aot"
 }
 
 # airlock_aot_train CACHE JVM_FLAG... creates CACHE in the background with a training run of
