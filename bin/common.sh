@@ -78,7 +78,9 @@ airlock_build_if_stale() {
 # The first `airlock run` without one trains it in the background, writing nothing to the terminal;
 # the commands that follow use it once it is there. A cache that is missing or does not match is
 # harmless: the JVM starts without it, and its AOT messages are off. AIRLOCK_AOT=0 turns it all off.
-AIRLOCK_AOT_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/airlock/aot/${AIRLOCK_HOME//\//_}"
+# (No cache directory, as without a HOME: no cache.)
+airlock_cache_home=${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}
+AIRLOCK_AOT_DIR=${airlock_cache_home:+$airlock_cache_home/airlock/aot/${AIRLOCK_HOME//\//_}}
 
 # airlock_aot_file JVM_FLAG... sets AIRLOCK_AOT_FILE, the cache for these flags and the jars as built now.
 airlock_aot_file() {
