@@ -5,7 +5,9 @@ package dev.airlock.core;
  * environment variable {@code AIRLOCK_TRACE} set (to anything but empty or 0), each {@link #mark}
  * prints one line to stderr with the time since the command was launched and since the previous
  * mark. Off, a mark is a read of one constant. The launch time is {@code AIRLOCK_TRACE_T0} (epoch
- * nanoseconds, set by bin/airlock before it starts Java), else this process's start.
+ * nanoseconds, set by bin/airlock when it starts), else this process's start; the first mark's
+ * step counts from {@code AIRLOCK_TRACE_JAVA} (when bin/airlock started Java), so it is the JVM's
+ * own start.
  */
 public final class Trace {
 
@@ -31,8 +33,8 @@ public final class Trace {
     private static synchronized void print(String phase) {
         long now = epochNanos();
         if (originNanos == 0) {
-            originNanos = launchNanos(now);
-            lastNanos = originNanos;
+            originNanos = epochNanosFrom("AIRLOCK_TRACE_T0", now);
+            lastNanos = epochNanosFrom("AIRLOCK_TRACE_JAVA", originNanos);
         }
         System.err.printf("airlock trace: %8.1f ms  +%7.1f  %-28s [%s]%n", (now - originNanos) / 1e6, (now - lastNanos) / 1e6,
                 phase, Thread.currentThread().isVirtual() ? "virtual" : Thread.currentThread().getName());
@@ -48,8 +50,9 @@ public final class Trace {
         return now.getEpochSecond() * 1_000_000_000L + now.getNano();
     }
 
-    private static long launchNanos(long now) {
-        String given = System.getenv("AIRLOCK_TRACE_T0");
+    /** The epoch nanoseconds in environment variable {@code name}, else this process's start, else {@code fallback}. */
+    private static long epochNanosFrom(String name, long fallback) {
+        String given = System.getenv(name);
         if (given != null) {
             try {
                 return Long.parseLong(given.trim());
@@ -58,6 +61,6 @@ public final class Trace {
             }
         }
         return ProcessHandle.current().info().startInstant()
-                .map(i -> i.getEpochSecond() * 1_000_000_000L + i.getNano()).orElse(now);
+                .map(i -> i.getEpochSecond() * 1_000_000_000L + i.getNano()).orElse(fallback);
     }
 }
