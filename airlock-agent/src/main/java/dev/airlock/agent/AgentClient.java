@@ -42,6 +42,17 @@ public final class AgentClient implements SandboxAgent {
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
     static final int MAX_MESSAGE_CHARS = 200;
 
+    /**
+     * The threads that read and write each agent's connection: virtual, so that thousands of
+     * sandboxes cost no platform thread each; platform with the system property {@value
+     * #PLATFORM_THREADS_PROPERTY}=true, which bin/airlock sets for its short commands. A virtual
+     * thread that blocks on a socket starts the JDK's poller thread, which then waits in native code
+     * for good, and HotSpot lets a System.exit wait up to 300 ms for threads in native code to
+     * settle: a third of a second on every one-shot {@code airlock run}.
+     */
+    public static final String PLATFORM_THREADS_PROPERTY = "airlock.agent.platformThreads";
+    private static final boolean PLATFORM_THREADS = Boolean.getBoolean(PLATFORM_THREADS_PROPERTY);
+
     private final SocketChannel channel;
     private final LinkedBlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
     private volatile Thread writer;
@@ -64,8 +75,8 @@ public final class AgentClient implements SandboxAgent {
     public static AgentClient connect(SocketChannel channel, Duration helloTimeout) throws IOException, InterruptedException {
         channel.configureBlocking(true);
         AgentClient client = new AgentClient(channel);
-        Thread.ofVirtual().name("airlock-agent-reader").start(client::readLoop);
-        client.writer = Thread.ofVirtual().name("airlock-agent-writer").start(client::writeLoop);
+        client.thread("airlock-agent-reader", client::readLoop);
+        client.writer = client.thread("airlock-agent-writer", client::writeLoop);
         try {
             client.await(client.router.hello(), helloTimeout, "HELLO");
         } catch (IOException | InterruptedException e) {
@@ -73,6 +84,11 @@ public final class AgentClient implements SandboxAgent {
             throw e;
         }
         return client;
+    }
+
+    /** Starts one of the connection's two threads ({@link #PLATFORM_THREADS_PROPERTY}). */
+    private Thread thread(String name, Runnable task) {
+        return (PLATFORM_THREADS ? Thread.ofPlatform().daemon(true) : Thread.ofVirtual()).name(name).start(task);
     }
 
     @Override

@@ -1,15 +1,17 @@
 package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.Trace;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+
+import java.util.List;
 
 /** {@code bin/airlock}: the operator's and the developer's door to Airlock. */
 @Command(name = "airlock",
         mixinStandardHelpOptions = true,
         version = "airlock 0.1.0",
-        description = "Runs untrusted code in disposable, isolated sandboxes.",
-        subcommands = {ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class, VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class, ApprovalsCommand.class, ImageCommand.class, CommandLine.HelpCommand.class})
+        description = "Runs untrusted code in disposable, isolated sandboxes.")
 public final class AirlockCli {
 
     /** Exit status for a request Airlock refused as invalid. */
@@ -19,8 +21,21 @@ public final class AirlockCli {
     /** Exit status for an internal failure. */
     static final int EXIT_INTERNAL = 4;
 
+    /**
+     * The subcommands, in the order help lists them. Picocli builds a command's model by reflection
+     * over its options and mixins, a good part of a one-shot's start: so only the subcommand that
+     * the command line names is registered, and all of them when it names none ({@code --help},
+     * {@code help}, a typo), so that help and error messages list them all.
+     */
+    static final List<Class<?>> SUBCOMMANDS = List.of(ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class,
+            VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class,
+            ApprovalsCommand.class, ImageCommand.class, CommandLine.HelpCommand.class);
+
     public static void main(String[] args) {
-        System.exit(execute(args));
+        Trace.mark("main");
+        int status = execute(args);
+        Trace.mark("exit");
+        System.exit(status);
     }
 
     /**
@@ -29,7 +44,8 @@ public final class AirlockCli {
      * {@code airlock approvals} this way).
      */
     public static int execute(String... args) {
-        CommandLine cli = new CommandLine(new AirlockCli());
+        CommandLine cli = commandLine(args.length == 0 ? null : args[0]);
+        Trace.mark("command line model built");
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             if (e instanceof AirlockException ae) {
                 cmd.getErr().println("airlock: " + ae.getMessage());
@@ -43,5 +59,16 @@ public final class AirlockCli {
             return EXIT_INTERNAL;
         });
         return cli.execute(args);
+    }
+
+    /** The command line with the subcommand {@code first} names, or with all of them when it names none ({@link #SUBCOMMANDS}). */
+    static CommandLine commandLine(String first) {
+        CommandLine cli = new CommandLine(new AirlockCli());
+        Class<?> named = SUBCOMMANDS.stream().filter(c -> !c.equals(CommandLine.HelpCommand.class)
+                && c.getAnnotation(Command.class).name().equals(first)).findFirst().orElse(null);
+        for (Class<?> subcommand : named == null ? SUBCOMMANDS : List.of(named)) {
+            cli.addSubcommand(subcommand);
+        }
+        return cli;
     }
 }

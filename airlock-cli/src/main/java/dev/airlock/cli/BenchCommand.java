@@ -1,6 +1,7 @@
 package dev.airlock.cli;
 
 import dev.airlock.cli.bench.Baselines;
+import dev.airlock.cli.bench.CliCases;
 import dev.airlock.cli.bench.EgressCases;
 import dev.airlock.cli.bench.EngineCases;
 import dev.airlock.cli.bench.MemoryCases;
@@ -28,7 +29,8 @@ import java.util.concurrent.Callable;
  * {@code airlock bench}: one-shot and exec latency through Airlock, side by side with the same
  * command run bare, under bubblewrap and under plain {@code runc run}, as ratios; then the same
  * few cases under each isolation tier that works here (container, gVisor, microVM); then one-shot
- * throughput with parallel clients, host memory per idle sandbox, and egress proxy throughput.
+ * throughput with parallel clients, host memory per idle sandbox, and egress proxy throughput;
+ * and the CLI one-shot ({@code bin/airlock run}) beside bare and sandbox-runtime's {@code srt}.
  * All but the tiers run on the {@code --runtime} tier. The cases themselves live in
  * {@link dev.airlock.cli.bench}.
  */
@@ -59,6 +61,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--image", paramLabel = "NAME", description = "Also measure a cold one-shot in this stored image (it must have"
             + " python3), beside the one in 'system' (airlock image ls).")
     String image;
+
+    @Option(names = "--cli-only", description = "Measure only the CLI one-shot (bin/airlock run beside bare python3 and srt).")
+    boolean cliOnly;
 
     @Option(names = "--quick", description = "Fewer repetitions and at most 50 sandboxes: a smoke run, for tests.")
     boolean quick;
@@ -97,15 +102,24 @@ final class BenchCommand implements Callable<Integer> {
         method.put(SnapshotCases.SECTION, String.format("median of %d runs after 1 warm-up, one at a time over REST, /workspace of %s MiB;"
                 + " ratio: to a host copy of the same bytes (snapshot, restore) or to as many empty creates (fork)", snapshotRuns,
                 SnapshotCases.sizes(quick)));
+        method.put(CliCases.SECTION, CliCases.method(n, w));
 
         String machine = Baselines.machine();
         if (!json) {
             System.out.println("machine: " + machine);
-            System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
+            if (!cliOnly) {
+                System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
+            }
         }
         Progress progress = new Progress();
         Sampler sampler = new Sampler(n, w, progress);
         List<String> notes = new ArrayList<>();
+        // first, on a host no engine of this benchmark has touched yet; reported last
+        List<Stats> cli = CliCases.measure(progress, n, w, notes);
+        if (cliOnly) {
+            print(new Report(machine, Map.of(CliCases.SECTION, method.get(CliCases.SECTION)), cli, List.of(), List.of(), notes));
+            return 0;
+        }
         Baselines.Results baselines = Baselines.measure(sampler, config);
         List<Stats> latency = new ArrayList<>(baselines.all());
         latency.addAll(EngineCases.warm(sampler, config, baselines.bareTrue(), notes));
@@ -121,14 +135,18 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
         cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick));
+        cases.addAll(cli);
 
-        Report report = new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, notes);
+        print(new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, notes));
+        return 0;
+    }
+
+    private void print(Report report) {
         if (json) {
             report.printJson(System.out);
         } else {
             System.out.println();
             report.printTable(System.out);
         }
-        return 0;
     }
 }

@@ -10,6 +10,7 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.RunResult;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.core.Trace;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -81,6 +82,7 @@ final class RunCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        Trace.mark("command line parsed");
         Language lang = Language.parse(language);
         String code = readCode();
         byte[] stdin = readStdin();
@@ -103,6 +105,7 @@ final class RunCommand implements Callable<Integer> {
             }
         };
         try (Engine engine = engineOptions.open(0, spec)) {
+            Trace.mark("engine open");
             RunResult run = engine.run(request, listener);
             ExecResult r = run.result();
             if (json) {
@@ -114,6 +117,8 @@ final class RunCommand implements Callable<Integer> {
                 err.println("airlock: output was truncated at " + Limits.formatBytes(spec.limits().outputBytes()) + " per stream");
             }
             return exitStatus(r);
+        } finally {
+            Trace.mark("engine closed");
         }
     }
 

@@ -40,7 +40,9 @@ public final class Engine implements AutoCloseable {
     public Engine(IsolationDriver driver, SandboxBroker broker, int poolSize, SandboxSpec poolSpec) {
         this.driver = driver;
         this.broker = broker;
+        Trace.mark("driver ready");
         this.reaped = driver.reapOrphans();
+        Trace.mark("orphans reaped");
         this.pool = new WarmPool(() -> AttachedSandbox.create(driver, broker, poolSpec), poolSpec, poolSize);
     }
 
@@ -94,10 +96,14 @@ public final class Engine implements AutoCloseable {
     public RunResult run(RunRequest request, OutputListener listener) {
         ensureOpen();
         driver.check(request.spec(), List.of(request.language().interpreter()));
+        Trace.mark("request checked");
         Sandbox sandbox = create(request.spec());
+        Trace.mark("sandbox created");
         try {
             ExecRequest code = sandbox.codeRequest(request.language(), request.code());
+            Trace.mark("code written");
             ExecResult result = sandbox.exec(code.withStdin(request.stdin()), listener);
+            Trace.mark("code ran");
             return new RunResult(sandbox.id(), result);
         } finally {
             sandbox.closeInBackground();
@@ -180,8 +186,10 @@ public final class Engine implements AutoCloseable {
                 }
             }
             background.shutdown();
+            Trace.mark("sandboxes destroyed");
         } finally {
             driver.close();
+            Trace.mark("driver closed");
         }
     }
 }

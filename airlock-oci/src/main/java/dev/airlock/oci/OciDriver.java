@@ -9,6 +9,7 @@ import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.core.Trace;
 import dev.airlock.oci.image.ImageStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,8 +68,11 @@ public final class OciDriver implements IsolationDriver {
             LOG.warn("this host has neither a cgroup v2 hierarchy nor the v1 freezer: executions get no cgroup of their own; a"
                     + " timeout or kill ends everything an execution started through the agent's supervisor alone");
         }
+        Trace.mark("runtime found");
         this.seccomp = Seccomp.defaultProfile();
+        Trace.mark("seccomp profile read");
         this.state = StateDirectory.create(config.stateRoot());
+        Trace.mark("state directory made");
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
         Set<Path> keptFromInputs = new HashSet<>(config.protectedPaths());
         keptFromInputs.add(config.stateRoot());
@@ -76,7 +80,9 @@ public final class OciDriver implements IsolationDriver {
         this.images = ImageStore.at(config.imageRoot());
         try {
             this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
+            Trace.mark("system image laid out");
             this.agentBinary = AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
+            Trace.mark("agent installed");
         } catch (IOException | RuntimeException e) {
             state.close();
             if (e instanceof RuntimeException re) {
@@ -190,22 +196,28 @@ public final class OciDriver implements IsolationDriver {
                 }
                 List<OciConfig.Mount> procViews = runtime.needsProcViews() ? ProcViews.write(dir.resolve("proc"), spec.limits()) : List.of();
                 long agentHostPid;
+                Trace.mark("sandbox directory made");
                 try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
+                    Trace.mark("user namespace made");
                     byte[] bundle = OciConfig.write(root, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), seccomp);
                     Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
+                    Trace.mark("bundle written");
                     started = true;
                     agentHostPid = runtime.runDetached(id, dir, dir.resolve("runtime.log"));
+                    Trace.mark("runtime run returned");
                     if (userNamespace != null) {
                         userNamespace.checkJoinedBy(agentHostPid);
                     }
                 }
+                Trace.mark("user namespace holder ended");
                 SocketChannel channel = acceptOne(listener, id);
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
+                Trace.mark("agent connected");
                 OciSandbox sandbox = new OciSandbox(id, agent,
                         runtime.supportsExecCgroups() ? ExecCgroups.of(id.value(), agentHostPid) : null, this, hostIdBase, image);
                 live.put(id, sandbox);
@@ -280,7 +292,9 @@ public final class OciDriver implements IsolationDriver {
     void destroy(OciSandbox sandbox) {
         live.remove(sandbox.id());
         sandbox.agent().close();
+        Trace.mark("agent closed");
         runtime.delete(sandbox.id().value());
+        Trace.mark("runtime delete returned");
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
         uidSlots.release(sandbox.hostIdBase());
         if (sandbox.image() != null) {
@@ -292,6 +306,7 @@ public final class OciDriver implements IsolationDriver {
     public List<String> reapOrphans() {
         List<String> reaped = new ArrayList<>();
         List<String> dead = state.deadInstances();
+        Trace.mark("dead instances found");
         // Containers of every instance that is gone, also one whose state directory went first (a killed engine's).
         for (String container : runtime.list()) {
             String instance = SandboxId.instanceOf(container);
@@ -299,6 +314,7 @@ public final class OciDriver implements IsolationDriver {
                 reaped.add("container " + container);
             }
         }
+        Trace.mark("runtime list read");
         for (String instance : dead) {
             String prefix = "al-" + instance + "-";
             for (Path slot : uidSlots.held(prefix)) {
@@ -338,5 +354,6 @@ public final class OciDriver implements IsolationDriver {
         } finally {
             state.close();
         }
+        Trace.mark("state directory removed");
     }
 }

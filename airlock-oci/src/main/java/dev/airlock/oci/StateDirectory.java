@@ -69,6 +69,10 @@ final class StateDirectory implements AutoCloseable {
         requireShortEnough(root);
         String instance = newInstanceName();
         Path dir = root.resolve("engines").resolve(instance);
+        // Registered before its directory exists: until its lock below is taken, the registry is what
+        // tells another engine's reaper that this instance is starting, not dead.
+        LIVE_IN_THIS_PROCESS.add(instance);
+        FileChannel registryChannel = register(instance);
         try {
             createTraversable(root);
             requireSearchableByOthers(root);
@@ -81,11 +85,15 @@ final class StateDirectory implements AutoCloseable {
                 channel.close();
                 throw new IOException("lock of new instance " + instance + " is already held");
             }
-            LIVE_IN_THIS_PROCESS.add(instance);
-            return new StateDirectory(root, instance, dir, channel, register(instance));
-        } catch (IOException e) {
+            return new StateDirectory(root, instance, dir, channel, registryChannel);
+        } catch (IOException | RuntimeException e) {
             InstanceTmpfs.unmount(dir);
             HostFiles.deleteTree(dir);
+            unregister(instance, registryChannel);
+            LIVE_IN_THIS_PROCESS.remove(instance);
+            if (e instanceof RuntimeException re) {
+                throw re;
+            }
             throw AirlockException.unavailable("cannot create Airlock's state directory under " + root + ": " + e.getMessage()
                     + " (Airlock needs root, or a state directory it may write)");
         }
@@ -148,8 +156,9 @@ final class StateDirectory implements AutoCloseable {
     }
 
     /**
-     * Names of instances, other than this one, that are no longer alive. Taking the lock of a dead
-     * instance is what tells it is dead; the lock is released again at once.
+     * Names of instances, other than this one, that are no longer alive: neither their lock in the
+     * state root nor their lock in the host registry is held (one that is starting holds only the
+     * second). Taking a lock is what tells it is free; it is released again at once.
      */
     List<String> deadInstances() {
         List<String> dead = new ArrayList<>();
@@ -160,7 +169,7 @@ final class StateDirectory implements AutoCloseable {
                 if (LIVE_IN_THIS_PROCESS.contains(name) || !Files.isDirectory(entry)) {
                     continue;
                 }
-                if (isDead(entry.resolve("lock"))) {
+                if (!isAlive(root, name)) {
                     dead.add(name);
                 }
             }
@@ -218,6 +227,19 @@ final class StateDirectory implements AutoCloseable {
         }
     }
 
+    /** Removes {@code instance}'s entry from the host registry and lets its lock go ({@code channel} null: it has none). */
+    private static void unregister(String instance, FileChannel channel) {
+        if (channel == null) {
+            return;
+        }
+        try {
+            Files.deleteIfExists(HOST_REGISTRY.resolve(instance));
+            channel.close();
+        } catch (IOException ignored) {
+            // the lock goes with the process anyway
+        }
+    }
+
     private static boolean isDead(Path lockFile) {
         if (!Files.exists(lockFile)) {
             return true;
@@ -252,13 +274,10 @@ final class StateDirectory implements AutoCloseable {
         } finally {
             try {
                 lockChannel.close();
-                if (registryChannel != null) {
-                    Files.deleteIfExists(HOST_REGISTRY.resolve(instance));
-                    registryChannel.close();
-                }
             } catch (IOException ignored) {
-                // the locks go with the process anyway
+                // the lock goes with the process anyway
             }
+            unregister(instance, registryChannel);
             LIVE_IN_THIS_PROCESS.remove(instance);
         }
     }

@@ -20,7 +20,8 @@ public final class Report {
             ThroughputCases.SECTION, "throughput: runs per second, several clients at once",
             MemoryCases.SECTION, "memory: host memory per idle sandbox, MiB",
             EgressCases.SECTION, "egress: 100 MB over loopback, ms per download",
-            SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms");
+            SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms",
+            CliCases.SECTION, "cli: a one-shot as a user types it, a process per run");
     private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
 
     private final String machine;
@@ -46,14 +47,14 @@ public final class Report {
     }
 
     public void printTable(PrintStream out) {
-        out.printf("%-52s %9s %9s %9s %8s%n", "case", "median ms", "p10 ms", "p90 ms", "x bare");
-        for (Stats s : cases) {
-            if (s.section().equals(Stats.LATENCY)) {
-                row(out, s);
-            }
+        List<Stats> latency = cases.stream().filter(s -> s.section().equals(Stats.LATENCY)).toList();
+        if (!latency.isEmpty()) {
+            out.printf("%-52s %9s %9s %9s %8s%n", "case", "median ms", "p10 ms", "p90 ms", "x bare");
+            latency.forEach(s -> row(out, s));
         }
         printTiers(out);
-        for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION, SnapshotCases.SECTION)) {
+        for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION, SnapshotCases.SECTION,
+                CliCases.SECTION)) {
             List<Stats> rows = cases.stream().filter(s -> s.section().equals(section)).toList();
             if (rows.isEmpty()) {
                 continue;
