@@ -1,0 +1,61 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.image.ImageBuilder;
+import dev.airlock.oci.image.ImageStore;
+import org.junit.jupiter.api.AfterAll;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The driver contract, its hostile concerns and all, with runc and every sandbox made from an
+ * image built with mmdebstrap (bookworm minbase plus python3, whose standard library the hostile
+ * cases use) instead of {@code system}: a built image's root must hold as well as the host's /usr
+ * does (its files shared read-only, its /etc synthesized, nothing of the host in it).
+ *
+ * <p>Cost: the build (packages from ImageBuildTest's cache under /var/tmp, so nothing is downloaded
+ * after the first run) takes about 40 s; the contract itself about 90 s, as on {@code system}.
+ */
+class BuiltImageContractTest extends OciDriverContract {
+
+    private static final Path PACKAGE_CACHE = Path.of("/var/tmp/airlock-test-debs");
+    private final Path storeDir;
+
+    BuiltImageContractTest() throws IOException {
+        this(Files.createTempDirectory(Path.of("/var/tmp"), "airlock-contract-image"));
+    }
+
+    private BuiltImageContractTest(Path storeDir) {
+        super(OciDriverConfig.defaults().withRuntime("runc").withImageRoot(storeDir.resolve("images")));
+        this.storeDir = storeDir;
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mmdebstrap")), "mmdebstrap installed (bin/test installs it)");
+        try {
+            Files.setAttribute(storeDir, "unix:mode", 0711);
+            long start = System.nanoTime();
+            var info = new ImageBuilder(ImageStore.at(storeDir.resolve("images")), Duration.ofMinutes(20), PACKAGE_CACHE)
+                    .build("contract", List.of("python3"), null, storeDir.resolve("build.log"));
+            System.out.printf("built the contract's image in %d s: %d MiB in %d files%n", (System.nanoTime() - start) / 1_000_000_000,
+                    info.sizeBytes() >> 20, info.files());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    protected SandboxSpec sandboxSpec() {
+        return SandboxSpec.defaults().withImage("contract");
+    }
+
+    @AfterAll
+    void removeImage() {
+        HostFiles.deleteTree(storeDir);
+    }
+}
