@@ -37,7 +37,7 @@ class BenchCommandTest {
         JsonNode json = JsonMapper.builder().build().readTree(cli.stdout());
 
         assertThat(json.get("machine").asString()).contains("cores");
-        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "throughput", "memory", "egress");
+        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "interpreter", "throughput", "memory", "egress");
         List<String> notes = new ArrayList<>();
         json.get("notes").forEach(n -> notes.add(n.asString()));
         List<String> working = workingTiers(json.get("tiers"), notes);
@@ -118,6 +118,14 @@ class BenchCommandTest {
             // a driver whose sandboxes have no memory cgroup of their own says so in a note instead
             if (tier.equals("container") || tier.equals("gvisor") || notes.stream().noneMatch(n -> n.startsWith("tiers: " + memory))) {
                 cases.add(memory);
+            }
+        }
+        // the interpreter rows, in the system image: the host's /usr needs python3-ipykernel (bin/test installs it)
+        if (notes.stream().noneMatch(n -> n.startsWith("interpreter: not measured: image system lacks"))) {
+            for (String row : List.of("one-shot exec: python3 -c 'import ipykernel, jupyter_client'",
+                    "context create (POST .../contexts, kernel ready)", "one-shot exec: python3 -c '1+1'", "cell 1+1 in a live context",
+                    "one-shot exec: python3 -c '<plot, savefig png>'", "cell: a small matplotlib plot, PNG returned")) {
+                cases.add(row + " (image system)");
             }
         }
         for (int p : new int[]{1, 2, 4, 8}) {

@@ -89,7 +89,9 @@ public final class ImageBuilder {
             Files.createDirectories(store.root().resolve("tmp"));
             work = Files.createTempDirectory(store.root().resolve("tmp"), "build");
             Path tar = work.resolve("rootfs.tar");
-            List<String> command = new ArrayList<>(List.of(mmdebstrap.toString(), "--variant=minbase", "--format=tar", "--quiet"));
+            List<String> command = new ArrayList<>(List.of(mmdebstrap.toString(), "--variant=minbase", "--format=tar", "--quiet",
+                    // no fsync per file: the result is a tar, and a build that fails is thrown away
+                    "--dpkgopt=force-unsafe-io"));
             if (!packages.isEmpty()) {
                 command.add("--include=" + String.join(",", packages));
             }
