@@ -17,8 +17,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The driver contract, its hostile concerns and all, with runc and every sandbox made from an
- * image built with mmdebstrap (bookworm minbase plus python3, whose standard library the hostile
- * cases use) instead of {@code system}: a built image's root must hold as well as the host's /usr
+ * image built with mmdebstrap (bookworm minbase plus python3, procps and ca-certificates: the
+ * standard library, ps and free, and /etc/ssl/certs that the hostile cases use) instead of {@code system}: a built image's root must hold as well as the host's /usr
  * does (its files shared read-only, its /etc synthesized, nothing of the host in it).
  *
  * <p>Cost: the build (packages from ImageBuildTest's cache under /var/tmp, so nothing is downloaded
@@ -41,7 +41,7 @@ class BuiltImageContractTest extends OciDriverContract {
             Files.setAttribute(storeDir, "unix:mode", 0711);
             long start = System.nanoTime();
             var info = new ImageBuilder(ImageStore.at(storeDir.resolve("images")), Duration.ofMinutes(20), PACKAGE_CACHE)
-                    .build("contract", List.of("python3"), null, storeDir.resolve("build.log"));
+                    .build("contract", List.of("python3", "procps", "ca-certificates"), null, storeDir.resolve("build.log"));
             System.out.printf("built the contract's image in %d s: %d MiB in %d files%n", (System.nanoTime() - start) / 1_000_000_000,
                     info.sizeBytes() >> 20, info.files());
         } catch (IOException e) {

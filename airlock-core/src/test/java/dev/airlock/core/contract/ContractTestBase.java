@@ -49,6 +49,15 @@ public abstract class ContractTestBase {
         return driver.sandboxSpec();
     }
 
+    /**
+     * Whether the sandboxes are of the {@code system} image (the host's /usr with a synthesized
+     * /etc): the few cases about what of the host that image leaves out hold only for it; a stored
+     * image's files are its own.
+     */
+    protected boolean systemImage() {
+        return SandboxSpec.SYSTEM_IMAGE.equals(spec().image());
+    }
+
     /** A one-shot run of {@code code} in a sandbox of {@link #spec()}. */
     protected RunRequest request(Language language, String code) {
         return new RunRequest(language, code, null, spec());
