@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.ImageInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageBuilder;
 import dev.airlock.oci.image.ImageStore;
@@ -27,23 +28,29 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class BuiltImageContractTest extends OciDriverContract {
 
     private static final Path PACKAGE_CACHE = Path.of("/var/tmp/airlock-test-debs");
-    private final Path storeDir;
+    private static final Path STORE_DIR = storeDir();
 
-    BuiltImageContractTest() throws IOException {
-        this(Files.createTempDirectory(Path.of("/var/tmp"), "airlock-contract-image"));
+    BuiltImageContractTest() {
+        super(OciDriverConfig.defaults().withRuntime("runc").withImageRoot(STORE_DIR.resolve("images")));
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mmdebstrap")), "mmdebstrap installed (bin/test installs it)");
+        long start = System.nanoTime();
+        ImageInfo info;
+        try {
+            info = new ImageBuilder(ImageStore.at(STORE_DIR.resolve("images")), Duration.ofMinutes(20), PACKAGE_CACHE)
+                    .build("contract", List.of("python3", "procps", "ca-certificates"), null, STORE_DIR.resolve("build.log"));
+        } catch (RuntimeException | Error e) {
+            HostFiles.deleteTree(STORE_DIR);
+            throw e;
+        }
+        System.out.printf("built the contract's image in %d s: %d MiB in %d files%n", (System.nanoTime() - start) / 1_000_000_000,
+                info.sizeBytes() >> 20, info.files());
     }
 
-    private BuiltImageContractTest(Path storeDir) {
-        super(OciDriverConfig.defaults().withRuntime("runc").withImageRoot(storeDir.resolve("images")));
-        this.storeDir = storeDir;
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mmdebstrap")), "mmdebstrap installed (bin/test installs it)");
+    private static Path storeDir() {
         try {
-            Files.setAttribute(storeDir, "unix:mode", 0711);
-            long start = System.nanoTime();
-            var info = new ImageBuilder(ImageStore.at(storeDir.resolve("images")), Duration.ofMinutes(20), PACKAGE_CACHE)
-                    .build("contract", List.of("python3", "procps", "ca-certificates"), null, storeDir.resolve("build.log"));
-            System.out.printf("built the contract's image in %d s: %d MiB in %d files%n", (System.nanoTime() - start) / 1_000_000_000,
-                    info.sizeBytes() >> 20, info.files());
+            Path dir = Files.createTempDirectory(Path.of("/var/tmp"), "airlock-contract-image");
+            Files.setAttribute(dir, "unix:mode", 0711);
+            return dir;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -56,6 +63,6 @@ class BuiltImageContractTest extends OciDriverContract {
 
     @AfterAll
     void removeImage() {
-        HostFiles.deleteTree(storeDir);
+        HostFiles.deleteTree(STORE_DIR);
     }
 }

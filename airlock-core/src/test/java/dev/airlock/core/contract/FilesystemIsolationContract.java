@@ -34,6 +34,8 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
 
     @Test
     void sandboxCannotSeeHostRootOrHomeDirectories() {
+        // a stored image's /root, /var or /opt are its own; the host's markers are looked for in every image below
+        assumeTrue(systemImage(), "the host's /root, /home, /var ... are left out of the system image only");
         assertThat(Path.of("/root")).as("the host has a /root to hide").isDirectory();
         ExecResult r = ok(python(py("""
                 attempt("/root", lambda: os.listdir("/root"))
@@ -130,8 +132,8 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
         if (systemImage()) {
             assertThat(r.stdoutText()).isEqualTo(expected);
         } else {
-            // a stored image keeps the rest of its own /etc (such as Debian's /etc/pam.d): only its accounts are synthesized
-            String accounts = expected.substring(0, expected.lastIndexOf("--\n") + 3);
+            // a stored image keeps the rest of its own /etc (such as Debian's /etc/pam.d); its accounts are synthesized
+            String accounts = expected.substring(0, expected.indexOf("/etc/sudoers"));
             assertThat(r.stdoutText()).startsWith(accounts);
         }
         for (String account : hostAccounts) {
