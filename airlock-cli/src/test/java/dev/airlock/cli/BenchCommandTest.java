@@ -122,11 +122,9 @@ class BenchCommandTest {
         }
         // the interpreter rows, in the system image: the host's /usr needs python3-ipykernel (bin/test installs it)
         if (notes.stream().noneMatch(n -> n.startsWith("interpreter: not measured: image system lacks"))) {
-            for (String row : List.of("one-shot exec: python3 -c 'import ipykernel, jupyter_client'",
-                    "context create (POST .../contexts, kernel ready)", "one-shot exec: python3 -c '1+1'", "cell 1+1 in a live context",
-                    "one-shot exec: python3 -c '<plot, savefig png>'", "cell: a small matplotlib plot, PNG returned")) {
-                cases.add(row + " (image system)");
-            }
+            cases.addAll(List.of("one-shot: python3 -c 'import ipykernel, jupyter_client'", "context create (kernel ready)",
+                    "one-shot: python3 -c '1+1'", "cell 1+1 in a live context", "one-shot: python3 -c '<plot, savefig png>'",
+                    "cell: a small matplotlib plot, PNG back"));
         }
         for (int p : new int[]{1, 2, 4, 8}) {
             cases.add("bare: python3 -c pass, " + p + " parallel");

@@ -62,11 +62,11 @@ public final class InterpreterCases {
                             + " (airlock image build python-data, then airlock bench --interpreter-image python-data)");
                     return stats;
                 }
-                String label = " (image " + image + ")";
-                Stats importsOnly = sampler.measure("one-shot exec: python3 -c 'import ipykernel, jupyter_client'" + label,
+                notes.add("interpreter: measured in a sandbox of image " + image);
+                Stats importsOnly = sampler.measure("one-shot: python3 -c 'import ipykernel, jupyter_client'",
                         () -> client.exec(sandbox, PYTHON, "-c", KERNEL_IMPORTS));
                 List<String> contexts = new ArrayList<>();
-                Stats create = sampler.measure("context create (POST .../contexts, kernel ready)" + label,
+                Stats create = sampler.measure("context create (kernel ready)",
                         () -> contexts.add(client.createContext(sandbox)), () -> {
                             for (String c : contexts) {
                                 client.deleteContext(sandbox, c);
@@ -77,12 +77,12 @@ public final class InterpreterCases {
                     client.deleteContext(sandbox, c);
                 }
                 String context = client.createContext(sandbox);
-                Stats trivialExec = sampler.measure("one-shot exec: python3 -c '1+1'" + label,
+                Stats trivialExec = sampler.measure("one-shot: python3 -c '1+1'",
                         () -> client.exec(sandbox, PYTHON, "-c", TRIVIAL));
-                Stats trivial = sampler.measure("cell 1+1 in a live context" + label, () -> client.runCell(sandbox, context, TRIVIAL));
-                Stats chartExec = sampler.measure("one-shot exec: python3 -c '<plot, savefig png>'" + label,
+                Stats trivial = sampler.measure("cell 1+1 in a live context", () -> client.runCell(sandbox, context, TRIVIAL));
+                Stats chartExec = sampler.measure("one-shot: python3 -c '<plot, savefig png>'",
                         () -> client.exec(sandbox, PYTHON, "-c", CHART_SAVED));
-                Stats chart = sampler.measure("cell: a small matplotlib plot, PNG returned" + label, () -> {
+                Stats chart = sampler.measure("cell: a small matplotlib plot, PNG back", () -> {
                     JsonNode r = client.runCell(sandbox, context, CHART);
                     if (!r.toString().contains("image/png")) {
                         throw new IllegalStateException("the chart cell returned no PNG: " + r);
