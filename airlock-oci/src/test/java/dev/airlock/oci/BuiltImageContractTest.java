@@ -26,10 +26,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The concerns that do not depend on the image (system call filter, limits, network, the egress
  * bridge, other sandboxes) run on {@code system} in {@link RuncContractTest}.
  *
- * <p>Cost, on this project's shared 2-core host at load averages of 8 to 9: the build (packages
+ * <p>Cost, on this project's shared 2-core host while other builds loaded it: the build (packages
  * from ImageBuildTest's cache under /var/tmp, so only the first run downloads, about 15 MiB) took
- * 210 to 350 s, most of it dpkg; the six concerns about 90 s (they take about as long on {@code
- * system}).
+ * 167 to 350 s, most of it dpkg; the six concerns about 65 s (about what they take on {@code
+ * system}). In all it adds 4 to 7 minutes to the suite.
  */
 class BuiltImageContractTest extends OciDriverContract {
 
