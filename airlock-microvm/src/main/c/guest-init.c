@@ -13,7 +13,9 @@
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
  * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
- * user). What it says goes to the console (the host's console log); it never talks to the host.
+ * user), and airlock.egress (the egress bridge's port on the loopback, when the sandbox has network:
+ * the agent then multiplexes its connections over the virtio-serial port named "airlock-egress").
+ * What it says goes to the console (the host's console log); it never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -43,6 +45,7 @@
 #define AGENT "/.airlock/airlock-agent"
 #define MODULES "/.airlock/modules"
 #define PORT_NAME "airlock"
+#define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
 
 static void say(const char *fmt, ...) {
@@ -130,7 +133,7 @@ static void read_cmdline(char *buf, size_t size) {
  * The device of the virtio-serial port named PORT_NAME (/dev/vportNpM). The host announces its
  * ports after the driver is up, so it may take a moment to appear.
  */
-static void find_port(char *device, size_t size) {
+static void find_port(const char *wanted, char *device, size_t size) {
     for (int waited = 0; waited < PORT_WAIT_MS; waited += 10) {
         DIR *ports = opendir("/sys/class/virtio-ports");
         struct dirent *entry;
@@ -145,7 +148,7 @@ static void find_port(char *device, size_t size) {
             name[n > 0 ? n : 0] = '\0';
             name[strcspn(name, "\n")] = '\0';
             snprintf(device, size, "/dev/%s", entry->d_name);
-            if (strcmp(name, PORT_NAME) == 0 && access(device, F_OK) == 0) {
+            if (strcmp(name, wanted) == 0 && access(device, F_OK) == 0) {
                 closedir(ports);
                 return;
             }
@@ -153,8 +156,33 @@ static void find_port(char *device, size_t size) {
         if (ports != NULL) closedir(ports);
         nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
     }
-    fail("no virtio-serial port named " PORT_NAME " appeared within %d ms: QEMU needs -device virtserialport,name=" PORT_NAME,
-         PORT_WAIT_MS);
+    fail("no virtio-serial port named %s appeared within %d ms: QEMU needs -device virtserialport,name=%s", wanted,
+         PORT_WAIT_MS, wanted);
+}
+
+/*
+ * The egress bridge, when the kernel command line asks for it (airlock.egress=PORT): the agent's
+ * arguments --egress-port PORT --egress-device /dev/vportNpM, the virtio-serial port QEMU names
+ * EGRESS_PORT_NAME, handed to the sandbox user. Without it, egress[0] stays NULL: no bridge.
+ */
+static void egress_args(const char *cmdline, char **egress) {
+    static char port[16], device[300];
+    unsigned long long p = setting(cmdline, "egress", 0);
+    if (p == 0) {
+        return;
+    }
+    if (p > 65535) {
+        fail("the kernel command line's airlock.egress is not a port");
+    }
+    find_port(EGRESS_PORT_NAME, device, sizeof device);
+    if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
+        fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
+    }
+    snprintf(port, sizeof port, "%llu", p);
+    egress[0] = "--egress-port";
+    egress[1] = port;
+    egress[2] = "--egress-device";
+    egress[3] = device;
 }
 
 /* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
@@ -179,7 +207,8 @@ static void mount_tmpfs(const char *target, unsigned long long bytes, const char
 }
 
 /* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
-static _Noreturn void exec_agent(const char *device, unsigned long long nofile, unsigned long long fsize, unsigned long long pids) {
+static _Noreturn void exec_agent(const char *device, char **egress, unsigned long long nofile, unsigned long long fsize,
+                                 unsigned long long pids) {
     /* Its own /proc, of its own pid namespace (this process is in a new mount namespace too). */
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         say("cannot mount /proc for the agent: %s", strerror(errno));
@@ -212,7 +241,12 @@ static _Noreturn void exec_agent(const char *device, unsigned long long nofile, 
     char nofile_arg[32], fsize_arg[32];
     snprintf(nofile_arg, sizeof nofile_arg, "%llu", nofile);
     snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
-    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, (char *) device, NULL };
+    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, egress[0], egress[1], egress[2], egress[3],
+                     (char *) device, NULL };
+    if (egress[0] == NULL) {
+        argv[5] = (char *) device;
+        argv[6] = NULL;
+    }
     char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
     execve(AGENT, argv, envp);
     say("cannot run " AGENT ": %s", strerror(errno));
@@ -250,10 +284,12 @@ int main(void) {
     mount_tmpfs("/dev/shm", disk < (64ULL << 20) ? disk : (64ULL << 20), "1777", SANDBOX_UID);
 
     char device[300];
-    find_port(device, sizeof device);
+    find_port(PORT_NAME, device, sizeof device);
     if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
         fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
     }
+    char *egress[4] = { NULL, NULL, NULL, NULL };
+    egress_args(cmdline, egress);
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
@@ -270,7 +306,7 @@ int main(void) {
         fail("cannot start the agent: %s", strerror(errno));
     }
     if (agent == 0) {
-        exec_agent(device, nofile, fsize, pids);
+        exec_agent(device, egress, nofile, fsize, pids);
     }
     for (;;) {
         int status;
