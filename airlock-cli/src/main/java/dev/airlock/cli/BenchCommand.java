@@ -4,6 +4,7 @@ import dev.airlock.cli.bench.Baselines;
 import dev.airlock.cli.bench.CliCases;
 import dev.airlock.cli.bench.EgressCases;
 import dev.airlock.cli.bench.EngineCases;
+import dev.airlock.cli.bench.InterpreterCases;
 import dev.airlock.cli.bench.MemoryCases;
 import dev.airlock.cli.bench.Progress;
 import dev.airlock.cli.bench.Report;
@@ -28,9 +29,10 @@ import java.util.concurrent.Callable;
 /**
  * {@code airlock bench}: one-shot and exec latency through Airlock, side by side with the same
  * command run bare, under bubblewrap and under plain {@code runc run}, as ratios; then the same
- * few cases under each isolation tier that works here (container, gVisor, microVM); then one-shot
- * throughput with parallel clients, host memory per idle sandbox, and egress proxy throughput;
- * and the CLI one-shot ({@code bin/airlock run}) beside bare and sandbox-runtime's {@code srt}.
+ * few cases under each isolation tier that works here (container, gVisor, microVM); then interpreter
+ * contexts (create, a trivial cell, a chart cell) against the same code run one-shot; then one-shot
+ * throughput with parallel clients, host memory per idle sandbox, egress proxy throughput and
+ * snapshots; and the CLI one-shot ({@code bin/airlock run}) beside bare and sandbox-runtime's {@code srt}.
  * All but the tiers run on the {@code --runtime} tier. The cases themselves live in
  * {@link dev.airlock.cli.bench}.
  */
@@ -65,6 +67,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cli-only", description = "Measure only the CLI one-shot (bin/airlock run beside bare python3 and srt).")
     boolean cliOnly;
 
+    @Option(names = "--interpreter-image", paramLabel = "NAME", description = "The image of the interpreter cases' sandboxes; it"
+            + " needs python3-ipykernel, -jupyter-client and -matplotlib (default: system, the host's; 'airlock image build"
+            + " python-data' makes one).")
+    String interpreterImage = "system";
+
     @Option(names = "--quick", description = "Fewer repetitions and at most 50 sandboxes: a smoke run, for tests.")
     boolean quick;
 
@@ -94,6 +101,8 @@ final class BenchCommand implements Callable<Integer> {
         method.put(Stats.LATENCY, String.format("median of %d runs after %d warm-up runs, one request at a time", n, w));
         method.put(TierCases.SECTION, String.format("the latency method; ms, ratio to bare python3 -c pass (exec true: to bare true);"
                 + " idle memory: memory cgroup usage, MiB, median over %d fresh sandboxes", idleSandboxes));
+        method.put(InterpreterCases.SECTION, "the latency method, in one sandbox of --interpreter-image; ratio: to the row above it,"
+                + " the same code as a one-shot python3 -c exec in that sandbox (for a context: the kernel's imports)");
         method.put(ThroughputCases.SECTION, String.format("%d runs per client per round, 1 warm-up round, median of %d round(s); ratio: airlock / bare",
                 perClient, rounds));
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
@@ -131,6 +140,7 @@ final class BenchCommand implements Callable<Integer> {
         List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.relativeTo(baselines.bare())).toList());
         List<TierCases.Outcome> tierOutcomes = TierCases.measure(sampler, chosenTiers, baselines, idleSandboxes, settleMillis, notes);
         tierOutcomes.forEach(t -> cases.addAll(t.cases()));
+        cases.addAll(InterpreterCases.measure(sampler, config, interpreterImage, notes));
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));

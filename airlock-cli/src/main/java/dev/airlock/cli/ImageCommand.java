@@ -1,6 +1,8 @@
 package dev.airlock.cli;
 
+import dev.airlock.core.AirlockException;
 import dev.airlock.oci.image.ImageBuilder;
+import dev.airlock.oci.image.ImageRecipe;
 import dev.airlock.core.ImageInfo;
 import dev.airlock.oci.image.ImageStore;
 import picocli.CommandLine.Command;
@@ -83,14 +85,20 @@ final class ImageCommand {
     }
 
     @Command(name = "build", mixinStandardHelpOptions = true,
-            description = "Build an image from Debian packages with mmdebstrap (variant minbase plus the packages), from this"
-                    + " host's apt sources.")
+            description = {"Build an image from Debian packages with mmdebstrap (variant minbase plus the packages), from this"
+                    + " host's apt sources: the packages named with --packages, or a recipe file's (--recipe: suite, packages,"
+                    + " files and environment, in YAML).",
+                    "A built-in recipe needs neither: 'airlock image build python-data' makes numpy, pandas, matplotlib and"
+                    + " scipy with the code interpreter's kernel."})
     static final class Build implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "NAME", description = "The image's name.")
         String name;
 
         @Option(names = "--packages", paramLabel = "PKG[,PKG...]", split = ",", description = "Debian packages to add to minbase.")
         List<String> packages = List.of();
+
+        @Option(names = "--recipe", paramLabel = "FILE", description = "A recipe file (YAML: suite, packages, files, environment).")
+        Path recipe;
 
         @Option(names = "--suite", paramLabel = "SUITE", description = "Debian suite (default: this host's release, e.g. bookworm).")
         String suite;
@@ -103,12 +111,30 @@ final class ImageCommand {
 
         @Override
         public Integer call() throws IOException {
+            ImageRecipe chosen;
+            String recipeName;
+            if (recipe != null) {
+                if (!packages.isEmpty() || suite != null) {
+                    throw AirlockException.invalid("--recipe names the packages and the suite: leave out --packages and --suite");
+                }
+                chosen = ImageRecipe.load(recipe);
+                recipeName = recipe.getFileName().toString();
+            } else if (packages.isEmpty() && ImageRecipe.builtIn(name) != null) {
+                chosen = ImageRecipe.builtIn(name);
+                recipeName = name + " (built in)";
+                if (suite != null) {
+                    chosen = new ImageRecipe(suite, chosen.packages(), chosen.files(), chosen.environment());
+                }
+            } else {
+                chosen = new ImageRecipe(suite, packages, List.of(), java.util.Map.of());
+                recipeName = null;
+            }
             Path log = Files.createTempFile("airlock-image-build", ".log");
             System.err.println("building image " + name + " with mmdebstrap (log: " + log + ") ...");
             ImageStore store = ImageStore.at(images.resolve(null));
             // downloaded packages are kept beside the store: a rebuild fetches only what changed
             ImageInfo info = new ImageBuilder(store, Duration.ofMinutes(timeoutMinutes), store.root().resolve("debs"))
-                    .build(name, packages, suite, log);
+                    .build(name, chosen, log, recipeName);
             Files.deleteIfExists(log);
             printAdded("built", info);
             return 0;

@@ -37,8 +37,8 @@ class BenchCommandTest {
         JsonNode json = JsonMapper.builder().build().readTree(cli.stdout());
 
         assertThat(json.get("machine").asString()).contains("cores");
-        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "throughput", "memory", "egress", "snapshots",
-                "cli");
+        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "interpreter", "throughput", "memory", "egress",
+                "snapshots", "cli");
         List<String> notes = new ArrayList<>();
         json.get("notes").forEach(n -> notes.add(n.asString()));
         List<String> working = workingTiers(json.get("tiers"), notes);
@@ -122,6 +122,12 @@ class BenchCommandTest {
             if (tier.equals("container") || tier.equals("gvisor") || notes.stream().noneMatch(n -> n.startsWith("tiers: " + memory))) {
                 cases.add(memory);
             }
+        }
+        // the interpreter rows, in the system image: the host's /usr needs python3-ipykernel (bin/test installs it)
+        if (notes.stream().noneMatch(n -> n.startsWith("interpreter: not measured: image system lacks"))) {
+            cases.addAll(List.of("one-shot: python3 -c 'import ipykernel, jupyter_client'", "context create (kernel ready)",
+                    "one-shot: python3 -c '1+1'", "cell 1+1 in a live context", "one-shot: python3 -c '<plot, savefig png>'",
+                    "cell: a small matplotlib plot, PNG back"));
         }
         for (int p : new int[]{1, 2, 4, 8}) {
             cases.add("bare: python3 -c pass, " + p + " parallel");

@@ -77,6 +77,14 @@ public interface IsolationDriver extends AutoCloseable {
             return null;
         }
 
+        /**
+         * The environment the sandbox's image sets for every process (such as an image recipe's
+         * {@code environment}), under what the sandbox's spec and each request set; empty for most.
+         */
+        default java.util.Map<String, String> imageEnvironment() {
+            return java.util.Map.of();
+        }
+
         /** How many processes the kernel has OOM-killed in this sandbox so far. */
         long oomKills();
 

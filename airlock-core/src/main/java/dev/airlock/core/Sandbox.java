@@ -190,6 +190,7 @@ public final class Sandbox implements AutoCloseable {
         env.put("USER", "sandbox");
         env.put("LANG", "C.UTF-8");
         env.put("TMPDIR", "/tmp");
+        env.putAll(driverSandbox.imageEnvironment());
         if (attached.attachment().bridged()) {
             int egress = SandboxBroker.BRIDGE_PORT;
             // The agent's bridge to the host's policy proxy. socks5h: names resolve on the host.

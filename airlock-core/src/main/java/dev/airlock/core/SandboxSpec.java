@@ -70,6 +70,10 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
         return new SandboxSpec(SYSTEM_IMAGE, Limits.DEFAULTS, Map.of());
     }
 
+    public SandboxSpec withImage(String i) {
+        return new SandboxSpec(i, limits, env, network, inputs, credentials, requestApprovals);
+    }
+
     public SandboxSpec withLimits(Limits l) {
         return new SandboxSpec(image, l, env, network, inputs, credentials, requestApprovals);
     }

@@ -40,6 +40,11 @@ final class OciSandbox implements DriverSandbox {
         return image == null ? null : image.digest();
     }
 
+    @Override
+    public java.util.Map<String, String> imageEnvironment() {
+        return image == null ? java.util.Map.of() : image.environment();
+    }
+
     /** The host id that this sandbox's uid 0 maps to; its own range of 65536. */
     long hostIdBase() {
         return hostIdBase;

@@ -18,7 +18,12 @@ abstract class OciDriverContract extends DriverContract {
 
     /** @param runtime the OCI runtime to run every sandbox with: runc, crun or runsc */
     OciDriverContract(String runtime) {
-        this.config = OciDriverConfig.defaults().withRuntime(runtime);
+        this(OciDriverConfig.defaults().withRuntime(runtime));
+    }
+
+    /** @param config the driver's whole configuration, for a contract run with more than another runtime */
+    OciDriverContract(OciDriverConfig config) {
+        this.config = config;
     }
 
     @Override

@@ -51,6 +51,31 @@ final class BenchClient {
         call("DELETE", "/v1/snapshots/" + snapshot, null, 204);
     }
 
+    /** A sandbox of the stored image {@code image}, living at most {@code ttlSeconds}. */
+    String create(String image, int ttlSeconds) throws IOException, InterruptedException {
+        ObjectNode body = JSON.createObjectNode().put("image", image).put("ttlSeconds", ttlSeconds);
+        return call("POST", "/v1/sandboxes", body.toString(), 201).get("id").asString();
+    }
+
+    /** A new interpreter context in {@code sandbox}: its id, once its kernel answers. */
+    String createContext(String sandbox) throws IOException, InterruptedException {
+        return call("POST", "/v1/sandboxes/" + sandbox + "/contexts", "{}", 201).get("id").asString();
+    }
+
+    void deleteContext(String sandbox, String context) throws IOException, InterruptedException {
+        call("DELETE", "/v1/sandboxes/" + sandbox + "/contexts/" + context, null, 204);
+    }
+
+    /** Runs one cell; its result, which must have status ok. */
+    JsonNode runCell(String sandbox, String context, String code) throws IOException, InterruptedException {
+        JsonNode result = call("POST", "/v1/sandboxes/" + sandbox + "/contexts/" + context + "/run",
+                JSON.createObjectNode().put("code", code).toString(), 200);
+        if (!result.get("status").asString().equals("ok")) {
+            throw new IllegalStateException("benchmark cell failed: " + result);
+        }
+        return result;
+    }
+
     void delete(String id) throws IOException, InterruptedException {
         call("DELETE", "/v1/sandboxes/" + id, null, 204);
     }

@@ -20,6 +20,7 @@ public final class Report {
             ThroughputCases.SECTION, "throughput: runs per second, several clients at once",
             MemoryCases.SECTION, "memory: host memory per idle sandbox, MiB",
             EgressCases.SECTION, "egress: 100 MB over loopback, ms per download",
+            InterpreterCases.SECTION, "interpreter: contexts and cells through the REST API, ms",
             SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms",
             CliCases.SECTION, "cli: a one-shot as a user types it, a process per run");
     private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
@@ -53,8 +54,8 @@ public final class Report {
             latency.forEach(s -> row(out, s));
         }
         printTiers(out);
-        for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION, SnapshotCases.SECTION,
-                CliCases.SECTION)) {
+        for (String section : List.of(InterpreterCases.SECTION, ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION,
+                SnapshotCases.SECTION, CliCases.SECTION)) {
             List<Stats> rows = cases.stream().filter(s -> s.section().equals(section)).toList();
             if (rows.isEmpty()) {
                 continue;

@@ -16,9 +16,9 @@ import org.junit.jupiter.api.TestInstance;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * One concern of the driver contract: one real engine on the driver under test per concern. After
@@ -40,7 +40,27 @@ public abstract class ContractTestBase {
 
     @BeforeAll
     void openEngine() {
+        assumeTrue(driver.runs(getClass()), "this driver's test runs only some concerns of the contract");
         engine = new Engine(driver.newDriver(), broker());
+    }
+
+    /** What every sandbox of the concern starts from: the driver test's choice ({@link DriverContract#sandboxSpec}). */
+    protected SandboxSpec spec() {
+        return driver.sandboxSpec();
+    }
+
+    /**
+     * Whether the sandboxes are of the {@code system} image (the host's /usr with a synthesized
+     * /etc): the few cases about what of the host that image leaves out hold only for it; a stored
+     * image's files are its own.
+     */
+    protected boolean systemImage() {
+        return SandboxSpec.SYSTEM_IMAGE.equals(spec().image());
+    }
+
+    /** A one-shot run of {@code code} in a sandbox of {@link #spec()}. */
+    protected RunRequest request(Language language, String code) {
+        return new RunRequest(language, code, null, spec());
     }
 
     /** The broker the concern's engine attaches sandboxes to: none, unless the concern is about the bridge. */
@@ -50,6 +70,9 @@ public abstract class ContractTestBase {
 
     @AfterAll
     void closeEngineAndCheckNothingLeaked() {
+        if (engine == null) {
+            return; // a concern this driver's test does not run
+        }
         String prefix = "al-" + engine.driver().instance() + "-";
         engine.close();
         assertThat(driver.leftovers(prefix)).as("leftovers of this test class's sandboxes").isEmpty();
@@ -70,11 +93,11 @@ public abstract class ContractTestBase {
     }
 
     protected ExecResult run(Language language, String code) {
-        return engine.run(RunRequest.of(language, code)).result();
+        return engine.run(request(language, code)).result();
     }
 
     protected ExecResult run(Language language, String code, Limits limits) {
-        return engine.run(new RunRequest(language, code, null, new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits, Map.of()))).result();
+        return engine.run(new RunRequest(language, code, null, spec().withLimits(limits))).result();
     }
 
     protected ExecResult python(String code) {

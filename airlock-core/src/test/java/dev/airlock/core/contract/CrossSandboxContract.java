@@ -29,7 +29,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     @Test
     void liveSandboxesCannotSeeOrSignalEachOthersProcesses() {
         String marker = "1003." + (System.nanoTime() % 1_000_000);
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             ok(a.exec(ExecRequest.of("sh", "-c", "nohup setsid sleep " + marker + " </dev/null >/dev/null 2>&1 &")));
             String seenByA = py(a, """
                     procs = [open(f"/proc/{p}/cmdline").read().replace("\\0", " ") for p in os.listdir("/proc") if p.isdigit()]
@@ -59,7 +59,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     @Test
     void liveSandboxesCannotSeeEachOthersFiles() {
         String name = Hostile.token("file");
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             String wrote = py(a, """
                     for d in ["/tmp", "/workspace", "/dev/shm"]:
                         write_to(os.path.join(d, "%s"))
@@ -83,7 +83,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     @Test
     void abstractUnixSocketOfAnotherSandboxIsUnreachable() {
         String name = Hostile.token("sock");
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             listenInBackground(a, """
                     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                     s.bind("\\0%s")
@@ -104,7 +104,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     /** Each sandbox has its own lo: a port open in a is closed in b. */
     @Test
     void loopbackPortOfAnotherSandboxIsUnreachable() {
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             listenInBackground(a, """
                     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -124,7 +124,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     /** System V IPC is per IPC namespace: a segment made in a does not exist in b. */
     @Test
     void sysvSharedMemoryOfAnotherSandboxIsInvisible() {
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             String shmget = """
                     libc.shmget.restype = ctypes.c_int
                     ctypes.set_errno(0)
@@ -152,7 +152,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
      */
     @Test
     void oneSandboxCannotExhaustAnotherSandboxsInotifyInstances() {
-        try (Sandbox a = engine.create(SandboxSpec.defaults()); Sandbox b = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {
             String held = py(a, """
                     n = 0
                     while libc.inotify_init1(0) >= 0:

@@ -2,6 +2,7 @@ package dev.airlock.core.contract;
 
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Limits;
+import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestInstance;
@@ -64,6 +65,24 @@ public abstract class DriverContract {
      */
     protected SandboxKernel kernel() {
         return SandboxKernel.HOST;
+    }
+
+    /**
+     * What every sandbox of every concern starts from (a concern adds its limits, inputs or
+     * network): {@link SandboxSpec#defaults()}, the {@code system} image, unless the driver's test
+     * runs the contract against sandboxes of another image.
+     */
+    protected SandboxSpec sandboxSpec() {
+        return SandboxSpec.defaults();
+    }
+
+    /**
+     * Whether this test runs {@code concern} (one of the nested classes below); a concern it does
+     * not run is reported as skipped. All of them, unless the driver's test runs a subset (such as
+     * the concerns that depend on the sandbox's root file system, against another image).
+     */
+    protected boolean runs(Class<?> concern) {
+        return true;
     }
 
     @Nested

@@ -59,7 +59,7 @@ public abstract class EgressBridgeContract extends ContractTestBase {
 
     @Test
     void theAgentBridgesLoopbackToTheBrokersSocket() {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults().withNetwork(SOME_NETWORK))) {
+        try (Sandbox sb = engine.create(spec().withNetwork(SOME_NETWORK))) {
             ExecResult r = ok(python(sb, DIAL));
             assertThat(r.stdoutText().strip()).isEqualTo("bridged hello from inside");
             assertThat(broker.lines.get(sb.id())).containsExactly("hello from inside");
@@ -68,7 +68,7 @@ public abstract class EgressBridgeContract extends ContractTestBase {
 
     @Test
     void theAttachmentsVariablesReachEveryExecution() {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults().withNetwork(SOME_NETWORK))) {
+        try (Sandbox sb = engine.create(spec().withNetwork(SOME_NETWORK))) {
             assertThat(ok(exec(sb, "/bin/sh", "-c", "echo $AIRLOCK_TEST_BRIDGE")).stdoutText().strip()).isEqualTo(sb.id().value());
         }
     }
@@ -76,7 +76,7 @@ public abstract class EgressBridgeContract extends ContractTestBase {
     @Test
     void networkChangesReachTheAttachmentAndItClosesWithTheSandbox() {
         SandboxId id;
-        try (Sandbox sb = engine.create(SandboxSpec.defaults().withNetwork(SOME_NETWORK))) {
+        try (Sandbox sb = engine.create(spec().withNetwork(SOME_NETWORK))) {
             id = sb.id();
             NetworkPolicy narrower = NetworkPolicy.of(List.of(NetworkPolicy.Destination.of("example.com", 443)), List.of("example.com"),
                     List.of(), Map.of());
@@ -89,7 +89,7 @@ public abstract class EgressBridgeContract extends ContractTestBase {
 
     @Test
     void aSandboxWithoutNetworkHasNothingOnTheBridgePort() {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sb = engine.create(spec())) {
             ExecResult r = python(sb, """
                     import socket
                     try:

@@ -12,7 +12,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Map;
 
 import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -127,7 +126,7 @@ public abstract class HostInformationContract extends ContractTestBase {
         assertThat(KernelFiles.read(Path.of("/proc/diskstats"))).as("the host's disks").isNotEmpty();
         Limits limits = Limits.DEFAULTS.withMemoryBytes(200 * MIB).withCpus(1);
 
-        try (Sandbox sb = engine.create(new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits, Map.of()))) {
+        try (Sandbox sb = engine.create(spec().withLimits(limits))) {
             if (gvisor()) {
                 assertSentrysViewOfMemoryCpusDisksAndLoad(sb);
                 return;
@@ -189,7 +188,7 @@ public abstract class HostInformationContract extends ContractTestBase {
     /** What the views and masks change, programs that read /proc and the mount table still cope with. */
     @Test
     void toolsThatReadProcAndTheMountTableStillWork() throws IOException {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sb = engine.create(spec())) {
             ExecResult df = ok(exec(sb, "df", "-P", "/", "/workspace"));
             assertThat(df.stdoutText().lines().count()).isEqualTo(3);
             ExecResult ps = ok(exec(sb, "ps", "-eo", "pid,comm"));

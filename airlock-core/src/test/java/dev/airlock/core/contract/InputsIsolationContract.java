@@ -83,8 +83,8 @@ public abstract class InputsIsolationContract extends ContractTestBase {
         HostFiles.deleteTree(base);
     }
 
-    private static SandboxSpec withInputs() {
-        return SandboxSpec.defaults().withInputs(List.of(new Input("data", data), new Input("single", single)));
+    private SandboxSpec withInputs() {
+        return spec().withInputs(List.of(new Input("data", data), new Input("single", single)));
     }
 
     /**
@@ -385,7 +385,7 @@ public abstract class InputsIsolationContract extends ContractTestBase {
             Files.setPosixFilePermissions(mountPoint.resolve("in-submount.txt"), PosixFilePermissions.fromString("rw-r--r--"));
             assertRefused(new Input("data", data), AirlockException.Kind.UNAVAILABLE, "has 1 mount(s) below it (" + mountPoint
                     + "), and inputs never show a host's mounts: name a directory without mounts below it, or each mount as an input of its own");
-            try (Sandbox s = engine.create(SandboxSpec.defaults().withInputs(List.of(new Input("sub", mountPoint))))) {
+            try (Sandbox s = engine.create(spec().withInputs(List.of(new Input("sub", mountPoint))))) {
                 assertThat(py(s, "print(os.listdir('/inputs/sub'), open('/inputs/sub/in-submount.txt').read())")).isEqualTo("['in-submount.txt'] " + token + "\n");
             }
         } finally {
@@ -396,7 +396,7 @@ public abstract class InputsIsolationContract extends ContractTestBase {
 
     @Test
     void aSandboxWithoutInputsSeesAnEmptyReadOnlyInputsDirectory() {
-        try (Sandbox with = engine.create(withInputs()); Sandbox without = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox with = engine.create(withInputs()); Sandbox without = engine.create(spec())) {
             assertThat(py(with, "print(sorted(os.listdir('/inputs')))")).isEqualTo("['data', 'single']\n");
             String out = py(without, """
                     print(os.listdir("/inputs"))
@@ -453,7 +453,7 @@ public abstract class InputsIsolationContract extends ContractTestBase {
     }
 
     private void assertRefused(Input input, AirlockException.Kind kind, String message) {
-        SandboxSpec spec = SandboxSpec.defaults().withInputs(List.of(input));
+        SandboxSpec spec = spec().withInputs(List.of(input));
         assertThatThrownBy(() -> engine.driver().check(spec, List.of()))
                 .isInstanceOfSatisfying(AirlockException.class, e -> assertThat(e.kind()).isEqualTo(kind))
                 .hasMessageContaining(message);
@@ -468,7 +468,7 @@ public abstract class InputsIsolationContract extends ContractTestBase {
     /** The warm pool holds default sandboxes only: a spec with inputs is always created cold, for itself. */
     @Test
     void aSpecWithInputsNeverGetsAPooledSandbox() throws InterruptedException {
-        try (Engine pooled = new Engine(driver.newDriver(), 1, SandboxSpec.defaults())) {
+        try (Engine pooled = new Engine(driver.newDriver(), 1, spec())) {
             assertThat(pooled.awaitQuiet(Duration.ofSeconds(30))).isTrue();
             try (Sandbox s = pooled.create(withInputs())) {
                 assertThat(pooled.warmPoolReady()).as("the pooled sandbox is still waiting").isEqualTo(1);

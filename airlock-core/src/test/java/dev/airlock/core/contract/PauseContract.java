@@ -6,7 +6,6 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
-import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -50,7 +49,7 @@ public abstract class PauseContract extends ContractTestBase {
 
     @Test
     void aSpinningProcessMakesNoProgressWhilePausedAndCarriesOnAfter() throws Exception {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sb = engine.create(spec())) {
             sb.writeFile("/tmp/spin.py", SPINNER.getBytes(StandardCharsets.UTF_8));
             CountDownLatch spinning = new CountDownLatch(1);
             Execution spinner = sb.start(ExecRequest.of("/usr/bin/python3", "/tmp/spin.py", "1").withTimeout(Duration.ofSeconds(60)),
@@ -79,7 +78,7 @@ public abstract class PauseContract extends ContractTestBase {
 
     @Test
     void aPausedSandboxRefusesExecutionsAndFilesUntilItResumes() {
-        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sb = engine.create(spec())) {
             sb.writeFile("/workspace/kept.txt", "before the pause".getBytes(StandardCharsets.UTF_8));
             sb.pause();
             sb.pause(); // a second pause changes nothing
@@ -99,7 +98,7 @@ public abstract class PauseContract extends ContractTestBase {
 
     @Test
     void aPausedSandboxCanBeDestroyedAndLeavesNothing() {
-        Sandbox sb = engine.create(SandboxSpec.defaults());
+        Sandbox sb = engine.create(spec());
         Execution sleeper = sb.start(ExecRequest.of("sleep", "600").withTimeout(Duration.ofSeconds(700)), OutputListener.NONE);
         sb.pause();
         sb.close(); // the class's leak check after the last case proves nothing of it is left

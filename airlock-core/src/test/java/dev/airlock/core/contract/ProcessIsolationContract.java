@@ -7,7 +7,6 @@ import dev.airlock.core.Execution;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.OutputListener;
-import dev.airlock.core.RunRequest;
 import dev.airlock.core.RunResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
@@ -68,7 +67,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
      */
     @Test
     void agentSurvivesEverySignalFromInside() {
-        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sandbox = engine.create(spec())) {
             ExecResult attack = sandbox.exec(ExecRequest.of("python3", "-c", """
                     import os, signal, time
                     sent = []
@@ -108,7 +107,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
             // Under gVisor a sandbox process is a task of the Sentry, never a host process: the escaped
             // sleep is not on the host while the run lives, and once the run is over its sandbox's
             // host processes (the Sentry, which holds every task, and the gofer) are gone.
-            CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(() -> engine.run(RunRequest.of(Language.SH, """
+            CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(() -> engine.run(request(Language.SH, """
                     nohup setsid sleep %s </dev/null >/dev/null 2>&1 &
                     echo started
                     sleep 2
@@ -122,7 +121,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
             assertThat(driver.leftovers(done.sandboxId().value())).as("the run's sandbox, Sentry and all").isEmpty();
             return;
         }
-        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> engine.run(RunRequest.of(Language.SH, """
+        CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> engine.run(request(Language.SH, """
                 nohup setsid sleep %s </dev/null >/dev/null 2>&1 &
                 echo started
                 sleep 2
@@ -146,7 +145,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
             // Under gVisor the daemon is a task of the Sentry, not a host process: it is seen inside,
             // between executions, and after the close the sandbox's Sentry, which holds it, is gone.
             String id;
-            try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+            try (Sandbox sandbox = engine.create(spec())) {
                 id = sandbox.id().value();
                 ok(sandbox.exec(ExecRequest.of("sh", "-c", "nohup setsid sleep " + marker + " </dev/null >/dev/null 2>&1 &")));
                 ExecResult seen = ok(sandbox.exec(ExecRequest.of("python3", "-c",
@@ -158,7 +157,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
             assertThat(driver.leftovers(id)).as("the closed sandbox, Sentry and all").isEmpty();
             return;
         }
-        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sandbox = engine.create(spec())) {
             ok(sandbox.exec(ExecRequest.of("sh", "-c", "nohup setsid sleep " + marker + " </dev/null >/dev/null 2>&1 &")));
             assertThat(Hostile.eventually(5_000, () -> !Hostile.hostProcessesWith("sleep " + marker).isEmpty()))
                     .as("the daemon runs on the host").isTrue();
@@ -211,7 +210,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     @Test
     void timeoutKillsEverythingTheExecutionStartedWhateverItsSession() {
         String marker = "1004" + (System.nanoTime() % 1_000_000) + ".";
-        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sandbox = engine.create(spec())) {
             ExecResult r = sandbox.exec(ExecRequest.of("sh", "-c", escapes(marker)).withTimeout(Duration.ofSeconds(2)));
 
             assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.TIMED_OUT);
@@ -224,7 +223,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     @Test
     void killKillsEverythingTheExecutionStartedWhateverItsSession() throws Exception {
         String marker = "1005" + (System.nanoTime() % 1_000_000) + ".";
-        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sandbox = engine.create(spec())) {
             CountDownLatch started = new CountDownLatch(1);
             Execution execution = sandbox.start(ExecRequest.of("sh", "-c", escapes(marker)), new OutputListener() {
                 @Override
@@ -248,7 +247,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     @Test
     void normalExitLeavesBackgroundProcessesRunning() {
         String marker = "1006" + (System.nanoTime() % 1_000_000) + ".";
-        try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+        try (Sandbox sandbox = engine.create(spec())) {
             ExecResult r = ok(sandbox.exec(ExecRequest.of("sh", "-c",
                     "sleep %s3 </dev/null >/dev/null 2>&1 & setsid sleep %s1 </dev/null >/dev/null 2>&1 & echo done".formatted(marker, marker))));
 

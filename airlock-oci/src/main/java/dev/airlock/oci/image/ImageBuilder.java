@@ -30,7 +30,7 @@ import java.util.regex.Pattern;
  */
 public final class ImageBuilder {
 
-    private static final Pattern PACKAGE = Pattern.compile("[a-z0-9][a-z0-9+.-]{0,99}");
+    static final Pattern PACKAGE = Pattern.compile("[a-z0-9][a-z0-9+.-]{0,99}");
     private static final Pattern SUITE = Pattern.compile("[a-z][a-z0-9-]{0,39}");
     private static final int MAX_PACKAGES = 200;
     private static final Path APT = Path.of("/etc/apt");
@@ -56,7 +56,20 @@ public final class ImageBuilder {
      * @param log where mmdebstrap's progress goes (its stderr)
      */
     public ImageInfo build(String name, List<String> packages, String suite, Path log) {
+        return build(name, new ImageRecipe(suite, packages, List.of(), java.util.Map.of()), log, null);
+    }
+
+    /**
+     * Builds {@code name} from {@code recipe}: its packages with mmdebstrap, then its files and
+     * environment as a layer over them.
+     *
+     * @param recipeName how the image's source names the recipe (null: the image's source lists the packages)
+     * @param log        where mmdebstrap's progress goes (its stderr)
+     */
+    public ImageInfo build(String name, ImageRecipe recipe, Path log, String recipeName) {
         ImageStore.checkName(name);
+        List<String> packages = recipe.packages();
+        String suite = recipe.suite();
         if (packages.size() > MAX_PACKAGES) {
             throw AirlockException.invalid("at most " + MAX_PACKAGES + " packages may be named; a package's dependencies come with it");
         }
@@ -76,7 +89,9 @@ public final class ImageBuilder {
             Files.createDirectories(store.root().resolve("tmp"));
             work = Files.createTempDirectory(store.root().resolve("tmp"), "build");
             Path tar = work.resolve("rootfs.tar");
-            List<String> command = new ArrayList<>(List.of(mmdebstrap.toString(), "--variant=minbase", "--format=tar", "--quiet"));
+            List<String> command = new ArrayList<>(List.of(mmdebstrap.toString(), "--variant=minbase", "--format=tar", "--quiet",
+                    // no fsync per file: the result is a tar, and a build that fails is thrown away
+                    "--dpkgopt=force-unsafe-io"));
             if (!packages.isEmpty()) {
                 command.add("--include=" + String.join(",", packages));
             }
@@ -108,9 +123,10 @@ public final class ImageBuilder {
                 throw AirlockException.unavailable("mmdebstrap failed (exit " + process.exitValue() + "): " + tail(log)
                         + " (the whole log: " + log + ")");
             }
-            String source = "mmdebstrap " + chosen + " minbase" + (packages.isEmpty() ? "" : " + " + String.join(",", packages));
+            String source = "mmdebstrap " + chosen + " minbase" + (recipeName != null ? " + recipe " + recipeName
+                    : packages.isEmpty() ? "" : " + " + String.join(",", packages));
             try (InputStream in = Files.newInputStream(tar)) {
-                return store.add(name, in, source);
+                return store.add(name, source, in, new java.io.ByteArrayInputStream(recipe.layer()));
             }
         } catch (IOException e) {
             throw AirlockException.internal("cannot build image '" + name + "': " + e.getMessage(), e);

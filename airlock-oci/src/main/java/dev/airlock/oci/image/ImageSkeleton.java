@@ -9,8 +9,11 @@ import java.util.List;
 /**
  * What every sandbox's root needs, whatever image it comes from: the mount points the driver
  * mounts on (real directories, never links), {@code /tmp} sticky, and a synthesized {@code /etc}
- * holding the {@code sandbox} user, no other account and no resolver (names are never resolved
- * inside a sandbox).
+ * holding the {@code sandbox} user, no other account (the image's shadow files and the backups of
+ * its account files go) and no resolver (names are never resolved inside a sandbox). As in the
+ * {@code system} image, {@code /run} holds only the sandbox's own directory (an image's /run is
+ * runtime state of a booted system, meaningless here) and there is no {@code /sys} (no sandbox
+ * gets sysfs).
  */
 public final class ImageSkeleton {
 
@@ -36,14 +39,23 @@ public final class ImageSkeleton {
         write(etc.resolve("nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n");
     }
 
+    /** Account files of an image that the synthesized /etc leaves out. */
+    private static final List<String> OTHER_ACCOUNT_FILES = List.of("shadow", "gshadow", "shadow-", "gshadow-", "passwd-", "group-",
+            "subuid", "subgid");
+
     /** Adds the mount points and /etc to an image's root (whose entries were placed by {@link LayerApplier}). */
     static void apply(Path root) throws IOException {
+        dev.airlock.core.HostFiles.deleteTree(root.resolve("sys"));
+        dev.airlock.core.HostFiles.deleteTree(root.resolve("run"));
         for (String dir : MOUNT_POINTS) {
             realDirectory(root, dir);
         }
         Files.setAttribute(root.resolve("tmp"), "unix:mode", 01777, LinkOption.NOFOLLOW_LINKS);
         realDirectory(root, "etc");
         writeEtc(root.resolve("etc"));
+        for (String name : OTHER_ACCOUNT_FILES) {
+            dev.airlock.core.HostFiles.deleteTree(root.resolve("etc").resolve(name));
+        }
     }
 
     /** Makes each component of {@code path} a real directory, replacing a link or file found on the way. */

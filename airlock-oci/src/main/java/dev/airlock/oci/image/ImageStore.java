@@ -107,8 +107,18 @@ public final class ImageStore {
 
     /** Adds the root file system {@code tar} (one uncompressed tar stream) as {@code name}. */
     public ImageInfo add(String name, InputStream tar, String source) {
+        return add(name, source, tar);
+    }
+
+    /** Adds the root file system of {@code layers} (uncompressed tar streams, applied in order) as {@code name}. */
+    public ImageInfo add(String name, String source, InputStream... layers) {
         checkName(name);
-        return stage(name, source, (rootfs, scratch) -> new LayerApplier(rootfs, limits).apply(tar));
+        return stage(name, source, (rootfs, scratch) -> {
+            LayerApplier applier = new LayerApplier(rootfs, limits);
+            for (InputStream layer : layers) {
+                applier.apply(layer);
+            }
+        });
     }
 
     private interface Filler {
@@ -258,6 +268,9 @@ public final class ImageStore {
         /** The image's root directory, to be mounted read-only. */
         Path rootfs();
 
+        /** What the image sets in every process's environment ({@link ImageRecipe#readEnvironment}). */
+        Map<String, String> environment();
+
         @Override
         void close();
     }
@@ -300,8 +313,13 @@ public final class ImageStore {
             }
             use.count++;
         }
+        Map<String, String> environment = ImageRecipe.readEnvironment(rootfs);
         return new Lease() {
             private boolean closed;
+
+            public Map<String, String> environment() {
+                return environment;
+            }
 
             public String name() {
                 return name;
