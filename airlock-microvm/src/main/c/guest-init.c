@@ -6,14 +6,15 @@
  * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp,
  * /workspace and /dev/shm, and hides /usr/local. It then starts the agent as PID 1 of a new pid
  * and mount namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty
- * bounding set too), no_new_privs and RLIMIT_NPROC, connected to the host through the virtio-serial
- * port named "airlock". The guest's only network interface is its loopback, which it brings up.
+ * bounding set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, under
+ * the seccomp filter the host compiled from the allow-list every driver uses (/.airlock/seccomp.bpf),
+ * connected to the host through the virtio-serial port named "airlock". The guest's only network interface is its loopback, which it brings up.
  * When the agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot
  * turns into QEMU's exit.
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
- * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
- * user). What it says goes to the console (the host's console log); it never talks to the host.
+ * airlock.memory (bytes the sandbox's cgroup may use), airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
+ * user and the cgroup's pids.max). What it says goes to the console (the host's console log); it never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -26,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -42,6 +45,10 @@
 #define SANDBOX_UID 1000
 #define AGENT "/.airlock/airlock-agent"
 #define MODULES "/.airlock/modules"
+#define SECCOMP_FILTER "/.airlock/seccomp.bpf"
+#define MAX_FILTER_INSNS 4096
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define SANDBOX_CGROUP CGROUP_ROOT "/sandbox"
 #define PORT_NAME "airlock"
 #define PORT_WAIT_MS 10000
 
@@ -178,8 +185,74 @@ static void mount_tmpfs(const char *target, unsigned long long bytes, const char
     mount_or_fail("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options);
 }
 
+/*
+ * The seccomp filter the host compiled from the shared allow-list (SeccompFilter): struct
+ * sock_filter entries as they are, read once before the agent starts.
+ */
+static struct sock_filter filter[MAX_FILTER_INSNS];
+static struct sock_fprog filter_program;
+
+static void load_filter(void) {
+    int fd = open(SECCOMP_FILTER, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fail("cannot open " SECCOMP_FILTER ": %s", strerror(errno));
+    }
+    size_t size = 0;
+    ssize_t n;
+    while (size < sizeof filter && (n = read(fd, (char *) filter + size, sizeof filter - size)) > 0) {
+        size += (size_t) n;
+    }
+    char extra;
+    if (size == 0 || size % sizeof filter[0] != 0 || read(fd, &extra, 1) != 0) {
+        fail(SECCOMP_FILTER " is not a seccomp program of at most %d instructions (%zu bytes)", MAX_FILTER_INSNS, size);
+    }
+    close(fd);
+    filter_program.len = (unsigned short) (size / sizeof filter[0]);
+    filter_program.filter = filter;
+}
+
+static void write_file(const char *path, const char *value) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, value, strlen(value)) != (ssize_t) strlen(value)) {
+        fail("cannot write %s to %s: %s", value, path, strerror(errno));
+    }
+    close(fd);
+}
+
+/*
+ * The sandbox's cgroup, as a container's: the agent and everything it starts are in it, their
+ * memory (tmpfs pages included) capped at the sandbox's memory limit with no swap, so the guest
+ * kernel OOM-kills within the group when it is reached; their tasks at the pids limit. Returns an
+ * open descriptor of the group's cgroup.procs, for the agent to join through it.
+ */
+static int sandbox_cgroup(unsigned long long memory, unsigned long long pids) {
+    mount_or_fail("cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +pids");
+    if (mkdir(SANDBOX_CGROUP, 0755) < 0) {
+        fail("cannot make the sandbox's cgroup " SANDBOX_CGROUP ": %s", strerror(errno));
+    }
+    char value[32];
+    snprintf(value, sizeof value, "%llu", memory);
+    write_file(SANDBOX_CGROUP "/memory.max", value);
+    if (access(SANDBOX_CGROUP "/memory.swap.max", F_OK) == 0) {
+        write_file(SANDBOX_CGROUP "/memory.swap.max", "0");
+    }
+    snprintf(value, sizeof value, "%llu", pids);
+    write_file(SANDBOX_CGROUP "/pids.max", value);
+    int procs = open(SANDBOX_CGROUP "/cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (procs < 0) {
+        fail("cannot open " SANDBOX_CGROUP "/cgroup.procs: %s", strerror(errno));
+    }
+    return procs;
+}
+
 /* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
-static _Noreturn void exec_agent(const char *device, unsigned long long nofile, unsigned long long fsize, unsigned long long pids) {
+static _Noreturn void exec_agent(const char *device, unsigned long long nofile, unsigned long long fsize, unsigned long long pids, int cgroup_procs) {
+    if (write(cgroup_procs, "0", 1) != 1) {
+        say("cannot join the sandbox's cgroup: %s", strerror(errno));
+        _exit(1);
+    }
+    close(cgroup_procs);
     /* Its own /proc, of its own pid namespace (this process is in a new mount namespace too). */
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         say("cannot mount /proc for the agent: %s", strerror(errno));
@@ -214,6 +287,11 @@ static _Noreturn void exec_agent(const char *device, unsigned long long nofile, 
     snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
     char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, (char *) device, NULL };
     char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
+    /* Last: from here on every system call, the execve first, is the filter's to allow. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter_program) < 0) {
+        say("cannot install the seccomp filter: %s", strerror(errno));
+        _exit(1);
+    }
     execve(AGENT, argv, envp);
     say("cannot run " AGENT ": %s", strerror(errno));
     _exit(127);
@@ -234,8 +312,11 @@ int main(void) {
     unsigned long long nofile = setting(cmdline, "nofile", 1024);
     unsigned long long fsize = setting(cmdline, "fsize", 64ULL << 20);
     unsigned long long pids = setting(cmdline, "pids", 256);
+    unsigned long long memory = setting(cmdline, "memory", 512ULL << 20);
 
     load_modules();
+    load_filter();
+    int cgroup_procs = sandbox_cgroup(memory, pids);
     /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
      * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
      * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
@@ -257,6 +338,7 @@ int main(void) {
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
+    umount2(CGROUP_ROOT, MNT_DETACH);
     umount2("/sys", MNT_DETACH);
     rmdir("/sys");
     umount2("/proc", MNT_DETACH);
@@ -270,7 +352,7 @@ int main(void) {
         fail("cannot start the agent: %s", strerror(errno));
     }
     if (agent == 0) {
-        exec_agent(device, nofile, fsize, pids);
+        exec_agent(device, nofile, fsize, pids, cgroup_procs);
     }
     for (;;) {
         int status;

@@ -60,7 +60,8 @@ final class Qemu {
         // no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and panic the boot
         String append = String.join(" ", "console=ttyS0", "quiet", "panic=-1", "no_timer_check",
                 "airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
-                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids());
+                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids(),
+                "airlock.memory=" + limits.memoryBytes());
         List<String> c = new ArrayList<>(List.of(binary.toString(),
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
                 "-M", "pc", "-cpu", accelerator.equals(MicroVmDriverConfig.KVM) ? "host" : "max", "-accel", accelerator.equals(MicroVmDriverConfig.KVM) ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
