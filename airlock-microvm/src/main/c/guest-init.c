@@ -3,18 +3,20 @@
  *
  * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
- * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp,
- * /workspace and /dev/shm, and hides /usr/local. It then starts the agent as PID 1 of a new pid
- * and mount namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty
- * bounding set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, under
- * the seccomp filter the host compiled from the allow-list every driver uses (/.airlock/seccomp.bpf),
- * connected to the host through the virtio-serial port named "airlock". The guest's only network interface is its loopback, which it brings up.
- * When the agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot
- * turns into QEMU's exit.
+ * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
+ * /workspace, and hides /usr/local. It then starts the agent as PID 1 of a new pid and mount
+ * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
+ * set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, with a minimal
+ * /dev (and /dev/shm) and runc's /proc masks, under the seccomp filter the host compiled from the
+ * allow-list every driver uses (/.airlock/seccomp.bpf), connected to the host through the
+ * virtio-serial port named "airlock" (a node of its own at /.airlock/port). The guest's only
+ * network interface is its loopback, which it brings up. When the agent exits (the host hung up,
+ * or it failed) the guest reboots, which QEMU's -no-reboot turns into QEMU's exit.
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
- * airlock.memory (bytes the sandbox's cgroup may use), airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
- * user and the cgroup's pids.max). What it says goes to the console (the host's console log); it never talks to the host.
+ * airlock.memory (bytes the sandbox's cgroup may use), airlock.nofile, airlock.fsize (the agent's
+ * rlimits), airlock.pids (RLIMIT_NPROC of the sandbox user and the cgroup's pids.max). What it says
+ * goes to the console (the host's console log); it never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -37,6 +39,7 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +52,8 @@
 #define MAX_FILTER_INSNS 4096
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define SANDBOX_CGROUP CGROUP_ROOT "/sandbox"
+/* The agent's end of its virtio-serial port, outside the sandbox's /dev (the sandbox user's, 0600). */
+#define AGENT_PORT "/.airlock/port"
 #define PORT_NAME "airlock"
 #define PORT_WAIT_MS 10000
 
@@ -246,8 +251,81 @@ static int sandbox_cgroup(unsigned long long memory, unsigned long long pids) {
     return procs;
 }
 
+/*
+ * A device node of the guest's for the sandbox user alone, at path, outside /dev: the agent's
+ * virtio-serial port, so /dev can be the minimal one. Done before / is made read-only.
+ */
+static void private_device(const char *device, const char *path) {
+    struct stat st;
+    if (stat(device, &st) < 0 || !S_ISCHR(st.st_mode)) {
+        fail("%s is not a character device: %s", device, strerror(errno));
+    }
+    if (mknod(path, S_IFCHR | 0600, st.st_rdev) < 0 || chown(path, SANDBOX_UID, SANDBOX_UID) < 0) {
+        fail("cannot make %s: %s", path, strerror(errno));
+    }
+}
+
+/* In the agent's process before it becomes the sandbox user: say why and end it (the guest ends with it). */
+#define CHILD_CHECK(ok, ...) do { if (!(ok)) { say(__VA_ARGS__); _exit(1); } } while (0)
+
+/*
+ * The sandbox's /dev, as a container's: a small tmpfs of root's holding only the harmless character
+ * devices, the usual links and /dev/shm; no devtmpfs, so no disk, console, kmsg or port of the
+ * guest's. Replaces the devtmpfs in the agent's mount namespace only.
+ */
+static void minimal_dev(unsigned long long shm_bytes) {
+    static const struct { const char *name; unsigned major, minor; } devices[] = {
+        { "null", 1, 3 }, { "zero", 1, 5 }, { "full", 1, 7 }, { "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
+    };
+    static const char *links[][2] = {
+        { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+        { "stderr", "/proc/self/fd/2" }, { "ptmx", "pts/ptmx" },
+    };
+    CHILD_CHECK(umount2("/dev", MNT_DETACH) == 0, "cannot detach the guest's /dev: %s", strerror(errno));
+    CHILD_CHECK(mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755") == 0,
+                "cannot mount the sandbox's /dev: %s", strerror(errno));
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/dev/%s", devices[i].name);
+        CHILD_CHECK(mknod(path, S_IFCHR | 0666, makedev(devices[i].major, devices[i].minor)) == 0 && chmod(path, 0666) == 0,
+                    "cannot make %s: %s", path, strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/dev/%s", links[i][0]);
+        CHILD_CHECK(symlink(links[i][1], path) == 0, "cannot make %s: %s", path, strerror(errno));
+    }
+    char options[128];
+    snprintf(options, sizeof options, "size=%llu,mode=1777,uid=%d,gid=%d", shm_bytes, SANDBOX_UID, SANDBOX_UID);
+    CHILD_CHECK(mkdir("/dev/shm", 0755) == 0 && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options) == 0,
+                "cannot mount /dev/shm: %s", strerror(errno));
+}
+
+/*
+ * /proc files and directories that tell about the guest's kernel and hardware rather than the
+ * sandbox, masked as runc masks them: files read empty (/dev/null over them), directories are
+ * empty and read-only. Those the guest kernel lacks stay absent.
+ */
+static void mask_proc(void) {
+    static const char *files[] = {
+        "/proc/kcore", "/proc/keys", "/proc/kallsyms", "/proc/timer_list", "/proc/sched_debug", "/proc/kmsg",
+        "/proc/sysrq-trigger", "/proc/modules", "/proc/config.gz", "/proc/latency_stats", "/proc/timer_stats",
+    };
+    static const char *dirs[] = { "/proc/acpi", "/proc/asound", "/proc/scsi" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        CHILD_CHECK(access(files[i], F_OK) < 0 || mount("/dev/null", files[i], NULL, MS_BIND, NULL) == 0,
+                    "cannot mask %s: %s", files[i], strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        CHILD_CHECK(access(dirs[i], F_OK) < 0
+                        || mount("tmpfs", dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") == 0,
+                    "cannot mask %s: %s", dirs[i], strerror(errno));
+    }
+}
+
 /* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
-static _Noreturn void exec_agent(const char *device, unsigned long long nofile, unsigned long long fsize, unsigned long long pids, int cgroup_procs) {
+static _Noreturn void exec_agent(unsigned long long nofile, unsigned long long fsize, unsigned long long pids,
+                                 unsigned long long shm_bytes, int cgroup_procs) {
     if (write(cgroup_procs, "0", 1) != 1) {
         say("cannot join the sandbox's cgroup: %s", strerror(errno));
         _exit(1);
@@ -258,12 +336,9 @@ static _Noreturn void exec_agent(const char *device, unsigned long long nofile, 
         say("cannot mount /proc for the agent: %s", strerror(errno));
         _exit(1);
     }
-    /* As a container's: the firmware's ACPI interfaces are none of the code's business. */
-    if (access("/proc/acpi", F_OK) == 0
-            && mount("tmpfs", "/proc/acpi", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0) {
-        say("cannot mask /proc/acpi: %s", strerror(errno));
-        _exit(1);
-    }
+    /* As a container's: the guest's kernel and firmware interfaces are none of the code's business. */
+    minimal_dev(shm_bytes);
+    mask_proc();
     /* No capability can ever come back, not even through a file's capabilities: empty the bounding set. */
     for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
@@ -285,7 +360,7 @@ static _Noreturn void exec_agent(const char *device, unsigned long long nofile, 
     char nofile_arg[32], fsize_arg[32];
     snprintf(nofile_arg, sizeof nofile_arg, "%llu", nofile);
     snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
-    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, (char *) device, NULL };
+    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, AGENT_PORT, NULL };
     char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
     /* Last: from here on every system call, the execve first, is the filter's to allow. */
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter_program) < 0) {
@@ -327,14 +402,10 @@ int main(void) {
     }
     mount_tmpfs("/tmp", disk, "1777", 0);
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);
-    mkdir("/dev/shm", 0755);
-    mount_tmpfs("/dev/shm", disk < (64ULL << 20) ? disk : (64ULL << 20), "1777", SANDBOX_UID);
 
     char device[300];
     find_port(device, sizeof device);
-    if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
-        fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
-    }
+    private_device(device, AGENT_PORT);
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
@@ -352,7 +423,7 @@ int main(void) {
         fail("cannot start the agent: %s", strerror(errno));
     }
     if (agent == 0) {
-        exec_agent(device, nofile, fsize, pids, cgroup_procs);
+        exec_agent(nofile, fsize, pids, disk < (64ULL << 20) ? disk : (64ULL << 20), cgroup_procs);
     }
     for (;;) {
         int status;

@@ -3,6 +3,7 @@ package dev.airlock.microvm;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Limits;
 import dev.airlock.core.contract.DriverContract;
+import dev.airlock.core.contract.SandboxKernel;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -87,15 +88,21 @@ class MicroVmContractTest extends DriverContract {
         return CONFIG.stateRoot();
     }
 
-    /** No process of a guest is a host process; QEMU itself runs as root in this step, so no host uid is the sandbox's. */
+    /** A guest's own kernel serves the code's system calls: its processes are the guest's, its /proc the guest kernel's. */
+    @Override
+    protected SandboxKernel kernel() {
+        return SandboxKernel.GUEST;
+    }
+
+    /** No process of a guest is a host process, so no host uid is the sandbox's (QEMU's own uid is the VMM's, not the code's). */
     @Override
     protected boolean isSandboxHostUid(long hostUid, int sandboxUid) {
         return false;
     }
 
-    /** The guest init starts the agent with the limits and the virtio-serial port it found. */
+    /** The guest init starts the agent with the limits and its virtio-serial port (a node of its own outside /dev). */
     @Override
     protected String agentCommandLine(Limits limits) {
-        return "/.airlock/airlock-agent\0--nofile\0" + limits.openFiles() + "\0--fsize\0" + limits.fileSizeBytes() + "\0/dev/vport1p1\0";
+        return "/.airlock/airlock-agent\0--nofile\0" + limits.openFiles() + "\0--fsize\0" + limits.fileSizeBytes() + "\0/.airlock/port\0";
     }
 }
