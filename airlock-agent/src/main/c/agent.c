@@ -1,7 +1,7 @@
 /*
  * airlock-agent: PID 1 of every Airlock sandbox. See docs/agent-protocol.md.
  *
- * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH]] <unix socket path | character device>
+ * Usage: airlock-agent [--egress-port PORT [--egress-socket PATH | --egress-device PATH]] <unix socket path | character device>
  *
  * The agent connects to the host's socket (or opens the character device, such as the
  * virtio-serial port of a microVM guest, whose other end is the host's socket), says HELLO, then runs one single-threaded poll() loop
@@ -15,8 +15,10 @@
  *
  * With --egress-port it is also the sandbox's egress bridge: it listens on 127.0.0.1:PORT and
  * [::1]:PORT and splices every accepted connection to the host's egress proxy socket
- * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers. It makes no policy
- * decision: the host proxy does, and code that connects to the socket directly gains nothing.
+ * (/run/airlock/egress.sock), in the same poll loop, with bounded buffers; with --egress-device (a
+ * microVM guest, which has no socket of the host's) it multiplexes them over that device instead,
+ * bounded by credits (see the egress multiplexer below). It makes no policy decision: the host
+ * proxy does, and code that connects to the socket directly gains nothing.
  *
  * Every execution runs under a supervisor of its own (see supervise): a child of the agent that
  * is a child subreaper, so everything the execution starts stays below it, whatever setsid or
@@ -1792,6 +1794,209 @@ static short bridge_events(const struct bridge *b, int side) {
     return ev;
 }
 
+/* ---------------------------------------------------------------- egress multiplexer (microVM)
+ *
+ * With --egress-device the agent bridges to the host over a second character device (the
+ * microVM's virtio-serial port "airlock-egress") instead of a unix socket per connection: a
+ * guest has no socket the host can reach. Each accepted TCP connection gets a fresh id (never
+ * reused while the channel lives) and travels as frames on that one device:
+ *
+ *   u32 N (of what follows), u8 type, u32 connection id, payload
+ *   OPEN (guest->host, no payload), DATA (1 to MUX_CHUNK bytes), EOF (no more bytes in this
+ *   direction: half-close), RESET (the connection is gone, both directions), CREDIT (u32 bytes).
+ *
+ * Each direction of each connection is bounded by credits: a sender starts with MUX_WINDOW bytes
+ * and may send DATA only up to what it has left; the receiver returns CREDIT as it writes the
+ * bytes on to their destination. So the agent holds at most MUX_WINDOW bytes per connection from
+ * the host, and the host as much from the agent, whatever the peers at either end do. Frames for
+ * an id that is not live (closed by a RESET that crossed them) are ignored.
+ */
+enum { MUX_OPEN = 1, MUX_DATA = 2, MUX_EOF = 3, MUX_RESET = 4, MUX_CREDIT = 5 };
+#define MUX_WINDOW (64 * 1024)
+#define MUX_CHUNK (16 * 1024)
+#define MUX_MAX_FRAME (1 + 4 + MUX_CHUNK)
+
+struct mux_conn {
+    int used;
+    uint32_t id;
+    int fd;                            /* the TCP connection inside the sandbox */
+    uint32_t credit;                   /* bytes we may still send the host */
+    unsigned char *buf;                /* bytes from the host for fd: at most MUX_WINDOW */
+    size_t len, off;
+    int eof_in;                        /* fd has reached end of input (EOF sent) */
+    int eof_host;                      /* the host sent EOF: shut fd for writing once buf drains */
+    int shut;                          /* fd has been shut down for writing */
+};
+
+static struct mux_conn mux_conns[MAX_BRIDGES];
+static const char *egress_device;     /* --egress-device: multiplex over it rather than splice to egress_socket */
+static int mux_fd = -1;
+static uint32_t mux_next_id = 1;
+static unsigned char mux_in[4 + MUX_MAX_FRAME];
+static size_t mux_in_have;
+static unsigned char mux_out[4 + MUX_MAX_FRAME];
+
+/* Writes one frame whole. Blocking: the host reads this device at all times (it never waits on
+ * anything before it reads the next frame), so a write waits only for QEMU and the host's reader. */
+static void mux_send(int type, uint32_t id, const void *payload, size_t len) {
+    put_u32(mux_out, (uint32_t) (1 + 4 + len));
+    mux_out[4] = (unsigned char) type;
+    put_u32(mux_out + 5, id);
+    if (len > 0) memcpy(mux_out + 9, payload, len);
+    size_t total = 9 + len, sent = 0;
+    while (sent < total) {
+        ssize_t n = write(mux_fd, mux_out + sent, total - sent);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die("");           /* the host hung up the egress port: as for the control channel */
+        sent += (size_t) n;
+    }
+}
+
+static void mux_send_u32(int type, uint32_t id, uint32_t v) {
+    unsigned char p[4];
+    put_u32(p, v);
+    mux_send(type, id, p, 4);
+}
+
+static void mux_close(struct mux_conn *c) {
+    close_fd(&c->fd);
+    free(c->buf);
+    c->buf = NULL;
+    c->used = 0;
+}
+
+static struct mux_conn *mux_find(uint32_t id) {
+    for (int i = 0; i < MAX_BRIDGES; i++) {
+        if (mux_conns[i].used && mux_conns[i].id == id) return &mux_conns[i];
+    }
+    return NULL;
+}
+
+/* Accepts what is waiting (bounded per call); each connection is announced to the host by OPEN. */
+static void mux_accept(int listener) {
+    for (int k = 0; k < 16; k++) {
+        int tcp = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (tcp < 0) return;
+        struct mux_conn *c = NULL;
+        for (int i = 0; i < MAX_BRIDGES && c == NULL; i++) {
+            if (!mux_conns[i].used) c = &mux_conns[i];
+        }
+        unsigned char *buf = c != NULL && mux_next_id != 0 ? malloc(MUX_WINDOW) : NULL;
+        if (buf == NULL) {
+            close(tcp);                /* no slot, ids used up, or no memory: the client sees the close */
+            continue;
+        }
+        *c = (struct mux_conn) { .used = 1, .id = mux_next_id++, .fd = tcp, .credit = MUX_WINDOW, .buf = buf };
+        mux_send(MUX_OPEN, c->id, NULL, 0);
+    }
+}
+
+/* Moves what it can between c's TCP connection and the host; closes c (with RESET) on an error. */
+static void mux_pump(struct mux_conn *c, short revents) {
+    if (!c->eof_in && c->credit > 0 && (revents & (POLLIN | POLLHUP | POLLERR))) {
+        unsigned char data[MUX_CHUNK];
+        size_t want = c->credit < MUX_CHUNK ? c->credit : MUX_CHUNK;
+        ssize_t n = read(c->fd, data, want);
+        if (n > 0) {
+            c->credit -= (uint32_t) n;
+            mux_send(MUX_DATA, c->id, data, (size_t) n);
+        } else if (n == 0) {
+            c->eof_in = 1;
+            mux_send(MUX_EOF, c->id, NULL, 0);
+        } else if (errno != EAGAIN && errno != EINTR) {
+            mux_send(MUX_RESET, c->id, NULL, 0);
+            mux_close(c);
+            return;
+        }
+    }
+    if (c->len > 0 && (revents & (POLLOUT | POLLHUP | POLLERR))) {
+        ssize_t n = send(c->fd, c->buf + c->off, c->len, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->off += (size_t) n;
+            c->len -= (size_t) n;
+            if (c->len == 0) c->off = 0;
+            mux_send_u32(MUX_CREDIT, c->id, (uint32_t) n);
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            mux_send(MUX_RESET, c->id, NULL, 0);
+            mux_close(c);
+            return;
+        }
+    }
+    if (c->eof_host && c->len == 0 && !c->shut) {
+        shutdown(c->fd, SHUT_WR);
+        c->shut = 1;
+    }
+    if (c->eof_in && c->shut) {
+        mux_close(c);                  /* both directions ended: the host closes its side on its own */
+    }
+}
+
+static short mux_events(const struct mux_conn *c) {
+    short ev = 0;
+    if (!c->eof_in && c->credit > 0) ev |= POLLIN;
+    if (c->len > 0) ev |= POLLOUT;
+    return ev;
+}
+
+/* One frame from the host. A malformed one (bad length, unknown type, DATA beyond the credit we
+ * gave) ends the agent, as on the control channel: the host is broken or not the host. */
+static void mux_handle(const unsigned char *f, size_t n) {
+    if (n < 5) die("egress frame too short");
+    int type = f[0];
+    uint32_t id = get_u32(f + 1);
+    const unsigned char *p = f + 5;
+    size_t len = n - 5;
+    struct mux_conn *c = mux_find(id);
+    switch (type) {
+    case MUX_DATA:
+        if (len == 0 || len > MUX_CHUNK) die("egress DATA of %zu bytes", len);
+        if (c == NULL) return;         /* reset meanwhile */
+        if (c->eof_host || c->len + len > MUX_WINDOW) die("egress DATA beyond the credit given, or after EOF");
+        if (c->off + c->len + len > MUX_WINDOW) {
+            memmove(c->buf, c->buf + c->off, c->len);
+            c->off = 0;
+        }
+        memcpy(c->buf + c->off + c->len, p, len);
+        c->len += len;
+        return;
+    case MUX_EOF:
+        if (len != 0) die("egress EOF with a payload");
+        if (c != NULL) c->eof_host = 1;
+        if (c != NULL) mux_pump(c, 0);
+        return;
+    case MUX_RESET:
+        if (len != 0) die("egress RESET with a payload");
+        if (c != NULL) mux_close(c);
+        return;
+    case MUX_CREDIT:
+        if (len != 4) die("egress CREDIT of %zu bytes", len);
+        if (c == NULL) return;
+        uint32_t more = get_u32(p);
+        if (more == 0 || (uint64_t) c->credit + more > MUX_WINDOW) die("egress CREDIT beyond the window");
+        c->credit += more;
+        return;
+    default:
+        die("unknown egress frame type %d", type);
+    }
+}
+
+/* Reads what the host sent on the egress device, frame by frame; never waits for a whole frame. */
+static void mux_read(void) {
+    size_t want = mux_in_have < 4 ? 4 - mux_in_have : 4 + get_u32(mux_in) - mux_in_have;
+    ssize_t n = read(mux_fd, mux_in + mux_in_have, want);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) die("");
+    if (n < 0) return;
+    mux_in_have += (size_t) n;
+    if (mux_in_have == 4) {
+        uint32_t len = get_u32(mux_in);
+        if (len < 5 || len > MUX_MAX_FRAME) die("egress frame length %u", len);
+    }
+    if (mux_in_have >= 4 && mux_in_have == 4 + get_u32(mux_in)) {
+        mux_handle(mux_in + 4, mux_in_have - 4);
+        mux_in_have = 0;
+    }
+}
+
 /* ---------------------------------------------------------------- main loop */
 
 /* Opens the host channel: a character device is opened for reading and writing, anything else is
@@ -1901,13 +2106,15 @@ int main(int argc, char **argv) {
             egress_port = (int) p;
         } else if (strcmp(argv[arg], "--egress-socket") == 0) {
             egress_socket = argv[arg + 1];
+        } else if (strcmp(argv[arg], "--egress-device") == 0) {
+            egress_device = argv[arg + 1];
         } else {
             break;
         }
         arg += 2;
     }
     if (arg != argc - 1) {
-        fputs("usage: airlock-agent [--nofile N] [--fsize BYTES] [--egress-port PORT [--egress-socket PATH]] <socket path | device>\n", stderr);
+        fputs("usage: airlock-agent [--nofile N] [--fsize BYTES] [--egress-port PORT [--egress-socket PATH | --egress-device PATH]] <socket path | device>\n", stderr);
         return 2;
     }
     if (nofile != 0) apply_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile);
@@ -1946,6 +2153,10 @@ int main(int argc, char **argv) {
     if (egress_port != 0) {
         /* Before HELLO, so the host knows the port is taken by us once the sandbox is up. */
         egress_listen_on(egress_port);
+        if (egress_device != NULL && (mux_fd = open(egress_device, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "airlock-agent: cannot open the egress device %s: %s\n", egress_device, strerror(errno));
+            return 1;
+        }
     }
     sock = connect_to(control_path);
     if (sock < 0) {
@@ -1954,9 +2165,9 @@ int main(int argc, char **argv) {
     }
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
 
-    enum { MAX_FDS = 2 + 4 * MAX_EXECS + 2 + 2 * MAX_BRIDGES };
+    enum { MAX_FDS = 2 + 4 * MAX_EXECS + 2 + 2 * MAX_BRIDGES + 1 };
     struct pollfd fds[MAX_FDS];
-    struct { struct exec *e; int kind; struct bridge *b; int side; } owner[MAX_FDS];
+    struct { struct exec *e; int kind; struct bridge *b; int side; struct mux_conn *c; } owner[MAX_FDS];
     for (;;) {
         int n = 0;
         fds[n++] = (struct pollfd) { .fd = sock, .events = POLLIN };
@@ -1983,6 +2194,17 @@ int main(int argc, char **argv) {
                 fds[n++] = (struct pollfd) { .fd = ev ? b->fd[side] : -1, .events = ev };
             }
         }
+        int n_splice = n;
+        /* Multiplexed connections (with --egress-device; the bridges above are then unused). */
+        for (int i = 0; i < MAX_BRIDGES; i++) {
+            struct mux_conn *c = &mux_conns[i];
+            if (!c->used) continue;
+            short ev = mux_events(c);
+            owner[n].c = c;
+            fds[n++] = (struct pollfd) { .fd = ev ? c->fd : -1, .events = ev };
+        }
+        int n_mux = n;
+        if (mux_fd >= 0) fds[n++] = (struct pollfd) { .fd = mux_fd, .events = POLLIN };
         int n_bridge = n;
         for (int i = 0; i < 2; i++) {
             if (egress_listen[i] >= 0) fds[n++] = (struct pollfd) { .fd = egress_listen[i], .events = POLLIN };
@@ -2006,7 +2228,7 @@ int main(int argc, char **argv) {
             else if (owner[i].kind == T_EXIT && e->status_fd == fds[i].fd) on_status(e);
         }
         /* Bridges come in pairs of entries (side 0, side 1) for the same pair of descriptors. */
-        for (int i = n_exec; i + 1 < n_bridge; i += 2) {
+        for (int i = n_exec; i + 1 < n_splice; i += 2) {
             struct bridge *b = owner[i].b;
             if (!b->used || (fds[i].revents == 0 && fds[i + 1].revents == 0)) continue;
             short r0 = fds[i].revents, r1 = fds[i + 1].revents;
@@ -2017,9 +2239,22 @@ int main(int argc, char **argv) {
                 bridge_close(b);
             }
         }
+        for (int i = n_splice; i < n_mux; i++) {
+            struct mux_conn *c = owner[i].c;
+            if (c->used && fds[i].fd == c->fd && fds[i].revents) mux_pump(c, fds[i].revents);
+        }
+        /* The host's frames after the connections' own events: a RESET may close one. */
+        if (n_mux < n_bridge && (fds[n_mux].revents & POLLIN)) {
+            mux_read();
+        } else if (n_mux < n_bridge && fds[n_mux].revents) {
+            die("");                   /* the host hung up the egress port */
+        }
         /* Accept last: a new pair may reuse descriptor numbers of one closed just above. */
         for (int i = n_bridge; i < n; i++) {
-            if (fds[i].revents) egress_accept(fds[i].fd);
+            if (fds[i].revents) {
+                if (mux_fd >= 0) mux_accept(fds[i].fd);
+                else egress_accept(fds[i].fd);
+            }
         }
         if (fds[1].revents) {
             struct signalfd_siginfo info;

@@ -142,6 +142,25 @@ const scenarios = {
     return steps;
   },
 
+  async snapshotFork({ client }) {
+    const steps = {};
+    const id = (await call(client, "sandbox_create", {})).structuredContent.sandboxId;
+    await call(client, "sandbox_write_file", { sandboxId: id, path: "plan.txt", content: "step 1 done\n" });
+    steps.snapshot = summary(await call(client, "sandbox_snapshot", { sandboxId: id }));
+    const snapshotId = steps.snapshot.structured.snapshotId;
+    steps.fork = summary(await call(client, "sandbox_fork", { snapshotId, count: 2 }));
+    const [a, b] = steps.fork.structured.sandboxes.map((s) => s.sandboxId);
+    steps.readA = summary(await call(client, "sandbox_read_file", { sandboxId: a, path: "plan.txt" }));
+    await call(client, "sandbox_write_file", { sandboxId: a, path: "plan.txt", content: "attempt A\n" });
+    steps.readB = summary(await call(client, "sandbox_read_file", { sandboxId: b, path: "plan.txt" }));
+    steps.readOriginal = summary(await call(client, "sandbox_read_file", { sandboxId: id, path: "plan.txt" }));
+    steps.badCount = summary(await call(client, "sandbox_fork", { snapshotId, count: 40 }));
+    for (const s of [id, a, b]) {
+      await call(client, "sandbox_destroy", { sandboxId: s });
+    }
+    return steps;
+  },
+
   async session({ client }) {
     const steps = {};
     const created = await call(client, "sandbox_create", { labels: { purpose: "test" } });

@@ -15,8 +15,11 @@
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
  * airlock.memory (bytes the sandbox's cgroup may use), airlock.nofile, airlock.fsize (the agent's
- * rlimits), airlock.pids (RLIMIT_NPROC of the sandbox user and the cgroup's pids.max). What it says
- * goes to the console (the host's console log); it never talks to the host.
+ * rlimits), airlock.pids (RLIMIT_NPROC of the sandbox user and the cgroup's pids.max), and
+ * airlock.egress (the egress bridge's port on the loopback, when the sandbox has network: the agent
+ * then multiplexes its connections over the virtio-serial port named "airlock-egress", a node of
+ * its own at /.airlock/egress-port). What it says goes to the console (the host's console log); it
+ * never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -54,7 +57,9 @@
 #define SANDBOX_CGROUP CGROUP_ROOT "/sandbox"
 /* The agent's end of its virtio-serial port, outside the sandbox's /dev (the sandbox user's, 0600). */
 #define AGENT_PORT "/.airlock/port"
+#define EGRESS_PORT "/.airlock/egress-port"
 #define PORT_NAME "airlock"
+#define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
 
 static void say(const char *fmt, ...) {
@@ -142,7 +147,7 @@ static void read_cmdline(char *buf, size_t size) {
  * The device of the virtio-serial port named PORT_NAME (/dev/vportNpM). The host announces its
  * ports after the driver is up, so it may take a moment to appear.
  */
-static void find_port(char *device, size_t size) {
+static void find_port(const char *wanted, char *device, size_t size) {
     for (int waited = 0; waited < PORT_WAIT_MS; waited += 10) {
         DIR *ports = opendir("/sys/class/virtio-ports");
         struct dirent *entry;
@@ -157,7 +162,7 @@ static void find_port(char *device, size_t size) {
             name[n > 0 ? n : 0] = '\0';
             name[strcspn(name, "\n")] = '\0';
             snprintf(device, size, "/dev/%s", entry->d_name);
-            if (strcmp(name, PORT_NAME) == 0 && access(device, F_OK) == 0) {
+            if (strcmp(name, wanted) == 0 && access(device, F_OK) == 0) {
                 closedir(ports);
                 return;
             }
@@ -165,8 +170,33 @@ static void find_port(char *device, size_t size) {
         if (ports != NULL) closedir(ports);
         nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
     }
-    fail("no virtio-serial port named " PORT_NAME " appeared within %d ms: QEMU needs -device virtserialport,name=" PORT_NAME,
-         PORT_WAIT_MS);
+    fail("no virtio-serial port named %s appeared within %d ms: QEMU needs -device virtserialport,name=%s", wanted,
+         PORT_WAIT_MS, wanted);
+}
+
+static void private_device(const char *device, const char *path);
+
+/*
+ * The egress bridge, when the kernel command line asks for it (airlock.egress=PORT): the agent's
+ * arguments --egress-port PORT --egress-device EGRESS_PORT, a node of the sandbox user's for the
+ * virtio-serial port QEMU names EGRESS_PORT_NAME. Without it, egress[0] stays NULL: no bridge.
+ */
+static void egress_args(const char *cmdline, char **egress) {
+    static char port[16], device[300];
+    unsigned long long p = setting(cmdline, "egress", 0);
+    if (p == 0) {
+        return;
+    }
+    if (p > 65535) {
+        fail("the kernel command line's airlock.egress is not a port");
+    }
+    find_port(EGRESS_PORT_NAME, device, sizeof device);
+    private_device(device, EGRESS_PORT);
+    snprintf(port, sizeof port, "%llu", p);
+    egress[0] = "--egress-port";
+    egress[1] = port;
+    egress[2] = "--egress-device";
+    egress[3] = EGRESS_PORT;
 }
 
 /* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
@@ -324,7 +354,7 @@ static void mask_proc(void) {
 }
 
 /* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
-static _Noreturn void exec_agent(unsigned long long nofile, unsigned long long fsize, unsigned long long pids,
+static _Noreturn void exec_agent(char **egress, unsigned long long nofile, unsigned long long fsize, unsigned long long pids,
                                  unsigned long long shm_bytes, int cgroup_procs) {
     if (write(cgroup_procs, "0", 1) != 1) {
         say("cannot join the sandbox's cgroup: %s", strerror(errno));
@@ -360,7 +390,12 @@ static _Noreturn void exec_agent(unsigned long long nofile, unsigned long long f
     char nofile_arg[32], fsize_arg[32];
     snprintf(nofile_arg, sizeof nofile_arg, "%llu", nofile);
     snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
-    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, AGENT_PORT, NULL };
+    char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, egress[0], egress[1], egress[2], egress[3],
+                     AGENT_PORT, NULL };
+    if (egress[0] == NULL) {
+        argv[5] = AGENT_PORT;
+        argv[6] = NULL;
+    }
     char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
     /* Last: from here on every system call, the execve first, is the filter's to allow. */
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter_program) < 0) {
@@ -404,8 +439,10 @@ int main(void) {
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);
 
     char device[300];
-    find_port(device, sizeof device);
+    find_port(PORT_NAME, device, sizeof device);
     private_device(device, AGENT_PORT);
+    char *egress[4] = { NULL, NULL, NULL, NULL };
+    egress_args(cmdline, egress);
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
@@ -423,7 +460,7 @@ int main(void) {
         fail("cannot start the agent: %s", strerror(errno));
     }
     if (agent == 0) {
-        exec_agent(nofile, fsize, pids, disk < (64ULL << 20) ? disk : (64ULL << 20), cgroup_procs);
+        exec_agent(egress, nofile, fsize, pids, disk < (64ULL << 20) ? disk : (64ULL << 20), cgroup_procs);
     }
     for (;;) {
         int status;

@@ -5,7 +5,7 @@
 # TCG), and keeps the modules the guest needs with everything they depend on.
 #
 # Usage: guest-kernel.sh <cache dir>
-# Prints the directory that holds: vmlinux, release (the kernel release), modules/*.ko and
+# Prints the directory (<cache>/<package>.<layout>) that holds: vmlinux, release (the kernel release), modules/*.ko and
 # modules.load (their names, dependencies first: the order to load them in).
 #
 # The package is the one Debian's linux-image-amd64 depends on now, or AIRLOCK_GUEST_KERNEL_PACKAGE
@@ -13,9 +13,13 @@
 # is reused without asking apt, unless AIRLOCK_GUEST_KERNEL_PACKAGE names another one.
 set -eu
 
-# The modules the guest loads: virtio PCI transport, the agent's virtio-serial port, the 9p
-# file system that shares the host's /usr read-only, and overlay.
-WANTED="virtio_pci virtio_console 9pnet_virtio 9p overlay"
+# The modules the guest loads: the virtio-mmio transport (QEMU's microvm machine has no PCI), the
+# agent's virtio-serial port, and the 9p file system that shares the host's /usr read-only. Nothing
+# else: under software emulation each module costs boot time.
+WANTED="virtio_mmio virtio_console 9pnet_virtio 9p"
+# The name of this preparation's layout (its module list): a kernel prepared for another list lives
+# in another directory, so drivers of another version sharing the cache never see this one's.
+LAYOUT=mmio
 
 fail() {
     echo "guest-kernel.sh: $*" >&2
@@ -28,8 +32,8 @@ mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
 # The fast path: the kernel prepared before, when no other one is asked for.
-if [ -z "${AIRLOCK_GUEST_KERNEL_PACKAGE:-}" ] && [ -f "$cache/current" ]; then
-    dir="$cache/$(cat "$cache/current")"
+if [ -z "${AIRLOCK_GUEST_KERNEL_PACKAGE:-}" ] && [ -f "$cache/current.$LAYOUT" ]; then
+    dir="$cache/$(cat "$cache/current.$LAYOUT").$LAYOUT"
     if [ -f "$dir/ready" ]; then
         echo "$dir"
         exit 0
@@ -58,7 +62,7 @@ case $package in
     linux-image-*-amd64) ;;
     *) fail "'$package' is not an exact linux-image-<version>-amd64 package name" ;;
 esac
-dir="$cache/$package"
+dir="$cache/$package.$LAYOUT"
 
 # One preparation at a time; whoever waited finds it done.
 exec 9>"$cache/.lock"
@@ -113,6 +117,6 @@ if [ ! -f "$dir/ready" ]; then
     rm -rf "$dir"
     mv "$work/out" "$dir"
 fi
-echo "$package" >"$cache/current.tmp"
-mv -f "$cache/current.tmp" "$cache/current"
+echo "$package" >"$cache/current.$LAYOUT.tmp"
+mv -f "$cache/current.$LAYOUT.tmp" "$cache/current.$LAYOUT"
 echo "$dir"

@@ -8,6 +8,7 @@ import dev.airlock.cli.bench.Progress;
 import dev.airlock.cli.bench.Report;
 import dev.airlock.cli.bench.Sampler;
 import dev.airlock.cli.bench.ServerCases;
+import dev.airlock.cli.bench.SnapshotCases;
 import dev.airlock.cli.bench.Stats;
 import dev.airlock.cli.bench.ThroughputCases;
 import dev.airlock.cli.bench.TierCases;
@@ -79,6 +80,7 @@ final class BenchCommand implements Callable<Integer> {
         int rounds = quick ? 1 : 3;
         int perClient = quick ? 3 : 15;
         int egressRuns = quick ? 3 : 5;
+        int snapshotRuns = quick ? 3 : 7;
         int idleSandboxes = quick ? 3 : 10;
         long settleMillis = quick ? 1000 : 3000;
         OciDriverConfig config = engineOptions.driverConfig();
@@ -92,6 +94,9 @@ final class BenchCommand implements Callable<Integer> {
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
                 + "; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable just before creating them - with them) / N, ratio: host / cgroup median");
         method.put(EgressCases.SECTION, String.format("median of %d downloads after 1 warm-up; ratio: time / direct time", egressRuns));
+        method.put(SnapshotCases.SECTION, String.format("median of %d runs after 1 warm-up, one at a time over REST, /workspace of %s MiB;"
+                + " ratio: to a host copy of the same bytes (snapshot, restore) or to as many empty creates (fork)", snapshotRuns,
+                SnapshotCases.sizes(quick)));
 
         String machine = Baselines.machine();
         if (!json) {
@@ -115,6 +120,7 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
+        cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick));
 
         Report report = new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, notes);
         if (json) {

@@ -31,13 +31,13 @@ class BenchCommandTest {
 
     @Test
     void quickJsonRunHasEveryCaseWithAPositiveMedian() throws Exception {
-        // each tier adds its own cold and warm runs: more than the two minutes of other commands
-        CliProcess cli = CliProcess.run(Duration.ofMinutes(6), "bench", "--quick", "--json");
+        // each tier adds its own cold and warm runs (microVM boots under TCG among them): more than the two minutes of other commands
+        CliProcess cli = CliProcess.run(Duration.ofMinutes(9), "bench", "--quick", "--json");
         assertThat(cli.exitCode()).as(cli.stderr()).isZero();
         JsonNode json = JsonMapper.builder().build().readTree(cli.stdout());
 
         assertThat(json.get("machine").asString()).contains("cores");
-        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "throughput", "memory", "egress");
+        assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "throughput", "memory", "egress", "snapshots");
         List<String> notes = new ArrayList<>();
         json.get("notes").forEach(n -> notes.add(n.asString()));
         List<String> working = workingTiers(json.get("tiers"), notes);
@@ -134,6 +134,11 @@ class BenchCommandTest {
             cases.add("egress: 100 MB download, curl on the host");
             cases.add("egress: 100 MB download, curl in a sandbox (agent + proxy)");
         }
+        cases.add("host: copy 1 MiB (baseline)");
+        cases.add("snapshot of 1 MiB in /workspace");
+        cases.add("restore 1 MiB (fork of 1)");
+        cases.add("create 3 empty sandboxes (baseline)");
+        cases.add("fork 3 of 1 MiB");
         return cases;
     }
 }

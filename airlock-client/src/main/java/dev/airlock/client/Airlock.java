@@ -98,6 +98,39 @@ public final class Airlock implements AutoCloseable {
     }
 
     /**
+     * Creates {@code count} sandboxes (1 to 16) from one of your snapshots, each with its files, its
+     * profile and image, and a fresh identity: a restore for one, a fork for more. All or none. Close
+     * each to destroy it.
+     *
+     * @throws ConflictException if the snapshot was altered on the server's host, or its image changed
+     */
+    public List<RemoteSandbox> fork(String snapshotId, int count) {
+        Objects.requireNonNull(snapshotId, "snapshotId");
+        if (count < 1 || count > 16) {
+            throw new IllegalArgumentException("count " + count + " is out of range: fork 1 to 16 sandboxes at once");
+        }
+        List<SandboxInfo> made = transport.json("POST", Transport.path("v1", "snapshots", snapshotId, "fork"),
+                RequestBodies.object("count", count), true, Json::sandboxes);
+        return made.stream().map(info -> new RemoteSandbox(transport, info)).toList();
+    }
+
+    /** Your snapshots, oldest first. */
+    public List<SnapshotInfo> snapshots() {
+        return transport.json("GET", "/v1/snapshots", null, false, Json::snapshots);
+    }
+
+    /** Deletes one of your snapshots; returns whether it existed. */
+    public boolean deleteSnapshot(String snapshotId) {
+        Objects.requireNonNull(snapshotId, "snapshotId");
+        try {
+            transport.noContent("DELETE", Transport.path("v1", "snapshots", snapshotId), null);
+            return true;
+        } catch (NotFoundException gone) {
+            return false;
+        }
+    }
+
+    /**
      * Attaches to an existing sandbox, for example one created by another process.
      *
      * @throws NotFoundException if it does not exist (any more)

@@ -58,6 +58,25 @@ final class Json {
                 idle, f.optInstant("lastActivityAt"));
     }
 
+    static SnapshotInfo snapshot(JsonNode n) {
+        Fields f = new Fields(n, "snapshot");
+        List<String> leftOut = new ArrayList<>();
+        if (f.has("leftOut")) {
+            f.array("leftOut").forEach(l -> leftOut.add(l.asString()));
+        }
+        return new SnapshotInfo(f.string("id"), f.optString("sandbox"), f.optString("profile"), f.optString("image"),
+                f.optString("imageDigest"), f.string("digest"), f.longValue("bytes"), f.intValue("files"), leftOut,
+                f.optInstant("createdAt"), f.optInstant("expiresAt"));
+    }
+
+    static List<SnapshotInfo> snapshots(JsonNode n) {
+        List<SnapshotInfo> out = new ArrayList<>();
+        for (JsonNode s : new Fields(n, "snapshot list").array("snapshots")) {
+            out.add(snapshot(s));
+        }
+        return out;
+    }
+
     static List<SandboxInfo> sandboxes(JsonNode n) {
         List<SandboxInfo> out = new ArrayList<>();
         for (JsonNode s : new Fields(n, "sandbox list").array("sandboxes")) {

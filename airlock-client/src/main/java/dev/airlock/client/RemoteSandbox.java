@@ -156,6 +156,37 @@ public final class RemoteSandbox implements AutoCloseable {
     }
 
     /**
+     * Freezes every process of the sandbox where it is: it uses no CPU and keeps its memory and
+     * files. Until {@link #resume()}, executions, file operations and interpreter cells are refused
+     * ({@link ConflictException}); its ttl keeps running, its idle timeout does not. Pausing a
+     * paused sandbox changes nothing.
+     */
+    public SandboxInfo pause() {
+        return transport.json("POST", path("pause"), null, false, Json::sandbox);
+    }
+
+    /** Thaws a paused sandbox: its processes carry on where they stopped. */
+    public SandboxInfo resume() {
+        return transport.json("POST", path("resume"), null, false, Json::sandbox);
+    }
+
+    /**
+     * Takes a snapshot of the sandbox's files ({@code /workspace} and {@code /tmp}: contents and
+     * modes; not its processes), kept for a day. Needs the {@code sandbox.snapshot} operation;
+     * counts against the client's snapshot quota.
+     */
+    public SnapshotInfo snapshot() {
+        return transport.json("POST", path("snapshots"), Json.MAPPER.createObjectNode(), true, Json::snapshot);
+    }
+
+    /** As {@link #snapshot()}, kept for {@code ttl} (1 s to 7 days). */
+    public SnapshotInfo snapshot(Duration ttl) {
+        Objects.requireNonNull(ttl, "ttl");
+        return transport.json("POST", path("snapshots"), RequestBodies.object("ttlSeconds", RequestBodies.wholeSecondsUp(ttl)), true,
+                Json::snapshot);
+    }
+
+    /**
      * Destroys the sandbox and kills every process in it. Idempotent; a sandbox that is already
      * gone (expired, deleted elsewhere) is not an error. Also destroys a sandbox this handle
      * merely attached to with {@link Airlock#get(String)}.

@@ -37,4 +37,9 @@ public record SandboxInfo(
     public boolean running() {
         return "running".equals(state);
     }
+
+    /** Whether it is paused: its processes frozen until it is resumed. */
+    public boolean paused() {
+        return "paused".equals(state);
+    }
 }

@@ -80,6 +80,20 @@ public interface IsolationDriver extends AutoCloseable {
         /** How many processes the kernel has OOM-killed in this sandbox so far. */
         long oomKills();
 
+        /**
+         * Freezes every process of the sandbox, its agent included, until {@link #resume()}: a
+         * frozen process is not scheduled, so it uses no CPU, and its memory stays as it is. A
+         * driver that cannot freeze a sandbox says so (UNAVAILABLE), as this default does.
+         */
+        default void pause() {
+            throw AirlockException.unavailable("sandbox " + id() + ": its isolation driver cannot pause a sandbox");
+        }
+
+        /** Thaws what {@link #pause()} froze. Resuming a sandbox that is not paused does nothing. */
+        default void resume() {
+            throw AirlockException.unavailable("sandbox " + id() + ": this isolation tier cannot pause or resume a sandbox");
+        }
+
         /** Kills every process and removes all state of the sandbox. Idempotent. */
         void destroy();
     }

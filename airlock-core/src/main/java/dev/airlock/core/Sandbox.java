@@ -1,5 +1,8 @@
 package dev.airlock.core;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.io.IOException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -13,12 +16,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Sandbox implements AutoCloseable {
 
+    private static final Logger LOG = LoggerFactory.getLogger(Sandbox.class);
+
     private final IsolationDriver.DriverSandbox driverSandbox;
     private final AttachedSandbox attached;
     private final SandboxSpec spec;
     private final Engine engine;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean stopped = new AtomicBoolean();
+    /** Held while the sandbox is paused or resumed, so the two never interleave. */
+    private final Object pauseLock = new Object();
+    private volatile boolean paused;
     private volatile NetworkPolicy network;
 
     Sandbox(AttachedSandbox attached, SandboxSpec spec, Engine engine) {
@@ -65,6 +73,41 @@ public final class Sandbox implements AutoCloseable {
 
     public SandboxSpec spec() {
         return spec;
+    }
+
+    /**
+     * Freezes every process of the sandbox, its agent included: nothing in it runs until
+     * {@link #resume()}. Executions already running are frozen where they are (their timeouts keep
+     * counting); new executions and file operations are refused (CONFLICT) until it resumes.
+     * Pausing a paused sandbox does nothing. Destroying a paused sandbox resumes it first, so that
+     * its outputs can be collected and its processes die.
+     *
+     * @throws AirlockException UNAVAILABLE if the sandbox's isolation tier cannot pause
+     */
+    public void pause() {
+        synchronized (pauseLock) {
+            ensureOpen();
+            if (!paused) {
+                driverSandbox.pause();
+                paused = true;
+            }
+        }
+    }
+
+    /** Thaws a paused sandbox; resuming one that runs does nothing. */
+    public void resume() {
+        synchronized (pauseLock) {
+            ensureOpen();
+            if (paused) {
+                driverSandbox.resume();
+                paused = false;
+            }
+        }
+    }
+
+    /** Whether the sandbox is paused: its processes frozen until {@link #resume()}. */
+    public boolean isPaused() {
+        return paused;
     }
 
     public boolean isOpen() {
@@ -116,7 +159,7 @@ public final class Sandbox implements AutoCloseable {
     }
 
     private Execution start(ExecRequest request, CappedOutput output, boolean closeStdin) {
-        ensureOpen();
+        ensureRunning();
         Duration timeout = request.timeout() != null ? request.timeout() : spec.limits().timeout();
         long oomBefore = driverSandbox.oomKills();
         long start = System.nanoTime();
@@ -185,19 +228,20 @@ public final class Sandbox implements AutoCloseable {
      */
     public void stopProcesses() throws IOException {
         ensureOpen();
+        thawForTeardown();
         stopped.set(true);
         driverSandbox.agent().killAll();
     }
 
     /** The agent, for file operations; every path is resolved inside the sandbox. */
     public SandboxAgent files() {
-        ensureOpen();
+        ensureRunning();
         return driverSandbox.agent();
     }
 
     /** Creates or replaces a file inside the sandbox (parents are created). */
     public void writeFile(String path, byte[] content) {
-        ensureOpen();
+        ensureRunning();
         if (path == null || !path.startsWith("/") || path.indexOf('\0') >= 0) {
             throw AirlockException.invalid("path '" + path + "' must be an absolute path inside the sandbox");
         }
@@ -218,6 +262,33 @@ public final class Sandbox implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses (CONFLICT) what needs the sandbox's agent while the sandbox is destroyed or paused: the
+     * engine's own operations check it, and so do callers that reach the agent another way (a
+     * signal to a running execution, a cell sent to a long-lived interpreter).
+     */
+    public void ensureRunning() {
+        ensureOpen();
+        if (paused) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                    + " is paused: its processes are frozen; resume it first");
+        }
+    }
+
+    /** Resumes a paused sandbox on its way out: its agent collects outputs and its processes must be able to die. */
+    private void thawForTeardown() {
+        synchronized (pauseLock) {
+            if (paused) {
+                try {
+                    driverSandbox.resume();
+                } catch (RuntimeException e) {
+                    LOG.warn("sandbox {}: could not resume it before destroying it: {}", id(), e.getMessage());
+                }
+                paused = false;
+            }
+        }
+    }
+
     private AirlockException closedOrBroken(IOException e) {
         if (closed.get()) {
             return new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id() + " is destroyed: create a new one");
@@ -229,6 +300,7 @@ public final class Sandbox implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            thawForTeardown();
             engine.destroy(this, attached, true);
         }
     }
@@ -236,6 +308,7 @@ public final class Sandbox implements AutoCloseable {
     /** Destroys the sandbox in the background; {@link Engine#close()} still waits for it. */
     void closeInBackground() {
         if (closed.compareAndSet(false, true)) {
+            thawForTeardown();
             engine.destroy(this, attached, false);
         }
     }

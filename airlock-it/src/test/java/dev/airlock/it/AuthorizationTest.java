@@ -108,6 +108,7 @@ class AuthorizationTest {
         try {
             refused(live.raw("POST", "/v1/sandboxes/" + id + "/ttl", "{\"ttlSeconds\": 60}", AGENT), 403, "forbidden",
                     "may not call sandbox.extend");
+            refused(live.raw("POST", "/v1/sandboxes/" + id + "/pause", null, AGENT), 403, "forbidden", "may not call sandbox.pause");
             refused(live.raw("PUT", "/v1/sandboxes/" + id + "/network", "{}", AGENT), 403, "forbidden", "may not call network.update");
             refused(live.raw("GET", "/metrics", null, AGENT), 403, "forbidden", "may not call metrics");
             refused(live.raw("GET", "/v1/approvals", null, AGENT), 403, "forbidden", "may not call approvals");
@@ -239,10 +240,10 @@ class AuthorizationTest {
         assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool");
         JsonNode agent = McpNode.client(with(env, AGENT), "toolNames");
         assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run", "run_code",
-                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
+                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
         JsonNode burst = McpNode.client(with(env, BURST), "toolNames");
         assertThat(burst.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run",
-                "sandbox_create", "sandbox_destroy", "sandbox_exec");
+                "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork");
     }
 
     @Test

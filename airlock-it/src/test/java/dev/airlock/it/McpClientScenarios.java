@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 abstract class McpClientScenarios {
 
     static final String[] SCENARIOS = {"listTools", "languages", "runWithInput", "session", "image", "timeout", "failure",
-            "badArguments", "streaming", "abort", "interpreter"};
+            "badArguments", "streaming", "abort", "interpreter", "snapshotFork"};
 
     /** The client's report: one entry per scenario. */
     abstract JsonNode report();
@@ -41,7 +41,7 @@ abstract class McpClientScenarios {
             assertThat(t.get("hasOutputSchema").asBoolean()).as(t.get("name").asString()).isTrue();
         }
         assertThat(names).containsExactly("run_code", "sandbox_create", "sandbox_exec", "interpreter_run", "interpreter_context", "sandbox_write_file",
-                "sandbox_read_file", "sandbox_list_files", "sandbox_destroy", "sandbox_list");
+                "sandbox_read_file", "sandbox_list_files", "sandbox_destroy", "sandbox_snapshot", "sandbox_fork", "sandbox_list");
         JsonNode runCode = scenario("listTools").get(0);
         assertThat(runCode.get("description").asString()).contains("no network access", "/workspace/output", "destroyed afterwards");
         assertThat(runCode.get("required").toString()).contains("language", "code");
@@ -87,6 +87,21 @@ abstract class McpClientScenarios {
         assertThat(s.at("/loop/structured/message").asString()).contains("keeps its state");
         assertThat(s.at("/after/structured/outputs/0/text~1plain").asString()).isEqualTo("41");
         assertThat(s.at("/contexts/structured/contexts")).hasSize(1);
+    }
+
+    @Test
+    void aSnapshotForksIntoSandboxesThatStartWithItsFilesAndNeverSeeEachOthersWrites() {
+        JsonNode s = scenario("snapshotFork");
+        assertThat(s.at("/snapshot/isError").asBoolean()).as(s.toString()).isFalse();
+        assertThat(s.at("/snapshot/structured/snapshotId").asString()).startsWith("snap-");
+        assertThat(s.at("/snapshot/structured/files").asInt()).isEqualTo(1);
+        assertThat(s.at("/fork/structured/sandboxes")).hasSize(2);
+        assertThat(s.at("/fork/structured/sandboxes/0/endsWithSession").asBoolean()).isTrue();
+        assertThat(s.at("/readA/structured/content").asString()).isEqualTo("step 1 done\n");
+        assertThat(s.at("/readB/structured/content").asString()).as("fork A's write is not fork B's").isEqualTo("step 1 done\n");
+        assertThat(s.at("/readOriginal/structured/content").asString()).isEqualTo("step 1 done\n");
+        assertThat(s.at("/badCount/isError").asBoolean()).isTrue();
+        assertThat(s.at("/badCount/content/0/text").asString()).contains("count");
     }
 
     @Test

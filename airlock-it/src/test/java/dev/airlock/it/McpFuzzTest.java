@@ -33,17 +33,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 class McpFuzzTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final Map<String, Set<String>> TOOLS = Map.of(
-            "run_code", Set.of("language", "code", "stdin", "files", "timeoutSeconds"),
-            "sandbox_create", Set.of("limits", "ttlSeconds", "labels"),
-            "sandbox_exec", Set.of("command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds"),
-            "sandbox_write_file", Set.of("path", "content", "contentBase64"),
-            "sandbox_read_file", Set.of("path"),
-            "sandbox_list_files", Set.of("path"),
-            "interpreter_run", Set.of("code", "context", "timeoutSeconds"),
-            "interpreter_context", Set.of("action", "context"),
-            "sandbox_destroy", Set.of(),
-            "sandbox_list", Set.of());
+    private static final Map<String, Set<String>> TOOLS = Map.ofEntries(
+            Map.entry("run_code", Set.of("language", "code", "stdin", "files", "timeoutSeconds")),
+            Map.entry("sandbox_create", Set.of("limits", "ttlSeconds", "labels")),
+            Map.entry("sandbox_exec", Set.of("command", "language", "code", "stdin", "cwd", "env", "timeoutSeconds")),
+            Map.entry("sandbox_write_file", Set.of("path", "content", "contentBase64")),
+            Map.entry("sandbox_read_file", Set.of("path")),
+            Map.entry("sandbox_list_files", Set.of("path")),
+            Map.entry("interpreter_run", Set.of("code", "context", "timeoutSeconds")),
+            Map.entry("interpreter_context", Set.of("action", "context")),
+            Map.entry("sandbox_destroy", Set.of()),
+            Map.entry("sandbox_snapshot", Set.of()),
+            Map.entry("sandbox_fork", Set.of("snapshotId", "count")),
+            Map.entry("sandbox_list", Set.of()));
 
     private static LiveServer live;
     private static RawHttp http;
@@ -146,7 +148,7 @@ class McpFuzzTest {
     void everyToolAnswersAnyArgumentsWithAResultOrAnErrorThatSaysWhatToFix(@ForAll("tools") String tool, @ForAll("arguments") String rest,
                                                                           @ForAll boolean realSandbox) {
         String id = realSandbox ? HostileJson.quote(sandbox()) : "\"al-00000000-0000000000000000\"";
-        String arguments = tool.equals("run_code") || tool.equals("sandbox_create") || tool.equals("sandbox_list")
+        String arguments = tool.equals("run_code") || tool.equals("sandbox_create") || tool.equals("sandbox_list") || tool.equals("sandbox_fork")
                 ? rest : "{\"sandboxId\":" + id + (rest.equals("{}") ? "" : "," + rest.substring(1, rest.length() - 1)) + "}";
         String message = "{\"jsonrpc\":\"2.0\",\"id\":" + ids.incrementAndGet() + ",\"method\":\"tools/call\",\"params\":{\"name\":\""
                 + tool + "\",\"arguments\":" + arguments + "}}";

@@ -9,6 +9,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -17,6 +18,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
@@ -24,7 +26,7 @@ import java.util.zip.GZIPOutputStream;
 
 /**
  * The guest's initramfs, the image {@code system} as a microVM sees it: the guest init as
- * {@code /init}, the agent at {@code /.airlock/airlock-agent}, the kernel modules the init loads,
+ * {@code /init}, the agent at {@code /.airlock/airlock-agent}, the kernel modules the init loads (their signatures cut off: {@link #withoutSignature}),
  * the seccomp filter it installs for the agent ({@link SeccompFilter}, {@code /.airlock/seccomp.bpf}),
  * the merged-/usr links, and an {@code /etc} like the OCI driver's system image (a {@code sandbox}
  * user, no host accounts, no resolver, plus the host's harmless /etc files, copied). The host's
@@ -59,7 +61,8 @@ final class GuestImage {
             Files.createDirectories(scratch);
             cpio.file(".airlock/airlock-agent", 0755, Files.readAllBytes(AgentBinary.installTo(scratch)));
             for (String module : kernel.load()) {
-                cpio.file(".airlock/modules/" + module + ".ko", 0644, Files.readAllBytes(kernel.modules().resolve(module + ".ko")));
+                cpio.file(".airlock/modules/" + module + ".ko", 0644,
+                        withoutSignature(Files.readAllBytes(kernel.modules().resolve(module + ".ko"))));
             }
             cpio.file(".airlock/seccomp.bpf", 0644, SeccompFilter.compile());
             cpio.file(".airlock/modules.load", 0644, (String.join("\n", kernel.load()) + "\n").getBytes(StandardCharsets.US_ASCII));
@@ -87,6 +90,34 @@ final class GuestImage {
         } finally {
             HostFiles.deleteTree(scratch);
         }
+    }
+
+    /** What the kernel's module loader looks for at the end of a signed module. */
+    private static final byte[] SIGNATURE_MARKER = "~Module signature appended~\n".getBytes(StandardCharsets.US_ASCII);
+    /** The {@code struct module_signature} before the marker; its last 4 bytes are the signature's length, big-endian. */
+    private static final int SIGNATURE_INFO_BYTES = 12;
+
+    /**
+     * A module without its appended signature, or as it is when it has none. Checking a signature costs
+     * the guest an RSA verification per module at every boot, slow under software emulation (about 0.25 s
+     * of QEMU's CPU time for the initramfs's modules), and proves nothing here: Debian's kernel does not
+     * enforce signatures ({@code module.sig_enforce} is off), the only process that loads modules is the
+     * guest init, as root, from this initramfs, and the modules came from the Debian package that apt
+     * verified. The guest kernel marks itself tainted ("module verification failed") and loads them.
+     */
+    static byte[] withoutSignature(byte[] module) {
+        int end = module.length - SIGNATURE_MARKER.length;
+        if (end < SIGNATURE_INFO_BYTES
+                || !Arrays.equals(module, end, module.length, SIGNATURE_MARKER, 0, SIGNATURE_MARKER.length)) {
+            return module;
+        }
+        long signatureBytes = ByteBuffer.wrap(module, end - 4, 4).getInt() & 0xffffffffL;
+        long kept = end - SIGNATURE_INFO_BYTES - signatureBytes;
+        if (kept <= 0) {
+            throw AirlockException.internal("a guest kernel module's signature trailer says its signature is " + signatureBytes
+                    + " bytes long, more than the module: the prepared kernel is damaged; remove the microvm cache directory", null);
+        }
+        return Arrays.copyOf(module, (int) kept);
     }
 
     private static byte[] initBinary() throws IOException {

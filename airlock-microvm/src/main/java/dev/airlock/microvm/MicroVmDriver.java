@@ -36,9 +36,10 @@ import java.util.concurrent.TimeUnit;
  * own directory; the guest has no network device at all.
  *
  * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
- * takes seconds, not milliseconds. What this step does not do yet, and refuses clearly: network
- * (the egress bridge) and inputs. QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and
- * cgroups, with seccomp; the sandbox's memory and cpu limits become the guest's RAM and vCPUs.
+ * takes seconds, not milliseconds. A sandbox with a network policy gets the egress bridge over a
+ * second virtio-serial port ({@link EgressMux}); inputs are not supported yet, and refused clearly.
+ * QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and cgroups, with seccomp; the
+ * sandbox's memory and cpu limits become the guest's RAM and vCPUs.
  */
 public final class MicroVmDriver implements IsolationDriver {
 
@@ -48,6 +49,8 @@ public final class MicroVmDriver implements IsolationDriver {
     public static final String CGROUP_PARENT = VmmJail.CGROUP_PARENT;
     /** The console's socket: shorter than {@link #SOCKET_NAME}, which so bounds the state root's length. */
     static final String CONSOLE_SOCKET = "tty.sock";
+    /** The egress bridge's port's socket (shorter than {@link #SOCKET_NAME} too). */
+    static final String EGRESS_SOCKET = "egr.sock";
     static final String QEMU_LOG = "qemu.log";
     /** The guest directory's subdirectory that its jailed QEMU owns and sees: its sockets. */
     static final String VMM_DIR = "vmm";
@@ -115,10 +118,6 @@ public final class MicroVmDriver implements IsolationDriver {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
             throw AirlockException.invalid("unknown image '" + Printable.of(spec.image()) + "': this driver serves the image 'system'");
         }
-        if (!spec.network().isNone()) {
-            throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver: drop the"
-                    + " network policy, or choose the oci driver");
-        }
         if (!spec.inputs().isEmpty()) {
             throw AirlockException.unavailable("inputs are not yet supported by the microvm driver: drop them, or choose the oci driver");
         }
@@ -146,6 +145,7 @@ public final class MicroVmDriver implements IsolationDriver {
         Process qemu = null;
         VmmJail jail = null;
         GuestConsole console = null;
+        EgressMux egress = null;
         try {
             InstanceDirectory.createPrivate(dir);
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
@@ -158,13 +158,14 @@ public final class MicroVmDriver implements IsolationDriver {
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
             InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
-            // The broker's files are not shared into the guest in this step: there is nothing of it to bridge.
-            if (broker.attach(id, spec, runDir, (int) jail.uid()).bridged()) {
-                throw AirlockException.unavailable("network (the egress bridge) is not yet supported by the microvm driver");
-            }
+            // The run directory is not shared into the guest: the broker's egress socket is reached by this
+            // host's end of the guest's egress port (EgressMux), its other files (a CA bundle) are not given yet.
+            // Its sockets are for the driver (root) alone: QEMU's uid neither sees nor may use them.
+            boolean bridged = broker.attach(id, spec, runDir, 0).bridged();
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
-            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir),
+            qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir,
+                    bridged),
                     config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT)))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
@@ -174,6 +175,12 @@ public final class MicroVmDriver implements IsolationDriver {
             SocketChannel consoleChannel = connect(id, qemu, dir, CONSOLE_SOCKET, deadline, null);
             Files.deleteIfExists(vmmDir.resolve(CONSOLE_SOCKET));
             console = new GuestConsole(consoleChannel, id.value());
+            // The egress port before the agent's: the agent opens it before its HELLO, and a port with no host end hangs up.
+            if (bridged) {
+                SocketChannel egressChannel = connect(id, qemu, dir, EGRESS_SOCKET, deadline, console);
+                Files.deleteIfExists(vmmDir.resolve(EGRESS_SOCKET));
+                egress = new EgressMux(egressChannel, runDir.resolve(SandboxBroker.BRIDGE_SOCKET), id.value());
+            }
             SocketChannel channel = connect(id, qemu, dir, SOCKET_NAME, deadline, console);
             // The socket file goes at once: no other host process can reach the guest's port.
             Files.deleteIfExists(vmmDir.resolve(SOCKET_NAME));
@@ -184,7 +191,7 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw bootFailure(id, qemu, dir, console, "its agent did not say hello (" + e.getMessage() + ")");
             }
             LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, dir, this);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, dir, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -199,6 +206,9 @@ public final class MicroVmDriver implements IsolationDriver {
             }
             if (console != null) {
                 console.close();
+            }
+            if (egress != null) {
+                egress.close();
             }
             HostFiles.deleteTree(dir);
             if (e instanceof AirlockException ae) {
@@ -265,6 +275,9 @@ public final class MicroVmDriver implements IsolationDriver {
         kill(sandbox.qemu());
         sandbox.jail().destroy();
         sandbox.console().close();
+        if (sandbox.egress() != null) {
+            sandbox.egress().close();
+        }
         HostFiles.deleteTree(sandbox.dir());
     }
 

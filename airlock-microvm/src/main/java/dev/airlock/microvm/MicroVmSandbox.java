@@ -8,7 +8,7 @@ import dev.airlock.core.SandboxId;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** One running guest: its jailed QEMU process, its host directory and the channel to its agent. */
+/** One running guest: its jailed QEMU process, its host directory, the channel to its agent and its egress bridge. */
 final class MicroVmSandbox implements DriverSandbox {
 
     private final SandboxId id;
@@ -16,16 +16,19 @@ final class MicroVmSandbox implements DriverSandbox {
     private final Process qemu;
     private final VmmJail jail;
     private final GuestConsole console;
+    private final EgressMux egress;
     private final Path dir;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, Path dir, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, EgressMux egress, Path dir,
+                   MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
         this.jail = jail;
         this.console = console;
+        this.egress = egress;
         this.dir = dir;
         this.driver = driver;
     }
@@ -52,6 +55,11 @@ final class MicroVmSandbox implements DriverSandbox {
         return console;
     }
 
+    /** The host end of the guest's egress bridge, or null when the sandbox has no network. */
+    EgressMux egress() {
+        return egress;
+    }
+
     Path dir() {
         return dir;
     }
@@ -60,6 +68,17 @@ final class MicroVmSandbox implements DriverSandbox {
     @Override
     public long oomKills() {
         return console.oomKills();
+    }
+
+    /** Freezes the guest's QEMU (its cgroup freezer): every process of the guest stops with it. */
+    @Override
+    public void pause() {
+        jail.freeze(true);
+    }
+
+    @Override
+    public void resume() {
+        jail.freeze(false);
     }
 
     @Override

@@ -2,21 +2,30 @@ package dev.airlock.microvm;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Limits;
+import dev.airlock.core.SandboxBroker;
 
 import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The command line of one guest's QEMU: the pc machine under software emulation (TCG) or KVM, no default
- * device, no network device, no display, seccomp on; the guest's kernel and initramfs; the host's
- * /usr shared read-only over 9p; the agent's channel a virtio-serial port whose host end is a unix
- * socket QEMU listens on; the serial console another socket, read by the host ({@link GuestConsole}).
+ * The command line of one guest's QEMU: the {@code microvm} machine under software emulation (TCG)
+ * or KVM, no default device, no network device, no display, seccomp on; the guest's kernel and
+ * initramfs; the host's /usr shared read-only over 9p; the agent's channel a virtio-serial port
+ * whose host end is a unix socket QEMU listens on; the serial console another socket, read by the
+ * host ({@link GuestConsole}).
  *
- * <p>The pc machine type, not microvm: under TCG here Debian's kernel hangs at clock calibration in
- * most boots of microvm, while pc boots every time (about 4 s with the uncompressed vmlinux).
+ * <p>Why microvm, not pc: it has no PCI bus, no SeaBIOS (its firmware, qboot, jumps straight into
+ * the kernel) and a few-hundred-byte ACPI table, so the guest kernel probes next to nothing; its
+ * devices are virtio-mmio ({@code virtio-*-device}, found through ACPI by the {@code virtio_mmio}
+ * module). It has no HPET and, under TCG, the PIT calibration of the TSC fails (the emulated PIT
+ * is too irregular), which used to hang the boot: under TCG the guest's TSC is the host's, so the
+ * kernel is told its frequency ({@code tsc_early_khz}, {@link #hostTscKhz}) and that it is
+ * reliable. docs/security-model.md ("The boot") has the figures before and after.
  */
 final class Qemu {
 
@@ -25,6 +34,8 @@ final class Qemu {
     static final long GUEST_KERNEL_BYTES = 128L << 20;
     /** The virtio-serial port's name, which the guest init looks for. */
     static final String PORT_NAME = "airlock";
+    /** The egress bridge's virtio-serial port: its own, so egress bytes never delay the agent's control frames. */
+    static final String EGRESS_PORT_NAME = "airlock-egress";
 
     private Qemu() {
     }
@@ -52,33 +63,90 @@ final class Qemu {
     /**
      * The command that boots one guest.
      *
-     * @param dir the guest's own host directory: the agent's and the console's sockets go there
+     * @param dir    the guest's own host directory: the agent's, the console's and the egress bridge's sockets go there
+     * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
      */
-    static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir) {
+    static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
+                                boolean egress) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
-        // no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and panic the boot
-        String append = String.join(" ", "console=ttyS0", "quiet", "panic=-1", "no_timer_check",
-                "airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
-                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids(),
-                "airlock.memory=" + limits.memoryBytes());
+        boolean kvm = accelerator.equals(MicroVmDriverConfig.KVM);
         List<String> c = new ArrayList<>(List.of(binary.toString(),
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-                "-M", "pc", "-cpu", accelerator.equals(MicroVmDriverConfig.KVM) ? "host" : "max", "-accel", accelerator.equals(MicroVmDriverConfig.KVM) ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
+                "-M", "microvm", "-cpu", kvm ? "host" : "max", "-accel", kvm ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
                 "-m", memoryMiB + "M", "-smp", Integer.toString(cpus),
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
-                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", append,
+                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, egress),
                 // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
                 "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
                 "-serial", "chardev:console",
                 "-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none",
-                "-device", "virtio-9p-pci,fsdev=usr,mount_tag=usr",
-                "-device", "virtio-serial-pci",
+                "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
+                "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),
                 "-device", "virtserialport,chardev=agent,name=" + PORT_NAME));
+        if (egress) {
+            c.addAll(List.of("-chardev", "socket,id=egress,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.EGRESS_SOCKET)),
+                    "-device", "virtserialport,chardev=egress,name=" + EGRESS_PORT_NAME));
+        }
         return c;
+    }
+
+    /**
+     * The guest kernel's command line: the console, the guest init's settings ({@code airlock.*}), and
+     * what makes the boot short under TCG (measured by QEMU's CPU time to the agent's HELLO;
+     * docs/security-model.md):
+     * <ul>
+     * <li>{@code quiet}: the emulated serial port costs time per byte;
+     * <li>{@code pci=off}: microvm has no PCI bus, and the kernel need not look for one;
+     * <li>{@code no_timer_check}: under TCG on a busy host the IO-APIC timer check can fail and panic the boot;
+     * <li>{@code cryptomgr.notests}: no boot-time self-test of every crypto algorithm (0.6 s under TCG): they
+     *     check that the kernel's implementations compute what they should, and change no permission;
+     * <li>under TCG, {@code tsc_early_khz} and {@code tsc=reliable}: microvm has no HPET and the PIT
+     *     calibration fails under emulation, which hangs the boot; the guest's TSC is the host's.
+     * </ul>
+     */
+    static String kernelCommandLine(String accelerator, Limits limits, boolean egress) {
+        List<String> append = new ArrayList<>(List.of("console=ttyS0", "quiet", "panic=-1", "no_timer_check", "cryptomgr.notests",
+                "pci=off"));
+        if (!accelerator.equals(MicroVmDriverConfig.KVM)) {
+            append.add("tsc_early_khz=" + hostTscKhz());
+            append.add("tsc=reliable");
+        }
+        append.addAll(List.of("airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
+                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids(),
+                "airlock.memory=" + limits.memoryBytes()));
+        if (egress) {
+            append.add("airlock.egress=" + SandboxBroker.BRIDGE_PORT);
+        }
+        return String.join(" ", append);
+    }
+
+    /**
+     * The host's TSC frequency in kHz, which under TCG is the guest's (QEMU's emulated {@code rdtsc}
+     * reads the host's counter): the first "cpu MHz" of /proc/cpuinfo. That is the TSC frequency in
+     * a virtual machine (as here) and on hosts without frequency scaling; where "cpu MHz" follows
+     * frequency scaling, the guest's clock runs at the wrong rate (time inside the guest only: the
+     * host measures every timeout itself). Such hosts are usually bare metal with a working KVM.
+     */
+    static long hostTscKhz() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"), StandardCharsets.US_ASCII)) {
+                if (line.startsWith("cpu MHz")) {
+                    long khz = Math.round(Double.parseDouble(line.substring(line.indexOf(':') + 1).strip()) * 1000);
+                    if (khz > 0) {
+                        return khz;
+                    }
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            throw AirlockException.unavailable("cannot read the host's CPU frequency from /proc/cpuinfo (" + e.getMessage()
+                    + "): the microvm driver gives it to a guest under software emulation (TCG) as its TSC frequency");
+        }
+        throw AirlockException.unavailable("/proc/cpuinfo has no 'cpu MHz' line: the microvm driver gives the host's CPU"
+                + " frequency to a guest under software emulation (TCG) as its TSC frequency, and finds none on this host");
     }
 
     /** A path inside a QEMU option, where a comma ends the value unless doubled. */

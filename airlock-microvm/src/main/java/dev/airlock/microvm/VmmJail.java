@@ -129,13 +129,14 @@ final class VmmJail {
                 Path cpuDir = mkdir(v1("cpu").resolve(CGROUP_PARENT).resolve(sandbox), made);
                 write(cpuDir.resolve("cpu.cfs_period_us"), Long.toString(CPU_PERIOD_US));
                 write(cpuDir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
+                mkdir(v1("freezer").resolve(CGROUP_PARENT).resolve(sandbox), made); // for pause; v2 has cgroup.freeze
             }
             return new VmmJail(sandbox, uid, slot, List.copyOf(made));
         } catch (IOException | RuntimeException e) {
             made.reversed().forEach(VmmJail::removeCgroup);
             HostFiles.deleteTree(slot);
             throw AirlockException.unavailable("cannot make the cgroups of the QEMU of sandbox " + sandbox + ": " + e.getMessage()
-                    + " (the microvm driver needs root and the memory, pids and cpu cgroup controllers; airlock doctor shows them)");
+                    + " (the microvm driver needs root and the memory, pids, cpu and (v1) freezer cgroup controllers; airlock doctor shows them)");
         }
     }
 
@@ -182,8 +183,60 @@ final class VmmJail {
         }
     }
 
+    /**
+     * Freezes ({@code freeze}) or thaws every process of the jail, QEMU with its guest: a frozen
+     * guest is not scheduled at all, its clock included. Waits until the kernel says the whole
+     * cgroup is frozen (at most {@link #KILL_WAIT_MILLIS}).
+     */
+    void freeze(boolean freeze) {
+        try {
+            for (Path cgroup : cgroups) {
+                if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
+                    write(cgroup.resolve("cgroup.freeze"), freeze ? "1" : "0");
+                    awaitState(cgroup.resolve("cgroup.events"), freeze ? "frozen 1" : "frozen 0");
+                } else if (Files.exists(cgroup.resolve("freezer.state"))) {
+                    write(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
+                    awaitState(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
+                }
+            }
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " the QEMU of sandbox " + sandbox
+                    + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Waits until {@code file} has a line {@code line}, for at most {@link #KILL_WAIT_MILLIS}. */
+    private static void awaitState(Path file, String line) throws IOException {
+        long deadline = System.currentTimeMillis() + KILL_WAIT_MILLIS;
+        while (!Files.readAllLines(file, StandardCharsets.US_ASCII).contains(line)) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IOException(file + " did not reach '" + line + "' within " + KILL_WAIT_MILLIS + " ms");
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while waiting for " + file);
+            }
+        }
+    }
+
+    /** Thaws a cgroup that may be frozen, so that SIGKILL reaches its processes; a cgroup without a freezer is left alone. */
+    private static void thaw(Path cgroup) {
+        try {
+            if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
+                write(cgroup.resolve("cgroup.freeze"), "0");
+            } else if (Files.exists(cgroup.resolve("freezer.state"))) {
+                write(cgroup.resolve("freezer.state"), "THAWED");
+            }
+        } catch (IOException e) {
+            LOG.warn("cannot thaw {}: {}", cgroup, e.getMessage());
+        }
+    }
+
     /** SIGKILL to every process of the jail until none is left (bounded), then its cgroups and uid go. */
     void destroy() {
+        cgroups.forEach(VmmJail::thaw);
         killAll(cgroups.getFirst());
         cgroups.reversed().forEach(VmmJail::removeCgroup);
         HostFiles.deleteTree(slot);
@@ -222,6 +275,7 @@ final class VmmJail {
             for (Path cgroup : children(parent)) {
                 String instance = instanceOf(cgroup.getFileName().toString());
                 if (!instance.isEmpty() && dead.test(instance)) {
+                    thaw(cgroup);
                     killAll(cgroup);
                     removeCgroup(cgroup);
                     reaped.add("cgroup " + cgroup);
@@ -292,7 +346,8 @@ final class VmmJail {
 
     private static List<Path> parents() {
         return isV2() ? List.of(CGROUP_ROOT.resolve(CGROUP_PARENT))
-                : List.of(v1("memory").resolve(CGROUP_PARENT), v1("pids").resolve(CGROUP_PARENT), v1("cpu").resolve(CGROUP_PARENT));
+                : List.of(v1("memory").resolve(CGROUP_PARENT), v1("pids").resolve(CGROUP_PARENT), v1("cpu").resolve(CGROUP_PARENT),
+                        v1("freezer").resolve(CGROUP_PARENT));
     }
 
     private static void enableControllers(Path cgroup) throws IOException {

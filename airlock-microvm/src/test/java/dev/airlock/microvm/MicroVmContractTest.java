@@ -16,12 +16,12 @@ import java.util.List;
  * The driver contract, every concern of it, on the microVM driver. Not yet part of the default
  * test run (the module's pom excludes it): the driver does not yet pass every concern, and each
  * case boots a guest under software emulation (the whole run took 36 minutes on a loaded two-core
- * host). Run one concern at a time; the concerns are nested classes of {@link DriverContract},
- * which this class inherits, so they are named {@code DriverContract$<Concern>}:
+ * host). Run one concern at a time by its tag:
  * <pre>
- * mvn -B -o -pl airlock-microvm -am test -Dtest='MicroVmContractTest,DriverContract$SyscallFilter#*' -Dsurefire.failIfNoSpecifiedTests=false
+ * mvn -B -o -pl airlock-microvm -am test -Dtest=MicroVmContractTest -Dgroups=SyscallFilter -Dsurefire.failIfNoSpecifiedTests=false
  * </pre>
- * (without the {@code #*}, every concern runs). The guest's kernel is {@link SandboxKernel#GUEST}.
+ * (or, equally, {@code -Dtest='MicroVmContractTest,DriverContract$SyscallFilter#*'}: the concerns
+ * are nested classes of {@link DriverContract}). The guest's kernel is {@link SandboxKernel#GUEST}.
  *
  * <p>Where it stands (TCG, a two-core host at a load average of 7 to 11), after the guest init
  * gained the shared seccomp filter, a memory and pids cgroup, a minimal /dev and runc's /proc masks:
@@ -34,7 +34,9 @@ import java.util.List;
  *     print its first line within the one- and two-second timeouts under TCG on a loaded host.
  * <li>FilesystemIsolation: the /dev, /run/airlock and masked-/proc cases pass (14 run);
  *     hostFileIsNotVisibleInTheSandbox walked the 9p /usr too slowly under TCG in the first run.
- * <li>EgressBridge (3 of 4), InputsIsolation (10 of 10): refused, "not yet supported by the microvm driver".
+ * <li>InputsIsolation (10 of 10): refused, "not yet supported by the microvm driver".
+ *     EgressBridge has passed whole since the bridge over the second virtio-serial port
+ *     ({@link EgressMux}); not run again here.
  * <li>HostInformation (13 of 15 in the first run, not run again): the guest's /proc is its own
  *     kernel's (its cmdline, interrupts, meminfo of guest RAM), not the views the contract wants.
  * <li>CrossSandbox: not run again since the loopback fix (1 of 6 failed in the first run, on it).

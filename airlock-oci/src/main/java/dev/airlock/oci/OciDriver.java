@@ -271,6 +271,11 @@ public final class OciDriver implements IsolationDriver {
         return Cgroups.oomKills(id.value());
     }
 
+    /** Freezes or thaws every process of one sandbox, its agent included. */
+    void freeze(OciSandbox sandbox, boolean freeze) {
+        runtime.freeze(sandbox.id().value(), freeze);
+    }
+
     /** Kills and removes one sandbox. The agent first, so the runtime has less to kill. */
     void destroy(OciSandbox sandbox) {
         live.remove(sandbox.id());

@@ -201,6 +201,19 @@ final class OciRuntime {
         return deleted;
     }
 
+    /**
+     * Freezes ({@code pause}) or thaws ({@code resume}) every process of a container: runc through
+     * its freezer cgroup, runsc by stopping the Sentry's tasks.
+     */
+    void freeze(String id, boolean freeze) {
+        String verb = freeze ? "pause" : "resume";
+        Result r = exec(null, verb, id);
+        if (r.exitCode != 0) {
+            throw AirlockException.internal(name + " " + verb + " " + id + " failed: "
+                    + Printable.of(r.output.strip().isEmpty() ? "exit " + r.exitCode : r.output.strip(), 500), null);
+        }
+    }
+
     /** How long the Sentry's and gofer's host processes get to leave their cgroups after runsc delete returned. */
     private static final long GVISOR_CGROUP_SETTLE_MILLIS = 5_000;
 

@@ -71,6 +71,16 @@ final class OciSandbox implements DriverSandbox {
     }
 
     @Override
+    public void pause() {
+        driver.freeze(this, true);
+    }
+
+    @Override
+    public void resume() {
+        driver.freeze(this, false);
+    }
+
+    @Override
     public void destroy() {
         if (destroyed.compareAndSet(false, true)) {
             driver.destroy(this);

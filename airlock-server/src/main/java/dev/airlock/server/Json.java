@@ -185,7 +185,7 @@ final class Json {
         n.put("id", s.id());
         n.put("owner", s.owner());
         n.put("profile", s.profile().name());
-        n.put("state", s.sandbox().isOpen() ? "running" : "destroyed");
+        n.put("state", !s.sandbox().isOpen() ? "destroyed" : s.sandbox().isPaused() ? "paused" : "running");
         n.put("isolation", s.isolation().id());
         n.put("image", s.sandbox().spec().image());
         n.put("imageDigest", s.sandbox().imageDigest());
@@ -198,6 +198,23 @@ final class Json {
         n.put("expiresAt", s.expiresAt().toString());
         n.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
         n.put("lastActivityAt", s.lastActivity().toString());
+        return n;
+    }
+
+    static ObjectNode snapshot(dev.airlock.server.command.Command.SnapshotView s) {
+        ObjectNode n = object();
+        n.put("id", s.id());
+        n.put("owner", s.owner());
+        n.put("sandbox", s.sandbox());
+        n.put("profile", s.profile());
+        n.put("image", s.image());
+        n.put("imageDigest", s.imageDigest());
+        n.put("digest", s.digest());
+        n.put("bytes", s.bytes());
+        n.put("files", s.files());
+        n.set("leftOut", MAPPER.valueToTree(s.leftOut()));
+        n.put("createdAt", s.createdAt().toString());
+        n.put("expiresAt", s.expiresAt().toString());
         return n;
     }
 

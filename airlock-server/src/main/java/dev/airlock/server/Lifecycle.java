@@ -37,12 +37,14 @@ final class Lifecycle {
     private final Sandboxes sandboxes;
     private final SandboxStore store;
     private final SandboxTeardown teardown;
+    private final SnapshotStore snapshots;
     private final ServerMetrics metrics;
     private final AuditLog audit;
     private final BooleanSupplier closing;
 
-    Lifecycle(Policy policy, Tiers tiers, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, ServerMetrics metrics,
-              AuditLog audit, BooleanSupplier closing) {
+    Lifecycle(Policy policy, Tiers tiers, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, SnapshotStore snapshots,
+              ServerMetrics metrics, AuditLog audit, BooleanSupplier closing) {
+        this.snapshots = snapshots;
         this.policy = policy;
         this.tiers = tiers;
         this.sandboxes = sandboxes;
@@ -73,6 +75,9 @@ final class Lifecycle {
                 sandbox.files().mkdir(OutputStore.DIR, true);
             }
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
+            if (request.snapshot() != null) {
+                restore(managed, snapshots.get(request.snapshot(), client.name()));
+            }
         } catch (IOException | RuntimeException e) {
             sandbox.close();
             managed.releaseSlot();
@@ -104,9 +109,52 @@ final class Lifecycle {
         return managed;
     }
 
+    /** Writes the snapshot's files into the new sandbox, once sure it has the snapshot's image and the snapshot is unaltered. */
+    private void restore(ManagedSandbox managed, Command.SnapshotView snap) throws IOException {
+        String digest = managed.sandbox().imageDigest();
+        if (!java.util.Objects.equals(digest, snap.imageDigest())) {
+            throw new AirlockException(Kind.CONFLICT, "snapshot " + snap.id() + " was taken of image '" + snap.image() + "' with digest "
+                    + snap.imageDigest() + "; that image's digest is now " + digest + ": its files are not restored on another image");
+        }
+        snapshots.restore(snap, managed.sandbox().files());
+        audit.record(AuditRecord.LIFECYCLE, managed.id(), snapshotEvent("restored", snap.id(), snap.digest()));
+    }
+
+    /** Captures the sandbox's files as a snapshot of its caller's, within the client's snapshot quota. */
+    Command.SnapshotView snapshot(Admission a, Command.TakeSnapshot t) {
+        ManagedSandbox s = a.sandbox();
+        long quota = a.caller().client() == null ? Client.DEFAULT_SNAPSHOT_BYTES : a.caller().client().snapshotBytes();
+        Command.SnapshotView snap = snapshots.capture(s, s.sandbox().files(), t.ttl() == null ? SnapshotStore.DEFAULT_TTL : t.ttl(), quota);
+        Map<String, Object> d = snapshotEvent("snapshot", snap.id(), snap.digest());
+        d.put("bytes", snap.bytes());
+        d.put("files", snap.files());
+        audit.record(AuditRecord.LIFECYCLE, s.id(), d);
+        LOG.info("sandbox {}: snapshot {} ({} files, {} bytes)", s.id(), snap.id(), snap.files(), snap.bytes());
+        return snap;
+    }
+
+    static Map<String, Object> snapshotEvent(String event, String snapshot, String digest) {
+        Map<String, Object> d = lifecycle(event, null);
+        d.put("snapshot", snapshot);
+        if (digest != null) {
+            d.put("digest", digest);
+        }
+        return d;
+    }
+
     ManagedSandbox extend(Admission a, Command.ExtendTtl e) {
         a.sandbox().extend(e.ttl());
         return a.sandbox();
+    }
+
+    /** Pauses ({@code pause}) or resumes the sandbox, and records it when that changed anything. */
+    ManagedSandbox pause(Admission a, boolean pause) {
+        ManagedSandbox s = a.sandbox();
+        if (s.setPaused(pause)) {
+            audit.record(AuditRecord.LIFECYCLE, s.id(), lifecycle(pause ? "paused" : "resumed", null));
+            LOG.info("sandbox {}: {}", s.id(), pause ? "paused" : "resumed");
+        }
+        return s;
     }
 
     void destroy(Admission a) {

@@ -119,12 +119,32 @@ public final class ManagedSandbox {
         touch();
     }
 
-    /** Why the sandbox should be destroyed at {@code now}, or null if it should live on. */
+    /**
+     * Pauses or resumes the sandbox ({@link Sandbox#pause()}); returns whether that changed its
+     * state. Resuming restarts its idle timeout.
+     */
+    synchronized boolean setPaused(boolean pause) {
+        if (sandbox.isPaused() == pause) {
+            return false;
+        }
+        if (pause) {
+            sandbox.pause();
+        } else {
+            sandbox.resume();
+        }
+        touch();
+        return true;
+    }
+
+    /**
+     * Why the sandbox should be destroyed at {@code now}, or null if it should live on. A paused
+     * sandbox still ends at its time-to-live, but is never idle.
+     */
     String expiryReason(Instant now) {
         if (!now.isBefore(expiresAt)) {
             return "its time-to-live ran out";
         }
-        if (running.get() == 0 && !now.isBefore(lastActivity.plus(idleTimeout))) {
+        if (running.get() == 0 && !sandbox.isPaused() && !now.isBefore(lastActivity.plus(idleTimeout))) {
             return "it was idle for " + idleTimeout.toSeconds() + "s";
         }
         return null;

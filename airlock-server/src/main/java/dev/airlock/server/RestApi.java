@@ -16,6 +16,7 @@ import tools.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,6 +34,8 @@ import static dev.airlock.server.policy.Operation.RUN;
 import static dev.airlock.server.policy.Operation.SANDBOX_CREATE;
 import static dev.airlock.server.policy.Operation.SANDBOX_DESTROY;
 import static dev.airlock.server.policy.Operation.SANDBOX_EXTEND;
+import static dev.airlock.server.policy.Operation.SANDBOX_PAUSE;
+import static dev.airlock.server.policy.Operation.SANDBOX_SNAPSHOT;
 import static dev.airlock.server.policy.Operation.SANDBOX_READ;
 
 /**
@@ -49,6 +52,8 @@ final class RestApi {
     private static final String CONTEXT = SANDBOX + "/contexts/{context}";
     /** The most of a refused upload that is read and dropped before the refusal is sent. */
     private static final long MAX_DRAIN = 16L << 20;
+    private static final Set<String> FORK_FIELDS = java.util.stream.Stream.concat(RestCommands.CREATE_FIELDS.stream(), java.util.stream.Stream.of("count"))
+            .collect(java.util.stream.Collectors.toUnmodifiableSet());
 
     private final RestCommands commands;
     private final ClientDisconnects disconnects;
@@ -93,6 +98,32 @@ final class RestApi {
                 new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
                     c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds"))))));
+                }),
+                new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
+                new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
+                new RestRoute("POST", SANDBOX + "/snapshots", SANDBOX_SNAPSHOT, c -> {
+                    JsonNode body = c.json(Set.of("ttlSeconds"));
+                    Double ttl = body.has("ttlSeconds") ? Json.number(body, "ttlSeconds") : null;
+                    c.send(201, Json.snapshot(c.execute(new Command.TakeSnapshot(c.param("id"),
+                            ttl == null ? null : Duration.ofMillis(Math.round(Math.min(ttl, 1e12) * 1000))))));
+                }),
+                new RestRoute("GET", "/v1/snapshots", SANDBOX_SNAPSHOT, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListSnapshots()).forEach(s -> list.add(Json.snapshot(s)));
+                    c.send(200, Json.object().set("snapshots", list));
+                }),
+                new RestRoute("GET", "/v1/snapshots/{snapshot}", SANDBOX_SNAPSHOT,
+                        c -> c.send(200, Json.snapshot(c.execute(new Command.DescribeSnapshot(c.param("snapshot")))))),
+                new RestRoute("DELETE", "/v1/snapshots/{snapshot}", SANDBOX_SNAPSHOT, c -> {
+                    c.execute(new Command.DeleteSnapshot(c.param("snapshot")));
+                    c.noContent();
+                }),
+                new RestRoute("POST", "/v1/snapshots/{snapshot}/fork", SANDBOX_CREATE, this::fork),
+                new RestRoute("GET", "/v1/snapshots/{snapshot}/archive", SANDBOX_SNAPSHOT, c -> {
+                    // nothing is written before every file was checked: an altered snapshot is a 409, not a half-sent tar
+                    c.resp.setContentType("application/x-tar");
+                    c.resp.setHeader("Content-Disposition", "attachment; filename=\"" + c.param("snapshot") + ".tar\"");
+                    c.execute(new Command.ReadSnapshotArchive(c.param("snapshot"), c.resp.getOutputStream()));
                 }),
                 new RestRoute("POST", SANDBOX + "/exec", EXEC, this::exec),
                 new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
@@ -283,6 +314,18 @@ final class RestApi {
             }
         }
         c.send(200, answer);
+    }
+
+    private void fork(RestCall c) throws IOException {
+        ObjectNode body = (ObjectNode) c.json(FORK_FIELDS);
+        Double n = body.has("count") ? Json.number(body, "count") : 1.0;
+        if (n == null || n != Math.rint(n) || n < 1 || n > Command.Fork.MAX_COUNT) {
+            throw AirlockException.invalid("field 'count' must be a whole number from 1 to " + Command.Fork.MAX_COUNT);
+        }
+        body.remove("count");
+        ArrayNode list = Json.MAPPER.createArrayNode();
+        c.execute(new Command.Fork(commands.create(body).from(c.param("snapshot")), n.intValue())).forEach(m -> list.add(Json.sandbox(m)));
+        c.send(201, Json.object().set("sandboxes", list));
     }
 
     private static void processOutput(RestCall c, boolean stdout) throws IOException {

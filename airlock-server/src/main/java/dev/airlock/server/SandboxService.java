@@ -58,6 +58,7 @@ public final class SandboxService implements AutoCloseable {
     private final AuditLog audit;
     private final Sandboxes sandboxes = new Sandboxes();
     private final OutputStore outputs;
+    private final SnapshotStore snapshots;
     private final ServerMetrics metrics;
     private final SandboxTeardown teardown;
     private final OperationGrant grant;
@@ -83,6 +84,7 @@ public final class SandboxService implements AutoCloseable {
         this.metrics = metrics;
         this.approvals = new Approvals(audit, policy.approvalTimeout());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
+        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"));
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
                 tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
@@ -95,7 +97,7 @@ public final class SandboxService implements AutoCloseable {
                 new ApprovalGate(approvals),
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);
-        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, metrics, audit, () -> closed);
+        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed);
         this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
         this.interpreters = new Interpreters(tiers, audit);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
@@ -225,7 +227,8 @@ public final class SandboxService implements AutoCloseable {
     }
 
     /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
-    private Admission admission(Caller caller, Command<?> command) {
+    private Admission admission(Caller caller, Command<?> asked) {
+        Command<?> command = asked;
         ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command.sandbox());
         Profile profile = s == null ? null : s.profile();
         Admission.CreatePlan create = null;
@@ -236,6 +239,16 @@ public final class SandboxService implements AutoCloseable {
                 Client client = caller.client();
                 if (client == null) {
                     throw new AirlockException(Kind.INTERNAL, "the server does not create sandboxes on its own");
+                }
+                if (c.snapshot() != null) {
+                    // a restore: the snapshot's profile and image, which the controls then judge as for any create
+                    Command.SnapshotView snap = snapshots.get(c.snapshot(), client.name());
+                    if ((c.profile() != null && !c.profile().equals(snap.profile())) || (c.image() != null && !c.image().equals(snap.image()))) {
+                        throw AirlockException.invalid("a sandbox restored from snapshot " + snap.id() + " gets its profile '" + snap.profile()
+                                + "' and image '" + snap.image() + "': leave out profile and image");
+                    }
+                    c = c.restoring(snap.profile(), snap.image());
+                    command = c;
                 }
                 String chosen = c.profile() == null ? client.profiles().getFirst() : c.profile();
                 profile = client.profiles().contains(chosen) ? policy.profile(chosen) : null;
@@ -266,6 +279,32 @@ public final class SandboxService implements AutoCloseable {
         return new Admission.CreatePlan(c.limits().apply(p.limits()), ttl, idle, network, beyond);
     }
 
+    /** Each create of a fork passes every control on its own; all or none. */
+    private List<ManagedSandbox> fork(Caller caller, Command.Fork f) {
+        List<ManagedSandbox> made = new ArrayList<>();
+        try {
+            for (int i = 0; i < f.count(); i++) {
+                made.add(execute(caller, f.create()));
+            }
+        } catch (RuntimeException e) {
+            for (ManagedSandbox m : made) {
+                try {
+                    execute(caller, new Command.Destroy(m.id()));
+                } catch (RuntimeException gone) {
+                    e.addSuppressed(gone);
+                }
+            }
+            throw e;
+        }
+        return made;
+    }
+
+    /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
+    private static boolean reachesRunningAgent(Command<?> c) {
+        return c instanceof Command.Signal || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+                || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
+    }
+
     private static Language language(ManagedSandbox s, ExecSource source) {
         if (!(source instanceof ExecSource.Code code)) {
             return null;
@@ -280,12 +319,34 @@ public final class SandboxService implements AutoCloseable {
     /** Hands an admitted command to the handler of its concern. */
     private Object handle(Admission a) {
         ManagedSandbox s = a.sandbox();
+        if (s != null && reachesRunningAgent(a.command())) {
+            s.sandbox().ensureRunning(); // paused: its agent is frozen and would not answer until it resumes
+        }
         return switch (a.command()) {
             case Command.Create c -> lifecycle.create(a, c);
             case Command.ListSandboxes l -> sandboxes.list(a.caller(), l.labels());
             case Command.Describe d -> s;
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
+            case Command.Pause p -> lifecycle.pause(a, true);
+            case Command.TakeSnapshot t -> lifecycle.snapshot(a, t);
+            case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
+            case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));
+            case Command.Fork f -> fork(a.caller(), f);
+            case Command.ReadSnapshotArchive r -> {
+                try {
+                    snapshots.writeArchive(snapshots.get(r.snapshot(), outputOwner(a.caller())), r.sink());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e); // the client went away mid-answer: the door rethrows it
+                }
+                yield null;
+            }
+            case Command.DeleteSnapshot d -> {
+                snapshots.delete(d.snapshot(), outputOwner(a.caller()));
+                audit.record(AuditRecord.LIFECYCLE, null, Lifecycle.snapshotEvent("snapshot-deleted", d.snapshot(), null));
+                yield null;
+            }
+            case Command.Resume r -> lifecycle.pause(a, false);
             case Command.UpdateNetwork n -> lifecycle.updateNetwork(a);
             case Command.Destroy d -> {
                 lifecycle.destroy(a);

@@ -27,7 +27,28 @@ final class BenchClient {
     }
 
     String create() throws IOException, InterruptedException {
-        return call("POST", "/v1/sandboxes", "{}", 201).get("id").asString();
+        return create("{}");
+    }
+
+    String create(String body) throws IOException, InterruptedException {
+        return call("POST", "/v1/sandboxes", body, 201).get("id").asString();
+    }
+
+    /** Takes a snapshot of the sandbox's files; returns its id. */
+    String snapshot(String id) throws IOException, InterruptedException {
+        return call("POST", "/v1/sandboxes/" + id + "/snapshots", "{}", 201).get("id").asString();
+    }
+
+    /** Creates {@code count} sandboxes from a snapshot; returns their ids. */
+    List<String> fork(String snapshot, int count) throws IOException, InterruptedException {
+        List<String> ids = new java.util.ArrayList<>();
+        call("POST", "/v1/snapshots/" + snapshot + "/fork", "{\"count\": " + count + "}", 201).get("sandboxes")
+                .forEach(s -> ids.add(s.get("id").asString()));
+        return ids;
+    }
+
+    void deleteSnapshot(String snapshot) throws IOException, InterruptedException {
+        call("DELETE", "/v1/snapshots/" + snapshot, null, 204);
     }
 
     void delete(String id) throws IOException, InterruptedException {

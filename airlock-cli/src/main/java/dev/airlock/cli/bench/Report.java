@@ -19,7 +19,8 @@ public final class Report {
     private static final Map<String, String> TITLES = Map.of(
             ThroughputCases.SECTION, "throughput: runs per second, several clients at once",
             MemoryCases.SECTION, "memory: host memory per idle sandbox, MiB",
-            EgressCases.SECTION, "egress: 100 MB over loopback, ms per download");
+            EgressCases.SECTION, "egress: 100 MB over loopback, ms per download",
+            SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms");
     private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
 
     private final String machine;
@@ -52,7 +53,7 @@ public final class Report {
             }
         }
         printTiers(out);
-        for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION)) {
+        for (String section : List.of(ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION, SnapshotCases.SECTION)) {
             List<Stats> rows = cases.stream().filter(s -> s.section().equals(section)).toList();
             if (rows.isEmpty()) {
                 continue;

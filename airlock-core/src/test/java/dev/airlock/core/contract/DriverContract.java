@@ -3,6 +3,7 @@ package dev.airlock.core.contract;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Limits;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestInstance;
 
 import java.nio.file.Path;
@@ -12,7 +13,7 @@ import java.util.List;
  * The contract every isolation driver passes: lifecycle, exec, files, limits, and the hostile
  * cases (host files, writes outside /workspace and /tmp, host processes, privileges, each denied
  * system call family, fork, memory and disk bombs, timeouts, outliving the run, leftover data,
- * network, the egress bridge, other sandboxes, host information, inputs), each concern with a leak check after it.
+ * network, the egress bridge, other sandboxes, host information, inputs) and pause and resume, each concern with a leak check after it.
  *
  * <p>A driver module runs it by extending this class once per driver configuration, giving its
  * driver and the few things only the driver knows (the hooks below); every concern then runs as a
@@ -24,6 +25,9 @@ import java.util.List;
  *     ...
  * }
  * }</pre>
+ *
+ * <p>Each concern carries a tag of its name, so one concern runs alone:
+ * {@code mvn -pl airlock-oci -am test -Dtest=RuncContractTest -Dgroups=Pause -Dsurefire.failIfNoSpecifiedTests=false}.
  *
  * <p>Every case runs real hostile code in a real sandbox of the driver. A fake driver is fine for
  * service-level unit tests elsewhere, never here: passing this suite is the proof that a
@@ -63,6 +67,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("EngineLifecycle")
     class EngineLifecycle extends EngineLifecycleContract {
         EngineLifecycle() {
             super(DriverContract.this);
@@ -70,6 +75,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("FilesystemIsolation")
     class FilesystemIsolation extends FilesystemIsolationContract {
         FilesystemIsolation() {
             super(DriverContract.this);
@@ -77,6 +83,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("InputsIsolation")
     class InputsIsolation extends InputsIsolationContract {
         InputsIsolation() {
             super(DriverContract.this);
@@ -84,6 +91,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("ProcessIsolation")
     class ProcessIsolation extends ProcessIsolationContract {
         ProcessIsolation() {
             super(DriverContract.this);
@@ -91,6 +99,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("Privilege")
     class Privilege extends PrivilegeContract {
         Privilege() {
             super(DriverContract.this);
@@ -98,6 +107,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("SyscallFilter")
     class SyscallFilter extends SyscallFilterContract {
         SyscallFilter() {
             super(DriverContract.this);
@@ -105,6 +115,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("ResourceLimits")
     class ResourceLimits extends ResourceLimitsContract {
         ResourceLimits() {
             super(DriverContract.this);
@@ -112,6 +123,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("NetworkIsolation")
     class NetworkIsolation extends NetworkIsolationContract {
         NetworkIsolation() {
             super(DriverContract.this);
@@ -119,6 +131,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("CrossSandbox")
     class CrossSandbox extends CrossSandboxContract {
         CrossSandbox() {
             super(DriverContract.this);
@@ -126,6 +139,7 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("EgressBridge")
     class EgressBridge extends EgressBridgeContract {
         EgressBridge() {
             super(DriverContract.this);
@@ -133,8 +147,17 @@ public abstract class DriverContract {
     }
 
     @Nested
+    @Tag("HostInformation")
     class HostInformation extends HostInformationContract {
         HostInformation() {
+            super(DriverContract.this);
+        }
+    }
+
+    @Nested
+    @Tag("Pause")
+    class Pause extends PauseContract {
+        Pause() {
             super(DriverContract.this);
         }
     }

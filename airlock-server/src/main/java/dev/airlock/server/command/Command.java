@@ -44,6 +44,14 @@ public sealed interface Command<R> {
             case Describe d -> Operation.SANDBOX_READ;
             case Egress e -> Operation.SANDBOX_READ;
             case ExtendTtl e -> Operation.SANDBOX_EXTEND;
+            case Pause p -> Operation.SANDBOX_PAUSE;
+            case TakeSnapshot t -> Operation.SANDBOX_SNAPSHOT;
+            case ListSnapshots l -> Operation.SANDBOX_SNAPSHOT;
+            case DescribeSnapshot d -> Operation.SANDBOX_SNAPSHOT;
+            case DeleteSnapshot d -> Operation.SANDBOX_SNAPSHOT;
+            case Fork f -> Operation.SANDBOX_CREATE;
+            case ReadSnapshotArchive r -> Operation.SANDBOX_SNAPSHOT;
+            case Resume r -> Operation.SANDBOX_PAUSE;
             case UpdateNetwork n -> Operation.NETWORK_UPDATE;
             case Destroy d -> Operation.SANDBOX_DESTROY;
             case Exec e -> Operation.EXEC;
@@ -116,9 +124,28 @@ public sealed interface Command<R> {
      * @param network     null: the profile's network
      * @param ttl         null: the server's default, within the profile's maximum lifetime
      * @param idleTimeout null: the server's default
+     * @param snapshot    null: an empty sandbox; else one of the caller's snapshots, whose files the new
+     *                    sandbox starts with, and whose profile and image it gets
      */
     record Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
-                  Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage) implements Command<ManagedSandbox> {
+                  Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage, String snapshot)
+            implements Command<ManagedSandbox> {
+
+        /** A new, empty sandbox. */
+        public Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
+                      Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage) {
+            this(profile, image, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, null);
+        }
+
+        /** This request, restoring {@code snapshotId}. */
+        public Create from(String snapshotId) {
+            return new Create(profile, image, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, snapshotId);
+        }
+
+        /** This request with the profile and image of the snapshot it restores. */
+        public Create restoring(String snapshotProfile, String snapshotImage) {
+            return new Create(snapshotProfile, snapshotImage, limits, env, network, labels, ttl, idleTimeout, defaultLanguage, snapshot);
+        }
 
         /** The most labels a sandbox carries. */
         public static final int MAX_LABELS = 64;
@@ -158,6 +185,74 @@ public sealed interface Command<R> {
 
     /** The sandbox lives until {@code ttl} from now, within its profile's maximum lifetime. */
     record ExtendTtl(String sandbox, Duration ttl) implements Command<ManagedSandbox> {
+    }
+
+    /**
+     * Freezes every process of the sandbox until {@link Resume}: it uses no CPU, and executions,
+     * files and contexts are refused (409) meanwhile. Its time-to-live keeps running; its idle
+     * timeout does not (a paused sandbox is not idle, it is kept).
+     */
+    record Pause(String sandbox) implements Command<ManagedSandbox> {
+    }
+
+    /** Thaws a paused sandbox; its idle timeout starts again from now. */
+    record Resume(String sandbox) implements Command<ManagedSandbox> {
+    }
+
+    /**
+     * Captures the files of the sandbox's /workspace and /tmp as a snapshot of the caller's, kept
+     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it.
+     */
+    record TakeSnapshot(String sandbox, Duration ttl) implements Command<SnapshotView> {
+        /** The longest a snapshot is kept. */
+        public static final Duration MAX_TTL = Duration.ofDays(7);
+
+        public TakeSnapshot {
+            if (ttl != null && (ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(MAX_TTL) > 0)) {
+                throw AirlockException.invalid("a snapshot's ttlSeconds must be 1 to " + MAX_TTL.toSeconds() + ", not " + ttl.toSeconds());
+            }
+        }
+    }
+
+    /** The caller's snapshots, oldest first. */
+    record ListSnapshots() implements Command<List<SnapshotView>> {
+    }
+
+    record DescribeSnapshot(String snapshot) implements Command<SnapshotView> {
+    }
+
+    record DeleteSnapshot(String snapshot) implements Command<Void> {
+    }
+
+    /** Writes the snapshot's files to {@code sink} as a tar archive, once every file was checked against its digest. */
+    record ReadSnapshotArchive(String snapshot, OutputStream sink) implements Command<Void> {
+    }
+
+    /**
+     * {@code count} new sandboxes from one of the caller's snapshots, each created by {@code create}
+     * (which names the snapshot) through every control, as one create is; all or none: if one is
+     * refused, those already made are destroyed.
+     */
+    record Fork(Create create, int count) implements Command<List<ManagedSandbox>> {
+        /** The most sandboxes one fork makes. */
+        public static final int MAX_COUNT = 16;
+
+        public Fork {
+            if (create == null || create.snapshot() == null) {
+                throw new IllegalArgumentException("a fork creates from a snapshot");
+            }
+            if (count < 1 || count > MAX_COUNT) {
+                throw AirlockException.invalid("a fork makes 1 to " + MAX_COUNT + " sandboxes, not " + count);
+            }
+        }
+    }
+
+    /**
+     * A snapshot as its owner sees it: what it was taken of, its digest (the SHA-256 of its
+     * manifest, checked before every restore), its size and lifetime, and what it left out.
+     */
+    record SnapshotView(String id, String owner, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
+                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt) {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */

@@ -145,6 +145,39 @@ final class SandboxTools {
         return ToolResults.ok(s);
     }
 
+    CallToolResult snapshot(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("sandboxId"));
+        String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
+        Command.SnapshotView s = service.execute(call.caller(), new Command.TakeSnapshot(id, null));
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("snapshotId", s.id());
+        out.put("sandboxId", s.sandbox());
+        out.put("files", s.files());
+        out.put("bytes", s.bytes());
+        out.put("digest", s.digest());
+        out.put("expiresAt", s.expiresAt().toString());
+        out.put("leftOut", s.leftOut());
+        return ToolResults.ok(out);
+    }
+
+    /** Sandboxes from a snapshot; like those of sandbox_create without a ttl, they end with the session. */
+    CallToolResult fork(ToolCall call) {
+        ToolArguments a = call.arguments(Set.of("snapshotId", "count"));
+        String snapshot = a.requiredString("snapshotId", "\"snap-...\" (from sandbox_snapshot)");
+        Double count = a.number("count", 1, Command.Fork.MAX_COUNT);
+        if (count != null && count != Math.rint(count)) {
+            throw AirlockException.invalid("'count' must be a whole number from 1 to " + Command.Fork.MAX_COUNT);
+        }
+        List<ManagedSandbox> made = service.execute(call.caller(), new Command.Fork(
+                new Command.Create(null, null, null, null, null, null, null, null, null).from(snapshot), count == null ? 1 : count.intValue()));
+        List<Map<String, Object>> list = new ArrayList<>();
+        for (ManagedSandbox s : made) {
+            sessions.own(call.session(), s.id());
+            list.add(describe(s, true));
+        }
+        return ToolResults.ok(Map.of("sandboxes", list));
+    }
+
     // --- executions ---
 
     CallToolResult exec(ToolCall call) {

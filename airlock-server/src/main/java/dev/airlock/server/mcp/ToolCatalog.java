@@ -63,17 +63,19 @@ final class ToolCatalog {
     }
 
     /** The MCP tool each operation of a policy grants. */
-    static final Map<String, Operation> OPERATIONS = Map.of(
-            "run_code", Operation.RUN,
-            "interpreter_run", Operation.EXEC,
-            "interpreter_context", Operation.EXEC,
-            "sandbox_create", Operation.SANDBOX_CREATE,
-            "sandbox_exec", Operation.EXEC,
-            "sandbox_write_file", Operation.FILES_WRITE,
-            "sandbox_read_file", Operation.FILES_READ,
-            "sandbox_list_files", Operation.FILES_READ,
-            "sandbox_destroy", Operation.SANDBOX_DESTROY,
-            "sandbox_list", Operation.SANDBOX_READ);
+    static final Map<String, Operation> OPERATIONS = Map.ofEntries(
+            Map.entry("run_code", Operation.RUN),
+            Map.entry("interpreter_run", Operation.EXEC),
+            Map.entry("interpreter_context", Operation.EXEC),
+            Map.entry("sandbox_create", Operation.SANDBOX_CREATE),
+            Map.entry("sandbox_exec", Operation.EXEC),
+            Map.entry("sandbox_write_file", Operation.FILES_WRITE),
+            Map.entry("sandbox_read_file", Operation.FILES_READ),
+            Map.entry("sandbox_list_files", Operation.FILES_READ),
+            Map.entry("sandbox_destroy", Operation.SANDBOX_DESTROY),
+            Map.entry("sandbox_list", Operation.SANDBOX_READ),
+            Map.entry("sandbox_snapshot", Operation.SANDBOX_SNAPSHOT),
+            Map.entry("sandbox_fork", Operation.SANDBOX_CREATE));
 
     /** The tools {@code t}'s client is granted: a client never sees a tool its policy does not grant. */
     static List<AsyncToolSpecification> tools(SandboxTools t, ServerConfig config) {
@@ -249,6 +251,31 @@ final class ToolCatalog {
                           "required": ["sandboxId"]
                         }
                         """, ENTITY_SCHEMA, annotations(false, true), t::destroy),
+                tool(t, "sandbox_snapshot", "Snapshot a sandbox's files",
+                        "Saves the files of a sandbox's /workspace and /tmp (contents and modes, not its running processes) as a"
+                                + " snapshot, kept for a day. Take one before a risky step to come back to it, or to try several"
+                                + " approaches in parallel: sandbox_fork makes new sandboxes that start with exactly these files.",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {"sandboxId": {"type": "string"}},
+                          "required": ["sandboxId"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::snapshot),
+                tool(t, "sandbox_fork", "New sandboxes from a snapshot",
+                        "Creates 1 to 16 new sandboxes that start with the files of a snapshot from sandbox_snapshot (a restore for"
+                                + " count 1). Each is independent: what one writes, the others and the original never see. Use"
+                                + " sandbox_exec in each; they end with this session (or destroy them with sandbox_destroy).",
+                        """
+                        {
+                          "type": "object",
+                          "properties": {
+                            "snapshotId": {"type": "string"},
+                            "count": {"type": "integer", "minimum": 1, "maximum": 16, "description": "How many sandboxes (default 1)"}
+                          },
+                          "required": ["snapshotId"]
+                        }
+                        """, ENTITY_SCHEMA, annotations(false, false), t::fork),
                 tool(t, "sandbox_list", "List sandboxes",
                         "Lists the live sandboxes with their ids, lifetimes, limits and labels, and whether each ends with this session.",
                         """

@@ -13,11 +13,20 @@ import java.util.Set;
  * @param executionsPerMinute executions it may start in any 60 seconds (0: no quota)
  */
 public record Client(String name, byte[] tokenSha256, List<String> profiles, Set<Operation> operations, int maxSandboxes,
-                     int executionsPerMinute) {
+                     int executionsPerMinute, long snapshotBytes) {
+
+    /** What a client's snapshots may hold together when its policy names no {@code quotas.snapshotMiB}. */
+    public static final long DEFAULT_SNAPSHOT_BYTES = 1L << 30;
 
     public Client {
         profiles = List.copyOf(profiles);
         operations = Set.copyOf(operations);
+    }
+
+    /** A client with the default snapshot quota. */
+    public Client(String name, byte[] tokenSha256, List<String> profiles, Set<Operation> operations, int maxSandboxes,
+                  int executionsPerMinute) {
+        this(name, tokenSha256, profiles, operations, maxSandboxes, executionsPerMinute, DEFAULT_SNAPSHOT_BYTES);
     }
 
     public boolean may(Operation operation) {

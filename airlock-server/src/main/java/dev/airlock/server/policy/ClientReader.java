@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
 final class ClientReader {
 
     private static final Set<String> FIELDS = Set.of("tokenSha256", "tokenFile", "profiles", "allow", "quotas");
-    private static final Set<String> QUOTAS = Set.of("sandboxes", "executionsPerMinute");
+    private static final Set<String> QUOTAS = Set.of("sandboxes", "executionsPerMinute", "snapshotMiB");
     private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
 
     private ClientReader() {
@@ -60,12 +60,14 @@ final class ClientReader {
         }
         int sandboxes = 0;
         int perMinute = 0;
+        long snapshotBytes = Client.DEFAULT_SNAPSHOT_BYTES;
         if (f.containsKey("quotas")) {
             Map<String, PolicyNode> q = f.get("quotas").map(QUOTAS);
             if (q.containsKey("sandboxes")) sandboxes = (int) q.get("sandboxes").integer(1, 100_000);
             if (q.containsKey("executionsPerMinute")) perMinute = (int) q.get("executionsPerMinute").integer(1, 1_000_000);
+            if (q.containsKey("snapshotMiB")) snapshotBytes = q.get("snapshotMiB").integer(0, 1L << 20) << 20;
         }
-        return new Client(name, hash, allowedProfiles, operations, sandboxes, perMinute);
+        return new Client(name, hash, allowedProfiles, operations, sandboxes, perMinute, snapshotBytes);
     }
 
     /** The SHA-256 of the client's token, from exactly one of {@code sha} and {@code file}. */

@@ -18,6 +18,10 @@ public enum Operation {
     SANDBOX_DESTROY("sandbox.destroy"),
     /** Extend a sandbox's lifetime (within its profile's maximum). */
     SANDBOX_EXTEND("sandbox.extend"),
+    /** Pause a sandbox (freeze its processes) and resume it. */
+    SANDBOX_PAUSE("sandbox.pause"),
+    /** Take, list, describe and delete snapshots of sandboxes (restoring one is a sandbox.create). */
+    SANDBOX_SNAPSHOT("sandbox.snapshot"),
     /** Run commands and code, start and signal background processes. */
     EXEC("exec"),
     FILES_READ("files.read"),

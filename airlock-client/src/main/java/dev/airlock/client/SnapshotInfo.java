@@ -1,0 +1,19 @@
+package dev.airlock.client;
+
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * A snapshot of a sandbox's files ({@code /workspace} and {@code /tmp}), as the server described
+ * it. Restore or fork it with {@link Airlock#fork(String, int)}; it expires at {@code expiresAt}.
+ *
+ * @param digest  the SHA-256 of its manifest, which the server checks again before every restore
+ * @param leftOut what the snapshot did not keep (links, special files, unreadable files), one line each
+ */
+public record SnapshotInfo(String id, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
+                           int files, List<String> leftOut, Instant createdAt, Instant expiresAt) {
+
+    public SnapshotInfo {
+        leftOut = leftOut == null ? List.of() : List.copyOf(leftOut);
+    }
+}

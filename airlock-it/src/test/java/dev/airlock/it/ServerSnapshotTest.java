@@ -1,0 +1,222 @@
+package dev.airlock.it;
+
+import dev.airlock.client.ConflictException;
+import dev.airlock.client.NotFoundException;
+import dev.airlock.client.RemoteSandbox;
+import dev.airlock.client.SandboxInfo;
+import dev.airlock.client.SandboxSpec;
+import dev.airlock.client.SnapshotInfo;
+import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.policy.Policy;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.io.IOException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Snapshots through the real server and the Java SDK: files written before a snapshot are in every
+ * sandbox restored or forked from it and nothing written after; forks are independent of each
+ * other and of the original; a snapshot altered on the host is refused at restore; another
+ * client's snapshot is not found; the client's quota and the snapshot's TTL hold.
+ */
+class ServerSnapshotTest {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final String SMALL = "alk_small-token-0123456789abcdef01234567890";
+    private static final String OTHER = "alk_other-token-0123456789abcdef01234567890";
+    private static LiveServer live;
+
+    private static String hash(String token) {
+        return HexFormat.of().formatHex(Policy.sha256(token));
+    }
+
+    @BeforeAll
+    static void start() {
+        String ops = "[sandbox.create, sandbox.read, sandbox.destroy, exec, files.read, files.write, sandbox.snapshot]";
+        live = LiveServer.withPolicy("""
+                profiles:
+                  default: {}
+                clients:
+                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                  small: {tokenSha256: %s, profiles: [default], allow: %s, quotas: {snapshotMiB: 1}}
+                  other: {tokenSha256: %s, profiles: [default], allow: %s}
+                """.formatted(hash(SMALL), ops, hash(OTHER), ops), c -> c.withPoolSize(0));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (live != null) {
+            live.close();
+        }
+    }
+
+    private static String read(RemoteSandbox s, String path) {
+        return new String(s.files().read(path), StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void everyForkStartsWithTheSnapshotsFilesAndNoForkSeesAnothersWrites() throws Exception {
+        try (RemoteSandbox original = live.client.create(SandboxSpec.defaults())) {
+            original.files().write("/workspace/data.txt", "before".getBytes(StandardCharsets.UTF_8));
+            original.exec("sh", "-c", "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho ran\\n' > /workspace/bin/run.sh"
+                    + " && chmod 755 /workspace/bin/run.sh && echo scratch > /tmp/scratch.txt");
+            SnapshotInfo snap = original.snapshot();
+            assertThat(snap.files()).isEqualTo(3);
+            assertThat(snap.digest()).startsWith("sha256:");
+            assertThat(snap.sandbox()).isEqualTo(original.id());
+            assertThat(live.client.snapshots()).extracting(SnapshotInfo::id).contains(snap.id());
+            original.files().write("/workspace/after.txt", "after".getBytes(StandardCharsets.UTF_8));
+            assertThat(archive(snap.id())).containsExactly("tmp/scratch.txt 644 scratch\n", "workspace/bin/run.sh 755 #!/bin/sh\necho ran\n",
+                    "workspace/data.txt 644 before");
+
+            List<RemoteSandbox> forks = live.client.fork(snap.id(), 3);
+            try {
+                assertThat(forks).hasSize(3).extracting(RemoteSandbox::id).doesNotHaveDuplicates().doesNotContain(original.id());
+                for (RemoteSandbox f : forks) {
+                    assertThat(read(f, "/workspace/data.txt")).isEqualTo("before");
+                    assertThat(read(f, "/tmp/scratch.txt")).isEqualTo("scratch\n");
+                    assertThat(f.exec("/workspace/bin/run.sh").stdout()).as("the mode came back: it runs").isEqualTo("ran\n");
+                    assertThat(f.exec("test", "-e", "/workspace/after.txt").exitCode()).as("written after the snapshot").isEqualTo(1);
+                }
+                forks.getFirst().files().write("/workspace/data.txt", "changed in fork 0".getBytes(StandardCharsets.UTF_8));
+                forks.getFirst().files().write("/workspace/only-fork-0.txt", new byte[]{1});
+                for (RemoteSandbox other : List.of(forks.get(1), forks.get(2), original)) {
+                    assertThat(read(other, "/workspace/data.txt")).isEqualTo("before");
+                    assertThat(other.exec("test", "-e", "/workspace/only-fork-0.txt").exitCode()).isEqualTo(1);
+                }
+            } finally {
+                forks.forEach(RemoteSandbox::close);
+            }
+            assertThat(live.audit(forks.getFirst().id(), AuditRecord.LIFECYCLE)).extracting(AuditRecord::detail)
+                    .anySatisfy(d -> assertThat(d).contains("\"event\":\"restored\"", snap.id()));
+            assertThat(live.client.deleteSnapshot(snap.id())).isTrue();
+            assertThatThrownBy(() -> live.client.fork(snap.id(), 1)).isInstanceOf(NotFoundException.class);
+        }
+    }
+
+    @Test
+    void aSnapshotAlteredOnTheHostIsRefusedAtRestoreAndNoSandboxIsLeft() throws IOException {
+        SnapshotInfo snap;
+        try (RemoteSandbox original = live.client.create(SandboxSpec.defaults())) {
+            original.files().write("/workspace/payload.txt", "genuine".getBytes(StandardCharsets.UTF_8));
+            snap = original.snapshot();
+        }
+        Path blob;
+        try (Stream<Path> blobs = Files.list(live.dataDir.resolve("snapshots").resolve("blobs"))) {
+            String genuine = HexFormat.of().formatHex(sha256("genuine".getBytes(StandardCharsets.UTF_8)));
+            blob = blobs.filter(b -> b.getFileName().toString().equals(genuine)).findFirst().orElseThrow();
+        }
+        blob.toFile().setWritable(true);
+        Files.writeString(blob, "evil!!!");
+        int before = live.client.list().size();
+        assertThatThrownBy(() -> live.client.fork(snap.id(), 2)).isInstanceOf(ConflictException.class)
+                .hasMessageContaining("was altered on the host").hasMessageContaining("payload.txt");
+        assertThat(live.client.list()).as("the refused restore's sandboxes are destroyed").hasSize(before);
+
+        Files.writeString(blob, "genuine"); // the content back, the manifest changed instead
+        Path manifest = live.dataDir.resolve("snapshots").resolve(snap.id()).resolve("manifest.json");
+        Files.writeString(manifest, Files.readString(manifest).replace("payload.txt", "payloaX.txt"));
+        assertThatThrownBy(() -> live.client.fork(snap.id(), 1)).isInstanceOf(ConflictException.class)
+                .hasMessageContaining("its manifest changed");
+        HttpResponse<String> archive = live.raw("GET", "/v1/snapshots/" + snap.id() + "/archive", null);
+        assertThat(archive.statusCode()).as("an altered snapshot is not downloaded either").isEqualTo(409);
+        live.client.deleteSnapshot(snap.id());
+    }
+
+    @Test
+    void anotherClientsSnapshotIsNotFoundAndTheQuotaAndTtlHold() throws Exception {
+        // client 'small' has 1 MiB of snapshots
+        String id = created(live.raw("POST", "/v1/sandboxes", "{}", SMALL));
+        try {
+            assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/small.txt", "x", SMALL).statusCode()).isEqualTo(201);
+            HttpResponse<String> taken = live.raw("POST", "/v1/sandboxes/" + id + "/snapshots", "{\"ttlSeconds\": 2}", SMALL);
+            assertThat(taken.statusCode()).as(taken.body()).isEqualTo(201);
+            String snap = JSON.readTree(taken.body()).path("id").asString();
+
+            assertThat(live.raw("GET", "/v1/snapshots/" + snap, null, OTHER).statusCode()).isEqualTo(404);
+            assertThat(live.raw("POST", "/v1/snapshots/" + snap + "/fork", "{}", OTHER).statusCode()).isEqualTo(404);
+            assertThat(live.raw("DELETE", "/v1/snapshots/" + snap, null, OTHER).statusCode()).isEqualTo(404);
+            assertThat(JSON.readTree(live.raw("GET", "/v1/snapshots", null, OTHER).body()).path("snapshots")).isEmpty();
+            assertThat(live.raw("GET", "/v1/snapshots/" + snap, null, SMALL).statusCode()).isEqualTo(200);
+
+            // over the quota: 2 MiB of files
+            assertThat(live.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"sh\", \"-c\", \"head -c 2097152 /dev/zero > /workspace/big\"]}", SMALL).statusCode()).isEqualTo(200);
+            HttpResponse<String> over = live.raw("POST", "/v1/sandboxes/" + id + "/snapshots", "{}", SMALL);
+            assertThat(over.statusCode()).as(over.body()).isEqualTo(429);
+            assertThat(JSON.readTree(over.body()).path("error").path("message").asString()).contains("quotas.snapshotMiB");
+
+            // its TTL of 2 s ends it
+            await().atMost(Duration.ofSeconds(20)).until(() -> live.raw("GET", "/v1/snapshots/" + snap, null, SMALL).statusCode() == 404);
+            assertThat(live.raw("POST", "/v1/snapshots/" + snap + "/fork", "{}", SMALL).statusCode()).isEqualTo(404);
+        } finally {
+            assertThat(live.raw("DELETE", "/v1/sandboxes/" + id, null, SMALL).statusCode()).isEqualTo(204);
+        }
+    }
+
+    @Test
+    void aRestoredSandboxKeepsTheSnapshotsProfileAndAForkNeedsCreate() {
+        try (RemoteSandbox original = live.client.create(SandboxSpec.defaults())) {
+            SnapshotInfo snap = original.snapshot();
+            assertThat(snap.profile()).isEqualTo("default");
+            HttpResponse<String> wrong = live.raw("POST", "/v1/snapshots/" + snap.id() + "/fork", "{\"profile\": \"other\"}");
+            assertThat(wrong.statusCode()).as(wrong.body()).isEqualTo(400);
+            HttpResponse<String> tooMany = live.raw("POST", "/v1/snapshots/" + snap.id() + "/fork", "{\"count\": 17}");
+            assertThat(tooMany.statusCode()).as(tooMany.body()).isEqualTo(400);
+            List<RemoteSandbox> one = live.client.fork(snap.id(), 1);
+            try {
+                SandboxInfo info = one.getFirst().info();
+                assertThat(info.running()).isTrue();
+            } finally {
+                one.forEach(RemoteSandbox::close);
+            }
+            live.client.deleteSnapshot(snap.id());
+        }
+    }
+
+    /** The snapshot's archive as one line per entry: name, mode (octal) and content. */
+    private static List<String> archive(String snapshot) throws IOException, InterruptedException {
+        HttpResponse<byte[]> r = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(live.uri() + "/v1/snapshots/" + snapshot + "/archive"))
+                .header("Authorization", "Bearer " + live.token()).build(), HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/x-tar");
+        List<String> entries = new java.util.ArrayList<>();
+        try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveInputStream(new java.io.ByteArrayInputStream(r.body()))) {
+            for (var e = tar.getNextEntry(); e != null; e = tar.getNextEntry()) {
+                entries.add(e.getName() + " " + Integer.toOctalString(e.getMode() & 0777) + " "
+                        + new String(tar.readAllBytes(), StandardCharsets.UTF_8));
+            }
+        }
+        return entries.stream().sorted().toList();
+    }
+
+    private static String created(HttpResponse<String> r) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+        JsonNode n = JSON.readTree(r.body());
+        return n.path("id").asString();
+    }
+
+    private static byte[] sha256(byte[] b) {
+        try {
+            return java.security.MessageDigest.getInstance("SHA-256").digest(b);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

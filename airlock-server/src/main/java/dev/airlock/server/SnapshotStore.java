@@ -1,0 +1,382 @@
+package dev.airlock.server;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.server.command.Command.SnapshotView;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.DigestInputStream;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Filesystem snapshots of sandboxes: the regular files of {@code /workspace} and {@code /tmp}
+ * (their paths, modes and contents), kept read-only under {@code <data>/snapshots}, content-addressed:
+ * each file's content is a blob named by its SHA-256, shared by every snapshot that holds it, and a
+ * snapshot's digest is the SHA-256 of its manifest (every path, mode, size and blob digest), which is
+ * checked again, with every blob, before each restore. A snapshot records its sandbox's profile, image
+ * and image digest; a sandbox restored from it gets the same, fresh everything else.
+ *
+ * <p>What a sandbox can make the host do here is bounded: the walk looks at {@link #MAX_ENTRIES}
+ * entries, keeps {@link #MAX_FILES} files, at most {@link #MAX_BYTES} bytes and the client's quota, in
+ * {@link #DEADLINE}; a client holds at most {@link #MAX_SNAPSHOTS} snapshots and
+ * {@code quotaBytes} of them (shared blobs count once per snapshot); each expires after its TTL.
+ * Directories without files, symbolic links and special files are not kept (the manifest lists what
+ * was left out). Processes do not survive: a snapshot is of files, on every tier.
+ */
+final class SnapshotStore {
+
+    /** The directories a snapshot captures. */
+    static final List<String> DIRS = List.of("/workspace", "/tmp");
+    static final int MAX_ENTRIES = 20_000;
+    static final int MAX_FILES = 10_000;
+    static final int MAX_DEPTH = 32;
+    /** The most bytes one snapshot holds. */
+    static final long MAX_BYTES = 2L << 30;
+    /** How long capturing one snapshot may take. */
+    static final Duration DEADLINE = Duration.ofSeconds(60);
+    /** The most snapshots one client holds at once. */
+    static final int MAX_SNAPSHOTS = 64;
+    static final Duration DEFAULT_TTL = Duration.ofHours(24);
+    private static final SandboxAgent.TreeBounds BOUNDS = new SandboxAgent.TreeBounds(MAX_ENTRIES, MAX_DEPTH, MAX_FILES);
+    private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{16}");
+    private static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
+    private static final String MANIFEST = "manifest.json";
+    private static final String META = "snapshot.json";
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotStore.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path root;
+    private final Path blobs;
+
+    SnapshotStore(Path root) {
+        this.root = root;
+        this.blobs = root.resolve("blobs");
+        try {
+            Files.createDirectories(blobs);
+            HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
+            expire();
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot make the snapshot store " + root + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Captures the files of the sandbox {@code sandbox} through its {@code agent} (never following a
+     * link the sandbox made), within its owner's {@code quotaBytes}. Synchronized: captures run one
+     * at a time, so quotas are exact.
+     */
+    synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes) {
+        String owner = sandbox.owner();
+        expire();
+        List<SnapshotView> held = list(owner);
+        if (held.size() >= MAX_SNAPSHOTS) {
+            throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + owner + "' holds " + held.size()
+                    + " snapshots, the most it may: delete some (DELETE /v1/snapshots/{id})");
+        }
+        long used = held.stream().mapToLong(SnapshotView::bytes).sum();
+        long budget = Math.min(MAX_BYTES, quotaBytes - used);
+        String id = "snap-" + HexFormat.of().formatHex(randomBytes());
+        Path incoming = root.resolve("incoming").resolve(id);
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        ObjectNode manifest = Json.object();
+        ArrayNode entries = manifest.putArray("files");
+        List<String> leftOut = new ArrayList<>();
+        long total = 0;
+        try {
+            Files.createDirectories(incoming);
+            for (String dir : DIRS) {
+                SandboxAgent.Tree tree;
+                try {
+                    tree = agent.walk(dir, BOUNDS);
+                } catch (SandboxAgent.FileOperationException e) {
+                    leftOut.add(dir + ": " + e.getMessage());
+                    continue;
+                }
+                if (tree.entriesCut() || tree.directoriesNotEntered() > 0 || tree.filesLeftOut() > 0) {
+                    throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": " + dir + " holds more than a snapshot"
+                            + " keeps (" + MAX_ENTRIES + " entries, " + MAX_FILES + " files, " + MAX_DEPTH + " levels): remove files first");
+                }
+                List<FileInfo> files = new ArrayList<>(tree.files());
+                files.sort(Comparator.comparing(FileInfo::path));
+                for (FileInfo f : files) {
+                    if (System.nanoTime() > deadline) {
+                        throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": the snapshot took over "
+                                + DEADLINE.toSeconds() + " s: snapshot fewer or smaller files");
+                    }
+                    if (f.path().indexOf('\n') >= 0 || !f.path().startsWith(dir + "/")) {
+                        leftOut.add(Json.printable(f.path()) + ": name not kept");
+                        continue;
+                    }
+                    Path part = incoming.resolve("part");
+                    MessageDigest sha = sha256();
+                    CountingOutputStream counted;
+                    try (OutputStream out = new DigestOutputStream(Files.newOutputStream(part), sha)) {
+                        counted = new CountingOutputStream(out);
+                        agent.readFileNoFollow(f.path(), Math.max(0, budget - total), counted);
+                    } catch (SandboxAgent.FileTooLargeException e) {
+                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
+                    } catch (SandboxAgent.FileOperationException e) {
+                        leftOut.add(Json.printable(f.path()) + ": " + Json.printable(e.getMessage()));
+                        continue;
+                    }
+                    total += counted.count;
+                    String digest = HexFormat.of().formatHex(sha.digest());
+                    Path blob = blobs.resolve(digest);
+                    if (Files.exists(blob)) {
+                        Files.delete(part);
+                    } else {
+                        Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
+                        blob.toFile().setReadOnly();
+                    }
+                    entries.addObject().put("path", f.path()).put("mode", f.mode() & 07777 & ~06000).put("size", counted.count)
+                            .put("sha256", digest);
+                }
+            }
+            byte[] manifestBytes = manifest.toString().getBytes(StandardCharsets.UTF_8);
+            Instant now = Instant.now();
+            SnapshotView s = new SnapshotView(id, owner, sandbox.id(), sandbox.profile().name(), sandbox.sandbox().spec().image(),
+                    sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), total,
+                    entries.size(), leftOut, now, now.plus(ttl));
+            Files.write(incoming.resolve(MANIFEST), manifestBytes);
+            Files.writeString(incoming.resolve(META), meta(s).toString());
+            Files.move(incoming, root.resolve(id), StandardCopyOption.ATOMIC_MOVE);
+            return s;
+        } catch (IOException e) {
+            throw new AirlockException(Kind.INTERNAL, "sandbox " + sandbox.id() + ": could not take a snapshot: " + e.getMessage(), e);
+        } finally {
+            HostFiles.deleteTree(incoming);
+            collectBlobs();
+        }
+    }
+
+    private static AirlockException overQuota(String sandbox, String owner, long used, long quotaBytes, boolean atMax) {
+        return new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox + ": its files are larger than "
+                + (atMax ? "a snapshot holds (" + (MAX_BYTES >> 20) + " MiB)"
+                : "what is left of client '" + owner + "''s snapshot quota (" + (quotaBytes >> 20) + " MiB, " + (used >> 20)
+                + " MiB used; policy: clients." + owner + ".quotas.snapshotMiB)") + ": delete snapshots or files first");
+    }
+
+    /** The snapshots {@code owner} holds (null: every client's), oldest first. */
+    synchronized List<SnapshotView> list(String owner) {
+        expire();
+        List<SnapshotView> all = new ArrayList<>();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            for (Path dir : dirs) {
+                SnapshotView s = read(dir);
+                if (s != null && (owner == null || owner.equals(s.owner()))) {
+                    all.add(s);
+                }
+            }
+        } catch (IOException e) {
+            throw new AirlockException(Kind.INTERNAL, "cannot list the snapshots in " + root + ": " + e.getMessage(), e);
+        }
+        all.sort(Comparator.comparing(SnapshotView::createdAt));
+        return all;
+    }
+
+    /** The snapshot {@code id} if {@code owner} holds it (null owner: anyone's); another client's is not found. */
+    synchronized SnapshotView get(String id, String owner) {
+        SnapshotView s = id != null && ID.matcher(id).matches() ? read(root.resolve(id)) : null;
+        if (s == null || (owner != null && !owner.equals(s.owner())) || !Instant.now().isBefore(s.expiresAt())) {
+            throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Json.printable(id) + "': list yours with GET /v1/snapshots");
+        }
+        return s;
+    }
+
+    synchronized void delete(String id, String owner) {
+        SnapshotView s = get(id, owner);
+        HostFiles.deleteTree(root.resolve(s.id()));
+        collectBlobs();
+    }
+
+    /**
+     * Writes the snapshot's files into a new sandbox through its {@code agent}, checking first that
+     * the manifest still has the snapshot's digest and, as each file is copied, that its content has
+     * its blob's: a tampered snapshot is refused (CONFLICT) and the caller destroys the sandbox.
+     */
+    void restore(SnapshotView s, SandboxAgent agent) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        Set<String> made = new HashSet<>();
+        for (JsonNode f : manifest.path("files")) {
+            String path = f.path("path").asString();
+            String digest = f.path("sha256").asString();
+            if (!DIGEST.matcher(digest).matches() || DIRS.stream().noneMatch(d -> path.startsWith(d + "/")) || path.contains("/../")) {
+                throw tampered(s, "an entry names " + Json.printable(path));
+            }
+            String parent = path.substring(0, path.lastIndexOf('/'));
+            if (made.add(parent)) {
+                agent.mkdir(parent, true);
+            }
+            MessageDigest sha = sha256();
+            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+                agent.writeFile(path, in, f.path("size").asLong(), f.path("mode").asInt() & 0777);
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw tampered(s, "the content of " + Json.printable(path) + " is missing");
+            } catch (SandboxAgent.FileTooLargeException e) {
+                throw tampered(s, "the content of " + Json.printable(path) + " grew");
+            }
+            if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
+                throw tampered(s, "the content of " + Json.printable(path) + " changed");
+            }
+        }
+    }
+
+    /**
+     * Writes the snapshot's files to {@code out} as a tar archive (paths relative to /, their modes),
+     * after checking the manifest and every file's content against their digests: nothing is
+     * written for an altered snapshot.
+     */
+    void writeArchive(SnapshotView s, OutputStream out) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        for (JsonNode f : manifest.path("files")) {
+            String digest = f.path("sha256").asString();
+            MessageDigest sha = sha256();
+            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+                in.transferTo(OutputStream.nullOutputStream());
+            } catch (java.nio.file.NoSuchFileException | java.nio.file.InvalidPathException e) {
+                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " is missing");
+            }
+            if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
+                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " changed");
+            }
+        }
+        TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
+        tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
+        for (JsonNode f : manifest.path("files")) {
+            TarArchiveEntry e = new TarArchiveEntry(f.path("path").asString().substring(1));
+            e.setMode(f.path("mode").asInt() & 0777);
+            e.setSize(f.path("size").asLong());
+            e.setModTime(s.createdAt().toEpochMilli());
+            tar.putArchiveEntry(e);
+            Files.copy(blobs.resolve(f.path("sha256").asString()), tar);
+            tar.closeArchiveEntry();
+        }
+        tar.finish();
+        tar.flush();
+    }
+
+    private JsonNode verifiedManifest(SnapshotView s) {
+        try {
+            byte[] bytes = Files.readAllBytes(root.resolve(s.id()).resolve(MANIFEST));
+            if (!("sha256:" + HexFormat.of().formatHex(sha256().digest(bytes))).equals(s.digest())) {
+                throw tampered(s, "its manifest changed");
+            }
+            return Json.MAPPER.readTree(bytes);
+        } catch (IOException e) {
+            throw tampered(s, "its manifest cannot be read: " + e.getMessage());
+        }
+    }
+
+    private static AirlockException tampered(SnapshotView s, String what) {
+        return new AirlockException(Kind.CONFLICT, "snapshot " + s.id() + " (" + s.digest() + ") was altered on the host and is"
+                + " not restored: " + what + "; delete it and take a new one");
+    }
+
+    /** Removes the snapshots whose TTL ran out. */
+    private void expire() {
+        Instant now = Instant.now();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            boolean removed = false;
+            for (Path dir : dirs) {
+                SnapshotView s = read(dir);
+                if (s == null || !now.isBefore(s.expiresAt())) {
+                    HostFiles.deleteTree(dir);
+                    removed = true;
+                }
+            }
+            if (removed) {
+                collectBlobs();
+            }
+        } catch (IOException e) {
+            LOG.warn("cannot expire snapshots in {}: {}", root, e.getMessage());
+        }
+    }
+
+    /** Deletes the blobs no snapshot's manifest names. */
+    private void collectBlobs() {
+        Set<String> named = new HashSet<>();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            for (Path dir : dirs) {
+                for (JsonNode f : Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(MANIFEST))).path("files")) {
+                    named.add(f.path("sha256").asString());
+                }
+            }
+            try (DirectoryStream<Path> all = Files.newDirectoryStream(blobs)) {
+                for (Path blob : all) {
+                    if (!named.contains(blob.getFileName().toString())) {
+                        Files.deleteIfExists(blob);
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("cannot collect unused snapshot blobs in {}: {}", blobs, e.getMessage());
+        }
+    }
+
+    private static ObjectNode meta(SnapshotView s) {
+        ObjectNode n = Json.object();
+        n.put("id", s.id()).put("owner", s.owner()).put("sandbox", s.sandbox()).put("profile", s.profile()).put("image", s.image())
+                .put("imageDigest", s.imageDigest()).put("digest", s.digest()).put("bytes", s.bytes()).put("files", s.files())
+                .put("createdAt", s.createdAt().toString()).put("expiresAt", s.expiresAt().toString());
+        ArrayNode left = n.putArray("leftOut");
+        s.leftOut().forEach(left::add);
+        return n;
+    }
+
+    private static SnapshotView read(Path dir) {
+        try {
+            JsonNode n = Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(META)));
+            List<String> left = new ArrayList<>();
+            n.path("leftOut").forEach(l -> left.add(l.asString()));
+            return new SnapshotView(n.path("id").asString(), n.path("owner").asString(), n.path("sandbox").asString(),
+                    n.path("profile").asString(), n.path("image").asString(), n.path("imageDigest").isNull() ? null
+                    : n.path("imageDigest").asString(), n.path("digest").asString(), n.path("bytes").asLong(), n.path("files").asInt(),
+                    left, Instant.parse(n.path("createdAt").asString()), Instant.parse(n.path("expiresAt").asString()));
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static byte[] randomBytes() {
+        byte[] b = new byte[8];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
