@@ -450,8 +450,12 @@ int main(void) {
     umount2("/sys", MNT_DETACH);
     rmdir("/sys");
     umount2("/proc", MNT_DETACH);
-    /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). */
-    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0) {
+    /* The kernel's own /root (made while it unpacks the initramfs): a container has none. */
+    rmdir("/root");
+    /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). Read-only
+     * as a mount, as a container's root is: a write to a file the sandbox user may not write then
+     * fails EACCES, not EROFS. */
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0) {
         say("cannot make / read-only: %s", strerror(errno));
     }
 
