@@ -28,7 +28,7 @@ import java.util.List;
  * (first on the pc machine, then again on main's microvm machine where marked "merged"):
  * <ul>
  * <li>EngineLifecycle: all 21 pass (before these changes; not run again).
- * <li>SyscallFilter: all 68 pass. Privilege: all 9 pass (merged too). NetworkIsolation: all 44 pass
+ * <li>SyscallFilter: all 68 pass (merged too). Privilege: all 9 pass (merged too). NetworkIsolation: all 44 pass
  *     (the denied socket families included). ProcessIsolation: all 12 pass. EgressBridge: all 4 pass
  *     (merged: its port is a node of its own, /.airlock/egress-port).
  * <li>ResourceLimits: 15 of 16 pass merged (14 on pc): the memory bomb is OOM-killed in the guest's
