@@ -3,19 +3,23 @@
  *
  * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
- * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp,
- * /workspace and /dev/shm, and hides /usr/local. It then starts the agent as PID 1 of a new pid
- * and mount namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty
- * bounding set too), no_new_privs and RLIMIT_NPROC, connected to the host through the virtio-serial
- * port named "airlock". The guest's only network interface is its loopback, which it brings up.
- * When the agent exits (the host hung up, or it failed) the guest reboots, which QEMU's -no-reboot
- * turns into QEMU's exit.
+ * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
+ * /workspace, and hides /usr/local. It then starts the agent as PID 1 of a new pid and mount
+ * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
+ * set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, with a minimal
+ * /dev (and /dev/shm) and runc's /proc masks, under the seccomp filter the host compiled from the
+ * allow-list every driver uses (/.airlock/seccomp.bpf), connected to the host through the
+ * virtio-serial port named "airlock" (a node of its own at /.airlock/port). The guest's only
+ * network interface is its loopback, which it brings up. When the agent exits (the host hung up,
+ * or it failed) the guest reboots, which QEMU's -no-reboot turns into QEMU's exit.
  *
  * Its settings come from the kernel command line, all numbers: airlock.disk (bytes of each tmpfs),
- * airlock.nofile, airlock.fsize (the agent's rlimits), airlock.pids (RLIMIT_NPROC of the sandbox
- * user), and airlock.egress (the egress bridge's port on the loopback, when the sandbox has network:
- * the agent then multiplexes its connections over the virtio-serial port named "airlock-egress").
- * What it says goes to the console (the host's console log); it never talks to the host.
+ * airlock.memory (bytes the sandbox's cgroup may use), airlock.nofile, airlock.fsize (the agent's
+ * rlimits), airlock.pids (RLIMIT_NPROC of the sandbox user and the cgroup's pids.max), and
+ * airlock.egress (the egress bridge's port on the loopback, when the sandbox has network: the agent
+ * then multiplexes its connections over the virtio-serial port named "airlock-egress", a node of
+ * its own at /.airlock/egress-port). What it says goes to the console (the host's console log); it
+ * never talks to the host.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -36,6 +42,7 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +51,13 @@
 #define SANDBOX_UID 1000
 #define AGENT "/.airlock/airlock-agent"
 #define MODULES "/.airlock/modules"
+#define SECCOMP_FILTER "/.airlock/seccomp.bpf"
+#define MAX_FILTER_INSNS 4096
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define SANDBOX_CGROUP CGROUP_ROOT "/sandbox"
+/* The agent's end of its virtio-serial port, outside the sandbox's /dev (the sandbox user's, 0600). */
+#define AGENT_PORT "/.airlock/port"
+#define EGRESS_PORT "/.airlock/egress-port"
 #define PORT_NAME "airlock"
 #define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
@@ -160,10 +174,12 @@ static void find_port(const char *wanted, char *device, size_t size) {
          PORT_WAIT_MS, wanted);
 }
 
+static void private_device(const char *device, const char *path);
+
 /*
  * The egress bridge, when the kernel command line asks for it (airlock.egress=PORT): the agent's
- * arguments --egress-port PORT --egress-device /dev/vportNpM, the virtio-serial port QEMU names
- * EGRESS_PORT_NAME, handed to the sandbox user. Without it, egress[0] stays NULL: no bridge.
+ * arguments --egress-port PORT --egress-device EGRESS_PORT, a node of the sandbox user's for the
+ * virtio-serial port QEMU names EGRESS_PORT_NAME. Without it, egress[0] stays NULL: no bridge.
  */
 static void egress_args(const char *cmdline, char **egress) {
     static char port[16], device[300];
@@ -175,14 +191,12 @@ static void egress_args(const char *cmdline, char **egress) {
         fail("the kernel command line's airlock.egress is not a port");
     }
     find_port(EGRESS_PORT_NAME, device, sizeof device);
-    if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
-        fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
-    }
+    private_device(device, EGRESS_PORT);
     snprintf(port, sizeof port, "%llu", p);
     egress[0] = "--egress-port";
     egress[1] = port;
     egress[2] = "--egress-device";
-    egress[3] = device;
+    egress[3] = EGRESS_PORT;
 }
 
 /* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
@@ -206,20 +220,155 @@ static void mount_tmpfs(const char *target, unsigned long long bytes, const char
     mount_or_fail("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options);
 }
 
+/*
+ * The seccomp filter the host compiled from the shared allow-list (SeccompFilter): struct
+ * sock_filter entries as they are, read once before the agent starts.
+ */
+static struct sock_filter filter[MAX_FILTER_INSNS];
+static struct sock_fprog filter_program;
+
+static void load_filter(void) {
+    int fd = open(SECCOMP_FILTER, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fail("cannot open " SECCOMP_FILTER ": %s", strerror(errno));
+    }
+    size_t size = 0;
+    ssize_t n;
+    while (size < sizeof filter && (n = read(fd, (char *) filter + size, sizeof filter - size)) > 0) {
+        size += (size_t) n;
+    }
+    char extra;
+    if (size == 0 || size % sizeof filter[0] != 0 || read(fd, &extra, 1) != 0) {
+        fail(SECCOMP_FILTER " is not a seccomp program of at most %d instructions (%zu bytes)", MAX_FILTER_INSNS, size);
+    }
+    close(fd);
+    filter_program.len = (unsigned short) (size / sizeof filter[0]);
+    filter_program.filter = filter;
+}
+
+static void write_file(const char *path, const char *value) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, value, strlen(value)) != (ssize_t) strlen(value)) {
+        fail("cannot write %s to %s: %s", value, path, strerror(errno));
+    }
+    close(fd);
+}
+
+/*
+ * The sandbox's cgroup, as a container's: the agent and everything it starts are in it, their
+ * memory (tmpfs pages included) capped at the sandbox's memory limit with no swap, so the guest
+ * kernel OOM-kills within the group when it is reached; their tasks at the pids limit. Returns an
+ * open descriptor of the group's cgroup.procs, for the agent to join through it.
+ */
+static int sandbox_cgroup(unsigned long long memory, unsigned long long pids) {
+    mount_or_fail("cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +pids");
+    if (mkdir(SANDBOX_CGROUP, 0755) < 0) {
+        fail("cannot make the sandbox's cgroup " SANDBOX_CGROUP ": %s", strerror(errno));
+    }
+    char value[32];
+    snprintf(value, sizeof value, "%llu", memory);
+    write_file(SANDBOX_CGROUP "/memory.max", value);
+    if (access(SANDBOX_CGROUP "/memory.swap.max", F_OK) == 0) {
+        write_file(SANDBOX_CGROUP "/memory.swap.max", "0");
+    }
+    snprintf(value, sizeof value, "%llu", pids);
+    write_file(SANDBOX_CGROUP "/pids.max", value);
+    int procs = open(SANDBOX_CGROUP "/cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (procs < 0) {
+        fail("cannot open " SANDBOX_CGROUP "/cgroup.procs: %s", strerror(errno));
+    }
+    return procs;
+}
+
+/*
+ * A device node of the guest's for the sandbox user alone, at path, outside /dev: the agent's
+ * virtio-serial port, so /dev can be the minimal one. Done before / is made read-only.
+ */
+static void private_device(const char *device, const char *path) {
+    struct stat st;
+    if (stat(device, &st) < 0 || !S_ISCHR(st.st_mode)) {
+        fail("%s is not a character device: %s", device, strerror(errno));
+    }
+    if (mknod(path, S_IFCHR | 0600, st.st_rdev) < 0 || chown(path, SANDBOX_UID, SANDBOX_UID) < 0) {
+        fail("cannot make %s: %s", path, strerror(errno));
+    }
+}
+
+/* In the agent's process before it becomes the sandbox user: say why and end it (the guest ends with it). */
+#define CHILD_CHECK(ok, ...) do { if (!(ok)) { say(__VA_ARGS__); _exit(1); } } while (0)
+
+/*
+ * The sandbox's /dev, as a container's: a small tmpfs of root's holding only the harmless character
+ * devices, the usual links and /dev/shm; no devtmpfs, so no disk, console, kmsg or port of the
+ * guest's. Replaces the devtmpfs in the agent's mount namespace only.
+ */
+static void minimal_dev(unsigned long long shm_bytes) {
+    static const struct { const char *name; unsigned major, minor; } devices[] = {
+        { "null", 1, 3 }, { "zero", 1, 5 }, { "full", 1, 7 }, { "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
+    };
+    static const char *links[][2] = {
+        { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+        { "stderr", "/proc/self/fd/2" }, { "ptmx", "pts/ptmx" },
+    };
+    CHILD_CHECK(umount2("/dev", MNT_DETACH) == 0, "cannot detach the guest's /dev: %s", strerror(errno));
+    CHILD_CHECK(mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755") == 0,
+                "cannot mount the sandbox's /dev: %s", strerror(errno));
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/dev/%s", devices[i].name);
+        CHILD_CHECK(mknod(path, S_IFCHR | 0666, makedev(devices[i].major, devices[i].minor)) == 0 && chmod(path, 0666) == 0,
+                    "cannot make %s: %s", path, strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/dev/%s", links[i][0]);
+        CHILD_CHECK(symlink(links[i][1], path) == 0, "cannot make %s: %s", path, strerror(errno));
+    }
+    char options[128];
+    snprintf(options, sizeof options, "size=%llu,mode=1777,uid=%d,gid=%d", shm_bytes, SANDBOX_UID, SANDBOX_UID);
+    CHILD_CHECK(mkdir("/dev/shm", 0755) == 0 && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options) == 0,
+                "cannot mount /dev/shm: %s", strerror(errno));
+}
+
+/*
+ * /proc files and directories that tell about the guest's kernel and hardware rather than the
+ * sandbox, masked as runc masks them: files read empty (/dev/null over them), directories are
+ * empty and read-only. Those the guest kernel lacks stay absent.
+ */
+static void mask_proc(void) {
+    static const char *files[] = {
+        "/proc/kcore", "/proc/keys", "/proc/kallsyms", "/proc/timer_list", "/proc/sched_debug", "/proc/kmsg",
+        "/proc/sysrq-trigger", "/proc/modules", "/proc/config.gz", "/proc/latency_stats", "/proc/timer_stats",
+    };
+    static const char *dirs[] = { "/proc/acpi", "/proc/asound", "/proc/scsi" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        CHILD_CHECK(access(files[i], F_OK) < 0 || mount("/dev/null", files[i], NULL, MS_BIND, NULL) == 0,
+                    "cannot mask %s: %s", files[i], strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        CHILD_CHECK(access(dirs[i], F_OK) < 0
+                        || mount("tmpfs", dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") == 0,
+                    "cannot mask %s: %s", dirs[i], strerror(errno));
+    }
+}
+
 /* The agent: PID 1 of a new pid namespace, as the sandbox user. Never returns. */
-static _Noreturn void exec_agent(const char *device, char **egress, unsigned long long nofile, unsigned long long fsize,
-                                 unsigned long long pids) {
+static _Noreturn void exec_agent(char **egress, unsigned long long nofile, unsigned long long fsize, unsigned long long pids,
+                                 unsigned long long shm_bytes, int cgroup_procs) {
+    if (write(cgroup_procs, "0", 1) != 1) {
+        say("cannot join the sandbox's cgroup: %s", strerror(errno));
+        _exit(1);
+    }
+    close(cgroup_procs);
     /* Its own /proc, of its own pid namespace (this process is in a new mount namespace too). */
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         say("cannot mount /proc for the agent: %s", strerror(errno));
         _exit(1);
     }
-    /* As a container's: the firmware's ACPI interfaces are none of the code's business. */
-    if (access("/proc/acpi", F_OK) == 0
-            && mount("tmpfs", "/proc/acpi", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0) {
-        say("cannot mask /proc/acpi: %s", strerror(errno));
-        _exit(1);
-    }
+    /* As a container's: the guest's kernel and firmware interfaces are none of the code's business. */
+    minimal_dev(shm_bytes);
+    mask_proc();
     /* No capability can ever come back, not even through a file's capabilities: empty the bounding set. */
     for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
@@ -242,12 +391,17 @@ static _Noreturn void exec_agent(const char *device, char **egress, unsigned lon
     snprintf(nofile_arg, sizeof nofile_arg, "%llu", nofile);
     snprintf(fsize_arg, sizeof fsize_arg, "%llu", fsize);
     char *argv[] = { AGENT, "--nofile", nofile_arg, "--fsize", fsize_arg, egress[0], egress[1], egress[2], egress[3],
-                     (char *) device, NULL };
+                     AGENT_PORT, NULL };
     if (egress[0] == NULL) {
-        argv[5] = (char *) device;
+        argv[5] = AGENT_PORT;
         argv[6] = NULL;
     }
     char *envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL };
+    /* Last: from here on every system call, the execve first, is the filter's to allow. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter_program) < 0) {
+        say("cannot install the seccomp filter: %s", strerror(errno));
+        _exit(1);
+    }
     execve(AGENT, argv, envp);
     say("cannot run " AGENT ": %s", strerror(errno));
     _exit(127);
@@ -268,8 +422,11 @@ int main(void) {
     unsigned long long nofile = setting(cmdline, "nofile", 1024);
     unsigned long long fsize = setting(cmdline, "fsize", 64ULL << 20);
     unsigned long long pids = setting(cmdline, "pids", 256);
+    unsigned long long memory = setting(cmdline, "memory", 512ULL << 20);
 
     load_modules();
+    load_filter();
+    int cgroup_procs = sandbox_cgroup(memory, pids);
     /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
      * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
      * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
@@ -280,24 +437,25 @@ int main(void) {
     }
     mount_tmpfs("/tmp", disk, "1777", 0);
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);
-    mkdir("/dev/shm", 0755);
-    mount_tmpfs("/dev/shm", disk < (64ULL << 20) ? disk : (64ULL << 20), "1777", SANDBOX_UID);
 
     char device[300];
     find_port(PORT_NAME, device, sizeof device);
-    if (chown(device, SANDBOX_UID, SANDBOX_UID) < 0 || chmod(device, 0600) < 0) {
-        fail("cannot hand %s to the sandbox user: %s", device, strerror(errno));
-    }
+    private_device(device, AGENT_PORT);
     char *egress[4] = { NULL, NULL, NULL, NULL };
     egress_args(cmdline, egress);
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */
+    umount2(CGROUP_ROOT, MNT_DETACH);
     umount2("/sys", MNT_DETACH);
     rmdir("/sys");
     umount2("/proc", MNT_DETACH);
-    /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). */
-    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0) {
+    /* The kernel's own /root (made while it unpacks the initramfs): a container has none. */
+    rmdir("/root");
+    /* The initramfs root: nothing in it is the sandbox's to change (it is root's anyway). Read-only
+     * as a mount, as a container's root is: a write to a file the sandbox user may not write then
+     * fails EACCES, not EROFS. */
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0) {
         say("cannot make / read-only: %s", strerror(errno));
     }
 
@@ -306,7 +464,7 @@ int main(void) {
         fail("cannot start the agent: %s", strerror(errno));
     }
     if (agent == 0) {
-        exec_agent(device, egress, nofile, fsize, pids);
+        exec_agent(egress, nofile, fsize, pids, disk < (64ULL << 20) ? disk : (64ULL << 20), cgroup_procs);
     }
     for (;;) {
         int status;

@@ -19,8 +19,12 @@ final class GuestConsole implements AutoCloseable {
 
     static final int KEEP_BYTES = 64 * 1024;
     private static final int LINE_BYTES = 4096;
-    /** The console's kernel line for one OOM kill (printed at error level, so even under {@code quiet}). */
-    static final String OOM_KILL_LINE = "Out of memory: Killed process";
+    /**
+     * The console's kernel line for one OOM kill (printed at error level, so even under {@code quiet}):
+     * "Out of memory: Killed process ..." when the guest runs out, "Memory cgroup out of memory:
+     * Killed process ..." when the sandbox's cgroup reaches its limit.
+     */
+    static final String OOM_KILL_LINE = "ut of memory: Killed process";
 
     private final ReadableByteChannel channel;
     private final byte[] ring = new byte[KEEP_BYTES];

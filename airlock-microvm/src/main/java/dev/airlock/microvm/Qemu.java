@@ -116,7 +116,8 @@ final class Qemu {
             append.add("tsc=reliable");
         }
         append.addAll(List.of("airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
-                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids()));
+                "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids(),
+                "airlock.memory=" + limits.memoryBytes()));
         if (egress) {
             append.add("airlock.egress=" + SandboxBroker.BRIDGE_PORT);
         }

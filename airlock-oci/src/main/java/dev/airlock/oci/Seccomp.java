@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.SeccompAllowList;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
@@ -9,14 +10,12 @@ import java.io.IOException;
 import java.io.InputStream;
 
 /**
- * The seccomp allow-list, kept as a reviewed data file ({@code seccomp-default.json}) with a
- * comment on every rule, turned into the OCI {@code linux.seccomp} section for this host's
+ * The seccomp allow-list, kept as a reviewed data file ({@link SeccompAllowList}, shared with the
+ * microVM driver) with a comment on every rule, turned into the OCI {@code linux.seccomp} section for this host's
  * architecture. Only the native architecture is listed, so 32-bit and x32 system calls, whose
  * numbers differ, are refused by the filter's architecture check instead of slipping past it.
  */
 final class Seccomp {
-
-    private static final String RESOURCE = "seccomp-default.json";
 
     private Seccomp() {
     }
@@ -24,10 +23,7 @@ final class Seccomp {
     static ObjectNode defaultProfile() {
         JsonMapper json = JsonMapper.builder().build();
         ObjectNode profile;
-        try (InputStream in = Seccomp.class.getResourceAsStream(RESOURCE)) {
-            if (in == null) {
-                throw new IOException("resource " + RESOURCE + " is missing from the class path");
-            }
+        try (InputStream in = SeccompAllowList.open()) {
             profile = (ObjectNode) json.readTree(in);
         } catch (IOException e) {
             throw AirlockException.internal("cannot load the seccomp profile: " + e.getMessage(), e);

@@ -83,13 +83,23 @@ public abstract class ContractTestBase {
         return driver.kernel() == SandboxKernel.GVISOR;
     }
 
+    /** Whether the sandboxes run in a virtual machine's own kernel (see {@link SandboxKernel#GUEST}). */
+    protected boolean guest() {
+        return driver.kernel() == SandboxKernel.GUEST;
+    }
+
+    /** Whether a sandbox's processes are host processes (only under the host's kernel: not gVisor's tasks, not a guest's). */
+    protected boolean sandboxProcessesAreHostProcesses() {
+        return driver.kernel() == SandboxKernel.HOST;
+    }
+
     /**
      * The uid a file or directory of host root's shows inside: unmapped (65534) in the sandbox's own
-     * user namespace; under gVisor, which has none of ours, the host's owner as it is (0). Either way
-     * the sandbox user is not its owner.
+     * user namespace; under gVisor, which has none of ours, the host's owner as it is (0); in a
+     * guest, the guest's root (0), which owns the guest's image. Either way the sandbox user is not its owner.
      */
     protected int hostRootShownAs() {
-        return gvisor() ? 0 : 65534;
+        return driver.kernel() == SandboxKernel.HOST ? 65534 : 0;
     }
 
     protected ExecResult run(Language language, String code) {

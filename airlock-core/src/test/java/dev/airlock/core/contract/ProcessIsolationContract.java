@@ -103,10 +103,11 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     @Test
     void backgroundProcessDoesNotOutliveItsOneShotRun() throws Exception {
         String marker = "1001." + (System.nanoTime() % 1_000_000);
-        if (gvisor()) {
-            // Under gVisor a sandbox process is a task of the Sentry, never a host process: the escaped
-            // sleep is not on the host while the run lives, and once the run is over its sandbox's
-            // host processes (the Sentry, which holds every task, and the gofer) are gone.
+        if (!sandboxProcessesAreHostProcesses()) {
+            // Under gVisor a sandbox process is a task of the Sentry, in a guest a process of the guest's
+            // kernel, never a host process: the escaped sleep is not on the host while the run lives, and
+            // once the run is over its sandbox's host processes (the Sentry, which holds every task, and
+            // the gofer; the guest's VMM) are gone.
             CompletableFuture<RunResult> run = CompletableFuture.supplyAsync(() -> engine.run(request(Language.SH, """
                     nohup setsid sleep %s </dev/null >/dev/null 2>&1 &
                     echo started
@@ -118,7 +119,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
             }
             RunResult done = run.get(30, TimeUnit.SECONDS);
             assertThat(ok(done.result()).stdoutText()).isEqualTo("started\n");
-            assertThat(driver.leftovers(done.sandboxId().value())).as("the run's sandbox, Sentry and all").isEmpty();
+            assertThat(driver.leftovers(done.sandboxId().value())).as("the run's sandbox, Sentry (or VMM) and all").isEmpty();
             return;
         }
         CompletableFuture<ExecResult> run = CompletableFuture.supplyAsync(() -> engine.run(request(Language.SH, """
@@ -141,9 +142,10 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     @Test
     void daemonOfAPersistentSandboxDiesWhenTheSandboxIsClosed() {
         String marker = "1002." + (System.nanoTime() % 1_000_000);
-        if (gvisor()) {
-            // Under gVisor the daemon is a task of the Sentry, not a host process: it is seen inside,
-            // between executions, and after the close the sandbox's Sentry, which holds it, is gone.
+        if (!sandboxProcessesAreHostProcesses()) {
+            // Under gVisor the daemon is a task of the Sentry, in a guest a process of the guest's
+            // kernel, not a host process: it is seen inside, between executions, and after the close
+            // the sandbox's Sentry (or VMM), which holds it, is gone.
             String id;
             try (Sandbox sandbox = engine.create(spec())) {
                 id = sandbox.id().value();
@@ -154,7 +156,7 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
                 assertThat(seen.stdoutText()).as("the daemon lives on in the sandbox").isEqualTo("1\n");
                 assertThat(Hostile.hostProcessesWith("sleep " + marker)).as("and is no host process").isEmpty();
             }
-            assertThat(driver.leftovers(id)).as("the closed sandbox, Sentry and all").isEmpty();
+            assertThat(driver.leftovers(id)).as("the closed sandbox, Sentry (or VMM) and all").isEmpty();
             return;
         }
         try (Sandbox sandbox = engine.create(spec())) {

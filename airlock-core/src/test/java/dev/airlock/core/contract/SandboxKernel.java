@@ -21,5 +21,15 @@ public enum SandboxKernel {
      * knows no route but loopback (EHOSTUNREACH, not ENETUNREACH), and turns every seccomp refusal
      * into EPERM.
      */
-    GVISOR
+    GVISOR,
+
+    /**
+     * A Linux kernel of its own in a virtual machine (the microvm driver's QEMU guest), behind the
+     * same seccomp filter, cgroup limits and masked paths as HOST, so its refusals carry the host
+     * kernel's errnos. Sandbox processes are the guest's, never host processes (the host sees only
+     * the VMM); /proc is the guest kernel's, so which of its files exist is the guest's kernel's
+     * build, not the host's; the guest has no user namespace of ours, so a file of the guest's
+     * root shows as owned by 0, the guest's root, which is no host account.
+     */
+    GUEST
 }
