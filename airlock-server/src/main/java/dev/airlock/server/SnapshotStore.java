@@ -243,6 +243,11 @@ final class SnapshotStore {
                 throw tampered(s, "the content of " + Json.printable(path) + " is missing");
             } catch (SandboxAgent.FileTooLargeException e) {
                 throw tampered(s, "the content of " + Json.printable(path) + " grew");
+            } catch (SandboxAgent.FileOperationException e) {
+                // the new sandbox's own limits (file size, disk) refused it
+                throw AirlockException.invalid("snapshot " + s.id() + ": " + Json.printable(path) + " (" + f.path("size").asLong()
+                        + " bytes) does not fit the new sandbox: " + Json.printable(e.getMessage())
+                        + "; fork with larger limits (fileSize, disk, memory)");
             }
             if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
                 throw tampered(s, "the content of " + Json.printable(path) + " changed");

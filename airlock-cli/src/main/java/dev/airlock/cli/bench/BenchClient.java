@@ -39,10 +39,10 @@ final class BenchClient {
         return call("POST", "/v1/sandboxes/" + id + "/snapshots", "{}", 201).get("id").asString();
     }
 
-    /** Creates {@code count} sandboxes from a snapshot; returns their ids. */
-    List<String> fork(String snapshot, int count) throws IOException, InterruptedException {
+    /** Creates {@code count} sandboxes from a snapshot, with {@code limits} (a JSON object); returns their ids. */
+    List<String> fork(String snapshot, int count, String limits) throws IOException, InterruptedException {
         List<String> ids = new java.util.ArrayList<>();
-        call("POST", "/v1/snapshots/" + snapshot + "/fork", "{\"count\": " + count + "}", 201).get("sandboxes")
+        call("POST", "/v1/snapshots/" + snapshot + "/fork", "{\"count\": " + count + ", \"limits\": " + limits + "}", 201).get("sandboxes")
                 .forEach(s -> ids.add(s.get("id").asString()));
         return ids;
     }

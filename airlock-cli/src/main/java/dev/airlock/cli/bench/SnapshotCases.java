@@ -60,8 +60,9 @@ public final class SnapshotCases {
                         () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
                 stats.add(host.in(SECTION));
 
-                String id = client.create("{\"limits\": {\"disk\": \"" + (mb * 2 + 16) + "m\", \"memory\": \"" + (mb * 4 + 256)
-                        + "m\", \"fileSize\": \"" + (mb + 1) + "m\"}}");
+                // room for the file in the sandbox and in each restored one
+                String limits = "{\"disk\": \"" + (mb * 2 + 16) + "m\", \"memory\": \"" + (mb * 4 + 256) + "m\", \"fileSize\": \"" + (mb + 1) + "m\"}";
+                String id = client.create("{\"limits\": " + limits + "}");
                 client.exec(id, "sh", "-c", "head -c " + (mb << 20) + " /dev/urandom > /workspace/data");
                 List<String> snapshots = new ArrayList<>();
                 stats.add(sampler.measure("snapshot of " + mb + " MiB in /workspace", () -> snapshots.add(client.snapshot(id)))
@@ -75,7 +76,7 @@ public final class SnapshotCases {
                     restored.clear();
                     client.awaitPoolReady();
                 };
-                stats.add(sampler.measure("restore " + mb + " MiB (fork of 1)", () -> restored.addAll(client.fork(snap, 1)), clear)
+                stats.add(sampler.measure("restore " + mb + " MiB (fork of 1)", () -> restored.addAll(client.fork(snap, 1, limits)), clear)
                         .in(SECTION).relativeTo(host));
                 clear.once();
                 client.delete(id);
@@ -105,7 +106,7 @@ public final class SnapshotCases {
             }, clear);
             clear.once();
             stats.add(empty.in(SECTION));
-            stats.add(sampler.measure("fork " + n + " of " + mb + " MiB", () -> made.addAll(client.fork(snap, n)), clear).in(SECTION).relativeTo(empty));
+            stats.add(sampler.measure("fork " + n + " of " + mb + " MiB", () -> made.addAll(client.fork(snap, n, "{}")), clear).in(SECTION).relativeTo(empty));
             clear.once();
             client.deleteSnapshot(snap);
         } finally {
