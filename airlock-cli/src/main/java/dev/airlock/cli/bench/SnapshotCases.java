@@ -69,13 +69,7 @@ public final class SnapshotCases {
                         .in(SECTION).relativeTo(host));
                 String snap = snapshots.getLast();
                 List<String> restored = new ArrayList<>();
-                Sampler.Case clear = () -> {
-                    for (String r : restored) {
-                        client.delete(r);
-                    }
-                    restored.clear();
-                    client.awaitPoolReady();
-                };
+                Sampler.Case clear = deleting(client, restored);
                 stats.add(sampler.measure("restore " + mb + " MiB (fork of 1)", () -> restored.addAll(client.fork(snap, 1, limits)), clear)
                         .in(SECTION).relativeTo(host));
                 clear.once();
@@ -92,13 +86,7 @@ public final class SnapshotCases {
             String snap = client.snapshot(id);
             client.delete(id);
             List<String> made = new ArrayList<>();
-            Sampler.Case clear = () -> {
-                for (String r : made) {
-                    client.delete(r);
-                }
-                made.clear();
-                client.awaitPoolReady();
-            };
+            Sampler.Case clear = deleting(client, made);
             Stats empty = sampler.measure("create " + n + " empty sandboxes (baseline)", () -> {
                 for (int i = 0; i < n; i++) {
                     made.add(client.create());
@@ -115,5 +103,16 @@ public final class SnapshotCases {
             }
         }
         return stats;
+    }
+
+    /** Deletes the sandboxes in {@code ids}, forgets them, and waits for the warm pool to be full again. */
+    private static Sampler.Case deleting(BenchClient client, List<String> ids) {
+        return () -> {
+            for (String id : ids) {
+                client.delete(id);
+            }
+            ids.clear();
+            client.awaitPoolReady();
+        };
     }
 }
