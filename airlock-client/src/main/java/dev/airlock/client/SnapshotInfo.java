@@ -8,7 +8,8 @@ import java.util.List;
  * it. Restore or fork it with {@link Airlock#fork(String, int)}; it expires at {@code expiresAt}.
  *
  * @param digest  the SHA-256 of its manifest, which the server checks again before every restore
- * @param leftOut what the snapshot did not keep (links, special files, unreadable files), one line each
+ * @param leftOut files the snapshot could not read, one line each (links, special files and empty
+ *                directories are skipped without a line)
  */
 public record SnapshotInfo(String id, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
                            int files, List<String> leftOut, Instant createdAt, Instant expiresAt) {

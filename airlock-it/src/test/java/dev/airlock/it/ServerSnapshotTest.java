@@ -74,9 +74,11 @@ class ServerSnapshotTest {
         try (RemoteSandbox original = live.client.create(SandboxSpec.defaults())) {
             original.files().write("/workspace/data.txt", "before".getBytes(StandardCharsets.UTF_8));
             original.exec("sh", "-c", "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho ran\\n' > /workspace/bin/run.sh"
-                    + " && chmod 755 /workspace/bin/run.sh && echo scratch > /tmp/scratch.txt");
+                    + " && chmod 755 /workspace/bin/run.sh && echo scratch > /tmp/scratch.txt"
+                    // hostile: links to a file and to a directory outside /workspace, which a snapshot must not read through
+                    + " && ln -s /etc/passwd /workspace/passwd && ln -s /etc /workspace/etc-dir");
             SnapshotInfo snap = original.snapshot();
-            assertThat(snap.files()).isEqualTo(3);
+            assertThat(snap.files()).as("the three regular files, nothing through the links").isEqualTo(3);
             assertThat(snap.digest()).startsWith("sha256:");
             assertThat(snap.sandbox()).isEqualTo(original.id());
             assertThat(live.client.snapshots()).extracting(SnapshotInfo::id).contains(snap.id());
@@ -92,6 +94,8 @@ class ServerSnapshotTest {
                     assertThat(read(f, "/tmp/scratch.txt")).isEqualTo("scratch\n");
                     assertThat(f.exec("/workspace/bin/run.sh").stdout()).as("the mode came back: it runs").isEqualTo("ran\n");
                     assertThat(f.exec("test", "-e", "/workspace/after.txt").exitCode()).as("written after the snapshot").isEqualTo(1);
+                    assertThat(f.exec("sh", "-c", "test -e /workspace/passwd || test -e /workspace/etc-dir").exitCode())
+                            .as("no link, and nothing read through one").isEqualTo(1);
                 }
                 forks.getFirst().files().write("/workspace/data.txt", "changed in fork 0".getBytes(StandardCharsets.UTF_8));
                 forks.getFirst().files().write("/workspace/only-fork-0.txt", new byte[]{1});

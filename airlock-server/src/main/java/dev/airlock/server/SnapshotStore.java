@@ -49,8 +49,9 @@ import java.util.regex.Pattern;
  * entries, keeps {@link #MAX_FILES} files, at most {@link #MAX_BYTES} bytes and the client's quota, in
  * {@link #DEADLINE}; a client holds at most {@link #MAX_SNAPSHOTS} snapshots and
  * {@code quotaBytes} of them (shared blobs count once per snapshot); each expires after its TTL.
- * Directories without files, symbolic links and special files are not kept (the manifest lists what
- * was left out). Processes do not survive: a snapshot is of files, on every tier.
+ * Only regular files are kept: the agent's walk never reports directories, symbolic links or
+ * special files, so empty directories and links are not in a snapshot; files that could not be
+ * read are listed under {@code leftOut}. Processes do not survive: a snapshot is of files, on every tier.
  */
 final class SnapshotStore {
 
@@ -167,7 +168,7 @@ final class SnapshotStore {
                     sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), total,
                     entries.size(), leftOut, now, now.plus(ttl));
             Files.write(incoming.resolve(MANIFEST), manifestBytes);
-            Files.writeString(incoming.resolve(META), meta(s).toString());
+            Files.writeString(incoming.resolve(META), Json.snapshot(s).toString()); // read back by read()
             Files.move(incoming, root.resolve(id), StandardCopyOption.ATOMIC_MOVE);
             return s;
         } catch (IOException e) {
@@ -345,16 +346,6 @@ final class SnapshotStore {
         } catch (IOException | RuntimeException e) {
             LOG.warn("cannot collect unused snapshot blobs in {}: {}", blobs, e.getMessage());
         }
-    }
-
-    private static ObjectNode meta(SnapshotView s) {
-        ObjectNode n = Json.object();
-        n.put("id", s.id()).put("owner", s.owner()).put("sandbox", s.sandbox()).put("profile", s.profile()).put("image", s.image())
-                .put("imageDigest", s.imageDigest()).put("digest", s.digest()).put("bytes", s.bytes()).put("files", s.files())
-                .put("createdAt", s.createdAt().toString()).put("expiresAt", s.expiresAt().toString());
-        ArrayNode left = n.putArray("leftOut");
-        s.leftOut().forEach(left::add);
-        return n;
     }
 
     private static SnapshotView read(Path dir) {
