@@ -12,6 +12,7 @@ import dev.airlock.cli.bench.Sampler;
 import dev.airlock.cli.bench.ServerCases;
 import dev.airlock.cli.bench.SnapshotCases;
 import dev.airlock.cli.bench.Stats;
+import dev.airlock.cli.bench.TailCases;
 import dev.airlock.cli.bench.ThroughputCases;
 import dev.airlock.cli.bench.TierCases;
 import dev.airlock.core.AirlockException;
@@ -21,6 +22,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -67,6 +69,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cli-only", description = "Measure only the CLI one-shot (bin/airlock run beside bare python3 and srt).")
     boolean cliOnly;
 
+    @Option(names = "--tails-only", description = "Measure only the latency tails (p50, p95, p99 and failures at 1, 10 and 50 clients over REST).")
+    boolean tailsOnly;
+
     @Option(names = "--interpreter-image", paramLabel = "NAME", description = "The image of the interpreter cases' sandboxes; it"
             + " needs python3-ipykernel, -jupyter-client and -matplotlib (default: system, the host's; 'airlock image build"
             + " python-data' makes one).")
@@ -95,6 +100,8 @@ final class BenchCommand implements Callable<Integer> {
         int snapshotRuns = quick ? 3 : 7;
         int idleSandboxes = quick ? 3 : 10;
         long settleMillis = quick ? 1000 : 3000;
+        int[] tailClients = quick ? new int[] {1, 3} : new int[] {1, 10, 50};
+        int tailSamples = quick ? 3 : 100;
         OciDriverConfig config = engineOptions.driverConfig();
         List<TierCases.Tier> chosenTiers = TierCases.choose(TierCases.known(config), tiers);
         Map<String, String> method = new LinkedHashMap<>();
@@ -112,21 +119,29 @@ final class BenchCommand implements Callable<Integer> {
                 + " ratio: to a host copy of the same bytes (snapshot, restore) or to as many empty creates (fork)", snapshotRuns,
                 SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));
+        method.put(TailCases.SECTION, String.format("at %s clients, each on its own connection, one request each per wave, all started"
+                + " together; waves enough for %d requests per case and level, after 1 warm-up wave, on a full warm pool as large as the"
+                + " clients; percentiles of the requests that succeeded", Arrays.toString(tailClients), tailSamples));
 
         String machine = Baselines.machine();
         if (!json) {
             System.out.println("machine: " + machine);
-            if (!cliOnly) {
+            if (!cliOnly && !tailsOnly) {
                 System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
             }
         }
         Progress progress = new Progress();
         Sampler sampler = new Sampler(n, w, progress);
         List<String> notes = new ArrayList<>();
+        if (tailsOnly) {
+            List<TailCases.Tail> tails = TailCases.measure(progress, config, tailClients, tailSamples);
+            print(new Report(machine, Map.of(TailCases.SECTION, method.get(TailCases.SECTION)), List.of(), List.of(), List.of(), tails, notes));
+            return 0;
+        }
         // first, on a host no engine of this benchmark has touched yet; reported last
         List<Stats> cli = CliCases.measure(progress, n, w, notes);
         if (cliOnly) {
-            print(new Report(machine, Map.of(CliCases.SECTION, method.get(CliCases.SECTION)), cli, List.of(), List.of(), notes));
+            print(new Report(machine, Map.of(CliCases.SECTION, method.get(CliCases.SECTION)), cli, List.of(), List.of(), List.of(), notes));
             return 0;
         }
         Baselines.Results baselines = Baselines.measure(sampler, config);
@@ -146,8 +161,9 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
         cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick));
         cases.addAll(cli);
+        List<TailCases.Tail> tails = TailCases.measure(progress, config, tailClients, tailSamples);
 
-        print(new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, notes));
+        print(new Report(machine, method, cases, TierCases.baselines(baselines), tierOutcomes, tails, notes));
         return 0;
     }
 

@@ -38,7 +38,7 @@ class BenchCommandTest {
 
         assertThat(json.get("machine").asString()).contains("cores");
         assertThat(json.get("method").propertyNames()).containsExactly("latency", "tiers", "interpreter", "throughput", "memory", "egress",
-                "snapshots", "cli");
+                "snapshots", "cli", "tails");
         List<String> notes = new ArrayList<>();
         json.get("notes").forEach(n -> notes.add(n.asString()));
         List<String> working = workingTiers(json.get("tiers"), notes);
@@ -61,6 +61,26 @@ class BenchCommandTest {
             assertThat(c.get("unit").asString()).as("unit of %s", name).isNotEmpty();
         }
         assertThat(names).containsExactlyElementsOf(expectedCases(working, notes));
+
+        // the tails: every case at 1 and 3 clients, none of whose requests failed
+        List<String> tails = new ArrayList<>();
+        for (JsonNode t : json.get("tails")) {
+            String name = t.get("name").asString() + " @" + t.get("clients").asInt();
+            tails.add(name);
+            assertThat(t.get("failed").asInt()).as("failures of %s: %s", name, t.get("firstFailure")).isZero();
+            assertThat(t.get("requests").asInt()).as("requests of %s", name).isGreaterThanOrEqualTo(3);
+            assertThat(t.get("p50").asDouble()).as("p50 of %s", name).isPositive();
+            assertThat(t.get("p95").asDouble()).as("p95 of %s", name).isGreaterThanOrEqualTo(t.get("p50").asDouble());
+            assertThat(t.get("p99").asDouble()).as("p99 of %s", name).isGreaterThanOrEqualTo(t.get("p95").asDouble());
+        }
+        List<String> expectedTails = new ArrayList<>();
+        for (int clients : new int[]{1, 3}) {
+            for (String c : List.of("create from the warm pool (POST /v1/sandboxes)", "REST one-shot python3 -c pass (POST /v1/run)",
+                    "time to first command (create, exec true)")) {
+                expectedTails.add(c + " @" + clients);
+            }
+        }
+        assertThat(tails).containsExactlyElementsOf(expectedTails);
     }
 
     @Test

@@ -10,6 +10,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.List;
 
 /** The few REST calls the benchmark makes, over one keep-alive HTTP/1.1 connection. */
@@ -90,16 +91,30 @@ final class BenchClient {
         }
     }
 
-    /** Waits until the server's warm pool is full again (its metric), so each create finds one. */
+    /** Waits until the server's warm pool holds a sandbox again (its metric), so the next create finds one. */
     void awaitPoolReady() throws IOException, InterruptedException {
-        for (int i = 0; i < 3000; i++) {
+        awaitPoolReady(1);
+    }
+
+    /** Waits until the server's warm pool holds at least {@code ready} sandboxes (its metric). */
+    void awaitPoolReady(int ready) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30 + ready).toNanos();
+        while (System.nanoTime() < deadline) {
             HttpResponse<String> r = http.send(request("GET", "/metrics", null), HttpResponse.BodyHandlers.ofString());
-            if (r.body().lines().anyMatch(l -> l.startsWith("airlock_pool_ready ") && !l.endsWith(" 0.0"))) {
+            if (r.body().lines().filter(l -> l.startsWith("airlock_pool_ready ")).anyMatch(l -> Double.parseDouble(l.substring(19)) >= ready)) {
                 return;
             }
             Thread.sleep(10);
         }
-        throw new IllegalStateException("the server's warm pool did not refill within 30s");
+        throw new IllegalStateException("the server's warm pool did not refill to " + ready + " within " + (30 + ready) + "s");
+    }
+
+    /** A REST one-shot ({@code POST /v1/run}), which must exit 0. */
+    void runOnce(String language, String code) throws IOException, InterruptedException {
+        JsonNode result = call("POST", "/v1/run", JSON.createObjectNode().put("language", language).put("code", code).toString(), 200);
+        if (result.get("exitCode").asInt() != 0) {
+            throw new IllegalStateException("benchmark one-shot failed: " + result);
+        }
     }
 
     private JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {

@@ -23,6 +23,7 @@ public final class Report {
             InterpreterCases.SECTION, "interpreter: contexts and cells through the REST API, ms",
             SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms",
             CliCases.SECTION, "cli: a one-shot as a user types it, a process per run");
+    private static final String TAILS_TITLE = "tails: ms per request, several clients at once through the REST API";
     private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
 
     private final String machine;
@@ -30,20 +31,23 @@ public final class Report {
     private final List<Stats> cases;
     private final List<Stats> tierBaselines;
     private final List<TierCases.Outcome> tiers;
+    private final List<TailCases.Tail> tails;
     private final List<String> notes;
 
     /**
      * @param cases         every case, of every section
      * @param tierBaselines the bare baselines the tiers table shows above the tiers (they are among {@code cases} already)
      * @param tiers         what became of each tier chosen, measured or not
+     * @param tails         the latency tails, at each level of concurrency
      */
     public Report(String machine, Map<String, String> methods, List<Stats> cases, List<Stats> tierBaselines, List<TierCases.Outcome> tiers,
-                  List<String> notes) {
+                  List<TailCases.Tail> tails, List<String> notes) {
         this.machine = machine;
         this.methods.putAll(methods);
         this.cases = cases;
         this.tierBaselines = tierBaselines;
         this.tiers = tiers;
+        this.tails = tails;
         this.notes = notes;
     }
 
@@ -64,6 +68,7 @@ public final class Report {
             out.printf("%-68s %9s %9s %9s %8s%n", "case", "median", "p10", "p90", "ratio");
             rows.forEach(s -> wideRow(out, s));
         }
+        printTails(out);
         if (!notes.isEmpty()) {
             out.println();
             notes.forEach(out::println);
@@ -85,6 +90,21 @@ public final class Report {
                 out.println(tier.tier() + ": not measured here (see the notes below)");
             }
         }
+    }
+
+    /** The tails: percentiles of the requests that succeeded and the share that failed, which should be 0. */
+    private void printTails(PrintStream out) {
+        if (tails.isEmpty()) {
+            return;
+        }
+        out.printf("%n%s (%s)%n", TAILS_TITLE, methods.get(TailCases.SECTION));
+        out.printf("%-52s %7s %8s %9s %9s %9s %7s%n", "case", "clients", "requests", "p50", "p95", "p99", "failed");
+        for (TailCases.Tail t : tails) {
+            out.printf(Locale.ROOT, "%-52s %7d %8d %9.2f %9.2f %9.2f %6.1f%%%n", t.name(), t.clients(), t.requests(), t.p50(), t.p95(),
+                    t.p99(), 100 * t.failedShare());
+        }
+        tails.stream().filter(t -> t.firstFailure() != null).forEach(t -> out.printf("  %s, %d clients: first failure: %s%n",
+                t.name(), t.clients(), t.firstFailure()));
     }
 
     private static void wideRow(PrintStream out, Stats s) {
@@ -119,6 +139,19 @@ public final class Report {
                 c.put("baseline", s.baseline());
             }
             c.put("unit", s.unit());
+        }
+        ArrayNode tailList = root.putArray("tails");
+        for (TailCases.Tail t : tails) {
+            ObjectNode o = tailList.addObject().put("name", t.name()).put("clients", t.clients()).put("requests", t.requests())
+                    .put("failed", t.failed()).put("unit", "ms").put("firstFailure", t.firstFailure());
+            // no percentile when every request failed: null, as JSON has no NaN
+            for (Map.Entry<String, Double> p : Map.of("p50", t.p50(), "p95", t.p95(), "p99", t.p99()).entrySet()) {
+                if (p.getValue().isNaN()) {
+                    o.putNull(p.getKey());
+                } else {
+                    o.put(p.getKey(), p.getValue());
+                }
+            }
         }
         ArrayNode t = root.putArray("tiers");
         for (TierCases.Outcome tier : tiers) {

@@ -167,8 +167,9 @@ final class ToolCatalog {
                                 + " matplotlib (import matplotlib.pyplot as plt; plt.plot(...)); every figure the cell creates comes back"
                                 + " as an image, with no plt.show() or savefig needed (its pixel size is figsize x dpi, 640x480 by default)."
                                 + " Tables: a pandas DataFrame as the last expression comes back as a text table; display(x) shows more"
-                                + " than one thing. numpy, pandas and matplotlib are there when the sandbox's image has them (the default"
-                                + " image has them if the host installed them). Without 'context' the sandbox's first context is used (made"
+                                + " than one thing. numpy, pandas and matplotlib are there when the sandbox's image has them: the profile's"
+                                + " image decides (the built-in image python-data, which an operator builds with 'airlock image build"
+                                + " python-data', has them and scipy; the default image has them only if the host installed them). Without 'context' the sandbox's first context is used (made"
                                 + " on first use); interpreter_context makes more, restarts or deletes them. A cell running past"
                                 + " timeoutSeconds (default " + profile.limits().timeout().toSeconds() + ") is interrupted with"
                                 + " KeyboardInterrupt and the context keeps its state. The sandbox has " + network(profile) + ".",
