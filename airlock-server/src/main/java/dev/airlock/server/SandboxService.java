@@ -390,7 +390,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.Metrics m -> metrics.scrape();
             case Command.ReadAudit r -> {
                 try (var reader = auditReader()) {
-                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.sandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
+                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
                 }
             }
             case Command.VerifyAudit v -> {

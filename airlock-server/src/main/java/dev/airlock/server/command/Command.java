@@ -471,9 +471,10 @@ public sealed interface Command<R> {
 
     /**
      * Audit records, oldest first, at most {@code limit} of the newest that match; null filters
-     * match all. {@code client} matches records filed under that client (any door).
+     * match all. {@code client} matches records filed under that client (any door). The field is
+     * {@code ofSandbox}, not {@code sandbox}: reading a destroyed sandbox's records names no sandbox to resolve.
      */
-    record ReadAudit(String sandbox, String client, String kind, java.time.Instant since, java.time.Instant until, int limit)
+    record ReadAudit(String ofSandbox, String client, String kind, java.time.Instant since, java.time.Instant until, int limit)
             implements Command<List<dev.airlock.server.audit.AuditRecord>> {
         public static final int DEFAULT_LIMIT = 500;
         public static final int MAX_LIMIT = 10_000;
