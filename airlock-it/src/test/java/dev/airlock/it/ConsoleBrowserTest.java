@@ -114,6 +114,12 @@ class ConsoleBrowserTest {
         }
     }
 
+    /** Saves what the browser shows now as {@code <name>.png} (besides the one each test ends with). */
+    private void screenshot(String name) throws IOException {
+        Files.createDirectories(SCREENSHOTS);
+        Files.write(SCREENSHOTS.resolve(name + ".png"), driver.getScreenshotAs(OutputType.BYTES));
+    }
+
     /** This JVM's descendant processes that are chromium or chromedriver. */
     private static List<String> browserProcesses() {
         return ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
@@ -182,13 +188,14 @@ class ConsoleBrowserTest {
     // --- tests ---
 
     @Test
-    void aSandboxCreatedOverRestAppearsAndIsDestroyedFromTheConsole() {
+    void aSandboxCreatedOverRestAppearsAndIsDestroyedFromTheConsole() throws IOException {
         signIn(live.token());
         open("sandboxes");
         String id = createAsLocal("appears");
         By row = By.cssSelector("#sandbox-rows tr[data-id='" + id + "']");
         WebElement shown = waiting().until(ExpectedConditions.visibilityOfElementLocated(row));
         assertThat(shown.getText()).contains("running", "local", "default", "console=appears");
+        screenshot("sandboxes");
         // the detail page: processes and files
         shown.findElement(By.linkText(id)).click();
         waiting().until(ExpectedConditions.presenceOfElementLocated(By.id("file-rows")));
@@ -230,6 +237,7 @@ class ConsoleBrowserTest {
         assertThat(row.getText()).contains("profile 'gated'", "local");
         assertThat(create).isNotDone();
         row.findElement(By.cssSelector("input.reason")).sendKeys("fine by me");
+        screenshot("approvals");
         row.findElement(By.cssSelector("button.approve")).click();
         HttpResponse<String> created = create.get(60, TimeUnit.SECONDS);
         assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
