@@ -10,6 +10,7 @@ import org.junit.jupiter.api.TestInfo;
 import org.openqa.selenium.By;
 import org.openqa.selenium.Cookie;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -131,7 +132,8 @@ class ConsoleBrowserTest {
     // --- helpers ---
 
     private WebDriverWait waiting() {
-        return new WebDriverWait(driver, WAIT);
+        // a page re-renders its tables as data comes: an element read while it is replaced is read again
+        return (WebDriverWait) new WebDriverWait(driver, WAIT).ignoring(StaleElementReferenceException.class);
     }
 
     private void signIn(String token) {

@@ -174,10 +174,13 @@ async function audit() {
     if (sinceF.value) q.set('since', new Date(sinceF.value).toISOString());
     return q;
   };
+  let asked = 0; // only the answer to the latest filter is shown, however the answers arrive
   const load = async () => {
+    const mine = ++asked;
     try {
       const q = query();
       const records = (await api('GET', '/v1/audit?' + q)).records;
+      if (mine !== asked) return;
       q.set('format', 'jsonl');
       exportLink.href = '/v1/audit?' + q;
       body.replaceChildren(...records.reverse().map(r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }), el('td', { class: 'mono', text: r.time }),
