@@ -304,6 +304,14 @@ class ConsoleBrowserTest {
             assertThat(n.path("sandbox").asString()).isEqualTo(id);
             assertThat(n.path("kind").asString()).isEqualTo("lifecycle");
         });
+        // the client and time filters, as the page sends them
+        JsonNode own = JSON.readTree(withCookie("GET", "/v1/audit?client=operator&limit=50", null, cookie()).body()).path("records");
+        assertThat(own).isNotEmpty().allSatisfy(r -> assertThat(r.path("actor").asString()).startsWith("operator@"));
+        JsonNode future = JSON.readTree(withCookie("GET", "/v1/audit?since=2999-01-01T00:00:00Z", null, cookie()).body()).path("records");
+        assertThat(future).isEmpty();
+        JsonNode past = JSON.readTree(withCookie("GET", "/v1/audit?until=2000-01-01T00:00:00Z", null, cookie()).body()).path("records");
+        assertThat(past).isEmpty();
+        assertThat(withCookie("GET", "/v1/audit?since=yesterday", null, cookie()).statusCode()).isEqualTo(400);
     }
 
     @Test

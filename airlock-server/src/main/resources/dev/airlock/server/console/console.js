@@ -161,7 +161,8 @@ function approvals() {
 async function audit() {
   const field = (id, placeholder) => el('input', { id, placeholder });
   const sandboxF = field('audit-sandbox', 'sandbox'), clientF = field('audit-client', 'client'), kindF = field('audit-kind', 'kind');
-  const sinceF = el('input', { id: 'audit-since', type: 'datetime-local', step: '1' });
+  const sinceF = el('input', { id: 'audit-since', type: 'datetime-local', step: '1', title: 'from (local time)' });
+  const untilF = el('input', { id: 'audit-until', type: 'datetime-local', step: '1', title: 'until (local time)' });
   const verdict = el('p', { id: 'audit-verdict', text: 'checking the chain…' });
   const error = el('p', { class: 'error', id: 'audit-error' });
   const body = el('tbody', { id: 'audit-rows' });
@@ -172,6 +173,7 @@ async function audit() {
     if (clientF.value.trim()) q.set('client', clientF.value.trim());
     if (kindF.value.trim()) q.set('kind', kindF.value.trim());
     if (sinceF.value) q.set('since', new Date(sinceF.value).toISOString());
+    if (untilF.value) q.set('until', new Date(untilF.value).toISOString());
     return q;
   };
   let asked = 0; // only the answer to the latest filter is shown, however the answers arrive
@@ -190,7 +192,7 @@ async function audit() {
     } catch (e) { error.textContent = e.message; }
   };
   page('Audit', el('form', { class: 'filters', id: 'audit-filters', onsubmit: e => { e.preventDefault(); load(); } },
-    sandboxF, clientF, kindF, sinceF, el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
+    sandboxF, clientF, kindF, el('label', { text: 'from ' }, sinceF), el('label', { text: 'until ' }, untilF), el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
   verdict, exportLink, error,
   el('table', {}, el('thead', {}, el('tr', {}, ...['Seq', 'Time', 'Kind', 'Actor', 'Sandbox', 'Detail'].map(h => el('th', { text: h })))), body));
   api('GET', '/v1/audit/verify').then(v => {
