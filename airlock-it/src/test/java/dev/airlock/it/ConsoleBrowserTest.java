@@ -365,5 +365,9 @@ class ConsoleBrowserTest {
         HttpResponse<String> after = withCookie("GET", "/v1/sandboxes", null, cookie);
         assertThat(after.statusCode()).as(after.body()).isEqualTo(401);
         assertThat(after.body()).contains("sign in again");
+        // both ends of the session are on the audit log, filed under the client and the console
+        assertThat(live.audit(null, "request")).filteredOn(r -> r.actor().equals("local@console"))
+                .extracting(r -> JSON.readTree(r.detail()).path("endpoint").asString())
+                .contains("POST /console/session", "DELETE /console/session");
     }
 }

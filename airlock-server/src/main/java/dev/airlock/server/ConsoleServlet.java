@@ -96,6 +96,10 @@ final class ConsoleServlet extends HttpServlet {
                     return;
                 }
                 sessions.close(id);
+                Client client = s == null ? null : service.policy().clients().get(s.client);
+                if (client != null) {
+                    recordSessionRequest(client, "DELETE");
+                }
                 resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(null));
                 resp.setStatus(204);
             }
@@ -129,8 +133,15 @@ final class ConsoleServlet extends HttpServlet {
             error(resp, 429, "quota_exceeded", e.getMessage());
             return;
         }
+        recordSessionRequest(client, "POST");
         resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(opened.id()));
         send(resp, 200, describe(client, opened.session()));
+    }
+
+    /** A sign-in or sign-out on the audit log: a request of the client, through the console, that needs no operation. */
+    private void recordSessionRequest(Client client, String method) {
+        service.recordUndecided(new SandboxService.Request(client, ApiServlet.CONSOLE_VIA, ApiServlet.CONSOLE_VIA, method + " " + SESSION_PATH,
+                null, null, null, null));
     }
 
     /** {@code {client, csrf, operations}}: what the page needs to call the API and which pages to offer. */
