@@ -56,7 +56,13 @@ public final class AirlockServer implements AutoCloseable {
             guard = ConnectionGuard.apply(jetty, connector);
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
-            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi())), "/*");
+            // the web console (its pages at / and /console/*; its data through the REST API with a session cookie)
+            ConsoleSessions sessions = new ConsoleSessions(java.time.Clock.systemUTC());
+            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi(), sessions)), "/*");
+            ServletHolder console = new ServletHolder("console", new ConsoleServlet(service, sessions, config.host()));
+            context.getServletHandler().addServletWithMapping(console, "");
+            context.getServletHandler().addServletWithMapping(console, "/console/*");
+            context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new SecurityHeaders()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
             mcp = McpHttpEndpoint.mount(context, service, config, authHint(config));
             context.setErrorHandler(new JsonErrorHandler());

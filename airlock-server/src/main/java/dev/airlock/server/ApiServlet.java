@@ -31,21 +31,75 @@ final class ApiServlet extends HttpServlet {
     private static final Logger LOG = LoggerFactory.getLogger(ApiServlet.class);
     /** The interface name in audit records and caller names. */
     static final String VIA = "rest";
+    /** The same API called by the web console with its session cookie instead of a bearer token. */
+    static final String CONSOLE_VIA = "console";
 
     private final SandboxService service;
     private final ServerConfig config;
     private final ClientDisconnects disconnects = new ClientDisconnects();
     private final List<RestRoute> routes;
+    private final ConsoleSessions sessions;
+    private final ApprovalEvents approvalEvents;
 
-    ApiServlet(SandboxService service, ServerConfig config, byte[] openApi) {
+    ApiServlet(SandboxService service, ServerConfig config, byte[] openApi, ConsoleSessions sessions) {
         this.service = service;
         this.config = config;
-        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi).routes();
+        this.sessions = sessions;
+        this.approvalEvents = new ApprovalEvents();
+        service.onApprovalsChanged(approvalEvents::changed);
+        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents).routes();
     }
 
     @Override
     public void destroy() {
+        approvalEvents.close();
         disconnects.close();
+    }
+
+    /** Who sent a request, and through which door: the bearer token's REST, or the console's cookie. */
+    private record Authenticated(Client client, String via) {
+    }
+
+    /**
+     * The one place a REST request's client is found: an {@code Authorization: Bearer} header, or
+     * else the web console's session cookie. A cookie request must also pass the Host/Origin check
+     * of /mcp ({@link LocalOrigin}) and, unless it only reads (GET, HEAD), carry the session's CSRF
+     * token in {@link ConsoleSessions#CSRF_HEADER}: a page of another site can make a browser send
+     * the cookie, but can neither read that token nor set that header. Null when no client is
+     * found (a 401 follows); a refused cookie request is answered here (403) and throws.
+     */
+    private Authenticated authenticate(HttpServletRequest req, HttpServletResponse resp) throws IOException, CookieRefused {
+        String authorization = req.getHeader("Authorization");
+        String cookie = authorization == null ? ConsoleSessions.cookie(req) : null;
+        if (cookie == null) {
+            Client client = service.policy().authenticate(authorization).orElse(null);
+            return client == null ? null : new Authenticated(client, VIA);
+        }
+        ConsoleSessions.Session s = sessions.lookup(cookie);
+        Client client = s == null ? null : service.policy().clients().get(s.client);
+        if (client == null) {
+            return null;
+        }
+        String notLocal = LocalOrigin.refusal(req, config.host());
+        if (notLocal != null) {
+            error(resp, 403, "forbidden", notLocal, null);
+            throw new CookieRefused();
+        }
+        boolean reads = req.getMethod().equals("GET") || req.getMethod().equals("HEAD");
+        if (!reads && !s.csrfMatches(req.getHeader(ConsoleSessions.CSRF_HEADER))) {
+            error(resp, 403, "csrf", "a " + req.getMethod() + " with the console's session cookie must carry the session's CSRF token in the "
+                    + ConsoleSessions.CSRF_HEADER + " header (a cross-site request cannot): reload the console, or call the API with"
+                    + " 'Authorization: Bearer <token>' instead of the cookie", null);
+            throw new CookieRefused();
+        }
+        return new Authenticated(client, CONSOLE_VIA);
+    }
+
+    /** A cookie request refused by {@link #authenticate} (already answered). */
+    private static final class CookieRefused extends Exception {
+        CookieRefused() {
+            super(null, null, false, false);
+        }
     }
 
     /** The route a request asked for, its path parameters, and the methods its path allows. */
@@ -80,24 +134,33 @@ final class ApiServlet extends HttpServlet {
                 return;
             }
             String endpoint = req.getMethod() + " " + m.template();
-            Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
-            if (client == null) {
-                service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("Authorization") != null);
-                resp.setHeader("WWW-Authenticate", "Bearer");
-                error(resp, 401, "unauthenticated", "missing or wrong bearer token: " + AirlockServer.authHint(config), null);
+            Authenticated auth;
+            try {
+                auth = authenticate(req, resp);
+            } catch (CookieRefused refused) {
                 return;
             }
+            if (auth == null) {
+                boolean cookie = req.getHeader("Authorization") == null && ConsoleSessions.cookie(req) != null;
+                service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("Authorization") != null || cookie);
+                resp.setHeader("WWW-Authenticate", "Bearer");
+                error(resp, 401, "unauthenticated", cookie ? "the console session expired or was signed out: sign in again at /"
+                        : "missing or wrong bearer token: " + AirlockServer.authHint(config), null);
+                return;
+            }
+            Client client = auth.client();
+            String via = auth.via();
             String sandbox = m.params().get("id") != null && m.template().startsWith("/v1/sandboxes/") ? m.params().get("id") : null;
             String digest;
             try {
                 digest = argsDigest(req, m.route());
             } catch (AirlockException e) {
                 // a body that could not be read (too large): still on the log, then refused
-                service.recordUndecided(request(client, endpoint, null, sandbox, null));
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, null));
                 throw e;
             }
             if (m.route() == null) {
-                service.recordUndecided(request(client, endpoint, null, sandbox, digest));
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, digest));
                 if (!m.allowed().isEmpty()) {
                     resp.setHeader("Allow", String.join(", ", m.allowed()));
                     error(resp, 405, "method_not_allowed", "method not allowed here: use " + String.join(", ", m.allowed()), null);
@@ -105,7 +168,7 @@ final class ApiServlet extends HttpServlet {
                 }
                 throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
             }
-            var caller = service.authorize(request(client, endpoint, m.route().operation(), sandbox, digest));
+            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest));
             try {
                 m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller));
             } catch (UncheckedIOException e) {
@@ -131,8 +194,8 @@ final class ApiServlet extends HttpServlet {
         }
     }
 
-    private static SandboxService.Request request(Client client, String endpoint, Operation operation, String sandbox, String digest) {
-        return new SandboxService.Request(client, VIA, VIA, endpoint, operation, sandbox, digest, null);
+    private static SandboxService.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest) {
+        return new SandboxService.Request(client, via, via, endpoint, operation, sandbox, digest, null);
     }
 
     /**

@@ -151,6 +151,26 @@ final class Json {
         return n.toString();
     }
 
+    /** An audit record as {@code GET /v1/audit} lists it: its detail as JSON, its chain hashes as stored. */
+    static ObjectNode auditRecord(dev.airlock.server.audit.AuditRecord r) {
+        ObjectNode n = object();
+        n.put("seq", r.seq());
+        n.put("time", r.time());
+        n.put("kind", r.kind());
+        n.put("actor", r.actor());
+        n.put("sandbox", r.sandbox());
+        JsonNode detail;
+        try {
+            detail = MAPPER.readTree(r.detail());
+        } catch (RuntimeException e) {
+            detail = MAPPER.getNodeFactory().stringNode(r.detail());
+        }
+        n.set("detail", detail);
+        n.put("prevHash", r.prevHash());
+        n.put("hash", r.hash());
+        return n;
+    }
+
     static ObjectNode approval(dev.airlock.server.policy.Approval a) {
         ObjectNode n = object();
         n.put("id", a.id());

@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Set;
 
 import static dev.airlock.server.policy.Operation.APPROVALS;
+import static dev.airlock.server.policy.Operation.AUDIT;
 import static dev.airlock.server.policy.Operation.EXEC;
 import static dev.airlock.server.policy.Operation.FILES_READ;
 import static dev.airlock.server.policy.Operation.FILES_WRITE;
@@ -59,7 +60,7 @@ final class RestApi {
     private final ClientDisconnects disconnects;
     private final List<RestRoute> routes;
 
-    RestApi(RestCommands commands, ClientDisconnects disconnects, SandboxService service, byte[] openApi) {
+    RestApi(RestCommands commands, ClientDisconnects disconnects, SandboxService service, byte[] openApi, ApprovalEvents approvalEvents) {
         this.commands = commands;
         this.disconnects = disconnects;
         this.routes = List.of(
@@ -193,9 +194,24 @@ final class RestApi {
                     c.execute(new Command.ListApprovals()).forEach(a -> list.add(Json.approval(a)));
                     c.send(200, Json.object().set("approvals", list));
                 }),
+                new RestRoute("GET", "/v1/approvals/events", APPROVALS, c -> {
+                    c.resp.setStatus(200);
+                    c.resp.setContentType("text/event-stream; charset=utf-8");
+                    approvalEvents.stream(c.resp.getOutputStream(), () -> {
+                        ArrayNode list = Json.MAPPER.createArrayNode();
+                        c.execute(new Command.ListApprovals()).forEach(a -> list.add(Json.approval(a)));
+                        return Json.MAPPER.writeValueAsBytes(Json.object().set("approvals", list));
+                    });
+                }),
                 new RestRoute("GET", "/v1/approvals/{id}", APPROVALS, c -> c.send(200, Json.approval(c.execute(new Command.DescribeApproval(c.param("id")))))),
                 new RestRoute("POST", "/v1/approvals/{id}/approve", APPROVALS, c -> decide(c, true)),
                 new RestRoute("POST", "/v1/approvals/{id}/deny", APPROVALS, c -> decide(c, false)),
+                new RestRoute("GET", "/v1/audit", AUDIT, this::audit),
+                new RestRoute("GET", "/v1/audit/verify", AUDIT, c -> {
+                    var v = c.execute(new Command.VerifyAudit());
+                    c.send(200, Json.object().put("ok", v.ok()).put("records", v.records()).put("brokenSeq", v.brokenSeq())
+                            .put("problem", v.problem()).put("fromSeq", v.fromSeq()).put("pruned", v.pruned()));
+                }),
                 new RestRoute("GET", "/v1/outputs", OUTPUTS, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();
                     c.execute(new Command.ListOutputs()).forEach(list::add);
@@ -231,6 +247,53 @@ final class RestApi {
         ArrayNode list = Json.MAPPER.createArrayNode();
         c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s)));
         c.send(200, Json.object().set("sandboxes", list));
+    }
+
+    /** The audit log's records, filtered; {@code format=jsonl} downloads them as JSON lines. */
+    private void audit(RestCall c) throws IOException {
+        Integer limit = null;
+        String l = c.first("limit");
+        if (l != null) {
+            try {
+                limit = Integer.parseInt(l);
+            } catch (NumberFormatException e) {
+                limit = -1;
+            }
+            if (limit < 1 || limit > Command.ReadAudit.MAX_LIMIT) {
+                throw AirlockException.invalid("query 'limit' must be a whole number from 1 to " + Command.ReadAudit.MAX_LIMIT);
+            }
+        }
+        var records = c.execute(new Command.ReadAudit(blank(c.first("sandbox")), blank(c.first("client")), blank(c.first("kind")),
+                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit == null ? Command.ReadAudit.DEFAULT_LIMIT : limit));
+        ArrayNode list = Json.MAPPER.createArrayNode();
+        records.forEach(r -> list.add(Json.auditRecord(r)));
+        if ("jsonl".equals(c.first("format"))) {
+            c.resp.setStatus(200);
+            c.resp.setContentType("application/x-ndjson");
+            c.resp.setHeader("Content-Disposition", "attachment; filename=\"airlock-audit.jsonl\"");
+            var out = c.resp.getOutputStream();
+            for (JsonNode n : list) {
+                out.write(Json.MAPPER.writeValueAsBytes(n));
+                out.write('\n');
+            }
+            return;
+        }
+        c.send(200, Json.object().set("records", list));
+    }
+
+    private static String blank(String s) {
+        return s == null || s.isBlank() ? null : s.trim();
+    }
+
+    private static java.time.Instant instant(String s, String field) {
+        if (blank(s) == null) {
+            return null;
+        }
+        try {
+            return java.time.Instant.parse(s.trim());
+        } catch (java.time.format.DateTimeParseException e) {
+            throw AirlockException.invalid("query '" + field + "' must be an instant such as 2026-12-01T19:00:00Z, not '" + Printable.of(s) + "'");
+        }
     }
 
     private void exec(RestCall c) throws IOException {
@@ -352,7 +415,7 @@ final class RestApi {
     private static void decide(RestCall c, boolean approve) throws IOException {
         JsonNode body = c.json(Set.of("reason", "by"));
         String by = Json.string(body, "by");
-        String who = ApiServlet.VIA + ":" + c.caller().client().name() + (by == null ? "" : " (" + Printable.of(by) + ")");
+        String who = c.caller().via() + ":" + c.caller().client().name() + (by == null ? "" : " (" + Printable.of(by) + ")");
         c.send(200, Json.approval(c.execute(new Command.Decide(c.param("id"), approve, who, Json.string(body, "reason")))));
     }
 

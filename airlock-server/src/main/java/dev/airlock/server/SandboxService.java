@@ -388,6 +388,16 @@ public final class SandboxService implements AutoCloseable {
             case Command.DescribeApproval d -> approvals.get(d.approval());
             case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
             case Command.Metrics m -> metrics.scrape();
+            case Command.ReadAudit r -> {
+                try (var reader = auditReader()) {
+                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
+                }
+            }
+            case Command.VerifyAudit v -> {
+                try (var reader = auditReader()) {
+                    yield reader.verify();
+                }
+            }
             case Command.ListImages l -> tiers.primary().driver().images();
             case Command.CreateContext c -> interpreters.create(a);
             case Command.ListContexts l -> interpreters.list(s);
@@ -400,9 +410,25 @@ public final class SandboxService implements AutoCloseable {
         };
     }
 
+    /** A reader of the audit log, once what was recorded so far is written. */
+    private dev.airlock.server.audit.AuditReader auditReader() {
+        try {
+            audit.flush(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while the audit log was written");
+        }
+        return dev.airlock.server.audit.AuditReader.open(config.dataDir().resolve("airlock.db"));
+    }
+
     /** Whose outputs a caller sees: a client its own, the server all. */
     private static String outputOwner(Caller c) {
         return c.isServer() ? null : c.client().name();
+    }
+
+    /** Runs {@code listener} whenever an approval is requested or decided; it must return at once. */
+    public void onApprovalsChanged(Runnable listener) {
+        approvals.onChange(listener);
     }
 
     /** The policy this service enforces. */

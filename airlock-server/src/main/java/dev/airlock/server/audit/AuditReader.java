@@ -21,8 +21,14 @@ import java.util.function.Consumer;
  */
 public final class AuditReader implements AutoCloseable {
 
-    /** Which records to read; null fields do not filter. {@code limit} &gt; 0 keeps the newest that many. */
-    public record Query(String sandbox, String kind, Instant since, int limit) {
+    /**
+     * Which records to read; null fields do not filter. {@code limit} &gt; 0 keeps the newest that
+     * many. {@code client} keeps the records filed under that client ({@code <client>@<door>}).
+     */
+    public record Query(String sandbox, String kind, Instant since, int limit, String client, Instant until) {
+        public Query(String sandbox, String kind, Instant since, int limit) {
+            this(sandbox, kind, since, limit, null, null);
+        }
     }
 
     /**
@@ -82,6 +88,15 @@ public final class AuditReader implements AutoCloseable {
         if (q.since() != null) {
             where.append(" AND time >= ?");
             args.add(AuditLog.TIME.format(q.since()));
+        }
+        if (q.client() != null) {
+            where.append(" AND substr(actor, 1, length(?) + 1) = ? || '@'");
+            args.add(q.client());
+            args.add(q.client());
+        }
+        if (q.until() != null) {
+            where.append(" AND time <= ?");
+            args.add(AuditLog.TIME.format(q.until()));
         }
         String sql = "SELECT seq, time, kind, actor, sandbox, detail, prev_hash, hash FROM audit" + where
                 + (q.limit() > 0 ? " ORDER BY seq DESC LIMIT " + q.limit() : " ORDER BY seq");

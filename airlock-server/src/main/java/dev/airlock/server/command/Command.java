@@ -73,6 +73,8 @@ public sealed interface Command<R> {
             case DescribeApproval d -> Operation.APPROVALS;
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
+            case ReadAudit r -> Operation.AUDIT;
+            case VerifyAudit v -> Operation.AUDIT;
             case ListImages l -> Operation.SANDBOX_READ;
             case CreateContext c -> Operation.EXEC;
             case ListContexts l -> Operation.SANDBOX_READ;
@@ -465,6 +467,21 @@ public sealed interface Command<R> {
 
     /** The images sandboxes may start from, beside 'system' (what the server's driver holds). */
     record ListImages() implements Command<List<ImageInfo>> {
+    }
+
+    /**
+     * Audit records, oldest first, at most {@code limit} of the newest that match; null filters
+     * match all. {@code client} matches records filed under that client (any door). The field is
+     * {@code ofSandbox}, not {@code sandbox}: reading a destroyed sandbox's records names no sandbox to resolve.
+     */
+    record ReadAudit(String ofSandbox, String client, String kind, java.time.Instant since, java.time.Instant until, int limit)
+            implements Command<List<dev.airlock.server.audit.AuditRecord>> {
+        public static final int DEFAULT_LIMIT = 500;
+        public static final int MAX_LIMIT = 10_000;
+    }
+
+    /** Checks the audit log's hash chain. */
+    record VerifyAudit() implements Command<dev.airlock.server.audit.AuditReader.Verdict> {
     }
 
     /** The server's metrics in the Prometheus text format. */

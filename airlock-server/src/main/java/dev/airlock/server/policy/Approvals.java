@@ -39,6 +39,7 @@ public final class Approvals {
     private final Map<String, Waiting> pending = new ConcurrentHashMap<>();
     private final List<Approval> decided = new ArrayList<>();
     private final SecureRandom random = new SecureRandom();
+    private final List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private record Waiting(Approval approval, CompletableFuture<Approval> decision) {
     }
@@ -46,6 +47,11 @@ public final class Approvals {
     public Approvals(AuditLog audit, Duration timeout) {
         this.audit = audit;
         this.timeout = timeout;
+    }
+
+    /** Runs {@code listener} after every request and decision (the console's event stream); it must return at once. */
+    public void onChange(Runnable listener) {
+        listeners.add(listener);
     }
 
     public Duration timeout() {
@@ -173,5 +179,6 @@ public final class Approvals {
         d.put("decidedBy", a.decidedBy());
         d.put("reason", a.reason());
         audit.record(AuditRecord.APPROVAL, actor, a.sandbox(), d);
+        listeners.forEach(Runnable::run);
     }
 }

@@ -31,6 +31,8 @@ public enum Operation {
     OUTPUTS("outputs"),
     /** List pending approvals and decide them: an operator's permission, not an agent's. */
     APPROVALS("approvals"),
+    /** Read the audit log and check its chain (REST, the web console): an operator's permission. */
+    AUDIT("audit"),
     METRICS("metrics");
 
     private final String id;

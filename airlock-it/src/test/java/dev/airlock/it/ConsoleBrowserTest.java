@@ -1,0 +1,373 @@
+package dev.airlock.it;
+
+import dev.airlock.server.policy.Policy;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.openqa.selenium.By;
+import org.openqa.selenium.Cookie;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The web console in a real browser: Debian's headless chromium, driven through chromedriver by
+ * Selenium, against a real server with real sandboxes. Each test signs in with a client token and
+ * uses the console as a person would; what the console may show and do is the policy's, so the
+ * tests also check what it must not (another client's sandbox, a cross-site request, a cookie
+ * after sign-out). Each test saves a screenshot under {@code target/console-screenshots/}; no
+ * browser process may outlive its test.
+ */
+class ConsoleBrowserTest {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final String OPERATOR = "alk_console-operator-token-0123456789abcdef0";
+    private static final String AGENT = "alk_console-agent-token-0123456789abcdef012345";
+    private static final Path SCREENSHOTS = Path.of("target", "console-screenshots");
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static LiveServer live;
+    private final HttpClient http = HttpClient.newHttpClient();
+    private ChromeDriverService service;
+    private ChromeDriver driver;
+    private Path profile;
+    private String testName;
+
+    @BeforeAll
+    static void start() {
+        live = LiveServer.withPolicy("""
+                approvals: {timeoutSeconds: 60}
+                profiles:
+                  default: {}
+                  gated: {approvals: [create]}
+                clients:
+                  local: {tokenFile: token, profiles: [default, gated], allow: ["*"]}
+                  operator: {tokenSha256: %s, profiles: [default], allow: [approvals, audit, sandbox.read]}
+                  agent: {tokenSha256: %s, profiles: [default], allow: [sandbox.create, sandbox.read, sandbox.destroy]}
+                """.formatted(HexFormat.of().formatHex(Policy.sha256(OPERATOR)), HexFormat.of().formatHex(Policy.sha256(AGENT))),
+                c -> c.withPoolSize(0));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (live != null) {
+            live.close();
+        }
+        assertThat(browserProcesses()).as("chromium or chromedriver processes left by this class").isEmpty();
+    }
+
+    @BeforeEach
+    void openBrowser(TestInfo info) throws IOException {
+        testName = info.getTestMethod().orElseThrow().getName();
+        profile = Files.createTempDirectory("airlock-chromium-");
+        ChromeOptions options = new ChromeOptions();
+        options.setBinary("/usr/bin/chromium");
+        options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1280,800", "--user-data-dir=" + profile);
+        service = new ChromeDriverService.Builder().usingDriverExecutable(new File("/usr/bin/chromedriver")).usingAnyFreePort().build();
+        driver = new ChromeDriver(service, options);
+    }
+
+    @AfterEach
+    void closeBrowser() throws IOException {
+        try {
+            if (driver != null) {
+                Files.createDirectories(SCREENSHOTS);
+                Files.write(SCREENSHOTS.resolve(testName + ".png"), driver.getScreenshotAs(OutputType.BYTES));
+            }
+        } finally {
+            if (driver != null) {
+                driver.quit();
+            }
+            if (service != null) {
+                service.stop();
+            }
+            await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(browserProcesses()).as("browser processes after quit").isEmpty());
+            LiveServer.deleteTree(profile);
+        }
+    }
+
+    /** Saves what the browser shows now as {@code <name>.png} (besides the one each test ends with). */
+    private void screenshot(String name) throws IOException {
+        Files.createDirectories(SCREENSHOTS);
+        Files.write(SCREENSHOTS.resolve(name + ".png"), driver.getScreenshotAs(OutputType.BYTES));
+    }
+
+    /** This JVM's descendant processes that are chromium or chromedriver. */
+    private static List<String> browserProcesses() {
+        return ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
+                .map(p -> p.pid() + " " + p.info().command().orElse("?"))
+                .filter(s -> s.contains("chrom"))
+                .toList();
+    }
+
+    // --- helpers ---
+
+    private WebDriverWait waiting() {
+        // a page re-renders its tables as data comes: an element read while it is replaced is read again
+        return (WebDriverWait) new WebDriverWait(driver, WAIT).ignoring(StaleElementReferenceException.class);
+    }
+
+    private void signIn(String token) {
+        driver.get(live.uri() + "/");
+        WebElement field = waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("token")));
+        field.sendKeys(token);
+        driver.findElement(By.cssSelector("#signin-form button[type=submit]")).click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("whoami"), "signed in as"));
+    }
+
+    private void open(String hash) {
+        driver.get(live.uri() + "/#" + hash);
+        waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("page")));
+    }
+
+    private String cookie() {
+        Cookie c = driver.manage().getCookieNamed("airlock_session");
+        assertThat(c).as("the session cookie").isNotNull();
+        assertThat(c.isHttpOnly()).isTrue();
+        assertThat(c.getSameSite()).isEqualTo("Strict");
+        return c.getValue();
+    }
+
+    private HttpResponse<String> withCookie(String method, String path, String body, String cookie, String... headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(live.uri() + path))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+                .header("Cookie", "airlock_session=" + cookie);
+        if (headers.length > 0) {
+            b.headers(headers);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    }
+
+    private String csrf(String cookie) throws Exception {
+        HttpResponse<String> r = withCookie("GET", "/console/session", null, cookie);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return JSON.readTree(r.body()).path("csrf").asString();
+    }
+
+    private String createAsLocal(String label) {
+        HttpResponse<String> r = live.raw("POST", "/v1/sandboxes", "{\"labels\": {\"console\": \"" + label + "\"}}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+        return JSON.readTree(r.body()).path("id").asString();
+    }
+
+    private static CompletableFuture<HttpResponse<String>> gatedCreate() {
+        return CompletableFuture.supplyAsync(() -> live.raw("POST", "/v1/sandboxes", "{\"profile\": \"gated\"}"));
+    }
+
+    private WebElement pendingRow() {
+        return waiting().until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#approval-rows tr[data-id]")));
+    }
+
+    // --- tests ---
+
+    @Test
+    void aSandboxCreatedOverRestAppearsAndIsDestroyedFromTheConsole() throws IOException {
+        signIn(live.token());
+        open("sandboxes");
+        String id = createAsLocal("appears");
+        By row = By.cssSelector("#sandbox-rows tr[data-id='" + id + "']");
+        WebElement shown = waiting().until(ExpectedConditions.visibilityOfElementLocated(row));
+        assertThat(shown.getText()).contains("running", "local", "default", "console=appears");
+        screenshot("sandboxes");
+        // the detail page: processes and files
+        shown.findElement(By.linkText(id)).click();
+        waiting().until(ExpectedConditions.presenceOfElementLocated(By.id("file-rows")));
+        assertThat(driver.findElement(By.cssSelector("#page h1")).getText()).contains(id);
+        open("sandboxes");
+        waiting().until(ExpectedConditions.visibilityOfElementLocated(row)).findElement(By.cssSelector("button.destroy")).click();
+        waiting().until(ExpectedConditions.invisibilityOfElementLocated(row));
+        assertThat(live.raw("GET", "/v1/sandboxes/" + id, null).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void anotherClientCanNeitherSeeNorTouchTheSandbox() throws Exception {
+        String id = createAsLocal("private");
+        try {
+            signIn(AGENT);
+            open("sandboxes");
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("sandbox-rows"), "No sandboxes."));
+            assertThat(driver.findElements(By.cssSelector("#sandbox-rows tr[data-id='" + id + "']"))).isEmpty();
+            open("sandbox/" + id);
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("page-error"), "does not exist"));
+            // nor with the agent's session cookie and CSRF token, sent as the console would send them
+            String cookie = cookie();
+            HttpResponse<String> destroy = withCookie("DELETE", "/v1/sandboxes/" + id, null, cookie,
+                    "X-Airlock-CSRF", csrf(cookie), "Origin", live.uri().toString());
+            assertThat(destroy.statusCode()).as(destroy.body()).isEqualTo(404);
+            assertThat(live.raw("GET", "/v1/sandboxes/" + id, null).statusCode()).isEqualTo(200);
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    @Test
+    void anOperatorApprovesAPendingCreateAndTheWaitingCallCompletes() throws Exception {
+        signIn(OPERATOR);
+        open("approvals");
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("approvals-status"), "live"));
+        CompletableFuture<HttpResponse<String>> create = gatedCreate();
+        WebElement row = pendingRow();
+        assertThat(row.getText()).contains("profile 'gated'", "local");
+        assertThat(create).isNotDone();
+        row.findElement(By.cssSelector("input.reason")).sendKeys("fine by me");
+        screenshot("approvals");
+        row.findElement(By.cssSelector("button.approve")).click();
+        HttpResponse<String> created = create.get(60, TimeUnit.SECONDS);
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("approval-rows"), "Nothing waits"));
+        live.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(created.body()).path("id").asString(), null);
+        assertThat(live.audit(null, "approval")).anySatisfy(r -> assertThat(r.detail()).contains("console:operator", "fine by me"));
+    }
+
+    @Test
+    void anOperatorDeniesAPendingCreateAndTheCallerIsRefused() throws Exception {
+        signIn(OPERATOR);
+        open("approvals");
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("approvals-status"), "live"));
+        CompletableFuture<HttpResponse<String>> create = gatedCreate();
+        WebElement row = pendingRow();
+        row.findElement(By.cssSelector("input.reason")).sendKeys("not today");
+        row.findElement(By.cssSelector("button.deny")).click();
+        HttpResponse<String> refused = create.get(60, TimeUnit.SECONDS);
+        assertThat(refused.statusCode()).as(refused.body()).isEqualTo(403);
+        assertThat(refused.body()).contains("denied by console:operator", "not today");
+    }
+
+    @Test
+    void aClientCannotDecideItsOwnRequestInTheConsole() throws Exception {
+        signIn(live.token());
+        open("approvals");
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("approvals-status"), "live"));
+        CompletableFuture<HttpResponse<String>> create = gatedCreate();
+        WebElement row = pendingRow();
+        String approval = row.getAttribute("data-id");
+        row.findElement(By.cssSelector("button.approve")).click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("approvals-error"), "separation of duties"));
+        assertThat(create).isNotDone();
+        HttpResponse<String> denied = live.raw("POST", "/v1/approvals/" + approval + "/deny", "{}", OPERATOR);
+        assertThat(denied.statusCode()).as(denied.body()).isEqualTo(200);
+        assertThat(create.get(60, TimeUnit.SECONDS).statusCode()).isEqualTo(403);
+    }
+
+    @Test
+    void theAuditLogFiltersByTheSandboxAndExportsJsonLines() throws Exception {
+        String id = createAsLocal("audited");
+        live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        signIn(OPERATOR);
+        open("audit");
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("audit-verdict"), "Chain verified"));
+        driver.findElement(By.id("audit-sandbox")).sendKeys(id);
+        driver.findElement(By.id("audit-kind")).sendKeys("lifecycle");
+        driver.findElement(By.id("audit-apply")).click();
+        waiting().until(d -> {
+            List<WebElement> rows = d.findElements(By.cssSelector("#audit-rows tr"));
+            return !rows.isEmpty() && rows.stream().allMatch(r -> r.getText().contains(id) && r.getText().contains("lifecycle"));
+        });
+        assertThat(driver.findElement(By.id("audit-rows")).getText()).contains("\"event\":\"created\"", "\"event\":\"destroyed\"");
+        String export = driver.findElement(By.id("audit-export")).getAttribute("href");
+        assertThat(export).contains("format=jsonl", "sandbox=" + id);
+        HttpResponse<String> lines = withCookie("GET", URI.create(export).getRawPath() + "?" + URI.create(export).getRawQuery(), null, cookie());
+        assertThat(lines.statusCode()).as(lines.body()).isEqualTo(200);
+        assertThat(lines.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("application/x-ndjson"));
+        List<String> all = lines.body().lines().toList();
+        assertThat(all).isNotEmpty().allSatisfy(l -> {
+            JsonNode n = JSON.readTree(l);
+            assertThat(n.path("sandbox").asString()).isEqualTo(id);
+            assertThat(n.path("kind").asString()).isEqualTo("lifecycle");
+        });
+        // the client and time filters, as the page sends them
+        JsonNode own = JSON.readTree(withCookie("GET", "/v1/audit?client=operator&limit=50", null, cookie()).body()).path("records");
+        assertThat(own).isNotEmpty().allSatisfy(r -> assertThat(r.path("actor").asString()).startsWith("operator@"));
+        JsonNode future = JSON.readTree(withCookie("GET", "/v1/audit?since=2999-01-01T00:00:00Z", null, cookie()).body()).path("records");
+        assertThat(future).isEmpty();
+        JsonNode past = JSON.readTree(withCookie("GET", "/v1/audit?until=2000-01-01T00:00:00Z", null, cookie()).body()).path("records");
+        assertThat(past).isEmpty();
+        assertThat(withCookie("GET", "/v1/audit?since=yesterday", null, cookie()).statusCode()).isEqualTo(400);
+    }
+
+    @Test
+    void crossSiteRequestsWithTheCookieAreRefused() throws Exception {
+        signIn(live.token());
+        String cookie = cookie();
+        String csrf = csrf(cookie);
+        String local = live.uri().toString();
+        // a cross-site form post: the browser sends the cookie (were it not SameSite), but no CSRF header, from a foreign origin
+        HttpResponse<String> form = withCookie("POST", "/v1/sandboxes", "profile=default", cookie,
+                "Content-Type", "application/x-www-form-urlencoded", "Origin", "http://evil.example");
+        assertThat(form.statusCode()).as(form.body()).isEqualTo(403);
+        HttpResponse<String> noToken = withCookie("POST", "/v1/sandboxes", "{}", cookie, "Content-Type", "application/json", "Origin", local);
+        assertThat(noToken.statusCode()).as(noToken.body()).isEqualTo(403);
+        assertThat(JSON.readTree(noToken.body()).path("error").path("code").asString()).isEqualTo("csrf");
+        HttpResponse<String> wrongToken = withCookie("POST", "/v1/sandboxes", "{}", cookie, "Content-Type", "application/json",
+                "X-Airlock-CSRF", csrf + "x", "Origin", local);
+        assertThat(wrongToken.statusCode()).as(wrongToken.body()).isEqualTo(403);
+        HttpResponse<String> foreign = withCookie("POST", "/v1/sandboxes", "{}", cookie, "Content-Type", "application/json",
+                "X-Airlock-CSRF", csrf, "Origin", "http://evil.example");
+        assertThat(foreign.statusCode()).as(foreign.body()).isEqualTo(403);
+        assertThat(foreign.body()).contains("Origin", "not allowed");
+        HttpResponse<String> foreignSignIn = http.send(HttpRequest.newBuilder(URI.create(local + "/console/session"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"token\": \"" + live.token() + "\"}"))
+                .header("Content-Type", "application/json").header("Origin", "http://evil.example").build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(foreignSignIn.statusCode()).as(foreignSignIn.body()).isEqualTo(403);
+        assertThat(foreignSignIn.headers().firstValue("Set-Cookie")).isEmpty();
+        // nothing was created by any of them; the same request from the console's own page is accepted
+        assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes", null).body()).path("sandboxes")).isEmpty();
+        HttpResponse<String> own = withCookie("POST", "/v1/sandboxes", "{}", cookie, "Content-Type", "application/json",
+                "X-Airlock-CSRF", csrf, "Origin", local);
+        assertThat(own.statusCode()).as(own.body()).isEqualTo(201);
+        live.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(own.body()).path("id").asString(), null);
+        // the console's page is served with a strict policy and may not be framed
+        HttpResponse<String> page = http.send(HttpRequest.newBuilder(URI.create(local + "/")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(page.headers().firstValue("Content-Security-Policy")).hasValueSatisfying(v -> assertThat(v).contains("default-src 'self'",
+                "frame-ancestors 'none'").doesNotContain("unsafe-inline"));
+        assertThat(page.headers().firstValue("X-Frame-Options")).hasValue("DENY");
+        assertThat(page.headers().firstValue("X-Content-Type-Options")).hasValue("nosniff");
+    }
+
+    @Test
+    void afterSignOutTheCookieNoLongerWorks() throws Exception {
+        signIn(live.token());
+        String cookie = cookie();
+        assertThat(withCookie("GET", "/v1/sandboxes", null, cookie).statusCode()).isEqualTo(200);
+        open("overview");
+        waiting().until(ExpectedConditions.elementToBeClickable(By.id("signout"))).click();
+        waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("signin")));
+        assertThat(driver.manage().getCookieNamed("airlock_session")).isNull();
+        HttpResponse<String> after = withCookie("GET", "/v1/sandboxes", null, cookie);
+        assertThat(after.statusCode()).as(after.body()).isEqualTo(401);
+        assertThat(after.body()).contains("sign in again");
+        // both ends of the session are on the audit log, filed under the client and the console
+        assertThat(live.audit(null, "request")).filteredOn(r -> r.actor().equals("local@console"))
+                .extracting(r -> JSON.readTree(r.detail()).path("endpoint").asString())
+                .contains("POST /console/session", "DELETE /console/session");
+    }
+}

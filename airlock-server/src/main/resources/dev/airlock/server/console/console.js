@@ -1,0 +1,274 @@
+// The Airlock web console: one page, one module, no framework. Every number it shows and every
+// action it takes goes through the REST API (/v1/...) with the session cookie, so the server's
+// policy decides it exactly as for that client's bearer token. Text from the server is always
+// set as textContent, never as HTML.
+
+const CSRF_HEADER = 'X-Airlock-CSRF';
+let session = null;      // {client, csrf, operations}
+let timer = null;        // the polling of the page shown
+let events = null;       // the approvals event stream
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+/** Calls the REST API; throws an Error with the server's message when it refuses. */
+async function api(method, path, body) {
+  const headers = {};
+  if (method !== 'GET') headers[CSRF_HEADER] = session.csrf;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  if (r.status === 401) { showSignIn('The session ended: sign in again.'); throw new Error('signed out'); }
+  if (r.status === 204) return null;
+  const json = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(json.error?.message || json.message || ('HTTP ' + r.status));
+  return json;
+}
+
+const may = op => session.operations.includes(op);
+
+function age(iso) {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
+}
+
+function left(iso) {
+  const s = Math.round((Date.parse(iso) - Date.now()) / 1000);
+  return s <= 0 ? 'expired' : s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
+}
+
+function page(title, ...children) {
+  const p = document.getElementById('page');
+  p.replaceChildren(el('h1', { text: title }), ...children);
+  p.hidden = false;
+  return p;
+}
+
+function stop() {
+  if (timer) clearInterval(timer);
+  timer = null;
+}
+
+// --- pages ---
+
+async function overview() {
+  const sandboxes = el('span', { class: 'count', id: 'count-sandboxes', text: '…' });
+  const pending = el('span', { class: 'count', id: 'count-approvals', text: may('approvals') ? '…' : '—' });
+  page('Overview', el('div', { class: 'cards' },
+    el('div', { class: 'card' }, el('div', { text: 'Live sandboxes' }), sandboxes),
+    el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)));
+  const refresh = async () => {
+    if (may('sandbox.read')) sandboxes.textContent = (await api('GET', '/v1/sandboxes')).sandboxes.length;
+    if (may('approvals')) pending.textContent = (await api('GET', '/v1/approvals')).approvals.length;
+  };
+  await refresh();
+  timer = setInterval(() => refresh().catch(() => {}), 2000);
+}
+
+async function sandboxes() {
+  const filter = el('input', { id: 'label-filter', placeholder: 'label filter: key=value' });
+  const error = el('p', { class: 'error', id: 'sandboxes-error' });
+  const body = el('tbody', { id: 'sandbox-rows' });
+  page('Sandboxes', el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'Labels', '']
+      .map(h => el('th', { text: h })))), body));
+  const refresh = async () => {
+    const q = filter.value.trim() ? '?label=' + encodeURIComponent(filter.value.trim()) : '';
+    const list = (await api('GET', '/v1/sandboxes' + q)).sandboxes;
+    body.replaceChildren(...list.map(s => el('tr', { 'data-id': s.id },
+      el('td', {}, el('a', { href: '#sandbox/' + encodeURIComponent(s.id), class: 'mono', text: s.id })),
+      el('td', { text: s.state }), el('td', { text: s.owner }), el('td', { text: s.profile }), el('td', { text: s.isolation }),
+      el('td', { text: s.image }), el('td', { text: age(s.createdAt) }), el('td', { text: left(s.expiresAt) }),
+      el('td', { text: Object.entries(s.labels || {}).map(([k, v]) => k + '=' + v).join(', ') }),
+      el('td', {}, may('sandbox.destroy') ? el('button', { type: 'button', class: 'destroy', 'data-id': s.id, text: 'Destroy',
+        onclick: async () => {
+          try { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); error.textContent = ''; await refresh(); }
+          catch (e) { error.textContent = e.message; }
+        } }) : ''))));
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '10', text: 'No sandboxes.' })));
+  };
+  filter.addEventListener('change', () => refresh().catch(e => { error.textContent = e.message; }));
+  await refresh().catch(e => { error.textContent = e.message; });
+  timer = setInterval(() => refresh().catch(e => { error.textContent = e.message; }), 2000);
+}
+
+async function sandbox(id) {
+  const s = await api('GET', '/v1/sandboxes/' + encodeURIComponent(id));
+  const processes = el('tbody', { id: 'process-rows' });
+  const files = el('tbody', { id: 'file-rows' });
+  const dir = el('input', { id: 'dir', value: '/workspace' });
+  const error = el('p', { class: 'error' });
+  page('Sandbox ' + s.id,
+    el('p', { text: `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago · TTL left ${left(s.expiresAt)}` }),
+    el('h2', { text: 'Processes' }),
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Pid', 'State', 'Command', 'Started'].map(h => el('th', { text: h })))), processes),
+    el('h2', { text: 'Files' }),
+    el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); list(); } }, dir, el('button', { type: 'submit', text: 'List' })), error,
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', ''].map(h => el('th', { text: h })))), files));
+  const list = async () => {
+    try {
+      const entries = (await api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/files/list?path=${encodeURIComponent(dir.value)}`)).entries;
+      files.replaceChildren(...entries.map(f => el('tr', {}, el('td', { class: 'mono', text: f.path || f.name }), el('td', { text: f.type }),
+        el('td', { text: f.size ?? '' }),
+        el('td', {}, f.type === 'file' ? el('a', { href: `/v1/sandboxes/${encodeURIComponent(id)}/files?path=${encodeURIComponent(f.path || f.name)}`,
+          download: '', text: 'download' }) : ''))));
+      error.textContent = '';
+    } catch (e) { error.textContent = e.message; }
+  };
+  const procs = async () => {
+    const p = (await api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/processes`)).processes;
+    processes.replaceChildren(...p.map(x => el('tr', {}, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
+      el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: x.startedAt ?? '' }))));
+  };
+  await Promise.all([list(), procs().catch(e => { error.textContent = e.message; })]);
+  timer = setInterval(() => procs().catch(() => {}), 2000);
+}
+
+function approvals() {
+  const error = el('p', { class: 'error', id: 'approvals-error' });
+  const body = el('tbody', { id: 'approval-rows' });
+  const status = el('p', { id: 'approvals-status', text: 'connecting…' });
+  page('Approvals', status, error,
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Asked', 'Client', 'Sandbox', 'Rule', 'Waiting', 'Reason', ''].map(h => el('th', { text: h })))), body));
+  events = new EventSource('/v1/approvals/events');
+  events.addEventListener('open', () => { status.textContent = 'live: new requests appear here as they come'; });
+  events.addEventListener('error', () => { status.textContent = 'reconnecting…'; });
+  events.addEventListener('approvals', ev => {
+    const list = JSON.parse(ev.data).approvals;
+    document.getElementById('pending-badge').textContent = list.length || '';
+    body.replaceChildren(...list.map(a => {
+      const reason = el('input', { class: 'reason', placeholder: 'reason' });
+      const decide = verb => async () => {
+        try { await api('POST', `/v1/approvals/${encodeURIComponent(a.id)}/${verb}`, { reason: reason.value || undefined }); error.textContent = ''; }
+        catch (e) { error.textContent = e.message; }
+      };
+      return el('tr', { 'data-id': a.id }, el('td', { text: a.summary }), el('td', { text: a.client }), el('td', { class: 'mono', text: a.sandbox ?? '' }),
+        el('td', { class: 'mono', text: a.rule }), el('td', { text: age(a.requestedAt) }), el('td', {}, reason),
+        el('td', {}, el('button', { type: 'button', class: 'approve', text: 'Approve', onclick: decide('approve') }), ' ',
+          el('button', { type: 'button', class: 'deny', text: 'Deny', onclick: decide('deny') })));
+    }));
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '7', text: 'Nothing waits for a decision.' })));
+  });
+}
+
+async function audit() {
+  const field = (id, placeholder) => el('input', { id, placeholder });
+  const sandboxF = field('audit-sandbox', 'sandbox'), clientF = field('audit-client', 'client'), kindF = field('audit-kind', 'kind');
+  const sinceF = el('input', { id: 'audit-since', type: 'datetime-local', step: '1', title: 'from (local time)' });
+  const untilF = el('input', { id: 'audit-until', type: 'datetime-local', step: '1', title: 'until (local time)' });
+  const verdict = el('p', { id: 'audit-verdict', text: 'checking the chain…' });
+  const error = el('p', { class: 'error', id: 'audit-error' });
+  const body = el('tbody', { id: 'audit-rows' });
+  const exportLink = el('a', { id: 'audit-export', download: 'airlock-audit.jsonl', text: 'Export as JSON lines' });
+  const query = () => {
+    const q = new URLSearchParams();
+    if (sandboxF.value.trim()) q.set('sandbox', sandboxF.value.trim());
+    if (clientF.value.trim()) q.set('client', clientF.value.trim());
+    if (kindF.value.trim()) q.set('kind', kindF.value.trim());
+    if (sinceF.value) q.set('since', new Date(sinceF.value).toISOString());
+    if (untilF.value) q.set('until', new Date(untilF.value).toISOString());
+    return q;
+  };
+  let asked = 0; // only the answer to the latest filter is shown, however the answers arrive
+  const load = async () => {
+    const mine = ++asked;
+    try {
+      const q = query();
+      const records = (await api('GET', '/v1/audit?' + q)).records;
+      if (mine !== asked) return;
+      q.set('format', 'jsonl');
+      exportLink.href = '/v1/audit?' + q;
+      body.replaceChildren(...records.reverse().map(r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }), el('td', { class: 'mono', text: r.time }),
+        el('td', { text: r.kind }), el('td', { text: r.actor ?? '' }), el('td', { class: 'mono', text: r.sandbox ?? '' }),
+        el('td', { class: 'mono', text: JSON.stringify(r.detail) }))));
+      error.textContent = '';
+    } catch (e) { error.textContent = e.message; }
+  };
+  page('Audit', el('form', { class: 'filters', id: 'audit-filters', onsubmit: e => { e.preventDefault(); load(); } },
+    sandboxF, clientF, kindF, el('label', { text: 'from ' }, sinceF), el('label', { text: 'until ' }, untilF), el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
+  verdict, exportLink, error,
+  el('table', {}, el('thead', {}, el('tr', {}, ...['Seq', 'Time', 'Kind', 'Actor', 'Sandbox', 'Detail'].map(h => el('th', { text: h })))), body));
+  api('GET', '/v1/audit/verify').then(v => {
+    verdict.textContent = v.ok ? `Chain verified: ${v.records} records intact` : `Chain BROKEN at seq ${v.brokenSeq}: ${v.problem}`;
+    verdict.className = v.ok ? 'ok' : 'error';
+  }).catch(e => { verdict.textContent = e.message; verdict.className = 'error'; });
+  await load();
+}
+
+function terminal() {
+  page('Terminal', el('p', { id: 'terminal-placeholder',
+    text: 'The terminal page is not here yet: it will open an interactive shell in a sandbox over the PTY attach WebSocket.' }));
+}
+
+// --- navigation and sign-in ---
+
+async function route() {
+  stop();
+  if (events) { events.close(); events = null; }
+  if (!session) return;
+  const [name, arg] = (location.hash.slice(1) || 'overview').split('/');
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
+  try {
+    switch (name) {
+      case 'sandboxes': await sandboxes(); break;
+      case 'sandbox': await sandbox(decodeURIComponent(arg)); break;
+      case 'approvals': approvals(); break;
+      case 'audit': await audit(); break;
+      case 'terminal': terminal(); break;
+      default: await overview();
+    }
+  } catch (e) {
+    if (session) page('Error', el('p', { class: 'error', id: 'page-error', text: e.message }));
+  }
+}
+
+function showSignIn(message) {
+  session = null;
+  stop();
+  if (events) { events.close(); events = null; }
+  document.getElementById('nav').hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('page').hidden = true;
+  document.getElementById('whoami').textContent = '';
+  document.getElementById('signin').hidden = false;
+  document.getElementById('signin-error').textContent = message || '';
+}
+
+function signedIn(s) {
+  session = s;
+  document.getElementById('signin').hidden = true;
+  document.getElementById('nav').hidden = false;
+  document.getElementById('signout').hidden = false;
+  document.getElementById('whoami').textContent = 'signed in as ' + s.client;
+  route();
+}
+
+document.getElementById('signin-form').addEventListener('submit', async e => {
+  e.preventDefault();
+  const token = document.getElementById('token');
+  const r = await fetch('/console/session', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    credentials: 'same-origin', body: JSON.stringify({ token: token.value }) });
+  const json = await r.json().catch(() => ({}));
+  token.value = '';
+  if (!r.ok) { document.getElementById('signin-error').textContent = json.error?.message || ('HTTP ' + r.status); return; }
+  signedIn(json);
+});
+
+document.getElementById('signout').addEventListener('click', async () => {
+  await fetch('/console/session', { method: 'DELETE', headers: { [CSRF_HEADER]: session.csrf }, credentials: 'same-origin' });
+  showSignIn('Signed out.');
+});
+
+window.addEventListener('hashchange', route);
+
+fetch('/console/session', { credentials: 'same-origin' }).then(async r => {
+  if (r.ok) signedIn(await r.json());
+  else showSignIn();
+});
