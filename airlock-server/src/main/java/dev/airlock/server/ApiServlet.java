@@ -40,7 +40,7 @@ final class ApiServlet extends HttpServlet {
     ApiServlet(SandboxService service, ServerConfig config, byte[] openApi) {
         this.service = service;
         this.config = config;
-        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi).routes();
+        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, config.host()).routes();
     }
 
     @Override
@@ -80,7 +80,7 @@ final class ApiServlet extends HttpServlet {
                 return;
             }
             String endpoint = req.getMethod() + " " + m.template();
-            Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
+            Client client = authenticate(req);
             if (client == null) {
                 service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("Authorization") != null);
                 resp.setHeader("WWW-Authenticate", "Bearer");
@@ -129,6 +129,15 @@ final class ApiServlet extends HttpServlet {
                 error(resp, 500, "internal", "internal error: " + e, null);
             }
         }
+    }
+
+    /**
+     * The client a request comes from, or null: the one place the REST door (and the terminal
+     * WebSocket under it) finds who is calling. Today only a bearer token; a console's session
+     * cookie would be resolved here too.
+     */
+    private Client authenticate(HttpServletRequest req) {
+        return service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
     }
 
     private static SandboxService.Request request(Client client, String endpoint, Operation operation, String sandbox, String digest) {

@@ -3,6 +3,7 @@ package dev.airlock.server.mcp;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Printable;
 import dev.airlock.server.BodyReader;
+import dev.airlock.server.LocalOrigin;
 import dev.airlock.server.SandboxService;
 import dev.airlock.server.policy.Client;
 import jakarta.servlet.AsyncEvent;
@@ -35,7 +36,7 @@ import java.util.regex.Pattern;
 /**
  * What stands in front of the SDK's MCP servlet:
  * <ol>
- *   <li>DNS-rebinding protection: the Host header must name this server (its bind address, its
+ *   <li>DNS-rebinding protection ({@link LocalOrigin}): the Host header must name this server (its bind address, its
  *       local address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header, if
  *       sent, must be a loopback origin. A web page an attacker serves cannot pass both.</li>
  *   <li>The bearer token of a policy client, as on the REST API; the request goes to that client's own MCP server.</li>
@@ -51,8 +52,6 @@ final class McpHttpGuard implements Filter {
     /** A tool call carries code and files; 32 MiB is the REST API's JSON limit too. */
     static final int MAX_BODY = 32 * 1024 * 1024;
     private static final String TOO_LARGE = "request body is over " + MAX_BODY + " bytes: write large files in parts with sandbox_write_file";
-    private static final Pattern LOOPBACK_ORIGIN = Pattern.compile("https?://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:\\d{1,5})?",
-            Pattern.CASE_INSENSITIVE);
     static final String SESSION_HEADER = "Mcp-Session-Id";
 
     private final String bindHost;
@@ -76,16 +75,9 @@ final class McpHttpGuard implements Filter {
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain) throws IOException, ServletException {
         HttpServletRequest req = (HttpServletRequest) request;
         HttpServletResponse resp = (HttpServletResponse) response;
-        String host = req.getHeader("Host");
-        if (host == null || !hostAllowed(host, req)) {
-            refuse(resp, 403, "Host header '" + (host == null ? "" : Printable.of(host, 100)) + "' does not name this server: connect to it as localhost,"
-                    + " 127.0.0.1 or its bind address, with its port (DNS-rebinding protection)");
-            return;
-        }
-        String origin = req.getHeader("Origin");
-        if (origin != null && !LOOPBACK_ORIGIN.matcher(origin).matches()) {
-            refuse(resp, 403, "Origin '" + Printable.of(origin, 100) + "' is not allowed: only local origins (http://localhost,"
-                    + " http://127.0.0.1, http://[::1]) may call this server (DNS-rebinding protection)");
+        String notLocal = LocalOrigin.refusal(req, bindHost);
+        if (notLocal != null) {
+            refuse(resp, 403, notLocal);
             return;
         }
         Client client = service.policy().authenticate(req.getHeader("Authorization")).orElse(null);
@@ -166,22 +158,6 @@ final class McpHttpGuard implements Filter {
         if ("DELETE".equals(req.getMethod()) && session != null && resp.getStatus() < 300) {
             sessions.end(session, "was closed by the client");
         }
-    }
-
-    private boolean hostAllowed(String host, HttpServletRequest req) {
-        String h = host.trim().toLowerCase(Locale.ROOT);
-        int port = req.getLocalPort();
-        for (String name : List.of("localhost", "127.0.0.1", "[::1]", uriHost(bindHost), uriHost(req.getLocalAddr()))) {
-            if (h.equals(name + ":" + port) || (port == 80 && h.equals(name))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static String uriHost(String address) {
-        String a = address == null ? "" : address.toLowerCase(Locale.ROOT);
-        return a.contains(":") && !a.startsWith("[") ? "[" + a + "]" : a;
     }
 
     private static Charset charset(HttpServletRequest req) {

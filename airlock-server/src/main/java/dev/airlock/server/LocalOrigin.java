@@ -1,0 +1,58 @@
+package dev.airlock.server;
+
+import dev.airlock.core.Printable;
+import jakarta.servlet.http.HttpServletRequest;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Pattern;
+
+/**
+ * DNS-rebinding protection for the endpoints a web page could be made to reach (MCP over HTTP,
+ * a terminal's WebSocket): the Host header must name this server (its bind address, its local
+ * address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header, if sent, must be a
+ * loopback origin. A web page an attacker serves cannot pass both. One rule for every such door.
+ */
+public final class LocalOrigin {
+
+    private static final Pattern LOOPBACK_ORIGIN = Pattern.compile("https?://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:\\d{1,5})?",
+            Pattern.CASE_INSENSITIVE);
+
+    private LocalOrigin() {
+    }
+
+    /**
+     * Why {@code req} is refused, or null if its Host and Origin pass.
+     *
+     * @param bindHost the address the server listens on
+     */
+    public static String refusal(HttpServletRequest req, String bindHost) {
+        String host = req.getHeader("Host");
+        if (host == null || !hostAllowed(host, req, bindHost)) {
+            return "Host header '" + (host == null ? "" : Printable.of(host, 100)) + "' does not name this server: connect to it as localhost,"
+                    + " 127.0.0.1 or its bind address, with its port (DNS-rebinding protection)";
+        }
+        String origin = req.getHeader("Origin");
+        if (origin != null && !LOOPBACK_ORIGIN.matcher(origin).matches()) {
+            return "Origin '" + Printable.of(origin, 100) + "' is not allowed: only local origins (http://localhost,"
+                    + " http://127.0.0.1, http://[::1]) may call this server (DNS-rebinding protection)";
+        }
+        return null;
+    }
+
+    private static boolean hostAllowed(String host, HttpServletRequest req, String bindHost) {
+        String h = host.trim().toLowerCase(Locale.ROOT);
+        int port = req.getLocalPort();
+        for (String name : List.of("localhost", "127.0.0.1", "[::1]", uriHost(bindHost), uriHost(req.getLocalAddr()))) {
+            if (h.equals(name + ":" + port) || (port == 80 && h.equals(name))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String uriHost(String address) {
+        String a = address == null ? "" : address.toLowerCase(Locale.ROOT);
+        return a.contains(":") && !a.startsWith("[") ? "[" + a + "]" : a;
+    }
+}
