@@ -17,6 +17,7 @@ record Frame(int type, ByteBuffer payload) {
     static final int WRITE_FILE = 4;
     static final int EXEC_HELD = 5;
     static final int RELEASE = 6;
+    static final int RESIZE = 7;
     static final int HELLO = 10;
     static final int STARTED = 11;
     static final int STDOUT = 12;

@@ -205,6 +205,9 @@ public final class Sandbox implements AutoCloseable {
             env.put("no_proxy", "localhost,127.0.0.1,::1");
         }
         env.putAll(attached.attachment().environment());
+        if (request.tty() != null) {
+            env.put("TERM", "xterm-256color");   // what browser terminals and most others emulate; the spec or request may say otherwise
+        }
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;

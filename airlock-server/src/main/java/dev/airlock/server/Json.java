@@ -310,6 +310,7 @@ final class Json {
         n.put("id", p.id());
         n.set("command", MAPPER.valueToTree(p.command()));
         n.put("state", p.running() ? "running" : "exited");
+        n.put("tty", p.terminal() != null);
         n.put("pid", p.execution().pid());
         n.put("startedAt", p.startedAt().toString());
         n.put("stdoutBytes", p.output().stdoutBytes());

@@ -57,6 +57,7 @@ public sealed interface Command<R> {
             case Exec e -> Operation.EXEC;
             case StartProcess p -> Operation.EXEC;
             case Signal s -> Operation.EXEC;
+            case Attach t -> Operation.EXEC;
             case Run r -> Operation.RUN;
             case WriteFile w -> Operation.FILES_WRITE;
             case ReadFile r -> Operation.FILES_READ;
@@ -267,15 +268,21 @@ public sealed interface Command<R> {
     // --- executions ---
 
     /**
-     * How an execution runs beside what it runs: environment, directory, input and timeout.
+     * How an execution runs beside what it runs: environment, directory, input, timeout and terminal.
      *
      * @param timeout null: the sandbox's
+     * @param tty     null: on pipes; else on a pseudo-terminal of this size (a background process only)
      */
-    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout, dev.airlock.core.TerminalSize tty) {
         public static final ExecOptions NONE = new ExecOptions(null, null, null, null);
 
         public ExecOptions {
             env = env == null ? Map.of() : Map.copyOf(env);
+        }
+
+        /** Options without a terminal. */
+        public ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+            this(env, cwd, stdin, timeout, null);
         }
     }
 
@@ -307,6 +314,14 @@ public sealed interface Command<R> {
         public StartProcess {
             options = options == null ? ExecOptions.NONE : options;
         }
+    }
+
+    /**
+     * Attaches a WebSocket to the terminal of a running background process started with a tty: the
+     * answer is the socket's endpoint, for the door to upgrade the connection to (the process is
+     * checked first: it has a terminal, it runs, it has room for one more socket).
+     */
+    record Attach(String sandbox, String process) implements Command<dev.airlock.server.TerminalSocket> {
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */
