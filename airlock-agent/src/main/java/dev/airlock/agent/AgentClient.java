@@ -166,6 +166,18 @@ public final class AgentClient implements SandboxAgent {
         files.killAll();
     }
 
+    /**
+     * Asks the agent to let go of this connection (DETACH) so its sandbox can be checkpointed, then
+     * closes it. The agent keeps every process and connects again to the same socket path, where the
+     * host listens anew once the checkpoint is taken (or restored): {@link #connect} wraps that
+     * connection. Refused by the agent (an {@code IOException} naming EBUSY) while an execution or a
+     * file read runs; this connection stays usable then.
+     */
+    public void detach() throws IOException {
+        files.detach();
+        close();
+    }
+
     @Override
     public FileInfo stat(String path) throws IOException {
         return files.stat(path);

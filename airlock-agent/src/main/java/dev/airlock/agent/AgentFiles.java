@@ -133,6 +133,11 @@ final class AgentFiles {
         operation(id, "stop the sandbox's processes", new FrameBuilder(Frame.KILL_ALL, "request").u32(id));
     }
 
+    void detach() throws IOException {
+        int id = client.newId();
+        operation(id, "let go of the host channel", new FrameBuilder(Frame.DETACH, "request").u32(id));
+    }
+
     void mkdir(String path, boolean parents) throws IOException {
         checkPath(path);
         int id = client.newId();

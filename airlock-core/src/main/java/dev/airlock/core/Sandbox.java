@@ -105,6 +105,23 @@ public final class Sandbox implements AutoCloseable {
         }
     }
 
+    /**
+     * Saves every process of the sandbox with its memory and in-memory files into the empty
+     * directory {@code dir} ({@link Engine#restore}); the sandbox runs on. Not while paused.
+     *
+     * @throws AirlockException UNAVAILABLE where the tier cannot (only gVisor can here), CONFLICT
+     *                          while an execution runs or the sandbox is paused
+     */
+    public void checkpoint(java.nio.file.Path dir) {
+        synchronized (pauseLock) {
+            ensureOpen();
+            if (paused) {
+                throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id() + " is paused: resume it first, then checkpoint it");
+            }
+            driverSandbox.checkpoint(dir);
+        }
+    }
+
     /** Whether the sandbox is paused: its processes frozen until {@link #resume()}. */
     public boolean isPaused() {
         return paused;

@@ -133,6 +133,44 @@ class RunscDriverTest {
         }
     }
 
+    /**
+     * Memory state: a Python process holding a variable only in its memory goes on, with it, in the
+     * checkpointed sandbox (reconnected) and in a new sandbox restored from the checkpoint image, as do
+     * the in-memory files of /workspace. The process writes x to a file only when asked, after the
+     * checkpoint, so the value can come from nowhere but its memory.
+     */
+    @Test
+    void aPythonProcessKeepsItsVariableThroughCheckpointAndRestore() throws Exception {
+        Path image = Files.createDirectories(tmp.resolve("checkpoint"));
+        String program = """
+                import os, time
+                x = 6 * 7
+                while True:
+                    if os.path.exists('/tmp/ask'):
+                        open('/tmp/x', 'w').write(str(x))
+                        os.remove('/tmp/ask')
+                    time.sleep(0.05)
+                """;
+        String ask = "touch /tmp/ask; while [ -e /tmp/ask ]; do sleep 0.05; done; cat /tmp/x; rm /tmp/x";
+        SandboxSpec spec = SandboxSpec.defaults();
+        String pid;
+        try (Sandbox original = engine.create(spec)) {
+            original.writeFile("/workspace/p.py", program.getBytes(StandardCharsets.UTF_8));
+            original.writeFile("/workspace/note.txt", "kept".getBytes(StandardCharsets.UTF_8));
+            ok(original.exec(ExecRequest.of("sh", "-c", "python3 /workspace/p.py >/dev/null 2>&1 &")));
+            pid = ok(original.exec(ExecRequest.of("sh", "-c", "sleep 0.5; pgrep -f ^python3"))).stdoutText().strip();
+            original.checkpoint(image);
+            assertThat(image.resolve("checkpoint.img")).isNotEmptyFile();
+            // the original runs on, its agent reconnected
+            assertThat(ok(original.exec(ExecRequest.of("sh", "-c", ask))).stdoutText()).isEqualTo("42");
+        }
+        try (Sandbox restored = engine.restore(spec, image)) {
+            assertThat(ok(restored.exec(ExecRequest.of("sh", "-c", "cat /workspace/note.txt; echo; pgrep -f ^python3"))).stdoutText())
+                    .isEqualTo("kept\n" + pid + "\n");
+            assertThat(ok(restored.exec(ExecRequest.of("sh", "-c", ask))).stdoutText()).isEqualTo("42");
+        }
+    }
+
     @Test
     void filesRoundTrip() throws Exception {
         byte[] content = new byte[300_000];
