@@ -116,7 +116,8 @@ static int sock = -1;
 static int sock_is_device;             /* the channel is a character device: read/write, not recv/send */
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
-static const char *control_path;       /* the host channel, connected to again after DETACH */
+static const char *control_path;       /* the host channel */
+static char detached_path[4096];       /* where the host listens again after DETACH */
 
 /* Every supervisor we forked that we have not reaped yet: our only children that are not strays. */
 static pid_t supervisors[MAX_SUPERVISORS];
@@ -1525,13 +1526,25 @@ static void close_bridges(void);
 
 /*
  * ---- DETACH: let go of the host channel so the sandbox can be checkpointed (runsc checkpoint
- * cannot save a connected host socket), then connect again to the same path: after a restore the
- * host listens there anew (a new run directory mounted at the same place). Refused (EBUSY) while
- * an execution or a file read is running: its frames would have nowhere to go. Open egress
- * connections are closed (their host ends cannot be saved either). Not over a device: a microVM
- * guest is not checkpointed this way.
+ * cannot save a connected host socket), then connect again to the socket NAME in the channel's
+ * directory: after the checkpoint (and after each restore) the host listens there. NAME is the
+ * host's secret: the directory is not listable from inside, so only we, whose memory the code
+ * cannot read (non-dumpable), know where to connect, and code racing us for the new channel does
+ * not find it. Refused (EBUSY) while an execution or a file read is running: its frames would have
+ * nowhere to go. Open egress connections are closed (their host ends cannot be saved either). Not
+ * over a device: a microVM guest is not checkpointed this way.
  */
-static void detach(uint32_t id) {
+static void detach(uint32_t id, const char *name) {
+    const char *slash = strrchr(control_path, '/');
+    size_t dir_len = slash == NULL ? 0 : (size_t) (slash - control_path) + 1;
+    size_t name_len = strlen(name);
+    if (name_len == 0 || name_len > 64 || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-._") != name_len) {
+        die("malformed frame from host: DETACH socket name");
+    }
+    if (dir_len + name_len >= sizeof detached_path || dir_len + name_len >= 108) {
+        send_failed_errno(id, ENAMETOOLONG, "the socket path would be too long");
+        return;
+    }
     if (sock_is_device) {
         send_failed_errno(id, ENOTSUP, "the channel is a device: only a socket channel can be detached");
         return;
@@ -1553,8 +1566,10 @@ static void detach(uint32_t id) {
     in_have = 0;
     /* Nothing else can happen meanwhile: no execution runs, and the host's next step is to
      * checkpoint (which freezes us here) or to listen again. Children that end wait as zombies. */
+    memcpy(detached_path, control_path, dir_len);
+    memcpy(detached_path + dir_len, name, name_len + 1);
     for (;;) {
-        int fd = connect_to(control_path);
+        int fd = connect_to(detached_path);
         if (fd >= 0) {
             sock = fd;
             break;
@@ -1656,10 +1671,12 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         expect_end(&r, "KILL_ALL");
         kill_all(id);
         break;
-    case T_DETACH:
+    case T_DETACH: {
+        char *name = read_string(&r);
         expect_end(&r, "DETACH");
-        detach(id);
+        detach(id, name);
         break;
+    }
     case T_MKDIR: {
         char *path = read_path(&r, "MKDIR");
         uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");

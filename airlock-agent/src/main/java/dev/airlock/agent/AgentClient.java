@@ -168,13 +168,18 @@ public final class AgentClient implements SandboxAgent {
 
     /**
      * Asks the agent to let go of this connection (DETACH) so its sandbox can be checkpointed, then
-     * closes it. The agent keeps every process and connects again to the same socket path, where the
-     * host listens anew once the checkpoint is taken (or restored): {@link #connect} wraps that
-     * connection. Refused by the agent (an {@code IOException} naming EBUSY) while an execution or a
-     * file read runs; this connection stays usable then.
+     * closes it. The agent keeps every process and connects again to the socket {@code socketName}
+     * (lower-case letters, digits, {@code - . _}; at most 64) in the directory of its first socket,
+     * where the host listens once the checkpoint is taken (or restored): {@link #connect} wraps that
+     * connection. The name should be random: code inside cannot list that directory, so it cannot
+     * race the agent to the new channel. Refused by the agent (an {@code IOException} naming EBUSY)
+     * while an execution or a file read runs; this connection stays usable then.
      */
-    public void detach() throws IOException {
-        files.detach();
+    public void detach(String socketName) throws IOException {
+        if (socketName == null || !socketName.matches("[a-z0-9][a-z0-9._-]{0,63}")) {
+            throw new IllegalArgumentException("a socket name is 1 to 64 of a-z 0-9 . _ - (not starting with a dot): " + socketName);
+        }
+        files.detach(socketName);
         close();
     }
 

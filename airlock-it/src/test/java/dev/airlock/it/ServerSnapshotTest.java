@@ -231,7 +231,12 @@ class ServerSnapshotTest {
             forks.forEach(RemoteSandbox::close);
         }
         JsonNode manifest = JSON.readTree(Files.readString(live.dataDir.resolve("snapshots").resolve(snap).resolve("manifest.json")));
-        Path image = live.dataDir.resolve("snapshots").resolve("blobs").resolve(manifest.path("memory").get(0).path("sha256").asString());
+        JsonNode part = null;
+        for (JsonNode p : manifest.path("memory")) {
+            part = p.path("name").asString().equals("checkpoint.img") ? p : part;
+        }
+        assertThat(part).as("runsc's image among the parts: %s", manifest.path("memory")).isNotNull();
+        Path image = live.dataDir.resolve("snapshots").resolve("blobs").resolve(part.path("sha256").asString());
         image.toFile().setWritable(true);
         try (var out = Files.newOutputStream(image, java.nio.file.StandardOpenOption.APPEND)) {
             out.write(1);

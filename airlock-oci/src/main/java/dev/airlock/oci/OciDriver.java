@@ -6,6 +6,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
+import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
@@ -185,7 +186,6 @@ public final class OciDriver implements IsolationDriver {
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         Path runDir = dir.resolve("run");
-        Path socket = runDir.resolve(SOCKET_NAME);
         boolean started = false;
         long hostIdBase = uidSlots.allocate(id.value());
         ImageStore.Lease image = null;
@@ -195,6 +195,8 @@ public final class OciDriver implements IsolationDriver {
             SandboxRoot root = image == null ? systemImage : SandboxRoot.Stored.of(image.rootfs(), agentBinary.getParent());
             runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);
+            // a restored agent connects where its checkpoint told it to (DETACH), a fresh one to agent.sock
+            Path socket = runDir.resolve(checkpoint == null ? SOCKET_NAME : reconnectSocket(checkpoint));
             try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
                 listener.bind(UnixDomainSocketAddress.of(socket));
                 // Only the sandbox's user (and host root) may connect.
@@ -309,17 +311,20 @@ public final class OciDriver implements IsolationDriver {
         if (!runtime.isGvisor()) {
             throw AirlockException.unavailable("sandbox " + id + ": " + IsolationDriver.noProcessesSaved(isolation()));
         }
+        String socketName = reconnectName();
         try {
-            sandbox.agentClient().detach();
+            sandbox.agentClient().detach(socketName);
         } catch (IOException e) {
             throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " cannot be checkpointed now: " + e.getMessage()
                     + " (a checkpoint waits for no execution: let them end first)", e);
         }
         Path dir = state.sandboxDir(id.value());
-        Path socket = dir.resolve("run").resolve(SOCKET_NAME);
+        Path socket = dir.resolve("run").resolve(socketName);
         try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
             long started = System.nanoTime();
             runtime.checkpoint(id.value(), image);
+            // where the image's agent will connect: read back by each restore of it (start)
+            Files.writeString(image.resolve(RECONNECT_FILE), socketName);
             long written = System.nanoTime();
             listener.bind(UnixDomainSocketAddress.of(socket));
             runtime.grantSocket(socket, (int) (sandbox.hostIdBase() + SystemImage.SANDBOX_UID));
@@ -344,6 +349,33 @@ public final class OciDriver implements IsolationDriver {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("sandbox " + id + " was lost: interrupted while it was checkpointed");
         }
+    }
+
+    /** The file beside runsc's image that names the socket its agent connects to once restored. */
+    static final String RECONNECT_FILE = "airlock-agent-socket";
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+
+    /**
+     * A random socket name for a detached agent to connect to: {@code a} and 10 of a-z0-9 (about 52
+     * bits), as long as the longest socket name the state directory leaves room for ({@code
+     * egress.sock}, StateDirectory.MAX_ROOT_BYTES).
+     */
+    private static String reconnectName() {
+        String alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+        StringBuilder sb = new StringBuilder("a");
+        for (int i = 0; i < 10; i++) {
+            sb.append(alphabet.charAt(RANDOM.nextInt(alphabet.length())));
+        }
+        return sb.toString();
+    }
+
+    /** The socket name a checkpoint image's agent connects to ({@link #RECONNECT_FILE}), checked. */
+    private static String reconnectSocket(Path image) throws IOException {
+        String name = Files.readString(image.resolve(RECONNECT_FILE)).strip();
+        if (!name.matches("a[0-9a-z]{10}")) {
+            throw AirlockException.invalid("the checkpoint image names no agent socket Airlock made: " + Printable.of(name, 80));
+        }
+        return name;
     }
 
     /** The bytes of a checkpoint image's files, for the log. */
