@@ -242,6 +242,14 @@ class RunscDriverTest {
                     """).formatted(servers.httpPort(), servers.httpPort()).getBytes(StandardCharsets.UTF_8));
             ExecResult r = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "/tmp/t.py").withTimeout(Duration.ofSeconds(60))));
             assertThat(r.stdoutText()).isEqualTo("request GET /through-gvisor\ndenied.example 403\ndirect refused\n");
+            // after a checkpoint (the sandbox restored in place) the agent's bridge still reaches the proxy
+            try {
+                sandbox.checkpoint(Files.createTempDirectory(tmp, "egress-checkpoint"));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            ExecResult again = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "/tmp/t.py").withTimeout(Duration.ofSeconds(60))));
+            assertThat(again.stdoutText()).isEqualTo(r.stdoutText());
         }
         assertThat(records).anySatisfy(rec -> {
             assertThat(rec.destination()).isEqualTo("test.example");
