@@ -118,9 +118,17 @@ public final class Sandbox implements AutoCloseable {
             if (paused) {
                 throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id() + " is paused: resume it first, then checkpoint it");
             }
-            driverSandbox.checkpoint(dir);
+            checkpointing = true;
+            try {
+                driverSandbox.checkpoint(dir);
+            } finally {
+                checkpointing = false;
+            }
         }
     }
+
+    /** While a checkpoint runs (seconds) the agent is between two connections: requests are refused, the sandbox is not seen as ended. */
+    private volatile boolean checkpointing;
 
     /** Whether the sandbox is paused: its processes frozen until {@link #resume()}. */
     public boolean isPaused() {
@@ -128,7 +136,7 @@ public final class Sandbox implements AutoCloseable {
     }
 
     public boolean isOpen() {
-        return !closed.get() && driverSandbox.agent().isOpen();
+        return !closed.get() && (checkpointing || driverSandbox.agent().isOpen());
     }
 
     /** Runs a process to its end (or its timeout) and returns what it produced. */
@@ -290,6 +298,10 @@ public final class Sandbox implements AutoCloseable {
         if (paused) {
             throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
                     + " is paused: its processes are frozen; resume it first");
+        }
+        if (checkpointing) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                    + " is being checkpointed (a memory snapshot, a few seconds): try again once it is taken");
         }
     }
 
