@@ -61,7 +61,7 @@ enum {
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
     T_DATA = 17, T_FILEINFO = 18, T_FORKED = 19,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
-    T_WALK = 26, T_KILL_ALL = 27,
+    T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28,
 };
 
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
@@ -121,6 +121,8 @@ static int sock = -1;
 static int sock_is_device;             /* the channel is a character device: read/write, not recv/send */
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
+static const char *control_path;       /* the host channel */
+static char detached_path[4096];       /* where the host listens again after DETACH */
 
 /* Every supervisor we forked that we have not reaped yet: our only children that are not strays. */
 static pid_t supervisors[MAX_SUPERVISORS];
@@ -1589,6 +1591,64 @@ static void read_list(struct reader *r, char **list, const char *what) {
     list[count] = NULL;
 }
 
+static int connect_to(const char *path);
+static void close_bridges(void);
+
+/*
+ * ---- DETACH: let go of the host channel so the sandbox can be checkpointed (runsc checkpoint
+ * cannot save a connected host socket), then connect again to the socket NAME in the channel's
+ * directory: after the checkpoint (and after each restore) the host listens there. NAME is the
+ * host's secret: the directory is not listable from inside, so only we, whose memory the code
+ * cannot read (non-dumpable), know where to connect, and code racing us for the new channel does
+ * not find it. Refused (EBUSY) while an execution or a file read is running: its frames would have
+ * nowhere to go. Open egress connections are closed (their host ends cannot be saved either). Not
+ * over a device: a microVM guest is not checkpointed this way.
+ */
+static void detach(uint32_t id, const char *name) {
+    const char *slash = strrchr(control_path, '/');
+    size_t dir_len = slash == NULL ? 0 : (size_t) (slash - control_path) + 1;
+    size_t name_len = strlen(name);
+    if (name_len == 0 || name_len > 64 || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-._") != name_len) {
+        die("malformed frame from host: DETACH socket name");
+    }
+    if (dir_len + name_len >= sizeof detached_path || dir_len + name_len >= 108) {
+        send_failed_errno(id, ENAMETOOLONG, "the socket path would be too long");
+        return;
+    }
+    if (sock_is_device) {
+        send_failed_errno(id, ENOTSUP, "the channel is a device: only a socket channel can be detached");
+        return;
+    }
+    for (int i = 0; i < MAX_EXECS; i++) {
+        if (execs[i].used) {
+            send_failed_errno(id, EBUSY, "an execution is still running: wait for it to end or kill it first");
+            return;
+        }
+    }
+    if (reads_active()) {
+        send_failed_errno(id, EBUSY, "a file is still being read");
+        return;
+    }
+    close_bridges();
+    send_ids(T_DONE, id, 0, 0, 1);
+    close(sock);
+    sock = -1;
+    in_have = 0;
+    /* Nothing else can happen meanwhile: no execution runs, and the host's next step is to
+     * checkpoint (which freezes us here) or to listen again. Children that end wait as zombies. */
+    memcpy(detached_path, control_path, dir_len);
+    memcpy(detached_path + dir_len, name, name_len + 1);
+    for (;;) {
+        int fd = connect_to(detached_path);
+        if (fd >= 0) {
+            sock = fd;
+            break;
+        }
+        usleep(20 * 1000);
+    }
+    send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
+}
+
 static void handle_frame(int type, const unsigned char *payload, size_t len) {
     struct reader r = { payload, len, arena };
     uint32_t id = read_u32(&r);
@@ -1700,6 +1760,12 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         expect_end(&r, "KILL_ALL");
         kill_all(id);
         break;
+    case T_DETACH: {
+        char *name = read_string(&r);
+        expect_end(&r, "DETACH");
+        detach(id, name);
+        break;
+    }
     case T_MKDIR: {
         char *path = read_path(&r, "MKDIR");
         uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");
@@ -1779,6 +1845,13 @@ static void bridge_close(struct bridge *b) {
         b->buf[d] = NULL;
     }
     b->used = 0;
+}
+
+/* Closes every egress connection (DETACH: a connected host socket cannot be checkpointed). */
+static void close_bridges(void) {
+    for (int i = 0; i < MAX_BRIDGES; i++) {
+        if (bridges[i].used) bridge_close(&bridges[i]);
+    }
 }
 
 /* Listens on 127.0.0.1:port and [::1]:port. The IPv4 listener is required; ::1 is best effort
@@ -2209,7 +2282,7 @@ int main(int argc, char **argv) {
     if (nofile != 0) apply_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile);
     if (fsize != 0) apply_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", fsize);
     apply_limit(RLIMIT_CORE, "RLIMIT_CORE", 0);
-    const char *control_path = argv[arg];
+    control_path = argv[arg];
     /* Sandboxed code runs as our user: without this it could ptrace us or read /proc/1/fd. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     self = getpid();

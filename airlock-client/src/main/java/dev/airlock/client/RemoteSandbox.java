@@ -212,6 +212,16 @@ public final class RemoteSandbox implements AutoCloseable {
         return transport.json("POST", path("snapshots"), Json.MAPPER.createObjectNode(), true, Json::snapshot);
     }
 
+    /**
+     * As {@link #snapshot()}, and with the sandbox's processes and their memory too (a gVisor
+     * checkpoint): a sandbox forked from it has them running where they were. Only for a sandbox of a
+     * profile with {@code isolation: gvisor} (otherwise a {@link BadRequestException} naming the
+     * tier), and not while an execution is running (a {@link ConflictException}).
+     */
+    public SnapshotInfo snapshotWithMemory() {
+        return transport.json("POST", path("snapshots"), RequestBodies.object("memory", true), true, Json::snapshot);
+    }
+
     /** As {@link #snapshot()}, kept for {@code ttl} (1 s to 7 days). */
     public SnapshotInfo snapshot(Duration ttl) {
         Objects.requireNonNull(ttl, "ttl");

@@ -235,6 +235,7 @@ final class Json {
         n.set("leftOut", MAPPER.valueToTree(s.leftOut()));
         n.put("createdAt", s.createdAt().toString());
         n.put("expiresAt", s.expiresAt().toString());
+        n.put("memory", s.memory());
         return n;
     }
 

@@ -108,10 +108,14 @@ final class RestApi {
                 new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/snapshots", SANDBOX_SNAPSHOT, c -> {
-                    JsonNode body = c.json(Set.of("ttlSeconds"));
+                    JsonNode body = c.json(Set.of("ttlSeconds", "memory"));
                     Double ttl = body.has("ttlSeconds") ? Json.number(body, "ttlSeconds") : null;
+                    if (body.has("memory") && !body.get("memory").isBoolean()) {
+                        throw AirlockException.invalid("'memory' must be true or false");
+                    }
                     c.send(201, Json.snapshot(c.execute(new Command.TakeSnapshot(c.param("id"),
-                            ttl == null ? null : Duration.ofMillis(Math.round(Math.min(ttl, 1e12) * 1000))))));
+                            ttl == null ? null : Duration.ofMillis(Math.round(Math.min(ttl, 1e12) * 1000)),
+                            body.path("memory").asBoolean(false)))));
                 }),
                 new RestRoute("GET", "/v1/snapshots", SANDBOX_SNAPSHOT, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();

@@ -204,9 +204,14 @@ public sealed interface Command<R> {
 
     /**
      * Captures the files of the sandbox's /workspace and /tmp as a snapshot of the caller's, kept
-     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it.
+     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it. With {@code memory}
+     * (gVisor only) its processes are saved too, with their memory, and a restore brings them back.
      */
-    record TakeSnapshot(String sandbox, Duration ttl) implements Command<SnapshotView> {
+    record TakeSnapshot(String sandbox, Duration ttl, boolean memory) implements Command<SnapshotView> {
+        public TakeSnapshot(String sandbox, Duration ttl) {
+            this(sandbox, ttl, false);
+        }
+
         /** The longest a snapshot is kept. */
         public static final Duration MAX_TTL = Duration.ofDays(7);
 
@@ -255,7 +260,7 @@ public sealed interface Command<R> {
      * manifest, checked before every restore), its size and lifetime, and what it left out.
      */
     record SnapshotView(String id, String owner, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
-                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt) {
+                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt, boolean memory) {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
