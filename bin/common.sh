@@ -63,7 +63,7 @@ AIRLOCK_JAR="$AIRLOCK_HOME/airlock-cli/target/airlock-cli.jar"
 # Builds the CLI when its jar is missing or older than any source, pom or resource.
 airlock_build_if_stale() {
   if [ -f "$AIRLOCK_JAR" ] && [ -z "$(find "$AIRLOCK_HOME" -path '*/target' -prune -o -path '*/node_modules' -prune -o -path '*/.git' -prune -o \
-        \( -name '*.java' -o -name '*.c' -o -name '*.sh' -o -name 'pom.xml' -o -path '*/src/main/resources/*' \) -newer "$AIRLOCK_JAR" -print -quit)" ]; then
+        \( -name '*.java' -o -name '*.c' -o -name '*.sh' -o -name 'pom.xml' -o -name 'package-lock.json' -o -path '*/src/main/resources/*' \) -newer "$AIRLOCK_JAR" -print -quit)" ]; then
     return 0
   fi
   echo "airlock: building (mvn install, tests skipped) ..." >&2

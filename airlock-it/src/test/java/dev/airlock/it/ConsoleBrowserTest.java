@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.openqa.selenium.By;
 import org.openqa.selenium.Cookie;
+import org.openqa.selenium.Keys;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebElement;
@@ -70,7 +71,7 @@ class ConsoleBrowserTest {
                 clients:
                   local: {tokenFile: token, profiles: [default, gated], allow: ["*"]}
                   operator: {tokenSha256: %s, profiles: [default], allow: [approvals, audit, sandbox.read]}
-                  agent: {tokenSha256: %s, profiles: [default], allow: [sandbox.create, sandbox.read, sandbox.destroy]}
+                  agent: {tokenSha256: %s, profiles: [default], allow: [sandbox.create, sandbox.read, sandbox.destroy, exec]}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(OPERATOR)), HexFormat.of().formatHex(Policy.sha256(AGENT))),
                 c -> c.withPoolSize(0));
     }
@@ -224,6 +225,55 @@ class ConsoleBrowserTest {
                     "X-Airlock-CSRF", csrf(cookie), "Origin", live.uri().toString());
             assertThat(destroy.statusCode()).as(destroy.body()).isEqualTo(404);
             assertThat(live.raw("GET", "/v1/sandboxes/" + id, null).statusCode()).isEqualTo(200);
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /** The text xterm.js shows: its DOM renderer draws each row of the screen as a row element. */
+    private String screen() {
+        return driver.findElement(By.cssSelector("#terminal .xterm-rows")).getText();
+    }
+
+    @Test
+    void theTerminalPageRunsAShellInTheSandbox() throws Exception {
+        String id = createAsLocal("terminal");
+        try {
+            signIn(live.token());
+            open("sandbox/" + id);
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("open-terminal"))).click();
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("terminal-status"), "Ctrl-D"));
+            WebElement keys = driver.findElement(By.cssSelector("#terminal textarea"));
+            keys.sendKeys("echo $((6*7))" + Keys.ENTER);
+            // the answer on a line of its own: the command line itself does not contain it
+            waiting().until(d -> screen().lines().anyMatch(l -> l.strip().equals("42")));
+            screenshot("terminal");
+            keys.sendKeys("exit" + Keys.ENTER);
+            waiting().until(d -> screen().contains("[process exited 0]"));
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("terminal-status"), "the shell ended"));
+            // the shell is a process of the sandbox, ended, like any other
+            JsonNode processes = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/processes", null).body()).path("processes");
+            assertThat(processes).anySatisfy(p -> assertThat(p.path("state").asString()).isNotEqualTo("running"));
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    @Test
+    void anotherClientCannotOpenATerminalToTheSandbox() throws Exception {
+        String id = createAsLocal("no-terminal");
+        try {
+            signIn(AGENT);
+            open("terminal/" + id);
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("page-error"), "does not exist"));
+            assertThat(driver.findElements(By.cssSelector("#terminal .xterm-rows"))).isEmpty();
+            // nor by asking for the shell as the page would, with the agent's cookie and CSRF token
+            String cookie = cookie();
+            HttpResponse<String> exec = withCookie("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"/bin/sh\", \"-i\"], \"background\": true, \"tty\": true}", cookie,
+                    "Content-Type", "application/json", "X-Airlock-CSRF", csrf(cookie), "Origin", live.uri().toString());
+            assertThat(exec.statusCode()).as(exec.body()).isEqualTo(404);
+            assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/processes", null).body()).path("processes")).isEmpty();
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }

@@ -106,6 +106,7 @@ async function sandbox(id) {
   const dir = el('input', { id: 'dir', value: '/workspace' });
   const error = el('p', { class: 'error' });
   page('Sandbox ' + s.id,
+    may('exec') && s.state === 'running' ? el('p', {}, el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' })) : '',
     el('p', { text: `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago · TTL left ${left(s.expiresAt)}` }),
     el('h2', { text: 'Processes' }),
     el('table', {}, el('thead', {}, el('tr', {}, ...['Pid', 'State', 'Command', 'Started'].map(h => el('th', { text: h })))), processes),
@@ -202,9 +203,103 @@ async function audit() {
   await load();
 }
 
-function terminal() {
-  page('Terminal', el('p', { id: 'terminal-placeholder',
-    text: 'The terminal page is not here yet: it will open an interactive shell in a sandbox over the PTY attach WebSocket.' }));
+// The Terminal page: an interactive shell in a sandbox, on a PTY (POST .../exec with "tty": true)
+// attached over the WebSocket .../processes/{pid}/attach, which the session cookie authenticates.
+// xterm.js draws it: what the program prints goes to xterm.js as bytes and is never made HTML.
+// The page holds nothing unbounded: xterm.js keeps a fixed scrollback, the socket a message at a time.
+
+const SCROLLBACK = 2000;     // lines xterm.js keeps
+const MAX_SECONDS = 3600;    // the longest shell the page asks for (the profile may allow less)
+let shell = null;            // {close()} of the terminal shown
+
+// xterm.js writes its sizes and colours into <style> elements, which the console's CSP (no inline
+// style) does not apply; the same rules go into a constructed style sheet, which it does.
+function adoptStyles(root) {
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  const copy = () => sheet.replaceSync([...root.querySelectorAll('style')].map(x => x.textContent).join('\n'));
+  const observer = new MutationObserver(copy);
+  observer.observe(root, { subtree: true, childList: true, characterData: true });
+  copy();
+  return () => { observer.disconnect(); document.adoptedStyleSheets = document.adoptedStyleSheets.filter(x => x !== sheet); };
+}
+
+async function terminal(id) {
+  if (!id) return terminalPicker();
+  const { Terminal } = await import('/console/xterm.js');
+  const { FitAddon } = await import('/console/addon-fit.js');
+  const s = await api('GET', '/v1/sandboxes/' + encodeURIComponent(id));
+  const status = el('p', { id: 'terminal-status', text: 'starting a shell…' });
+  const box = el('div', { id: 'terminal' });
+  page('Terminal ' + s.id, status, box);
+  const term = new Terminal({ scrollback: SCROLLBACK, cursorBlink: true, fontFamily: 'ui-monospace, monospace', fontSize: 14 });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  const unstyle = adoptStyles(box);
+  term.open(box);
+  fit.fit();
+  let socket = null, pid = null, ended = false, closed = false;
+  const onResize = () => fit.fit();
+  window.addEventListener('resize', onResize);
+  shell = {
+    close() {
+      closed = true;
+      window.removeEventListener('resize', onResize);
+      if (socket) socket.close(1000);
+      // the shell would run on detached until its timeout: leaving the page ends it
+      if (pid && !ended) api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}`).catch(() => {});
+      term.dispose();
+      unstyle();
+    }
+  };
+  // bash if the image has it, else sh; interactive either way
+  const request = { command: ['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'],
+    background: true, tty: true, rows: term.rows, cols: term.cols };
+  const ttl = Math.floor((Date.parse(s.expiresAt) - Date.now()) / 1000);
+  let p;
+  try { p = await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, { ...request, timeoutSeconds: Math.max(1, Math.min(ttl, MAX_SECONDS)) }); }
+  catch (e) { p = await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, request); } // the profile allows less: its default
+  pid = p.id;
+  if (closed) { // the page was left while the shell started
+    api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}`).catch(() => {});
+    return;
+  }
+  const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
+  socket = new WebSocket(`${scheme}${location.host}/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/attach`);
+  socket.binaryType = 'arraybuffer';
+  const encoder = new TextEncoder();
+  socket.addEventListener('open', () => {
+    status.textContent = `shell ${pid} in ${id}: Ctrl-D or exit ends it; leaving the page ends it too`;
+    socket.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
+    term.focus();
+  });
+  socket.addEventListener('message', ev => {
+    if (typeof ev.data !== 'string') { term.write(new Uint8Array(ev.data)); return; }
+    const m = JSON.parse(ev.data);
+    if (m.type === 'exit') {
+      ended = true;
+      const code = m.exitCode ?? m.endReason ?? '?';
+      term.write(`\r\n[process exited ${code}]\r\n`);
+      status.textContent = `the shell ended (${m.endReason ?? 'exited'}, exit code ${m.exitCode ?? '—'})`;
+    }
+  });
+  socket.addEventListener('close', ev => {
+    if (!ended) status.textContent = `disconnected (${ev.code}${ev.reason ? ': ' + ev.reason : ''})`;
+  });
+  term.onData(d => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(d)); });
+  term.onBinary(d => { if (socket.readyState === WebSocket.OPEN) socket.send(Uint8Array.from(d, c => c.charCodeAt(0) & 0xff)); });
+  term.onResize(({ rows, cols }) => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'resize', rows, cols })); });
+}
+
+async function terminalPicker() {
+  const pick = el('select', { id: 'terminal-sandbox' });
+  const error = el('p', { class: 'error', id: 'terminal-error' });
+  page('Terminal', el('p', { text: 'An interactive shell in one of your sandboxes.' }),
+    el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); if (pick.value) location.hash = 'terminal/' + encodeURIComponent(pick.value); } },
+      pick, el('button', { type: 'submit', id: 'terminal-open', text: 'Open terminal' })), error);
+  const list = (await api('GET', '/v1/sandboxes')).sandboxes.filter(x => x.state === 'running');
+  pick.replaceChildren(...list.map(x => el('option', { value: x.id, text: `${x.id} (${x.image})` })));
+  if (!list.length) error.textContent = 'No running sandbox to open a terminal in.';
 }
 
 // --- navigation and sign-in ---
@@ -212,6 +307,7 @@ function terminal() {
 async function route() {
   stop();
   if (events) { events.close(); events = null; }
+  if (shell) { shell.close(); shell = null; }
   if (!session) return;
   const [name, arg] = (location.hash.slice(1) || 'overview').split('/');
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
@@ -221,7 +317,7 @@ async function route() {
       case 'sandbox': await sandbox(decodeURIComponent(arg)); break;
       case 'approvals': approvals(); break;
       case 'audit': await audit(); break;
-      case 'terminal': terminal(); break;
+      case 'terminal': await terminal(arg && decodeURIComponent(arg)); break;
       default: await overview();
     }
   } catch (e) {
@@ -233,6 +329,7 @@ function showSignIn(message) {
   session = null;
   stop();
   if (events) { events.close(); events = null; }
+  if (shell) { shell.close(); shell = null; }
   document.getElementById('nav').hidden = true;
   document.getElementById('signout').hidden = true;
   document.getElementById('page').hidden = true;
