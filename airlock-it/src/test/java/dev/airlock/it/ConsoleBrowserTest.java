@@ -243,6 +243,8 @@ class ConsoleBrowserTest {
             open("sandbox/" + id);
             waiting().until(ExpectedConditions.elementToBeClickable(By.id("open-terminal"))).click();
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("terminal-status"), "Ctrl-D"));
+            // the shell's first prompt is on the screen: it started once the page was attached
+            waiting().until(d -> screen().lines().anyMatch(l -> l.strip().endsWith("$") || l.strip().endsWith("#")));
             WebElement keys = driver.findElement(By.cssSelector("#terminal textarea"));
             keys.sendKeys("echo $((6*7))" + Keys.ENTER);
             // the answer on a line of its own: the command line itself does not contain it

@@ -252,8 +252,9 @@ async function terminal(id) {
       unstyle();
     }
   };
-  // bash if the image has it, else sh; interactive either way
-  const request = { command: ['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'],
+  // bash if the image has it, else sh; interactive either way. It starts at the first line the page
+  // sends once attached, so that its first prompt is not printed before anyone watches.
+  const request = { command: ['/bin/sh', '-c', 'read -r _; if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'],
     background: true, tty: true, rows: term.rows, cols: term.cols };
   const ttl = Math.floor((Date.parse(s.expiresAt) - Date.now()) / 1000);
   let p;
@@ -271,6 +272,7 @@ async function terminal(id) {
   socket.addEventListener('open', () => {
     status.textContent = `shell ${pid} in ${id}: Ctrl-D or exit ends it; leaving the page ends it too`;
     socket.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
+    socket.send(encoder.encode('\r')); // the go of the shell (above)
     term.focus();
   });
   socket.addEventListener('message', ev => {
