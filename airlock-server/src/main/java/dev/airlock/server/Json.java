@@ -200,6 +200,24 @@ final class Json {
         return n;
     }
 
+    /**
+     * A sandbox as {@code viewer} sees it: its owner (and the server) whole; a client that reaches
+     * it through {@code sandbox.any} sees the names of its environment variables but not their
+     * values, which are its owner's (an agent's keys are often passed there).
+     */
+    static ObjectNode sandbox(ManagedSandbox s, dev.airlock.server.policy.Caller viewer) {
+        ObjectNode n = sandbox(s);
+        if (viewer != null && !viewer.isServer() && !viewer.client().name().equals(s.owner())) {
+            ObjectNode env = object();
+            s.sandbox().spec().env().keySet().forEach(k -> env.put(k, WITHHELD));
+            n.set("env", env);
+        }
+        return n;
+    }
+
+    /** What an environment variable's value reads as to a viewer who is not the sandbox's owner. */
+    static final String WITHHELD = "(withheld: not the owner)";
+
     static ObjectNode sandbox(ManagedSandbox s) {
         ObjectNode n = object();
         n.put("id", s.id());

@@ -80,7 +80,7 @@ final class RestApi {
                 new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),
                 new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
                         c -> c.send(201, Json.sandbox(c.execute(commands.create(c.json(RestCommands.CREATE_FIELDS)))))),
-                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id")))))),
+                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id"))), c.caller()))),
                 new RestRoute("DELETE", SANDBOX, SANDBOX_DESTROY, c -> {
                     c.execute(new Command.Destroy(c.param("id")));
                     c.noContent();
@@ -98,7 +98,7 @@ final class RestApi {
                 }),
                 new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
-                    c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds"))))));
+                    c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds")))), c.caller()));
                 }),
                 new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
@@ -132,8 +132,9 @@ final class RestApi {
                     c.execute(new Command.Describe(c.param("id"))).processes().forEach(p -> list.add(Json.process(p, false)));
                     c.send(200, Json.object().set("processes", list));
                 }),
+                // one process comes with the head of its output: the owner's, as its stdout and stderr are
                 new RestRoute("GET", PROCESS, SANDBOX_READ,
-                        c -> c.send(200, Json.process(c.execute(new Command.Describe(c.param("id"))).process(c.param("pid"))))),
+                        c -> c.send(200, Json.process(c.execute(new Command.ProcessOutput(c.param("id"), c.param("pid")))))),
                 new RestRoute("DELETE", PROCESS, EXEC, c -> {
                     c.execute(new Command.Signal(c.param("id"), c.param("pid"), 9));
                     c.noContent();
@@ -245,7 +246,7 @@ final class RestApi {
             filter.put(label.substring(0, eq), label.substring(eq + 1));
         }
         ArrayNode list = Json.MAPPER.createArrayNode();
-        c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s)));
+        c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s, c.caller())));
         c.send(200, Json.object().set("sandboxes", list));
     }
 
@@ -392,7 +393,7 @@ final class RestApi {
     }
 
     private static void processOutput(RestCall c, boolean stdout) throws IOException {
-        SpilledOutput output = c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")).output();
+        SpilledOutput output = c.execute(new Command.ProcessOutput(c.param("id"), c.param("pid"))).output();
         c.octets();
         ProcessOutputFiles.copy(stdout ? output.stdoutFile() : output.stderrFile(), c.resp.getOutputStream());
     }

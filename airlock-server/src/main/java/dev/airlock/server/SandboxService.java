@@ -229,7 +229,7 @@ public final class SandboxService implements AutoCloseable {
     /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
     private Admission admission(Caller caller, Command<?> asked) {
         Command<?> command = asked;
-        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command.sandbox());
+        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command);
         Profile profile = s == null ? null : s.profile();
         Admission.CreatePlan create = null;
         Admission.NetworkPlan network = null;
@@ -324,7 +324,7 @@ public final class SandboxService implements AutoCloseable {
         }
         return switch (a.command()) {
             case Command.Create c -> lifecycle.create(a, c);
-            case Command.ListSandboxes l -> sandboxes.list(a.caller(), l.labels());
+            case Command.ListSandboxes l -> sandboxes.list(a.caller(), l);
             case Command.Describe d -> s;
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
@@ -355,6 +355,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.Exec e -> executions.exec(a, e);
             case Command.StartProcess p -> executions.start(a, p);
             case Command.Signal g -> executions.signal(a, g);
+            case Command.ProcessOutput p -> s.process(p.process());
             case Command.Run r -> runs.run(a.caller(), r);
             case Command.WriteFile w -> files.write(s, w);
             case Command.ReadFile r -> {

@@ -57,6 +57,7 @@ public sealed interface Command<R> {
             case Exec e -> Operation.EXEC;
             case StartProcess p -> Operation.EXEC;
             case Signal s -> Operation.EXEC;
+            case ProcessOutput p -> Operation.SANDBOX_READ;
             case Run r -> Operation.RUN;
             case WriteFile w -> Operation.FILES_WRITE;
             case ReadFile r -> Operation.FILES_READ;
@@ -112,6 +113,20 @@ public sealed interface Command<R> {
             case EXEC -> this instanceof ListContexts;
             default -> false;
         };
+    }
+
+    /**
+     * Whether a client granted {@code sandbox.any} may send this command to a sandbox another
+     * client owns: what an operator needs to see what runs and to stop it (the list, a sandbox's
+     * description with its processes and network policy, its egress records and interpreter
+     * contexts, the names and sizes of its files) and to extend or destroy it. Never what reads
+     * what the sandbox's programs hold or wrote (file contents, process output, snapshots), nor
+     * what runs code in it or changes it (exec, signals, cells, writes, network, pause): those
+     * stay its owner's. One list, judged where a command's sandbox is resolved.
+     */
+    default boolean reachesAnyOwner() {
+        return this instanceof ListSandboxes || this instanceof Describe || this instanceof Egress || this instanceof ListContexts
+                || this instanceof ListFiles || this instanceof Stat || this instanceof ExtendTtl || this instanceof Destroy;
     }
 
     // --- lifecycle ---
@@ -307,6 +322,14 @@ public sealed interface Command<R> {
         public StartProcess {
             options = options == null ? ExecOptions.NONE : options;
         }
+    }
+
+    /**
+     * A background process, for a door to read its stdout or stderr: the sandbox owner's alone
+     * (not {@link #reachesAnyOwner}), as a file's contents are; {@link Describe} lists processes
+     * without their output.
+     */
+    record ProcessOutput(String sandbox, String process) implements Command<BackgroundProcess> {
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */
