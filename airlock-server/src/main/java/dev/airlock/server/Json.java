@@ -236,6 +236,12 @@ final class Json {
         n.put("expiresAt", s.expiresAt().toString());
         n.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
         n.put("lastActivityAt", s.lastActivity().toString());
+        var usage = s.sandbox().usage();
+        if (usage == null) {
+            n.putNull("usage");
+        } else {
+            n.putObject("usage").put("cpuSeconds", usage.cpuNanos() / 1e9).put("memoryBytes", usage.memoryBytes());
+        }
         return n;
     }
 

@@ -92,8 +92,10 @@ final class RestApi {
                     c.send(200, NetworkJson.write(c.execute(new Command.UpdateNetwork(c.param("id"), network)).sandbox().network()));
                 }),
                 new RestRoute("GET", SANDBOX + "/egress", SANDBOX_READ, c -> {
+                    int limit = limit(c.first("limit"), EgressLog.PER_SANDBOX, EgressLog.PER_SANDBOX);
                     ArrayNode list = Json.MAPPER.createArrayNode();
-                    c.execute(new Command.Egress(c.param("id"))).forEach(r -> list.add(NetworkJson.record(r)));
+                    var records = c.execute(new Command.Egress(c.param("id")));
+                    records.subList(Math.max(0, records.size() - limit), records.size()).forEach(r -> list.add(NetworkJson.record(r)));
                     c.send(200, Json.object().set("records", list));
                 }),
                 new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
@@ -250,22 +252,28 @@ final class RestApi {
         c.send(200, Json.object().set("sandboxes", list));
     }
 
+    /** Query {@code limit}: {@code absent} when not given, else a whole number from 1 to {@code max}. */
+    private static int limit(String l, int absent, int max) {
+        if (l == null) {
+            return absent;
+        }
+        int limit;
+        try {
+            limit = Integer.parseInt(l);
+        } catch (NumberFormatException e) {
+            limit = -1;
+        }
+        if (limit < 1 || limit > max) {
+            throw AirlockException.invalid("query 'limit' must be a whole number from 1 to " + max);
+        }
+        return limit;
+    }
+
     /** The audit log's records, filtered; {@code format=jsonl} downloads them as JSON lines. */
     private void audit(RestCall c) throws IOException {
-        Integer limit = null;
-        String l = c.first("limit");
-        if (l != null) {
-            try {
-                limit = Integer.parseInt(l);
-            } catch (NumberFormatException e) {
-                limit = -1;
-            }
-            if (limit < 1 || limit > Command.ReadAudit.MAX_LIMIT) {
-                throw AirlockException.invalid("query 'limit' must be a whole number from 1 to " + Command.ReadAudit.MAX_LIMIT);
-            }
-        }
+        int limit = limit(c.first("limit"), Command.ReadAudit.DEFAULT_LIMIT, Command.ReadAudit.MAX_LIMIT);
         var records = c.execute(new Command.ReadAudit(blank(c.first("sandbox")), blank(c.first("client")), blank(c.first("kind")),
-                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit == null ? Command.ReadAudit.DEFAULT_LIMIT : limit));
+                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit));
         ArrayNode list = Json.MAPPER.createArrayNode();
         records.forEach(r -> list.add(Json.auditRecord(r)));
         if ("jsonl".equals(c.first("format"))) {
