@@ -475,4 +475,43 @@ class ConsoleBrowserTest {
             live.raw("DELETE", base, null);
         }
     }
+
+    @Test
+    void theOverviewChartsTheLastHourFromTheServersMetrics() throws Exception {
+        // some activity: a sandbox live, an execution, a refusal
+        String id = createAsLocal("charted");
+        try {
+            assertThat(live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"true\"]}").statusCode()).isEqualTo(200);
+            HttpResponse<String> refused = live.raw("GET", "/v1/metrics/history", null, OPERATOR);
+            assertThat(refused.statusCode()).as("the history is the metrics operation's: " + refused.body()).isEqualTo(403);
+            signIn(live.token());
+            open("overview");
+            for (String chart : List.of("chart-sandboxes", "chart-executions", "chart-refusals", "chart-egress")) {
+                waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#" + chart + " canvas")));
+            }
+            // the server's samples and the reading of now: at least two points, the sandbox counted in the last
+            waiting().until(d -> Integer.parseInt(d.findElement(By.id("chart-sandboxes")).getAttribute("data-points")) >= 2);
+            assertThat(Long.parseLong(driver.findElement(By.id("chart-sandboxes")).getAttribute("data-last"))).isGreaterThanOrEqualTo(1);
+            assertThat(driver.findElement(By.id("charts-error")).getText()).isEmpty();
+            JsonNode h = JSON.readTree(live.raw("GET", "/v1/metrics/history", null).body());
+            assertThat(h.path("intervalSeconds").asInt()).isEqualTo(10);
+            assertThat(h.path("time").size()).isGreaterThanOrEqualTo(2).isEqualTo(h.path("executionsPerMinute").size());
+            long refusals = 0;
+            for (JsonNode n : h.path("refusals")) {
+                refusals += n.asLong();
+            }
+            assertThat(refusals).as("the operator's refused read counted").isGreaterThanOrEqualTo(1);
+            // uPlot's files come from this server (the WebJar), under the console's own policy
+            HttpResponse<String> lib = http.send(HttpRequest.newBuilder(URI.create(live.uri() + "/console/vendor/uplot.js")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(lib.statusCode()).isEqualTo(200);
+            assertThat(lib.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/javascript"));
+            assertThat(lib.headers().firstValue("Content-Security-Policy")).hasValueSatisfying(v -> assertThat(v).contains("default-src 'self'"));
+            assertThat(http.send(HttpRequest.newBuilder(URI.create(live.uri() + "/console/vendor/other.js")).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(404);
+            screenshot("overview");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
 }

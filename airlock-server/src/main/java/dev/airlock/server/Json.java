@@ -218,6 +218,18 @@ final class Json {
     /** What an environment variable's value reads as to a viewer who is not the sandbox's owner. */
     static final String WITHHELD = "(withheld: not the owner)";
 
+    /** The console's chart data: one array per series, all as long as {@code time}. */
+    static ObjectNode metricsHistory(MetricsHistory.Series h) {
+        ObjectNode n = object();
+        n.put("intervalSeconds", h.intervalSeconds());
+        n.set("time", MAPPER.valueToTree(h.time()));
+        n.set("sandboxes", MAPPER.valueToTree(h.sandboxes()));
+        n.set("executionsPerMinute", MAPPER.valueToTree(h.executionsPerMinute()));
+        n.set("refusals", MAPPER.valueToTree(h.refusals()));
+        n.set("egressBytes", MAPPER.valueToTree(h.egressBytes()));
+        return n;
+    }
+
     static ObjectNode sandbox(ManagedSandbox s) {
         ObjectNode n = object();
         n.put("id", s.id());

@@ -75,6 +75,7 @@ final class RestApi {
                     c.resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
                     c.resp.getOutputStream().write(c.execute(new Command.Metrics()).getBytes(StandardCharsets.UTF_8));
                 }),
+                new RestRoute("GET", "/v1/metrics/history", METRICS, c -> c.send(200, Json.metricsHistory(c.execute(new Command.MetricsHistory())))),
                 new RestRoute("POST", "/v1/run", RUN, this::run),
                 new RestRoute("GET", "/v1/sandboxes", SANDBOX_READ, this::list),
                 new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),

@@ -74,6 +74,7 @@ public sealed interface Command<R> {
             case DescribeApproval d -> Operation.APPROVALS;
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
+            case MetricsHistory m -> Operation.METRICS;
             case ReadAudit r -> Operation.AUDIT;
             case VerifyAudit v -> Operation.AUDIT;
             case ListImages l -> Operation.SANDBOX_READ;
@@ -509,6 +510,10 @@ public sealed interface Command<R> {
 
     /** The server's metrics in the Prometheus text format. */
     record Metrics() implements Command<String> {
+    }
+
+    /** The last hour of some of those metrics, sampled every ten seconds, for the console's charts. */
+    record MetricsHistory() implements Command<dev.airlock.server.MetricsHistory.Series> {
     }
 
     /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */

@@ -98,18 +98,55 @@ function stop() {
 
 // --- pages ---
 
+/** The Overview's charts: [element id, title, series of GET /v1/metrics/history, how a value reads]. */
+const CHARTS = [
+  ['chart-sandboxes', 'Sandboxes live', 'sandboxes', v => v == null ? '' : String(v)],
+  ['chart-executions', 'Executions per minute', 'executionsPerMinute', v => v == null ? '' : v.toFixed(1)],
+  ['chart-refusals', 'Refusals (per interval)', 'refusals', v => v == null ? '' : String(v)],
+  ['chart-egress', 'Egress bytes (per interval)', 'egressBytes', v => v == null ? '' : bytes(v)],
+];
+
 async function overview() {
   const sandboxes = el('span', { class: 'count', id: 'count-sandboxes', text: '…' });
   const pending = el('span', { class: 'count', id: 'count-approvals', text: may('approvals') ? '…' : '—' });
+  const charts = el('div', { class: 'charts', id: 'charts' });
+  const chartError = el('p', { class: 'error', id: 'charts-error' });
   page('Overview', el('div', { class: 'cards' },
     el('div', { class: 'card' }, el('div', { text: 'Live sandboxes' }), sandboxes),
-    el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)));
+    el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)),
+  may('metrics') ? el('h2', { text: 'The last hour' }) : '', chartError, charts);
   const refresh = async () => {
     if (may('sandbox.read')) sandboxes.textContent = (await api('GET', '/v1/sandboxes')).sandboxes.length;
     if (may('approvals')) pending.textContent = (await api('GET', '/v1/approvals')).approvals.length;
   };
   await refresh();
-  timer = setInterval(() => refresh().catch(() => {}), 2000);
+  let plots = null;
+  const draw = async () => {
+    if (!may('metrics')) return;
+    const h = await api('GET', '/v1/metrics/history');
+    if (!plots) {
+      const { default: uPlot } = await import('/console/vendor/uplot.js');
+      plots = CHARTS.map(([id, title, key, fmt]) => {
+        const box = el('div', { class: 'chart', id });
+        charts.append(box);
+        return [box, key, new uPlot({ title, width: 560, height: 200, legend: { show: false },
+          series: [{}, { label: title, stroke: '#1d6fa5', fill: 'rgba(29,111,165,.12)', value: (u, v) => fmt(v) }],
+          axes: [{}, { values: (u, vals) => vals.map(fmt), size: 70 }] }, [h.time, h[key]], box)];
+      });
+    }
+    for (const [box, key, plot] of plots) {
+      plot.setData([h.time, h[key]]);
+      box.dataset.points = h.time.length;
+      box.dataset.last = h[key][h[key].length - 1];
+    }
+    chartError.textContent = '';
+  };
+  await draw().catch(e => { chartError.textContent = e.message; });
+  let ticks = 0;
+  timer = setInterval(() => {
+    refresh().catch(() => {});
+    if (++ticks % 5 === 0) draw().catch(e => { chartError.textContent = e.message; });
+  }, 2000);
 }
 
 async function sandboxes() {

@@ -65,6 +65,7 @@ class CommandTest {
             new Command.DescribeApproval("ap-0123456789abcdef"),
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
             new Command.Metrics(),
+            new Command.MetricsHistory(),
             new Command.ReadAudit(null, null, null, null, null, 10),
             new Command.VerifyAudit(),
             new Command.ListImages(),
