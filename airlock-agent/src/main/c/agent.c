@@ -42,6 +42,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -50,22 +51,24 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 extern char **environ;
 
 enum {
-    T_EXEC = 1, T_STDIN = 2, T_SIGNAL = 3, T_WRITE_FILE = 4, T_EXEC_HELD = 5, T_RELEASE = 6,
+    T_EXEC = 1, T_STDIN = 2, T_SIGNAL = 3, T_WRITE_FILE = 4, T_EXEC_HELD = 5, T_RELEASE = 6, T_RESIZE = 7,
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
     T_DATA = 17, T_FILEINFO = 18, T_FORKED = 19,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
-    T_WALK = 26, T_KILL_ALL = 27,
+    T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28,
 };
 
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 4
+#define PROTOCOL_VERSION 5
+#define MAX_TTY_SIZE 1000              /* largest rows or cols of a terminal (RESIZE, EXEC with a size) */
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
 #define MAX_EXECS 64
@@ -99,6 +102,8 @@ struct exec {
     /* EXEC_HELD: forked, waiting for RELEASE before it may exec; -1 otherwise. The child reads
      * one byte from go_fd ('g': go on); report_fd tells whether its exec then succeeded. */
     int go_fd, report_fd;
+    /* On a pseudo-terminal: out_fd is its master, in_fd a dup of it, err_fd -1. */
+    int tty;
 };
 
 static struct exec execs[MAX_EXECS];
@@ -116,6 +121,8 @@ static int sock = -1;
 static int sock_is_device;             /* the channel is a character device: read/write, not recv/send */
 static int is_init;                    /* getpid() == 1: we own the whole pid namespace */
 static int quiesced;                   /* after KILL_ALL: no EXEC starts a process any more */
+static const char *control_path;       /* the host channel */
+static char detached_path[4096];       /* where the host listens again after DETACH */
 
 /* Every supervisor we forked that we have not reaped yet: our only children that are not strays. */
 static pid_t supervisors[MAX_SUPERVISORS];
@@ -560,11 +567,19 @@ static _Noreturn void child_fail(int report_fd, const char *fmt, const char *arg
 }
 
 /* The command, forked by its supervisor: its own session, its pipes as 0-2, then exec. */
-static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, const char *cwd) {
+static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, const char *cwd, int tty) {
     setsid();
+    /* On a terminal, its slave (in_r = out_w = err_w) becomes the new session's controlling
+     * terminal, so ^C, ^Z and SIGWINCH reach the foreground process group. */
+    if (tty && ioctl(in_r, TIOCSCTTY, 0) < 0) {
+        child_fail(report_fd, "%s: cannot make the pseudo-terminal the controlling terminal: %s", argv_buf[0]);
+    }
     /* dup2 clears close-on-exec on 0-2; every other descriptor the agent holds is close-on-exec. */
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0) {
         child_fail(report_fd, "%s: cannot set up standard streams: %s", argv_buf[0]);
+    }
+    if (tty && in_r > 2) {
+        close(in_r);                   /* the slave lives on as 0-2 */
     }
     /* Make the OOM killer pick user code, never the agent. Only raising is unprivileged. */
     int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -642,9 +657,14 @@ static void put_status(int fd, uint32_t v, char tail) {
  * background processes (`cmd &`) live on after it, under the supervisor. It ignores every signal it
  * can, so that only SIGKILL (the agent's, the host's, or the code's own) or SIGSTOP reaches it.
  */
-static _Noreturn void supervise(int in_r, int out_w, int err_w, int report_w, int status_w, int go_r, const char *cwd) {
+static _Noreturn void supervise(int in_r, int out_w, int err_w, int report_w, int status_w, int go_r, const char *cwd, int tty) {
     int keep[] = { in_r, out_w, err_w, report_w, status_w, go_r };
-    close_all_but(keep, go_r >= 0 ? 6 : 5);
+    int kept = go_r >= 0 ? 6 : 5;
+    if (tty) {                         /* in_r = out_w = err_w: the terminal's slave, once */
+        keep[1] = report_w; keep[2] = status_w; keep[3] = go_r;
+        kept -= 2;
+    }
+    close_all_but(keep, kept);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     for (int s = 1; s < NSIG; s++) {
         if (s != SIGCHLD) signal(s, SIG_IGN);   /* an ignored SIGCHLD would reap the command for us */
@@ -665,14 +685,18 @@ static _Noreturn void supervise(int in_r, int out_w, int err_w, int report_w, in
     pid_t command = fork();
     if (command == 0) {
         close(status_w);
-        child_exec(in_r, out_w, err_w, report_w, cwd);
+        child_exec(in_r, out_w, err_w, report_w, cwd, tty);
     }
     if (command < 0) {
         child_fail(report_w, "%s: cannot fork: %s", argv_buf[0]);
     }
     /* The pid first, then the report pipe closed: when the agent sees the command exec'd, it is there. */
     put_status(status_w, (uint32_t) command, 0);
-    close(in_r); close(out_w); close(err_w); close(report_w);
+    close(in_r);
+    if (!tty) {
+        close(out_w); close(err_w);
+    }
+    close(report_w);
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, 0);
@@ -743,10 +767,44 @@ static void await_exec(struct exec *e) {
 }
 
 /*
- * EXEC, or EXEC_HELD (held): then the supervisor waits for RELEASE before it forks the command,
- * and FORKED tells the host the supervisor's pid.
+ * Opens a new pseudo-terminal of rows x cols in the layout start_exec uses for pipes: out[0] is
+ * the master and in[1] a second descriptor of it (so closing stdin never closes the output);
+ * in[0] and out[1] are the slave, which the command gets as 0-2 (also in *slave). All
+ * close-on-exec. Returns 0, or -1 with errno set and nothing left open.
  */
-static void start_exec(uint32_t id, const char *cwd, int held) {
+static int open_tty(int in[2], int out[2], int *slave, uint32_t rows, uint32_t cols) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return -1;
+    struct winsize size = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+    char name[64];
+    if (grantpt(master) < 0 || unlockpt(master) < 0 || ptsname_r(master, name, sizeof name) != 0
+            || ioctl(master, TIOCSWINSZ, &size) < 0) {
+        int saved = errno;
+        close(master);
+        errno = saved;
+        return -1;
+    }
+    *slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int copy = *slave < 0 ? -1 : fcntl(master, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+        int saved = errno;
+        close(master);
+        close_fd(slave);
+        errno = saved;
+        return -1;
+    }
+    out[0] = master;
+    in[1] = copy;
+    in[0] = out[1] = *slave;
+    return 0;
+}
+
+/*
+ * EXEC, or EXEC_HELD (held): then the supervisor waits for RELEASE before it forks the command,
+ * and FORKED tells the host the supervisor's pid. With rows > 0 the command runs on a new
+ * pseudo-terminal of that size instead of pipes: its output (stdout and stderr alike) is STDOUT.
+ */
+static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, uint32_t cols) {
     if (quiesced) {
         send_failed(id, "the sandbox is being destroyed: no process may start in it");
         return;
@@ -763,34 +821,48 @@ static void start_exec(uint32_t id, const char *cwd, int held) {
         send_failed(id, "too many executions still have background processes running (the limit is 32768)");
         return;
     }
+    int tty = rows > 0;
     int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, status[2] = { -1, -1 },
-        go[2] = { -1, -1 };
-    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0
+        go[2] = { -1, -1 }, slave = -1;
+    if ((tty ? open_tty(in, out, &slave, rows, cols) < 0 : pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
             || pipe2(report, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 || (held && pipe2(go, O_CLOEXEC) < 0)) {
         char message[MAX_MESSAGE];
-        snprintf(message, sizeof message, "%s: cannot create pipes: %s", argv_buf[0], strerror(errno));
+        snprintf(message, sizeof message, "%s: cannot create %s: %s", argv_buf[0], tty ? "a pseudo-terminal or pipes" : "pipes",
+                 strerror(errno));
+        if (tty) {
+            in[0] = out[1] = -1;       /* the slave, closed once below */
+        }
         for (int i = 0; i < 2; i++) {
             close_fd(&in[i]); close_fd(&out[i]); close_fd(&err[i]); close_fd(&report[i]); close_fd(&status[i]); close_fd(&go[i]);
         }
+        close_fd(&slave);
         send_failed(id, message);
         return;
     }
+    if (tty) {
+        err[1] = slave;                /* the command's 0-2 are all the slave */
+    }
     pid_t pid = fork();
     if (pid == 0) {
-        supervise(in[0], out[1], err[1], report[1], status[1], go[0], cwd);
+        supervise(in[0], out[1], err[1], report[1], status[1], go[0], cwd, tty);
     }
     int fork_errno = errno;
-    close(in[0]); close(out[1]); close(err[1]); close(report[1]); close(status[1]); close_fd(&go[0]);
+    if (tty) {
+        close(slave);                  /* only the supervisor and the command hold it: the master sees EIO when they are gone */
+    } else {
+        close(in[0]); close(out[1]); close(err[1]);
+    }
+    close(report[1]); close(status[1]); close_fd(&go[0]);
     if (pid < 0) {
         char message[MAX_MESSAGE];
         snprintf(message, sizeof message, "%s: cannot fork: %s", argv_buf[0], strerror(fork_errno));
-        close(in[1]); close(out[0]); close(err[0]); close(report[0]); close(status[0]); close_fd(&go[1]);
+        close(in[1]); close(out[0]); close_fd(&err[0]); close(report[0]); close(status[0]); close_fd(&go[1]);
         send_failed(id, message);
         return;
     }
     supervisors[supervisor_count++] = pid;
     *e = (struct exec) { .used = 1, .id = id, .supervisor = pid, .in_fd = in[1], .out_fd = out[0], .err_fd = err[0],
-                         .status_fd = status[0], .go_fd = go[1], .report_fd = report[0] };
+                         .status_fd = status[0], .go_fd = go[1], .report_fd = report[0], .tty = tty };
     if (held) {
         send_ids(T_FORKED, id, (uint32_t) pid, 0, 2);
     } else {
@@ -1519,6 +1591,64 @@ static void read_list(struct reader *r, char **list, const char *what) {
     list[count] = NULL;
 }
 
+static int connect_to(const char *path);
+static void close_bridges(void);
+
+/*
+ * ---- DETACH: let go of the host channel so the sandbox can be checkpointed (runsc checkpoint
+ * cannot save a connected host socket), then connect again to the socket NAME in the channel's
+ * directory: after the checkpoint (and after each restore) the host listens there. NAME is the
+ * host's secret: the directory is not listable from inside, so only we, whose memory the code
+ * cannot read (non-dumpable), know where to connect, and code racing us for the new channel does
+ * not find it. Refused (EBUSY) while an execution or a file read is running: its frames would have
+ * nowhere to go. Open egress connections are closed (their host ends cannot be saved either). Not
+ * over a device: a microVM guest is not checkpointed this way.
+ */
+static void detach(uint32_t id, const char *name) {
+    const char *slash = strrchr(control_path, '/');
+    size_t dir_len = slash == NULL ? 0 : (size_t) (slash - control_path) + 1;
+    size_t name_len = strlen(name);
+    if (name_len == 0 || name_len > 64 || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-._") != name_len) {
+        die("malformed frame from host: DETACH socket name");
+    }
+    if (dir_len + name_len >= sizeof detached_path || dir_len + name_len >= 108) {
+        send_failed_errno(id, ENAMETOOLONG, "the socket path would be too long");
+        return;
+    }
+    if (sock_is_device) {
+        send_failed_errno(id, ENOTSUP, "the channel is a device: only a socket channel can be detached");
+        return;
+    }
+    for (int i = 0; i < MAX_EXECS; i++) {
+        if (execs[i].used) {
+            send_failed_errno(id, EBUSY, "an execution is still running: wait for it to end or kill it first");
+            return;
+        }
+    }
+    if (reads_active()) {
+        send_failed_errno(id, EBUSY, "a file is still being read");
+        return;
+    }
+    close_bridges();
+    send_ids(T_DONE, id, 0, 0, 1);
+    close(sock);
+    sock = -1;
+    in_have = 0;
+    /* Nothing else can happen meanwhile: no execution runs, and the host's next step is to
+     * checkpoint (which freezes us here) or to listen again. Children that end wait as zombies. */
+    memcpy(detached_path, control_path, dir_len);
+    memcpy(detached_path + dir_len, name, name_len + 1);
+    for (;;) {
+        int fd = connect_to(detached_path);
+        if (fd >= 0) {
+            sock = fd;
+            break;
+        }
+        usleep(20 * 1000);
+    }
+    send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
+}
+
 static void handle_frame(int type, const unsigned char *payload, size_t len) {
     struct reader r = { payload, len, arena };
     uint32_t id = read_u32(&r);
@@ -1529,13 +1659,19 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         read_list(&r, argv_buf, "argv");
         read_list(&r, env_buf, "env");
         char *cwd = read_string(&r);
+        uint32_t rows = 0, cols = 0;
+        if (r.left == 8) {             /* on a pseudo-terminal of this size */
+            rows = read_u32(&r);
+            cols = read_u32(&r);
+            if (rows == 0 || cols == 0 || rows > MAX_TTY_SIZE || cols > MAX_TTY_SIZE) die("malformed frame from host: terminal size %ux%u", rows, cols);
+        }
         if (r.left != 0) die("malformed frame from host: trailing bytes after EXEC");
         if (argv_buf[0] == NULL || argv_buf[0][0] == '\0') die("malformed frame from host: empty argv");
         for (int i = 0; env_buf[i] != NULL; i++) {
             if (strchr(env_buf[i], '=') == NULL) die("malformed frame from host: env entry without '='");
         }
         if (cwd[0] != '/') die("malformed frame from host: cwd is not absolute");
-        start_exec(id, cwd, type == T_EXEC_HELD);
+        start_exec(id, cwd, type == T_EXEC_HELD, rows, cols);
         break;
     }
     case T_RELEASE: {
@@ -1546,6 +1682,19 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
             if (e->go_fd < 0) die("malformed frame from host: RELEASE for an execution that is not held");
             release_exec(e, (int) go_on);
         }
+        break;
+    }
+    case T_RESIZE: {
+        uint32_t rows = read_u32(&r), cols = read_u32(&r);
+        if (r.left != 0 || rows == 0 || cols == 0 || rows > MAX_TTY_SIZE || cols > MAX_TTY_SIZE) die("malformed frame from host: bad RESIZE");
+        struct exec *e = find_exec(id);
+        if (e == NULL) {
+            break;                     /* it exited */
+        }
+        if (!e->tty) die("malformed frame from host: RESIZE for an execution without a terminal");
+        /* The kernel sends SIGWINCH to the terminal's foreground process group. */
+        struct winsize size = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+        if (e->out_fd >= 0) ioctl(e->out_fd, TIOCSWINSZ, &size);
         break;
     }
     case T_STDIN: {
@@ -1611,6 +1760,12 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         expect_end(&r, "KILL_ALL");
         kill_all(id);
         break;
+    case T_DETACH: {
+        char *name = read_string(&r);
+        expect_end(&r, "DETACH");
+        detach(id, name);
+        break;
+    }
     case T_MKDIR: {
         char *path = read_path(&r, "MKDIR");
         uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");
@@ -1690,6 +1845,13 @@ static void bridge_close(struct bridge *b) {
         b->buf[d] = NULL;
     }
     b->used = 0;
+}
+
+/* Closes every egress connection (DETACH: a connected host socket cannot be checkpointed). */
+static void close_bridges(void) {
+    for (int i = 0; i < MAX_BRIDGES; i++) {
+        if (bridges[i].used) bridge_close(&bridges[i]);
+    }
 }
 
 /* Listens on 127.0.0.1:port and [::1]:port. The IPv4 listener is required; ::1 is best effort
@@ -2120,7 +2282,7 @@ int main(int argc, char **argv) {
     if (nofile != 0) apply_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile);
     if (fsize != 0) apply_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", fsize);
     apply_limit(RLIMIT_CORE, "RLIMIT_CORE", 0);
-    const char *control_path = argv[arg];
+    control_path = argv[arg];
     /* Sandboxed code runs as our user: without this it could ptrace us or read /proc/1/fd. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     self = getpid();

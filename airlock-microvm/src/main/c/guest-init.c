@@ -325,6 +325,11 @@ static void minimal_dev(unsigned long long shm_bytes) {
         snprintf(path, sizeof path, "/dev/%s", links[i][0]);
         CHILD_CHECK(symlink(links[i][1], path) == 0, "cannot make %s: %s", path, strerror(errno));
     }
+    /* The sandbox's pseudo-terminals (an exec with a tty): /dev/ptmx links to this instance's ptmx.
+     * Not fatal: without it only executions with a terminal fail (the agent says it cannot open one). */
+    if (mkdir("/dev/pts", 0755) < 0 || mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0) {
+        say("cannot mount the sandbox's /dev/pts, so no execution can have a terminal: %s", strerror(errno));
+    }
     char options[128];
     snprintf(options, sizeof options, "size=%llu,mode=1777,uid=%d,gid=%d", shm_bytes, SANDBOX_UID, SANDBOX_UID);
     CHILD_CHECK(mkdir("/dev/shm", 0755) == 0 && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options) == 0,

@@ -35,8 +35,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
-    static final int PROTOCOL_VERSION = 4;
+    /** 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 5;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
@@ -108,9 +108,13 @@ public final class AgentClient implements SandboxAgent {
         int id = nextId.getAndIncrement();
         // Sorted, so that the same request always gives the same environment order.
         var env = new TreeMap<>(request.env()).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
-        ByteBuffer frame = new FrameBuilder(placement == null ? Frame.EXEC : Frame.EXEC_HELD, "the command with its environment")
-                .u32(id).strings(request.argv()).strings(env).string(request.cwd()).build();
-        RemoteProcess process = new RemoteProcess(this, id, listener, placement);
+        FrameBuilder builder = new FrameBuilder(placement == null ? Frame.EXEC : Frame.EXEC_HELD, "the command with its environment")
+                .u32(id).strings(request.argv()).strings(env).string(request.cwd());
+        if (request.tty() != null) {
+            builder.u32(request.tty().rows()).u32(request.tty().cols());
+        }
+        ByteBuffer frame = builder.build();
+        RemoteProcess process = new RemoteProcess(this, id, listener, placement, request.tty() != null);
         register(id, process);
         send(frame);
         // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
@@ -164,6 +168,23 @@ public final class AgentClient implements SandboxAgent {
     @Override
     public void killAll() throws IOException {
         files.killAll();
+    }
+
+    /**
+     * Asks the agent to let go of this connection (DETACH) so its sandbox can be checkpointed, then
+     * closes it. The agent keeps every process and connects again to the socket {@code socketName}
+     * (lower-case letters, digits, {@code - . _}; at most 64) in the directory of its first socket,
+     * where the host listens once the checkpoint is taken (or restored): {@link #connect} wraps that
+     * connection. The name should be random: code inside cannot list that directory, so it cannot
+     * race the agent to the new channel. Refused by the agent (an {@code IOException} naming EBUSY)
+     * while an execution or a file read runs; this connection stays usable then.
+     */
+    public void detach(String socketName) throws IOException {
+        if (socketName == null || !socketName.matches("[a-z0-9][a-z0-9._-]{0,63}")) {
+            throw new IllegalArgumentException("a socket name is 1 to 64 of a-z 0-9 . _ - (not starting with a dot): " + socketName);
+        }
+        files.detach(socketName);
+        close();
     }
 
     @Override

@@ -133,6 +133,11 @@ final class AgentFiles {
         operation(id, "stop the sandbox's processes", new FrameBuilder(Frame.KILL_ALL, "request").u32(id));
     }
 
+    void detach(String socketName) throws IOException {
+        int id = client.newId();
+        operation(id, "let go of the host channel", new FrameBuilder(Frame.DETACH, "socket name").u32(id).string(socketName));
+    }
+
     void mkdir(String path, boolean parents) throws IOException {
         checkPath(path);
         int id = client.newId();

@@ -17,6 +17,7 @@ record Frame(int type, ByteBuffer payload) {
     static final int WRITE_FILE = 4;
     static final int EXEC_HELD = 5;
     static final int RELEASE = 6;
+    static final int RESIZE = 7;
     static final int HELLO = 10;
     static final int STARTED = 11;
     static final int STDOUT = 12;
@@ -35,6 +36,7 @@ record Frame(int type, ByteBuffer payload) {
     static final int RENAME = 25;
     static final int WALK = 26;
     static final int KILL_ALL = 27;
+    static final int DETACH = 28;
 
     /** WRITE_FILE flag: append to the file an earlier frame created instead of replacing it. */
     static final int WRITE_APPEND = 1;

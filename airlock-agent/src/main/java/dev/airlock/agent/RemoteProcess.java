@@ -3,6 +3,7 @@ package dev.airlock.agent;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent.AgentProcess;
 import dev.airlock.core.SandboxAgent.ProcessExit;
+import dev.airlock.core.TerminalSize;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -25,6 +26,8 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     private final OutputListener listener;
     /** Started with EXEC_HELD (non-null): FORKED comes before STARTED, and this places the process. */
     private final ExecPlacement placement;
+    /** Started on a pseudo-terminal: its output is all STDOUT, and it may be resized. */
+    private final boolean tty;
     /** Why the placement refused the process; written by the reader thread before {@code started} completes. */
     private volatile RuntimeException placementFailure;
     /** The pid, or -1 when the agent answered FAILED. */
@@ -35,8 +38,9 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     /** Written by the reader thread before {@code exit} completes, so await sees it. */
     private RuntimeException listenerFailure;
 
-    RemoteProcess(AgentClient client, int id, OutputListener listener, ExecPlacement placement) {
+    RemoteProcess(AgentClient client, int id, OutputListener listener, ExecPlacement placement, boolean tty) {
         this.client = client;
+        this.tty = tty;
         this.placement = placement;
         this.id = id;
         this.listener = listener;
@@ -88,7 +92,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     }
 
     boolean onOutput(boolean stdout, byte[] chunk) {
-        if (!isRunning()) {
+        if (!isRunning() || (tty && !stdout)) {   // a terminal's output is one stream
             return false;
         }
         if (listenerFailure == null) {
@@ -156,6 +160,14 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
             throw new IllegalArgumentException("signal " + signal + " is not between 1 and 64");
         }
         client.send(new FrameBuilder(Frame.SIGNAL, "signal").u32(id).u32(signal).build());
+    }
+
+    @Override
+    public void resize(TerminalSize size) throws IOException {
+        if (!tty) {
+            throw new IllegalStateException("process " + pid() + " has no terminal to resize: start it with a terminal size (tty)");
+        }
+        client.send(new FrameBuilder(Frame.RESIZE, "resize").u32(id).u32(size.rows()).u32(size.cols()).build());
     }
 
     @Override

@@ -57,6 +57,43 @@ class AgentClientTest {
         return exit;
     }
 
+    /**
+     * DETACH (before a checkpoint): refused while an execution runs, the connection still usable;
+     * otherwise the agent lets go and connects again to the socket it was told, in its first
+     * socket's directory, and what an execution left in the background lives on.
+     */
+    @Test
+    void detachIsRefusedWhileAnExecutionRunsAndOtherwiseTheAgentComesBackWhereItWasTold() throws Exception {
+        AgentProcess sleep = agent.client.start(command("sleep", "100"), OutputListener.NONE);
+        assertThatThrownBy(() -> agent.client.detach("a0123456789")).isInstanceOf(IOException.class)
+                .hasMessageContaining("still running");
+        sleep.signal(9);
+        assertThat(sleep.await(AWAIT)).isNotNull();
+        Output output = new Output();
+        run(command("sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!"), output);
+        String background = output.stdout().strip();
+
+        agent.client.detach("a0123456789");
+        assertThat(agent.client.isOpen()).isFalse();
+        Path socket = dir.resolve("a0123456789");
+        try (java.nio.channels.ServerSocketChannel listener = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            listener.bind(java.net.UnixDomainSocketAddress.of(socket));
+            java.nio.channels.SocketChannel channel = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return listener.accept();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            try (AgentClient again = AgentClient.connect(channel, Duration.ofSeconds(10))) {
+                Output alive = new Output();
+                ProcessExit exit = again.start(command("kill", "-0", background), alive).await(AWAIT);
+                assertThat(exit).as("the background process lives on; %s", alive.stderr()).isEqualTo(new ProcessExit(0, 0, null));
+            }
+        }
+        assertThat(agent.process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)).as("the agent ends with its new connection").isTrue();
+    }
+
     @Test
     void forwardsStdoutAndStderr() throws Exception {
         Output output = new Output();

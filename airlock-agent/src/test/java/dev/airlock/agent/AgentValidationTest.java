@@ -113,6 +113,42 @@ class AgentValidationTest {
     }
 
     @Test
+    void aResizeOfAnExecutionWithoutATerminalEndsTheAgent() throws Exception {
+        long sleep = startSleep();   // id 1, on pipes
+
+        send(new FrameBuilder(Frame.RESIZE, "test").u32(1).u32(24).u32(80).build());
+
+        assertEndsAndKills(sleep, "RESIZE for an execution without a terminal");
+    }
+
+    @Test
+    void aResizeOutOfRangeEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.RESIZE, "test").u32(7).u32(1001).u32(80).build());
+
+        assertEndsAndKills(sleep, "bad RESIZE");
+    }
+
+    @Test
+    void anExecWithATerminalSizeOutOfRangeEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.EXEC, "test").u32(2).strings(List.of("true")).strings(List.of()).string("/").u32(0).u32(80).build());
+
+        assertEndsAndKills(sleep, "terminal size 0x80");
+    }
+
+    @Test
+    void aResizeForAnIdThatIsNotRunningIsIgnored() throws Exception {
+        send(new FrameBuilder(Frame.RESIZE, "test").u32(9).u32(24).u32(80).build());
+        send(new FrameBuilder(Frame.MKDIR, "test").u32(5).string("relative").u32(0).build());
+
+        assertThat(ByteBuffer.wrap(readFrame()).get()).as("the next answer: the agent serves on").isEqualTo((byte) Frame.FAILED);
+        assertThat(agent.process().isAlive()).isTrue();
+    }
+
+    @Test
     void aRelativePathIsRefusedWithoutEndingTheAgent() throws Exception {
         send(new FrameBuilder(Frame.MKDIR, "test").u32(5).string("relative").u32(0).build());
 

@@ -121,6 +121,17 @@ public final class BackgroundProcess {
         }
     }
 
+    /**
+     * Attaches to the terminal of this process (started with one: {@link RemoteSandbox#startTerminal})
+     * over a WebSocket: its output from now on goes to {@code listener}. A process may have a few
+     * attached at once (4; 16 per sandbox).
+     *
+     * @throws ConflictException if the process has no terminal or has ended
+     */
+    public Terminal attach(Terminal.Listener listener) {
+        return Terminal.open(transport, path() + "/attach", this, Objects.requireNonNull(listener, "listener"));
+    }
+
     /** Sends a signal to the process, such as 15 (SIGTERM) to ask it to stop. */
     public void signal(int signal) {
         if (signal <= 0 || signal > 64) {

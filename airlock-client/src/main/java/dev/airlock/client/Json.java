@@ -66,7 +66,7 @@ final class Json {
         }
         return new SnapshotInfo(f.string("id"), f.optString("sandbox"), f.optString("profile"), f.optString("image"),
                 f.optString("imageDigest"), f.string("digest"), f.longValue("bytes"), f.intValue("files"), leftOut,
-                f.optInstant("createdAt"), f.optInstant("expiresAt"));
+                f.optInstant("createdAt"), f.optInstant("expiresAt"), n.path("memory").asBoolean(false));
     }
 
     static List<SnapshotInfo> snapshots(JsonNode n) {

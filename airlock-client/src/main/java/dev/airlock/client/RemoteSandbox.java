@@ -94,6 +94,39 @@ public final class RemoteSandbox implements AutoCloseable {
                 transport.json("POST", path("exec"), RequestBodies.exec(exec, true), false, Json::process));
     }
 
+    /**
+     * Starts {@code exec} in the background on a pseudo-terminal of {@code rows} x {@code cols}
+     * (1 to 1000; an interactive shell, or any program that wants a terminal) and attaches to it:
+     * what it shows goes to {@code listener}; write its input, resize it and wait for its exit
+     * with the returned {@link Terminal}. Its stderr is the terminal too: one stream.
+     *
+     * <pre>{@code
+     * try (Terminal t = sandbox.startTerminal(Exec.command("bash"), 24, 80, bytes -> System.out.write(bytes, 0, bytes.length))) {
+     *     t.write("echo $((6*7))\n");
+     *     t.write("exit\n");
+     *     t.awaitExit(Duration.ofSeconds(10));
+     * }
+     * }</pre>
+     */
+    public Terminal startTerminal(Exec exec, int rows, int cols, Terminal.Listener listener) {
+        Objects.requireNonNull(exec, "exec");
+        Objects.requireNonNull(listener, "listener");
+        Terminal.checkSize(rows, cols);
+        var body = RequestBodies.exec(exec, true);
+        body.put("tty", true).put("rows", rows).put("cols", cols);
+        BackgroundProcess process = new BackgroundProcess(transport, id, transport.json("POST", path("exec"), body, false, Json::process));
+        try {
+            return process.attach(listener);
+        } catch (RuntimeException e) {
+            try {
+                process.kill();   // nobody could use it: it would only wait for its timeout
+            } catch (RuntimeException ignored) {
+                // the sandbox is gone too
+            }
+            throw e;
+        }
+    }
+
     /** The background processes of this sandbox, running or ended. */
     public List<BackgroundProcess> processes() {
         return transport.json("GET", path("processes"), null, false, n -> {
@@ -177,6 +210,16 @@ public final class RemoteSandbox implements AutoCloseable {
      */
     public SnapshotInfo snapshot() {
         return transport.json("POST", path("snapshots"), Json.MAPPER.createObjectNode(), true, Json::snapshot);
+    }
+
+    /**
+     * As {@link #snapshot()}, and with the sandbox's processes and their memory too (a gVisor
+     * checkpoint): a sandbox forked from it has them running where they were. Only for a sandbox of a
+     * profile with {@code isolation: gvisor} (otherwise a {@link BadRequestException} naming the
+     * tier), and not while an execution is running (a {@link ConflictException}).
+     */
+    public SnapshotInfo snapshotWithMemory() {
+        return transport.json("POST", path("snapshots"), RequestBodies.object("memory", true), true, Json::snapshot);
     }
 
     /** As {@link #snapshot()}, kept for {@code ttl} (1 s to 7 days). */

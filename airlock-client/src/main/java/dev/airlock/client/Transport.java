@@ -52,6 +52,35 @@ final class Transport {
         return base;
     }
 
+    /**
+     * Opens a WebSocket to {@code path} with the token. A refused handshake throws the exception for
+     * its status (403, 404, 409, 429, ...), with the server's message when it sent one.
+     */
+    java.net.http.WebSocket webSocket(String path, java.net.http.WebSocket.Listener listener) {
+        if (closed) {
+            throw new IllegalStateException("this Airlock client is closed; connect again to use " + base);
+        }
+        String what = "GET " + path;
+        URI uri = URI.create(base.replaceFirst("^http", "ws") + path);
+        try {
+            return http.newWebSocketBuilder().header("Authorization", authorization).connectTimeout(requestTimeout)
+                    .buildAsync(uri, listener).get(requestTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AirlockInterruptedException("interrupted while opening " + what + " at " + base, e);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new AirlockConnectionException("the Airlock server at " + base + " did not open " + what + " within "
+                    + requestTimeout.toMillis() + " ms", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof java.net.http.WebSocketHandshakeException h) {
+                HttpResponse<?> r = h.getResponse();
+                byte[] body = r.body() instanceof byte[] b ? b : r.body() instanceof String s ? s.getBytes(StandardCharsets.UTF_8) : new byte[0];
+                throw Errors.fromResponse(r.statusCode(), body, what);
+            }
+            throw new AirlockConnectionException("cannot open " + what + " at " + base + ": " + e.getCause(), e.getCause());
+        }
+    }
+
     // ---- URLs
 
     /** {@code /v1/sandboxes/{id}/...}: each segment percent-encoded. */

@@ -14,11 +14,16 @@ record AttachedSandbox(IsolationDriver.DriverSandbox sandbox, SandboxBroker.Atta
      * exactly once; on any failure the attachment is closed and nothing is left.
      */
     static AttachedSandbox create(IsolationDriver driver, SandboxBroker broker, SandboxSpec spec) {
+        return create(driver, broker, spec, null);
+    }
+
+    /** As {@link #create(IsolationDriver, SandboxBroker, SandboxSpec)}, restored from {@code checkpoint} when it is not null. */
+    static AttachedSandbox create(IsolationDriver driver, SandboxBroker broker, SandboxSpec spec, java.nio.file.Path checkpoint) {
         SandboxId id = SandboxId.random(driver.instance());
         AttachOnce once = new AttachOnce(broker, driver, id);
         IsolationDriver.DriverSandbox ds;
         try {
-            ds = driver.create(id, spec, once);
+            ds = checkpoint == null ? driver.create(id, spec, once) : driver.restore(id, spec, once, checkpoint);
         } catch (RuntimeException | Error e) {
             once.closeAttachment();
             throw e;

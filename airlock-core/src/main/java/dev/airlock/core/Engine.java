@@ -80,7 +80,20 @@ public final class Engine implements AutoCloseable {
         if (as == null) {
             as = AttachedSandbox.create(driver, broker, spec);
         }
-        Sandbox sandbox = new Sandbox(as, spec, this);
+        return track(new Sandbox(as, spec, this));
+    }
+
+    /**
+     * Creates a running sandbox whose processes, memory and in-memory files are those {@link
+     * Sandbox#checkpoint} saved in {@code checkpoint}; {@code spec} must be the spec that sandbox was
+     * made from. Never from the warm pool. Only where the tier can checkpoint (UNAVAILABLE elsewhere).
+     */
+    public Sandbox restore(SandboxSpec spec, java.nio.file.Path checkpoint) {
+        ensureOpen();
+        return track(new Sandbox(AttachedSandbox.create(driver, broker, spec, checkpoint), spec, this));
+    }
+
+    private Sandbox track(Sandbox sandbox) {
         live.add(sandbox);
         if (closed) {
             sandbox.close();

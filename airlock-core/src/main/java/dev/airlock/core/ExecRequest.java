@@ -12,8 +12,11 @@ import java.util.Map;
  * @param cwd     working directory inside the sandbox
  * @param stdin   bytes fed to standard input, then closed (empty: stdin is closed at once)
  * @param timeout wall-clock budget; {@code null} takes the sandbox's limit
+ * @param tty     non-null: the command runs on a new pseudo-terminal of this size, its stdin,
+ *                stdout and stderr all the terminal (so its output is one stream, stdout);
+ *                {@code null}: on pipes
  */
-public record ExecRequest(List<String> argv, Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+public record ExecRequest(List<String> argv, Map<String, String> env, String cwd, byte[] stdin, Duration timeout, TerminalSize tty) {
 
     public static final String DEFAULT_CWD = "/workspace";
     public static final int MAX_STDIN_BYTES = 16 * 1024 * 1024;
@@ -51,23 +54,33 @@ public record ExecRequest(List<String> argv, Map<String, String> env, String cwd
         }
     }
 
+    /** A request on pipes, without a terminal. */
+    public ExecRequest(List<String> argv, Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+        this(argv, env, cwd, stdin, timeout, null);
+    }
+
     public static ExecRequest of(String... argv) {
         return new ExecRequest(List.of(argv), Map.of(), DEFAULT_CWD, null, null);
     }
 
     public ExecRequest withStdin(byte[] bytes) {
-        return new ExecRequest(argv, env, cwd, bytes, timeout);
+        return new ExecRequest(argv, env, cwd, bytes, timeout, tty);
     }
 
     public ExecRequest withTimeout(Duration t) {
-        return new ExecRequest(argv, env, cwd, stdin, t);
+        return new ExecRequest(argv, env, cwd, stdin, t, tty);
     }
 
     public ExecRequest withCwd(String dir) {
-        return new ExecRequest(argv, env, dir, stdin, timeout);
+        return new ExecRequest(argv, env, dir, stdin, timeout, tty);
     }
 
     public ExecRequest withEnv(Map<String, String> e) {
-        return new ExecRequest(argv, e, cwd, stdin, timeout);
+        return new ExecRequest(argv, e, cwd, stdin, timeout, tty);
+    }
+
+    /** The same request on a pseudo-terminal of {@code size} (null: on pipes). */
+    public ExecRequest withTty(TerminalSize size) {
+        return new ExecRequest(argv, env, cwd, stdin, timeout, size);
     }
 }

@@ -64,6 +64,22 @@ public final class Execution {
     }
 
     /**
+     * Changes the size of the terminal of a process started with one ({@link ExecRequest#tty()});
+     * its foreground programs get SIGWINCH. Nothing happens if it is gone.
+     *
+     * @throws AirlockException (invalid) if the process has no terminal
+     */
+    public void resize(TerminalSize size) {
+        try {
+            process.resize(size);
+        } catch (IllegalStateException e) {
+            throw AirlockException.invalid(e.getMessage());
+        } catch (IOException e) {
+            // The sandbox is gone; so is the process.
+        }
+    }
+
+    /**
      * Appends to the process's standard input, for a process started with its input open
      * ({@code Sandbox.startAttached}).
      *

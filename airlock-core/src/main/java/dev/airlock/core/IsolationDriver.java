@@ -41,6 +41,22 @@ public interface IsolationDriver extends AutoCloseable {
      */
     DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker);
 
+    /**
+     * Starts a sandbox as {@link #create} does, but with the processes, memory and in-memory files
+     * that {@link DriverSandbox#checkpoint} saved in {@code checkpoint} instead of a fresh agent.
+     * {@code spec} must be the one the checkpointed sandbox was made from (same image and limits). Only
+     * a tier that can checkpoint can restore: elsewhere this says so (UNAVAILABLE), as this default does.
+     */
+    default DriverSandbox restore(SandboxId id, SandboxSpec spec, SandboxBroker broker, java.nio.file.Path checkpoint) {
+        throw AirlockException.unavailable(noProcessesSaved(isolation()));
+    }
+
+    /** What a tier that cannot checkpoint says when asked to. */
+    static String noProcessesSaved(Isolation tier) {
+        return "processes do not survive a snapshot on " + (tier == null ? "this" : "the " + tier.id())
+                + " tier (only gVisor's runsc can checkpoint them here): take the snapshot without memory, which keeps the files";
+    }
+
     /** Starts a sandbox without a broker: it has no network ({@link SandboxBroker#NONE}). */
     default DriverSandbox create(SandboxId id, SandboxSpec spec) {
         return create(id, spec, SandboxBroker.NONE);
@@ -117,6 +133,16 @@ public interface IsolationDriver extends AutoCloseable {
         /** Thaws what {@link #pause()} froze. Resuming a sandbox that is not paused does nothing. */
         default void resume() {
             throw AirlockException.unavailable("sandbox " + id() + ": this isolation tier cannot pause or resume a sandbox");
+        }
+
+        /**
+         * Saves every process of the sandbox with its memory and its in-memory files (/workspace, /tmp)
+         * into the empty directory {@code dir}, for {@link IsolationDriver#restore}; the sandbox goes on
+         * running afterwards, its agent reconnected. Refused (CONFLICT) while an execution runs. A tier
+         * that cannot do it says so (UNAVAILABLE), as this default does.
+         */
+        default void checkpoint(java.nio.file.Path dir) {
+            throw AirlockException.unavailable("sandbox " + id() + ": " + noProcessesSaved(null));
         }
 
         /** Kills every process and removes all state of the sandbox. Idempotent. */

@@ -110,13 +110,38 @@ public final class Sandbox implements AutoCloseable {
         }
     }
 
+    /**
+     * Saves every process of the sandbox with its memory and in-memory files into the empty
+     * directory {@code dir} ({@link Engine#restore}); the sandbox runs on. Not while paused.
+     *
+     * @throws AirlockException UNAVAILABLE where the tier cannot (only gVisor can here), CONFLICT
+     *                          while an execution runs or the sandbox is paused
+     */
+    public void checkpoint(java.nio.file.Path dir) {
+        synchronized (pauseLock) {
+            ensureOpen();
+            if (paused) {
+                throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id() + " is paused: resume it first, then checkpoint it");
+            }
+            checkpointing = true;
+            try {
+                driverSandbox.checkpoint(dir);
+            } finally {
+                checkpointing = false;
+            }
+        }
+    }
+
+    /** While a checkpoint runs (seconds) the agent is between two connections: requests are refused, the sandbox is not seen as ended. */
+    private volatile boolean checkpointing;
+
     /** Whether the sandbox is paused: its processes frozen until {@link #resume()}. */
     public boolean isPaused() {
         return paused;
     }
 
     public boolean isOpen() {
-        return !closed.get() && driverSandbox.agent().isOpen();
+        return !closed.get() && (checkpointing || driverSandbox.agent().isOpen());
     }
 
     /** Runs a process to its end (or its timeout) and returns what it produced. */
@@ -210,6 +235,9 @@ public final class Sandbox implements AutoCloseable {
             env.put("no_proxy", "localhost,127.0.0.1,::1");
         }
         env.putAll(attached.attachment().environment());
+        if (request.tty() != null) {
+            env.put("TERM", "xterm-256color");   // what browser terminals and most others emulate; the spec or request may say otherwise
+        }
         env.putAll(spec.env());
         env.putAll(request.env());
         return env;
@@ -278,6 +306,10 @@ public final class Sandbox implements AutoCloseable {
         if (paused) {
             throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
                     + " is paused: its processes are frozen; resume it first");
+        }
+        if (checkpointing) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                    + " is being checkpointed (a memory snapshot, a few seconds): try again once it is taken");
         }
     }
 

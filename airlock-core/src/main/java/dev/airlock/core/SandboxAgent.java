@@ -131,6 +131,14 @@ public interface SandboxAgent extends AutoCloseable {
         void signal(int signal) throws IOException;
 
         /**
+         * Changes the size of the process's pseudo-terminal; the kernel sends SIGWINCH to its
+         * foreground process group. Nothing happens once the process has ended.
+         *
+         * @throws IllegalStateException if the process was not started with a terminal
+         */
+        void resize(TerminalSize size) throws IOException;
+
+        /**
          * Waits until the process has exited and its output has been delivered.
          *
          * @return the exit, or {@code null} if {@code timeout} passed first

@@ -43,7 +43,7 @@ class McpFuzzTest {
             Map.entry("interpreter_run", Set.of("code", "context", "timeoutSeconds")),
             Map.entry("interpreter_context", Set.of("action", "context")),
             Map.entry("sandbox_destroy", Set.of()),
-            Map.entry("sandbox_snapshot", Set.of()),
+            Map.entry("sandbox_snapshot", Set.of("memory")),
             Map.entry("sandbox_fork", Set.of("snapshotId", "count")),
             Map.entry("sandbox_list", Set.of()));
 

@@ -51,8 +51,9 @@ class ServerSnapshotTest {
         live = LiveServer.withPolicy("""
                 profiles:
                   default: {}
+                  strong: {isolation: gvisor}
                 clients:
-                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, strong], allow: ["*"]}
                   small: {tokenSha256: %s, profiles: [default], allow: %s, quotas: {snapshotMiB: 1}}
                   other: {tokenSha256: %s, profiles: [default], allow: %s}
                 """.formatted(hash(SMALL), ops, hash(OTHER), ops), c -> c.withPoolSize(0));
@@ -190,6 +191,63 @@ class ServerSnapshotTest {
                 one.forEach(RemoteSandbox::close);
             }
             live.client.deleteSnapshot(snap.id());
+        }
+    }
+
+    /**
+     * Memory state under gVisor: a Python process holding x = 42 only in its memory is running, with
+     * x, in a sandbox forked from a memory snapshot, as are the files; the checkpoint image is in the
+     * snapshot's digest (altered, the fork is refused); on the container tier a memory snapshot is a
+     * 400 naming the tier.
+     */
+    @Test
+    void underGvisorAProcessWithAVariableInMemorySurvivesAMemorySnapshotAndItsFork() throws Exception {
+        String id = created(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"strong\"}"));
+        String snap;
+        try {
+            String program = "import os, time\nx = 6 * 7\nwhile True:\n    if os.path.exists('/tmp/ask'):\n"
+                    + "        open('/tmp/x', 'w').write(str(x))\n        os.remove('/tmp/ask')\n    time.sleep(0.05)\n";
+            assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/p.py", program).statusCode()).isEqualTo(201);
+            HttpResponse<String> started = live.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"sh\", \"-c\", \"python3 /workspace/p.py >/dev/null 2>&1 &\"]}");
+            assertThat(started.statusCode()).as(started.body()).isEqualTo(200);
+            HttpResponse<String> taken = live.raw("POST", "/v1/sandboxes/" + id + "/snapshots", "{\"memory\": true}");
+            assertThat(taken.statusCode()).as(taken.body()).isEqualTo(201);
+            JsonNode view = JSON.readTree(taken.body());
+            assertThat(view.path("memory").asBoolean()).isTrue();
+            assertThat(view.path("bytes").asLong()).as("the checkpoint image counts").isGreaterThan(100_000);
+            snap = view.path("id").asString();
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+        // the original is gone, and with it its process: x can only come from the snapshot's memory
+        String ask = "touch /tmp/ask; while [ -e /tmp/ask ]; do sleep 0.05; done; cat /tmp/x";
+        List<RemoteSandbox> forks = live.client.fork(snap, 1);
+        try {
+            RemoteSandbox fork = forks.getFirst();
+            assertThat(read(fork, "/workspace/p.py")).startsWith("import os");
+            assertThat(fork.exec("sh", "-c", ask).stdout()).isEqualTo("42");
+        } finally {
+            forks.forEach(RemoteSandbox::close);
+        }
+        JsonNode manifest = JSON.readTree(Files.readString(live.dataDir.resolve("snapshots").resolve(snap).resolve("manifest.json")));
+        JsonNode part = null;
+        for (JsonNode p : manifest.path("memory")) {
+            part = p.path("name").asString().equals("checkpoint.img") ? p : part;
+        }
+        assertThat(part).as("runsc's image among the parts: %s", manifest.path("memory")).isNotNull();
+        Path image = live.dataDir.resolve("snapshots").resolve("blobs").resolve(part.path("sha256").asString());
+        image.toFile().setWritable(true);
+        try (var out = Files.newOutputStream(image, java.nio.file.StandardOpenOption.APPEND)) {
+            out.write(1);
+        }
+        assertThatThrownBy(() -> live.client.fork(snap, 1)).isInstanceOf(ConflictException.class)
+                .hasMessageContaining("was altered on the host").hasMessageContaining("checkpoint part");
+        live.client.deleteSnapshot(snap);
+
+        try (RemoteSandbox plain = live.client.create(SandboxSpec.defaults())) {
+            assertThatThrownBy(plain::snapshotWithMemory).isInstanceOf(dev.airlock.client.BadRequestException.class)
+                    .hasMessageContaining("container tier").hasMessageContaining("processes do not survive");
         }
     }
 

@@ -79,6 +79,11 @@ final class CgroupedAgent implements SandboxAgent {
         }
 
         @Override
+        public void resize(dev.airlock.core.TerminalSize size) throws IOException {
+            process.resize(size);
+        }
+
+        @Override
         public ProcessExit await(Duration timeout) throws InterruptedException, IOException {
             ProcessExit exit = process.await(timeout);
             if (exit != null) {

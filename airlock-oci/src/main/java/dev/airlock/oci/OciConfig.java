@@ -142,6 +142,9 @@ final class OciConfig {
         mount(mounts, new Mount("/proc", "proc", "proc", List.of("nosuid", "noexec", "nodev")));
         procViews.forEach(m -> mount(mounts, m));
         mount(mounts, new Mount("/dev", "tmpfs", "tmpfs", List.of("nosuid", "strictatime", "mode=755", "size=65536")));
+        // The sandbox's own pseudo-terminals (an exec with a tty): a new devpts instance, seeing none of the host's;
+        // the runtime links /dev/ptmx to its ptmx. No gid option: the sandbox maps no tty group.
+        mount(mounts, new Mount("/dev/pts", "devpts", "devpts", List.of("nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620")));
         // The runtime creates /dev/shm with mode 0755, whatever the options say: owning it makes it usable.
         mount(mounts, Mount.tmpfs("/dev/shm", Math.min(limits.diskBytes(), 64L << 20), 01777, SystemImage.SANDBOX_UID, false));
         image.mounts().forEach(m -> mount(mounts, m));

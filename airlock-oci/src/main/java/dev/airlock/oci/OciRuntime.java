@@ -175,8 +175,44 @@ final class OciRuntime {
      * @return the host pid of the container's first process (the agent)
      */
     long runDetached(SandboxId id, Path bundle, Path log) {
+        return startDetached(id, bundle, log, null);
+    }
+
+    /**
+     * Starts the container in the background from what {@link #checkpoint} saved in {@code image}
+     * ({@code restore --detach}; runsc only): its processes go on where they were.
+     * {@code bundle}'s configuration must mount the same places as the checkpointed one's did.
+     *
+     * @return the host pid of the container's first process
+     */
+    long restoreDetached(SandboxId id, Path bundle, Path image, Path log) {
+        return startDetached(id, bundle, log, image);
+    }
+
+    /**
+     * Saves every process of the container with its memory into {@code image} ({@code checkpoint
+     * --image-path}; runsc only). The container is stopped afterwards: this release's {@code
+     * --leave-running} does not return (measured), so the caller restores it ({@link #restoreDetached}).
+     * A connected host socket inside makes this fail, and the container is then gone too.
+     */
+    void checkpoint(String id, Path image) {
+        if (!isGvisor()) {
+            throw AirlockException.unavailable(name + " cannot checkpoint a sandbox's processes: only runsc can");
+        }
+        Result r = exec(null, "checkpoint", "--image-path", image.toString(), id);
+        if (r.exitCode != 0) {
+            // runsc prints a whole Go stack on an encoding error: its first line says what failed
+            String first = r.output.strip().lines().findFirst().orElse("exit " + r.exitCode);
+            throw AirlockException.unavailable(name + " checkpoint of " + id + " failed: " + Printable.of(first, 500));
+        }
+    }
+
+    private long startDetached(SandboxId id, Path bundle, Path log, Path image) {
         Path pidFile = bundle.resolve("init.pid");
-        Result r = exec(log, "run", "--detach", "--pid-file", pidFile.toString(), "--bundle", bundle.toString(), id.value());
+        Result r = image == null
+                ? exec(log, "run", "--detach", "--pid-file", pidFile.toString(), "--bundle", bundle.toString(), id.value())
+                : exec(log, "restore", "--detach", "--image-path", image.toString(), "--pid-file", pidFile.toString(),
+                        "--bundle", bundle.toString(), id.value());
         if (r.exitCode != 0) {
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE,
                     name + " could not start sandbox " + id + ": " + lastError(log) + " (run 'airlock doctor' to see what this host supports)");

@@ -12,9 +12,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class OciSandbox implements DriverSandbox {
 
     private final SandboxId id;
-    private final AgentClient agentClient;
+    /** The agent's connection: a new one after each {@link #checkpoint}. */
+    private volatile AgentClient agentClient;
     /** The agent as executions see it: with a cgroup of their own each, where the host has cgroup v2. */
-    private final SandboxAgent agent;
+    private volatile SandboxAgent agent;
+    private final ExecCgroups execCgroups;
     private final OciDriver driver;
     private final long hostIdBase;
     /** The stored image this sandbox holds, released when it is destroyed; null for the system image. */
@@ -23,11 +25,17 @@ final class OciSandbox implements DriverSandbox {
 
     OciSandbox(SandboxId id, AgentClient agent, ExecCgroups execCgroups, OciDriver driver, long hostIdBase, ImageStore.Lease image) {
         this.id = id;
-        this.agentClient = agent;
-        this.agent = execCgroups == null ? agent : new CgroupedAgent(agent, execCgroups);
+        this.execCgroups = execCgroups;
+        reconnected(agent);
         this.driver = driver;
         this.hostIdBase = hostIdBase;
         this.image = image;
+    }
+
+    /** Takes the agent's new connection, after a checkpoint made it let go of the old one. */
+    void reconnected(AgentClient client) {
+        this.agentClient = client;
+        this.agent = execCgroups == null ? client : new CgroupedAgent(client, execCgroups);
     }
 
     /** The stored image it holds, or null (the system image). */
@@ -67,7 +75,7 @@ final class OciSandbox implements DriverSandbox {
 
     /** This sandbox's execution cgroups, or null where the host has no cgroup v2 with cgroup.kill. */
     ExecCgroups execCgroups() {
-        return agent instanceof CgroupedAgent cgrouped ? cgrouped.cgroups() : null;
+        return execCgroups;
     }
 
     @Override
@@ -88,6 +96,11 @@ final class OciSandbox implements DriverSandbox {
     @Override
     public void resume() {
         driver.freeze(this, false);
+    }
+
+    @Override
+    public void checkpoint(java.nio.file.Path dir) {
+        driver.checkpoint(this, dir);
     }
 
     @Override

@@ -133,6 +133,46 @@ class RunscDriverTest {
         }
     }
 
+    /**
+     * Memory state: a Python process holding a variable only in its memory goes on, with it, in the
+     * checkpointed sandbox (reconnected) and in a new sandbox restored from the checkpoint image, as do
+     * the in-memory files of /workspace. The process writes x to a file only when asked, after the
+     * checkpoint, so the value can come from nowhere but its memory.
+     */
+    @Test
+    void aPythonProcessKeepsItsVariableThroughCheckpointAndRestore() throws Exception {
+        Path image = Files.createDirectories(tmp.resolve("checkpoint"));
+        String program = """
+                import os, time
+                x = 6 * 7
+                while True:
+                    if os.path.exists('/tmp/ask'):
+                        open('/tmp/x', 'w').write(str(x))
+                        os.remove('/tmp/ask')
+                    time.sleep(0.05)
+                """;
+        String ask = "touch /tmp/ask; while [ -e /tmp/ask ]; do sleep 0.05; done; cat /tmp/x; rm /tmp/x";
+        SandboxSpec spec = SandboxSpec.defaults();
+        String pid;
+        try (Sandbox original = engine.create(spec)) {
+            original.writeFile("/workspace/p.py", program.getBytes(StandardCharsets.UTF_8));
+            original.writeFile("/workspace/note.txt", "kept".getBytes(StandardCharsets.UTF_8));
+            ok(original.exec(ExecRequest.of("sh", "-c", "python3 /workspace/p.py >/dev/null 2>&1 &")));
+            pid = ok(original.exec(ExecRequest.of("sh", "-c", "sleep 0.5; pgrep -f ^python3"))).stdoutText().strip();
+            original.checkpoint(image);
+            assertThat(image.resolve("checkpoint.img")).isNotEmptyFile();
+            // the original runs on, its agent reconnected
+            assertThat(ok(original.exec(ExecRequest.of("sh", "-c", ask))).stdoutText()).isEqualTo("42");
+            // the agent's new socket has a random name that code inside cannot list, so cannot race it to
+            assertThat(original.exec(ExecRequest.of("ls", "/run/airlock")).exitCode()).as("listing /run/airlock").isNotZero();
+        }
+        try (Sandbox restored = engine.restore(spec, image)) {
+            assertThat(ok(restored.exec(ExecRequest.of("sh", "-c", "cat /workspace/note.txt; echo; pgrep -f ^python3"))).stdoutText())
+                    .isEqualTo("kept\n" + pid + "\n");
+            assertThat(ok(restored.exec(ExecRequest.of("sh", "-c", ask))).stdoutText()).isEqualTo("42");
+        }
+    }
+
     @Test
     void filesRoundTrip() throws Exception {
         byte[] content = new byte[300_000];
@@ -202,6 +242,14 @@ class RunscDriverTest {
                     """).formatted(servers.httpPort(), servers.httpPort()).getBytes(StandardCharsets.UTF_8));
             ExecResult r = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "/tmp/t.py").withTimeout(Duration.ofSeconds(60))));
             assertThat(r.stdoutText()).isEqualTo("request GET /through-gvisor\ndenied.example 403\ndirect refused\n");
+            // after a checkpoint (the sandbox restored in place) the agent's bridge still reaches the proxy
+            try {
+                sandbox.checkpoint(Files.createTempDirectory(tmp, "egress-checkpoint"));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            ExecResult again = ok(sandbox.exec(ExecRequest.of("/usr/bin/python3", "/tmp/t.py").withTimeout(Duration.ofSeconds(60))));
+            assertThat(again.stdoutText()).isEqualTo(r.stdoutText());
         }
         assertThat(records).anySatisfy(rec -> {
             assertThat(rec.destination()).isEqualTo("test.example");

@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.server.mcp.McpHttpEndpoint;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
+import org.eclipse.jetty.ee10.websocket.server.config.JettyWebSocketServletContainerInitializer;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
@@ -65,6 +66,8 @@ public final class AirlockServer implements AutoCloseable {
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new SecurityHeaders()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
             mcp = McpHttpEndpoint.mount(context, service, config, authHint(config));
+            // WebSocket upgrades (a terminal's attach endpoint), done by the API servlet after its checks
+            JettyWebSocketServletContainerInitializer.configure(context, null);
             context.setErrorHandler(new JsonErrorHandler());
             jetty.setErrorHandler(new JsonErrorHandler());
             jetty.setHandler(context);

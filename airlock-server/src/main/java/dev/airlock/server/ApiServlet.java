@@ -47,7 +47,7 @@ final class ApiServlet extends HttpServlet {
         this.sessions = sessions;
         this.approvalEvents = new ApprovalEvents();
         service.onApprovalsChanged(approvalEvents::changed);
-        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents).routes();
+        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents, config.host()).routes();
     }
 
     @Override

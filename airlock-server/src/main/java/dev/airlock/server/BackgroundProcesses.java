@@ -7,6 +7,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -33,6 +34,8 @@ final class BackgroundProcesses {
     /** Bytes of output its processes hold on disk now. */
     private final AtomicLong stored = new AtomicLong();
     private final Map<String, BackgroundProcess> kept = new LinkedHashMap<>();
+    /** WebSockets attached to the terminals of these processes, at most {@link ProcessTerminal#MAX_PER_SANDBOX}. */
+    private final AtomicInteger terminalSockets = new AtomicInteger();
     private int nextId = 1;
     private int starting;
 
@@ -45,6 +48,11 @@ final class BackgroundProcesses {
     /** Opens the output files of the process {@code processId}, within this sandbox's budget on disk. */
     SpilledOutput spill(ProcessOutputFiles files, String processId) {
         return files.create(sandboxId, processId, stored, storedBudget);
+    }
+
+    /** The terminal of the process {@code processId}, whose output also goes to {@code files}. */
+    ProcessTerminal terminal(String processId, SpilledOutput files) {
+        return new ProcessTerminal(processId, files, terminalSockets);
     }
 
     /**

@@ -77,6 +77,18 @@ final class ExecutionRecords {
         return d;
     }
 
+    /**
+     * A WebSocket attached to the terminal of a background process ({@code event} "attached"), or
+     * detached from it ("detached", with the bytes it carried each way and why it closed).
+     */
+    void terminal(ManagedSandbox s, String processId, String event, Map<String, Object> more) {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("process", processId);
+        d.put("event", event);
+        d.putAll(more);
+        audit.record(AuditRecord.TERMINAL, s.id(), d);
+    }
+
     /** A client sent {@code signal} (9 for a kill) to a background process. */
     void signalled(ManagedSandbox s, String processId, int signal) {
         Map<String, Object> d = new LinkedHashMap<>();

@@ -1,5 +1,6 @@
 package dev.airlock.server;
 
+import dev.airlock.core.AirlockException;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
@@ -36,6 +37,9 @@ final class Executions {
     /** Runs to the end, waited for as the command's door asked. */
     ExecResult exec(Admission a, Command.Exec e) {
         ManagedSandbox s = a.sandbox();
+        if (e.options().tty() != null) {
+            throw AirlockException.invalid("a process on a terminal runs in the background: start it as a background process and attach to it");
+        }
         ExecRequest request = request(a, e.source(), e.options());
         s.executionStarted();
         records.started(s, request, null);
@@ -73,10 +77,12 @@ final class Executions {
             processes.release();
             throw e;
         }
+        // On a terminal: its input stays open for the attached sockets, and its output goes to them too.
+        ProcessTerminal terminal = request.tty() == null ? null : processes.terminal(processId, output);
         s.executionStarted();
         records.started(s, request, processId);
         try {
-            execution = s.sandbox().startStreaming(request, output);
+            execution = terminal == null ? s.sandbox().startStreaming(request, output) : s.sandbox().startAttached(request, terminal);
         } catch (RuntimeException e) {
             processes.release();
             output.close();
@@ -85,7 +91,7 @@ final class Executions {
             records.failed(s, processId, e);
             throw e;
         }
-        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output);
+        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output, terminal);
         processes.add(p).forEach(evicted -> processOutputs.delete(evicted.output()));
         Caller caller = a.caller();
         // the result is recorded under the caller who started the process, bound again on its own thread
@@ -98,6 +104,9 @@ final class Executions {
                 records.failed(s, processId, e);
                 throw e;
             } finally {
+                if (terminal != null) {
+                    terminal.ended(execution.result());   // after the last output; null if the end could not be read
+                }
                 output.close();
                 s.executionEnded();
                 if (!s.sandbox().isOpen()) {
@@ -107,6 +116,24 @@ final class Executions {
             }
         }));
         return p;
+    }
+
+    /**
+     * The endpoint of a WebSocket to attach to a background process's terminal, once the process
+     * has one, runs, and has room for one more socket; the attach and detach are recorded by it.
+     */
+    TerminalSocket attach(Admission a, Command.Attach command) {
+        BackgroundProcess p = a.sandbox().process(command.process());
+        if (p.terminal() == null) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "process " + p.id() + " has no terminal to attach to:"
+                    + " start it with \"tty\": true and \"background\": true; read its output at GET .../processes/" + p.id() + "/stdout");
+        }
+        if (!p.running()) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "process " + p.id() + " has ended: its output is at GET .../processes/"
+                    + p.id() + "/stdout");
+        }
+        p.terminal().checkRoom();
+        return new TerminalSocket(p, a.sandbox(), records, a.caller());
     }
 
     /** Signals a background process's whole process group (SIGKILL: everything it started), and records who sent which signal to which process. */
@@ -129,6 +156,6 @@ final class Executions {
                 yield a.sandbox().sandbox().codeRequest(a.language(), c.code()).argv();
             }
         };
-        return new ExecRequest(argv, o.env(), o.cwd(), o.stdin(), o.timeout());
+        return new ExecRequest(argv, o.env(), o.cwd(), o.stdin(), o.timeout(), o.tty());
     }
 }

@@ -271,6 +271,7 @@ final class Json {
         n.set("leftOut", MAPPER.valueToTree(s.leftOut()));
         n.put("createdAt", s.createdAt().toString());
         n.put("expiresAt", s.expiresAt().toString());
+        n.put("memory", s.memory());
         return n;
     }
 
@@ -346,6 +347,7 @@ final class Json {
         n.put("id", p.id());
         n.set("command", MAPPER.valueToTree(p.command()));
         n.put("state", p.running() ? "running" : "exited");
+        n.put("tty", p.terminal() != null);
         n.put("pid", p.execution().pid());
         n.put("startedAt", p.startedAt().toString());
         n.put("stdoutBytes", p.output().stdoutBytes());

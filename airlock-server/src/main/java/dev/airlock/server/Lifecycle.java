@@ -4,7 +4,9 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Credential;
 import dev.airlock.core.Engine;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.Input;
+import dev.airlock.core.Isolation;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.server.audit.AuditLog;
@@ -18,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -65,7 +68,8 @@ final class Lifecycle {
         SandboxSpec spec = new SandboxSpec(image, plan.limits(), request.env(), plan.network(), p.inputs(), credentials,
                 p.requestApprovals());
         Engine engine = tiers.forProfile(p);
-        Sandbox sandbox = engine.create(spec);
+        Command.SnapshotView snap = request.snapshot() == null ? null : snapshots.get(request.snapshot(), client.name());
+        Sandbox sandbox = snap != null && snap.memory() ? restoreProcesses(engine, spec, snap) : engine.create(spec);
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
                 plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation());
         managed.holdSlot(a.holds().takeSlot());
@@ -75,8 +79,8 @@ final class Lifecycle {
                 sandbox.files().mkdir(OutputStore.DIR, true);
             }
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
-            if (request.snapshot() != null) {
-                restore(managed, snapshots.get(request.snapshot(), client.name()));
+            if (snap != null) {
+                restore(managed, snap);
             }
         } catch (IOException | RuntimeException e) {
             sandbox.close();
@@ -109,14 +113,40 @@ final class Lifecycle {
         return managed;
     }
 
-    /** Writes the snapshot's files into the new sandbox, once sure it has the snapshot's image and the snapshot is unaltered. */
+    /**
+     * A sandbox whose processes, memory and in-memory files are a memory snapshot's: its checkpoint
+     * image is copied out of the store (checked part by part against the manifest) for the restore
+     * and removed once the sandbox runs.
+     */
+    private Sandbox restoreProcesses(Engine engine, SandboxSpec spec, Command.SnapshotView snap) {
+        Path image = null;
+        try {
+            image = snapshots.scratch();
+            snapshots.copyCheckpoint(snap, image);
+            return engine.restore(spec, image);
+        } catch (IOException e) {
+            throw AirlockException.unavailable("snapshot " + snap.id() + ": cannot copy its checkpoint image out: " + e.getMessage());
+        } finally {
+            if (image != null) {
+                HostFiles.deleteTree(image);
+            }
+        }
+    }
+
+    /**
+     * Writes the snapshot's files into the new sandbox, once sure it has the snapshot's image and the
+     * snapshot is unaltered. A memory snapshot's files came back with its processes (they are in the
+     * checkpoint image, which was checked as it was copied out): nothing is written then.
+     */
     private void restore(ManagedSandbox managed, Command.SnapshotView snap) throws IOException {
         String digest = managed.sandbox().imageDigest();
         if (!java.util.Objects.equals(digest, snap.imageDigest())) {
             throw new AirlockException(Kind.CONFLICT, "snapshot " + snap.id() + " was taken of image '" + snap.image() + "' with digest "
                     + snap.imageDigest() + "; that image's digest is now " + digest + ": its files are not restored on another image");
         }
-        snapshots.restore(snap, managed.sandbox().files());
+        if (!snap.memory()) {
+            snapshots.restore(snap, managed.sandbox().files());
+        }
         audit.record(AuditRecord.LIFECYCLE, managed.id(), snapshotEvent("restored", snap.id(), snap.digest()));
     }
 
@@ -124,10 +154,17 @@ final class Lifecycle {
     Command.SnapshotView snapshot(Admission a, Command.TakeSnapshot t) {
         ManagedSandbox s = a.sandbox();
         long quota = a.caller().client() == null ? Client.DEFAULT_SNAPSHOT_BYTES : a.caller().client().snapshotBytes();
-        Command.SnapshotView snap = snapshots.capture(s, s.sandbox().files(), t.ttl() == null ? SnapshotStore.DEFAULT_TTL : t.ttl(), quota);
+        if (t.memory() && s.isolation() != Isolation.GVISOR) {
+            throw AirlockException.invalid("sandbox " + s.id() + " runs on the " + s.isolation().id() + " tier, where processes do not survive"
+                    + " a snapshot (only gVisor, profiles with isolation: gvisor, can checkpoint them here): take the snapshot without"
+                    + " \"memory\", which keeps its files");
+        }
+        Command.SnapshotView snap = snapshots.capture(s, s.sandbox().files(), t.ttl() == null ? SnapshotStore.DEFAULT_TTL : t.ttl(), quota,
+                t.memory() ? s.sandbox()::checkpoint : null);
         Map<String, Object> d = snapshotEvent("snapshot", snap.id(), snap.digest());
         d.put("bytes", snap.bytes());
         d.put("files", snap.files());
+        d.put("memory", snap.memory());
         audit.record(AuditRecord.LIFECYCLE, s.id(), d);
         LOG.info("sandbox {}: snapshot {} ({} files, {} bytes)", s.id(), snap.id(), snap.files(), snap.bytes());
         return snap;

@@ -9,7 +9,7 @@ import java.util.regex.Pattern;
 
 /**
  * DNS-rebinding and cross-site protection shared by the doors a browser can reach (/mcp, and the
- * console's cookie-authenticated requests): the Host header must name this server (its bind
+ * console's cookie-authenticated requests, a terminal's WebSocket): the Host header must name this server (its bind
  * address, its local address, localhost, 127.0.0.1 or [::1], with its port), and an Origin header,
  * if sent, must be a loopback origin. A page an attacker serves cannot pass both.
  */

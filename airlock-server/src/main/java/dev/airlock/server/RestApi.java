@@ -7,6 +7,7 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.Printable;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Operation;
+import org.eclipse.jetty.ee10.websocket.server.JettyWebSocketServerContainer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
@@ -58,10 +59,14 @@ final class RestApi {
 
     private final RestCommands commands;
     private final ClientDisconnects disconnects;
+    /** The address the server listens on: a terminal's WebSocket must name it, or a loopback name, as its Host. */
+    private final String bindHost;
     private final List<RestRoute> routes;
 
-    RestApi(RestCommands commands, ClientDisconnects disconnects, SandboxService service, byte[] openApi, ApprovalEvents approvalEvents) {
+    RestApi(RestCommands commands, ClientDisconnects disconnects, SandboxService service, byte[] openApi, ApprovalEvents approvalEvents,
+            String bindHost) {
         this.commands = commands;
+        this.bindHost = bindHost;
         this.disconnects = disconnects;
         this.routes = List.of(
                 new RestRoute("GET", "/health", null, c -> c.send(200, Json.object().put("status", "ok").put("sandboxes", service.size()))),
@@ -106,10 +111,14 @@ final class RestApi {
                 new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/snapshots", SANDBOX_SNAPSHOT, c -> {
-                    JsonNode body = c.json(Set.of("ttlSeconds"));
+                    JsonNode body = c.json(Set.of("ttlSeconds", "memory"));
                     Double ttl = body.has("ttlSeconds") ? Json.number(body, "ttlSeconds") : null;
+                    if (body.has("memory") && !body.get("memory").isBoolean()) {
+                        throw AirlockException.invalid("'memory' must be true or false");
+                    }
                     c.send(201, Json.snapshot(c.execute(new Command.TakeSnapshot(c.param("id"),
-                            ttl == null ? null : Duration.ofMillis(Math.round(Math.min(ttl, 1e12) * 1000))))));
+                            ttl == null ? null : Duration.ofMillis(Math.round(Math.min(ttl, 1e12) * 1000)),
+                            body.path("memory").asBoolean(false)))));
                 }),
                 new RestRoute("GET", "/v1/snapshots", SANDBOX_SNAPSHOT, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();
@@ -144,6 +153,7 @@ final class RestApi {
                 }),
                 new RestRoute("GET", PROCESS + "/stdout", SANDBOX_READ, c -> processOutput(c, true)),
                 new RestRoute("GET", PROCESS + "/stderr", SANDBOX_READ, c -> processOutput(c, false)),
+                new RestRoute("GET", PROCESS + "/attach", EXEC, this::attach),
                 new RestRoute("POST", PROCESS + "/signal", EXEC, c -> {
                     c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")); // a missing process is a 404 before the body is judged
                     int signal = RestCall.signal(c.json(Set.of("signal")));
@@ -399,6 +409,27 @@ final class RestApi {
         ArrayNode list = Json.MAPPER.createArrayNode();
         c.execute(new Command.Fork(commands.create(body).from(c.param("snapshot")), n.intValue())).forEach(m -> list.add(Json.sandbox(m)));
         c.send(201, Json.object().set("sandboxes", list));
+    }
+
+    /**
+     * Upgrades to a WebSocket on the terminal of a background process (docs/rest-api.md): only
+     * from this server's own Host and a local Origin (as /mcp), and only once the process was
+     * found to have a terminal with room for one more socket.
+     */
+    private void attach(RestCall c) throws IOException {
+        String notLocal = LocalOrigin.refusal(c.req, bindHost);
+        if (notLocal != null) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, notLocal);
+        }
+        if (!"websocket".equalsIgnoreCase(c.req.getHeader("Upgrade"))) {
+            throw AirlockException.invalid("GET .../processes/{pid}/attach is a WebSocket endpoint: connect with a WebSocket client"
+                    + " (Upgrade: websocket), such as the SDK's sandbox.process(pid).attach(...) or a browser's new WebSocket(url)");
+        }
+        TerminalSocket socket = c.execute(new Command.Attach(c.param("id"), c.param("pid")));
+        JettyWebSocketServerContainer container = JettyWebSocketServerContainer.getContainer(c.req.getServletContext());
+        if (!container.upgrade((request, response) -> socket, c.req, c.resp) && !c.resp.isCommitted()) {
+            throw AirlockException.invalid("the WebSocket upgrade failed: send a valid WebSocket handshake (version 13)");
+        }
     }
 
     private static void processOutput(RestCall c, boolean stdout) throws IOException {

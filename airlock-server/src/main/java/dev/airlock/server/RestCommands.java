@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.Language;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.core.TerminalSize;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.command.LimitChanges;
@@ -29,7 +30,7 @@ final class RestCommands {
             "idleTimeoutSeconds", "network");
     static final Set<String> LIMIT_FIELDS = Set.copyOf(LimitField.wireNames());
     static final Set<String> EXEC_FIELDS = Set.of("command", "language", "code", "cwd", "env", "stdin", "stdinBase64", "timeoutSeconds",
-            "background");
+            "background", "tty", "rows", "cols");
     static final Set<String> CELL_FIELDS = Set.of("code", "timeoutSeconds");
     static final Set<String> RUN_FIELDS = Set.of("language", "code", "stdin", "stdinBase64", "files", "timeoutSeconds");
     /** The longest execution timeout a body may name. */
@@ -103,9 +104,39 @@ final class RestCommands {
         return ExecSource.of(argv, Json.string(body, "language"), Json.string(body, "code"));
     }
 
-    /** How an exec body runs: environment, directory, input and timeout. */
+    /** How an exec body runs: environment, directory, input, timeout and terminal. */
     static Command.ExecOptions options(JsonNode body) {
-        return new Command.ExecOptions(Json.stringMap(body, "env"), Json.string(body, "cwd"), stdin(body), timeout(body));
+        return new Command.ExecOptions(Json.stringMap(body, "env"), Json.string(body, "cwd"), stdin(body), timeout(body), tty(body));
+    }
+
+    /**
+     * The terminal an exec body asks for: {@code "tty": true} with optional {@code rows} and
+     * {@code cols} (1 to 1000; 24 x 80 unless given), only with {@code "background": true}.
+     */
+    private static TerminalSize tty(JsonNode body) {
+        Double rows = Json.number(body, "rows");
+        Double cols = Json.number(body, "cols");
+        if (!Json.bool(body, "tty")) {
+            if (rows != null || cols != null) {
+                throw AirlockException.invalid("fields 'rows' and 'cols' size a terminal: give them with \"tty\": true");
+            }
+            return null;
+        }
+        if (!Json.bool(body, "background")) {
+            throw AirlockException.invalid("\"tty\": true needs \"background\": true: a process on a terminal runs in the background;"
+                    + " attach to it with a WebSocket at GET /v1/sandboxes/{id}/processes/{pid}/attach");
+        }
+        return new TerminalSize(size("rows", rows, TerminalSize.DEFAULT.rows()), size("cols", cols, TerminalSize.DEFAULT.cols()));
+    }
+
+    private static int size(String field, Double value, int otherwise) {
+        if (value == null) {
+            return otherwise;
+        }
+        if (value != Math.rint(value) || value < 1 || value > TerminalSize.MAX) {
+            throw AirlockException.invalid("field '" + field + "' is " + value + ": give a whole number from 1 to " + TerminalSize.MAX);
+        }
+        return value.intValue();
     }
 
     static Duration timeout(JsonNode body) {

@@ -309,7 +309,7 @@ public final class SandboxService implements AutoCloseable {
 
     /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
     private static boolean reachesRunningAgent(Command<?> c) {
-        return c instanceof Command.Signal || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+        return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.CreateContext || c instanceof Command.RestartContext
                 || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
     }
 
@@ -364,6 +364,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.StartProcess p -> executions.start(a, p);
             case Command.Signal g -> executions.signal(a, g);
             case Command.ProcessOutput p -> s.process(p.process());
+            case Command.Attach t -> executions.attach(a, t);
             case Command.Run r -> runs.run(a.caller(), r);
             case Command.WriteFile w -> files.write(s, w);
             case Command.ReadFile r -> {

@@ -51,7 +51,12 @@ import java.util.regex.Pattern;
  * {@code quotaBytes} of them (shared blobs count once per snapshot); each expires after its TTL.
  * Only regular files are kept: the agent's walk never reports directories, symbolic links or
  * special files, so empty directories and links are not in a snapshot; files that could not be
- * read are listed under {@code leftOut}. Processes do not survive: a snapshot is of files, on every tier.
+ * read are listed under {@code leftOut}.
+ *
+ * <p>A memory snapshot (gVisor only) holds, beside the files, the sandbox's checkpoint image
+ * ({@link dev.airlock.core.Sandbox#checkpoint}): each of its files is a blob too, named in the
+ * manifest under {@code memory}, so it counts in the digest and against the quota, and is checked
+ * as it is copied out for a restore. Elsewhere processes do not survive: a snapshot is of files.
  */
 final class SnapshotStore {
 
@@ -96,6 +101,16 @@ final class SnapshotStore {
      * at a time, so quotas are exact.
      */
     synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes) {
+        return capture(sandbox, agent, ttl, quotaBytes, null);
+    }
+
+    /**
+     * As {@link #capture(ManagedSandbox, SandboxAgent, Duration, long)}, and when {@code checkpoint}
+     * is not null, after the files, it is handed an empty directory to write the sandbox's checkpoint
+     * image into (a memory snapshot); the image's files are kept as blobs, within the same quota.
+     */
+    synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes,
+                                      java.util.function.Consumer<Path> checkpoint) {
         String owner = sandbox.owner();
         expire();
         List<SnapshotView> held = list(owner);
@@ -162,11 +177,36 @@ final class SnapshotStore {
                             .put("sha256", digest);
                 }
             }
+            if (checkpoint != null) {
+                Path image = Files.createDirectories(incoming.resolve("checkpoint"));
+                checkpoint.accept(image);
+                ArrayNode memory = manifest.putArray("memory");
+                List<Path> parts;
+                try (var listed = Files.list(image)) {
+                    parts = listed.sorted().toList();
+                }
+                for (Path part : parts) {
+                    long size = Files.size(part);
+                    if (!Files.isRegularFile(part, java.nio.file.LinkOption.NOFOLLOW_LINKS) || size > budget - total) {
+                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
+                    }
+                    total += size;
+                    String digest = digestOf(part);
+                    Path blob = blobs.resolve(digest);
+                    if (Files.exists(blob)) {
+                        Files.delete(part);
+                    } else {
+                        Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
+                        blob.toFile().setReadOnly();
+                    }
+                    memory.addObject().put("name", part.getFileName().toString()).put("size", size).put("sha256", digest);
+                }
+            }
             byte[] manifestBytes = manifest.toString().getBytes(StandardCharsets.UTF_8);
             Instant now = Instant.now();
             SnapshotView s = new SnapshotView(id, owner, sandbox.id(), sandbox.profile().name(), sandbox.sandbox().spec().image(),
                     sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), total,
-                    entries.size(), leftOut, now, now.plus(ttl));
+                    entries.size(), leftOut, now, now.plus(ttl), checkpoint != null);
             Files.write(incoming.resolve(MANIFEST), manifestBytes);
             Files.writeString(incoming.resolve(META), Json.snapshot(s).toString()); // read back by read()
             Files.move(incoming, root.resolve(id), StandardCopyOption.ATOMIC_MOVE);
@@ -257,6 +297,48 @@ final class SnapshotStore {
     }
 
     /**
+     * Copies a memory snapshot's checkpoint image into the empty directory {@code into}, for {@link
+     * dev.airlock.core.Engine#restore}, after checking the manifest against the snapshot's digest and,
+     * as each part is copied, its content against its blob's digest: a tampered snapshot is refused
+     * (CONFLICT) and nothing is restored from it.
+     */
+    void copyCheckpoint(SnapshotView s, Path into) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        if (!manifest.path("memory").isArray() || manifest.path("memory").isEmpty()) {
+            throw tampered(s, "its manifest names no checkpoint image");
+        }
+        for (JsonNode part : manifest.path("memory")) {
+            String name = part.path("name").asString();
+            String digest = part.path("sha256").asString();
+            if (!DIGEST.matcher(digest).matches() || !name.matches("[A-Za-z0-9._-]{1,64}") || name.startsWith(".")) {
+                throw tampered(s, "a checkpoint part names " + Json.printable(name));
+            }
+            MessageDigest sha = sha256();
+            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+                Files.copy(in, into.resolve(name));
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw tampered(s, "the checkpoint part " + name + " is missing");
+            }
+            if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
+                throw tampered(s, "the checkpoint part " + name + " changed");
+            }
+        }
+    }
+
+    /** A directory for one restore's copy of a checkpoint image, removed with the store's half-made work. */
+    Path scratch() throws IOException {
+        return Files.createDirectories(root.resolve("incoming").resolve("restore-" + HexFormat.of().formatHex(randomBytes())));
+    }
+
+    private static String digestOf(Path file) throws IOException {
+        MessageDigest sha = sha256();
+        try (InputStream in = new DigestInputStream(Files.newInputStream(file), sha)) {
+            in.transferTo(OutputStream.nullOutputStream());
+        }
+        return HexFormat.of().formatHex(sha.digest());
+    }
+
+    /**
      * Writes the snapshot's files to {@code out} as a tar archive (paths relative to /, their modes),
      * after checking the manifest and every file's content against their digests: nothing is
      * written for an altered snapshot.
@@ -332,8 +414,11 @@ final class SnapshotStore {
         Set<String> named = new HashSet<>();
         try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
             for (Path dir : dirs) {
-                for (JsonNode f : Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(MANIFEST))).path("files")) {
-                    named.add(f.path("sha256").asString());
+                JsonNode manifest = Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(MANIFEST)));
+                for (String kind : List.of("files", "memory")) { // a memory snapshot's checkpoint parts are blobs too
+                    for (JsonNode f : manifest.path(kind)) {
+                        named.add(f.path("sha256").asString());
+                    }
                 }
             }
             try (DirectoryStream<Path> all = Files.newDirectoryStream(blobs)) {
@@ -356,7 +441,8 @@ final class SnapshotStore {
             return new SnapshotView(n.path("id").asString(), n.path("owner").asString(), n.path("sandbox").asString(),
                     n.path("profile").asString(), n.path("image").asString(), n.path("imageDigest").isNull() ? null
                     : n.path("imageDigest").asString(), n.path("digest").asString(), n.path("bytes").asLong(), n.path("files").asInt(),
-                    left, Instant.parse(n.path("createdAt").asString()), Instant.parse(n.path("expiresAt").asString()));
+                    left, Instant.parse(n.path("createdAt").asString()), Instant.parse(n.path("expiresAt").asString()),
+                    n.path("memory").asBoolean(false));
         } catch (IOException | RuntimeException e) {
             return null;
         }

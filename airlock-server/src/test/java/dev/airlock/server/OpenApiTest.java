@@ -28,7 +28,7 @@ class OpenApiTest {
     void everyRouteIsInTheOpenApiDocumentAndNothingElse() throws IOException {
         Set<String> routed = new TreeSet<>();
         // the table only stores its collaborators; no handler runs here
-        for (RestRoute r : new RestApi(null, null, null, new byte[0], null).routes()) {
+        for (RestRoute r : new RestApi(null, null, null, new byte[0], null, "127.0.0.1").routes()) {
             routed.add(r.method() + " " + r.template());
         }
 

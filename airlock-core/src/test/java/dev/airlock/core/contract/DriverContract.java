@@ -180,4 +180,12 @@ public abstract class DriverContract {
             super(DriverContract.this);
         }
     }
+
+    @Nested
+    @Tag("Terminal")
+    class Terminal extends TerminalContract {
+        Terminal() {
+            super(DriverContract.this);
+        }
+    }
 }

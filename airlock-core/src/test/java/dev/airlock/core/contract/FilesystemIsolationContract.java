@@ -270,11 +270,13 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
             assertSentrysDev(r);
             return;
         }
+        // pts: the sandbox's own devpts instance (executions on a terminal), none of the host's terminals
         assertThat(r.stdoutText()).isEqualTo("""
                 fd link /proc/self/fd
                 full chr 1:7
                 null chr 1:3
                 ptmx link pts/ptmx
+                pts dir
                 random chr 1:8
                 shm dir
                 stderr link /proc/self/fd/2

@@ -24,13 +24,15 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
     public static final String RESULT = "result";
     /** A signal (a kill among them) sent to a background process by a client. */
     public static final String SIGNAL = "signal";
+    /** A WebSocket attached to, or detached from, the terminal of a background process. */
+    public static final String TERMINAL = "terminal";
     public static final String LIFECYCLE = "lifecycle";
     public static final String FILE = "file";
     public static final String EGRESS = "egress";
     public static final String APPROVAL = "approval";
     /** The log's own events: records dropped on a full queue, records pruned (with the anchor). */
     public static final String AUDIT = "audit";
-    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, SIGNAL, LIFECYCLE, FILE, EGRESS, APPROVAL, AUDIT);
+    public static final List<String> KINDS = List.of(REQUEST, AUTHORIZATION, EXECUTION, RESULT, SIGNAL, TERMINAL, LIFECYCLE, FILE, EGRESS, APPROVAL, AUDIT);
 
     /** prev_hash of the first record. */
     public static final String GENESIS = "0".repeat(64);

@@ -58,6 +58,7 @@ public sealed interface Command<R> {
             case StartProcess p -> Operation.EXEC;
             case Signal s -> Operation.EXEC;
             case ProcessOutput p -> Operation.SANDBOX_READ;
+            case Attach t -> Operation.EXEC;
             case Run r -> Operation.RUN;
             case WriteFile w -> Operation.FILES_WRITE;
             case ReadFile r -> Operation.FILES_READ;
@@ -219,9 +220,14 @@ public sealed interface Command<R> {
 
     /**
      * Captures the files of the sandbox's /workspace and /tmp as a snapshot of the caller's, kept
-     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it.
+     * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it. With {@code memory}
+     * (gVisor only) its processes are saved too, with their memory, and a restore brings them back.
      */
-    record TakeSnapshot(String sandbox, Duration ttl) implements Command<SnapshotView> {
+    record TakeSnapshot(String sandbox, Duration ttl, boolean memory) implements Command<SnapshotView> {
+        public TakeSnapshot(String sandbox, Duration ttl) {
+            this(sandbox, ttl, false);
+        }
+
         /** The longest a snapshot is kept. */
         public static final Duration MAX_TTL = Duration.ofDays(7);
 
@@ -270,7 +276,7 @@ public sealed interface Command<R> {
      * manifest, checked before every restore), its size and lifetime, and what it left out.
      */
     record SnapshotView(String id, String owner, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
-                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt) {
+                        int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt, boolean memory) {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
@@ -283,15 +289,21 @@ public sealed interface Command<R> {
     // --- executions ---
 
     /**
-     * How an execution runs beside what it runs: environment, directory, input and timeout.
+     * How an execution runs beside what it runs: environment, directory, input, timeout and terminal.
      *
      * @param timeout null: the sandbox's
+     * @param tty     null: on pipes; else on a pseudo-terminal of this size (a background process only)
      */
-    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout, dev.airlock.core.TerminalSize tty) {
         public static final ExecOptions NONE = new ExecOptions(null, null, null, null);
 
         public ExecOptions {
             env = env == null ? Map.of() : Map.copyOf(env);
+        }
+
+        /** Options without a terminal. */
+        public ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
+            this(env, cwd, stdin, timeout, null);
         }
     }
 
@@ -331,6 +343,14 @@ public sealed interface Command<R> {
      * without their output.
      */
     record ProcessOutput(String sandbox, String process) implements Command<BackgroundProcess> {
+    }
+
+    /**
+     * Attaches a WebSocket to the terminal of a running background process started with a tty: the
+     * answer is the socket's endpoint, for the door to upgrade the connection to (the process is
+     * checked first: it has a terminal, it runs, it has room for one more socket).
+     */
+    record Attach(String sandbox, String process) implements Command<dev.airlock.server.TerminalSocket> {
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */

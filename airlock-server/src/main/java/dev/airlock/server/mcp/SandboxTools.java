@@ -146,9 +146,9 @@ final class SandboxTools {
     }
 
     CallToolResult snapshot(ToolCall call) {
-        ToolArguments a = call.arguments(Set.of("sandboxId"));
+        ToolArguments a = call.arguments(Set.of("sandboxId", "memory"));
         String id = a.requiredString("sandboxId", "\"al-...\" (from sandbox_create)");
-        Command.SnapshotView s = service.execute(call.caller(), new Command.TakeSnapshot(id, null));
+        Command.SnapshotView s = service.execute(call.caller(), new Command.TakeSnapshot(id, null, a.bool("memory", false)));
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("snapshotId", s.id());
         out.put("sandboxId", s.sandbox());
@@ -157,6 +157,7 @@ final class SandboxTools {
         out.put("digest", s.digest());
         out.put("expiresAt", s.expiresAt().toString());
         out.put("leftOut", s.leftOut());
+        out.put("memory", s.memory());
         return ToolResults.ok(out);
     }
 

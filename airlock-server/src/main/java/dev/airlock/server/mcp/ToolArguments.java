@@ -44,6 +44,18 @@ final class ToolArguments {
         return s;
     }
 
+    /** An optional true/false argument; {@code otherwise} when it is absent. */
+    boolean bool(String name, boolean otherwise) {
+        Object v = args.get(name);
+        if (v == null) {
+            return otherwise;
+        }
+        if (!(v instanceof Boolean b)) {
+            throw invalid("argument '" + name + "' must be true or false");
+        }
+        return b;
+    }
+
     String requiredString(String name, String example) {
         String s = string(name);
         if (s == null || s.isEmpty()) {

@@ -255,11 +255,13 @@ final class ToolCatalog {
                 tool(t, "sandbox_snapshot", "Snapshot a sandbox's files",
                         "Saves the files of a sandbox's /workspace and /tmp (contents and modes, not its running processes) as a"
                                 + " snapshot, kept for a day. Take one before a risky step to come back to it, or to try several"
-                                + " approaches in parallel: sandbox_fork makes new sandboxes that start with exactly these files.",
+                                + " approaches in parallel: sandbox_fork makes new sandboxes that start with exactly these files."
+                                + " With memory: true (gVisor sandboxes only) the running processes are kept too, with their memory,"
+                                + " and start again in every fork; not while a command is running.",
                         """
                         {
                           "type": "object",
-                          "properties": {"sandboxId": {"type": "string"}},
+                          "properties": {"sandboxId": {"type": "string"}, "memory": {"type": "boolean"}},
                           "required": ["sandboxId"]
                         }
                         """, ENTITY_SCHEMA, annotations(false, false), t::snapshot),
