@@ -126,4 +126,25 @@ class OperatorReachTest {
             live.raw("DELETE", "/v1/sandboxes/" + mine, null, OPERATOR);
         }
     }
+
+    @Test
+    void overMcpTooTheOperatorListsAndDestroysAnAgentsSandbox() {
+        String id = create(AGENT, "{}");
+        String mine = create(OPERATOR, "{}");
+        try {
+            RawMcp operator = new RawMcp(live.uri(), OPERATOR);
+            String session = operator.open();
+            assertThat(operator.call(session, 2, "sandbox_list", "{}").path("result").toString()).contains(id, mine);
+            RawMcp agent = new RawMcp(live.uri(), AGENT);
+            String agentSession = agent.open();
+            assertThat(agent.call(agentSession, 2, "sandbox_list", "{}").path("result").toString()).contains(id).doesNotContain(mine);
+            JsonNode destroyed = operator.call(session, 3, "sandbox_destroy", "{\"sandboxId\": \"" + id + "\"}");
+            assertThat(destroyed.path("result").path("isError").asBoolean()).as(destroyed.toString()).isFalse();
+            notFound(live.raw("GET", "/v1/sandboxes/" + id, null, AGENT));
+            assertThat(live.audit(id, "lifecycle")).anySatisfy(r -> assertThat(r.actor()).startsWith("operator@mcp-http"));
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null, AGENT);
+            live.raw("DELETE", "/v1/sandboxes/" + mine, null, OPERATOR);
+        }
+    }
 }
