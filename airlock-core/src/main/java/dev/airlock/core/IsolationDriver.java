@@ -77,6 +77,15 @@ public interface IsolationDriver extends AutoCloseable {
     @Override
     void close();
 
+    /**
+     * A sandbox's resource use, as its cgroup counts it.
+     *
+     * @param cpuNanos    CPU time all its processes used since it started
+     * @param memoryBytes memory it holds now (page cache included, as the memory limit counts it)
+     */
+    record Usage(long cpuNanos, long memoryBytes) {
+    }
+
     /** One running sandbox, as the driver sees it. */
     interface DriverSandbox {
 
@@ -103,6 +112,14 @@ public interface IsolationDriver extends AutoCloseable {
 
         /** How many processes the kernel has OOM-killed in this sandbox so far. */
         long oomKills();
+
+        /**
+         * What the sandbox uses now, read from its cgroup where the driver has one it can read
+         * cheaply (a file read, no call into the sandbox); null where it has none (the default).
+         */
+        default Usage usage() {
+            return null;
+        }
 
         /**
          * Freezes every process of the sandbox, its agent included, until {@link #resume()}: a

@@ -75,6 +75,11 @@ public final class Sandbox implements AutoCloseable {
         return spec;
     }
 
+    /** Its CPU time and memory now, or null where its isolation tier cannot tell cheaply (see {@link IsolationDriver.DriverSandbox#usage()}). */
+    public IsolationDriver.Usage usage() {
+        return isOpen() ? driverSandbox.usage() : null;
+    }
+
     /**
      * Freezes every process of the sandbox, its agent included: nothing in it runs until
      * {@link #resume()}. Executions already running are frozen where they are (their timeouts keep

@@ -68,9 +68,15 @@ class ConsoleBrowserTest {
                 profiles:
                   default: {}
                   gated: {approvals: [create]}
+                  net:
+                    network:
+                      allow: [{host: test.example}]
                 clients:
-                  local: {tokenFile: token, profiles: [default, gated], allow: ["*"]}
-                  operator: {tokenSha256: %s, profiles: [default], allow: [approvals, audit, sandbox.read]}
+                  local: {tokenFile: token, profiles: [default, gated, net], allow: ["*"]}
+                  operator:
+                    tokenSha256: %s
+                    profiles: [default]
+                    allow: [approvals, audit, sandbox.read, sandbox.destroy, sandbox.extend, files.read, sandbox.any]
                   agent: {tokenSha256: %s, profiles: [default], allow: [sandbox.create, sandbox.read, sandbox.destroy, exec]}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(OPERATOR)), HexFormat.of().formatHex(Policy.sha256(AGENT))),
                 c -> c.withPoolSize(0));
@@ -421,5 +427,143 @@ class ConsoleBrowserTest {
         assertThat(live.audit(null, "request")).filteredOn(r -> r.actor().equals("local@console"))
                 .extracting(r -> JSON.readTree(r.detail()).path("endpoint").asString())
                 .contains("POST /console/session", "DELETE /console/session");
+    }
+
+    @Test
+    void anOperatorSeesAndDestroysAnAgentsSandbox() throws Exception {
+        HttpResponse<String> made = live.raw("POST", "/v1/sandboxes", "{\"labels\": {\"console\": \"agents\"}}", AGENT);
+        assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
+        String id = JSON.readTree(made.body()).path("id").asString();
+        try {
+            signIn(OPERATOR);
+            open("sandboxes");
+            By row = By.cssSelector("#sandbox-rows tr[data-id='" + id + "']");
+            WebElement shown = waiting().until(ExpectedConditions.visibilityOfElementLocated(row));
+            assertThat(shown.getText()).contains("agent", "console=agents");
+            screenshot("sandboxes-operator");
+            // its page: the operator sees its processes and files, but no output or download buttons of another's
+            shown.findElement(By.linkText(id)).click();
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("sandbox-summary"), "owner agent"));
+            open("sandboxes");
+            waiting().until(ExpectedConditions.visibilityOfElementLocated(row)).findElement(By.cssSelector("button.destroy")).click();
+            waiting().until(ExpectedConditions.invisibilityOfElementLocated(row));
+            assertThat(live.raw("GET", "/v1/sandboxes/" + id, null, AGENT).statusCode()).isEqualTo(404);
+            assertThat(live.audit(id, "lifecycle")).anySatisfy(r -> {
+                assertThat(r.actor()).isEqualTo("operator@console");
+                assertThat(r.detail()).contains("\"event\":\"destroyed\"");
+            });
+            // the agent, signed in, sees nothing of it, nor of the local client's sandbox
+            String other = createAsLocal("not-the-agents");
+            try {
+                driver.manage().deleteAllCookies();
+                signIn(AGENT);
+                open("sandboxes");
+                waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("sandbox-rows"), "No sandboxes."));
+                assertThat(driver.findElements(By.cssSelector("#sandbox-rows tr[data-id='" + other + "']"))).isEmpty();
+            } finally {
+                live.raw("DELETE", "/v1/sandboxes/" + other, null);
+            }
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null, AGENT);
+        }
+    }
+
+    @Test
+    void theSandboxPageShowsUseExtendsUploadsFollowsOutputAndListsEgress() throws Exception {
+        HttpResponse<String> made = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"net\"}");
+        assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
+        JsonNode sandbox = JSON.readTree(made.body());
+        String id = sandbox.path("id").asString();
+        String base = "/v1/sandboxes/" + id;
+        try {
+            // a refused connection attempt for the egress table, and a process that writes for a while
+            HttpResponse<String> refused = live.raw("POST", base + "/exec", "{\"command\": [\"python3\", \"-c\", "
+                    + "\"import urllib.request\\ntry:\\n urllib.request.urlopen('http://blocked.example/')\\nexcept Exception as e:\\n print(e)\"],"
+                    + " \"env\": {\"NO_PROXY\": \"\", \"no_proxy\": \"\"}}");
+            assertThat(refused.statusCode()).as(refused.body()).isEqualTo(200);
+            HttpResponse<String> started = live.raw("POST", base + "/exec",
+                    "{\"command\": [\"sh\", \"-c\", \"for i in 1 2 3 4 5 6 7 8; do echo line $i; sleep 1; done\"], \"background\": true}");
+            assertThat(started.statusCode()).as(started.body()).isEqualTo(202);
+
+            signIn(live.token());
+            open("sandboxes");
+            By row = By.cssSelector("#sandbox-rows tr[data-id='" + id + "']");
+            WebElement shown = waiting().until(ExpectedConditions.visibilityOfElementLocated(row));
+            // CPU and memory from the sandbox's cgroup (the OCI tier reads it)
+            waiting().until(d -> !d.findElement(row).findElement(By.cssSelector("td.memory")).getText().equals("—"));
+            assertThat(driver.findElement(row).findElement(By.cssSelector("td.memory")).getText()).containsPattern("\\d+(\\.\\d)? (B|KiB|MiB|GiB)");
+            assertThat(driver.findElement(row).findElement(By.cssSelector("td.cpu")).getText()).containsPattern("\\d+\\.\\d\\d s");
+            // extend: ten more minutes than it had
+            java.time.Instant before = java.time.Instant.parse(sandbox.path("expiresAt").asString());
+            shown.findElement(By.cssSelector("button.extend")).click();
+            await().atMost(WAIT).until(() -> java.time.Instant.parse(JSON.readTree(live.raw("GET", base, null).body()).path("expiresAt").asString())
+                    .isAfter(before.plusSeconds(300)));
+
+            open("sandbox/" + id);
+            // live output of the running background process
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#process-rows button.show-output"))).click();
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("process-output"), "line 1"));
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("process-output"), "line 4"));
+            assertThat(driver.findElement(By.id("output-title")).getText()).contains("Output of");
+            // upload a file into /workspace
+            Path file = Files.createTempFile("console-upload-", ".txt");
+            try {
+                Files.writeString(file, "uploaded from the console\n");
+                driver.findElement(By.id("upload-file")).sendKeys(file.toAbsolutePath().toString());
+                driver.findElement(By.id("upload")).click();
+                String name = file.getFileName().toString();
+                waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("file-rows"), name));
+                HttpResponse<String> back = live.raw("GET", base + "/files?path=/workspace/" + name, null);
+                assertThat(back.statusCode()).as(back.body()).isEqualTo(200);
+                assertThat(back.body()).isEqualTo("uploaded from the console\n");
+            } finally {
+                Files.deleteIfExists(file);
+            }
+            // the refused attempt is in its egress records
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("egress-rows"), "blocked.example"));
+            assertThat(driver.findElement(By.id("egress-rows")).getText()).contains("refused");
+            screenshot("sandbox");
+        } finally {
+            live.raw("DELETE", base, null);
+        }
+    }
+
+    @Test
+    void theOverviewChartsTheLastHourFromTheServersMetrics() throws Exception {
+        // some activity: a sandbox live, an execution, a refusal
+        String id = createAsLocal("charted");
+        try {
+            assertThat(live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"true\"]}").statusCode()).isEqualTo(200);
+            HttpResponse<String> refused = live.raw("GET", "/v1/metrics/history", null, OPERATOR);
+            assertThat(refused.statusCode()).as("the history is the metrics operation's: " + refused.body()).isEqualTo(403);
+            signIn(live.token());
+            open("overview");
+            for (String chart : List.of("chart-sandboxes", "chart-executions", "chart-refusals", "chart-egress")) {
+                waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#" + chart + " canvas")));
+            }
+            // the server's samples and the reading of now: at least two points, the sandbox counted in the last
+            waiting().until(d -> Integer.parseInt(d.findElement(By.id("chart-sandboxes")).getAttribute("data-points")) >= 2);
+            assertThat(Long.parseLong(driver.findElement(By.id("chart-sandboxes")).getAttribute("data-last"))).isGreaterThanOrEqualTo(1);
+            assertThat(driver.findElement(By.id("charts-error")).getText()).isEmpty();
+            JsonNode h = JSON.readTree(live.raw("GET", "/v1/metrics/history", null).body());
+            assertThat(h.path("intervalSeconds").asInt()).isEqualTo(10);
+            assertThat(h.path("time").size()).isGreaterThanOrEqualTo(2).isEqualTo(h.path("executionsPerMinute").size());
+            long refusals = 0;
+            for (JsonNode n : h.path("refusals")) {
+                refusals += n.asLong();
+            }
+            assertThat(refusals).as("the operator's refused read counted").isGreaterThanOrEqualTo(1);
+            // uPlot's files come from this server (the WebJar), under the console's own policy
+            HttpResponse<String> lib = http.send(HttpRequest.newBuilder(URI.create(live.uri() + "/console/vendor/uplot.js")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(lib.statusCode()).isEqualTo(200);
+            assertThat(lib.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/javascript"));
+            assertThat(lib.headers().firstValue("Content-Security-Policy")).hasValueSatisfying(v -> assertThat(v).contains("default-src 'self'"));
+            assertThat(http.send(HttpRequest.newBuilder(URI.create(live.uri() + "/console/vendor/other.js")).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(404);
+            screenshot("overview");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
     }
 }

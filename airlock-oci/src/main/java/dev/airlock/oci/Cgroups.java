@@ -63,6 +63,32 @@ final class Cgroups {
         return 0;
     }
 
+    /**
+     * The sandbox's CPU time and memory from its cgroup: {@code cpu.stat} and {@code memory.current}
+     * on cgroup v2, {@code cpuacct.usage} and {@code memory.usage_in_bytes} on v1; null when they
+     * cannot be read (the cgroup is gone, or the host mounts neither).
+     */
+    static dev.airlock.core.IsolationDriver.Usage usage(String id) {
+        try {
+            if (isV2()) {
+                Path dir = ROOT.resolve(PARENT).resolve(id);
+                long cpuMicros = -1;
+                for (String line : Files.readAllLines(dir.resolve("cpu.stat"))) {
+                    if (line.startsWith("usage_usec ")) {
+                        cpuMicros = Long.parseLong(line.substring("usage_usec ".length()).trim());
+                    }
+                }
+                long memory = Long.parseLong(Files.readString(dir.resolve("memory.current")).trim());
+                return cpuMicros < 0 ? null : new dev.airlock.core.IsolationDriver.Usage(cpuMicros * 1000, memory);
+            }
+            long cpu = Long.parseLong(Files.readString(ROOT.resolve("cpuacct").resolve(PARENT).resolve(id).resolve("cpuacct.usage")).trim());
+            long memory = Long.parseLong(Files.readString(ROOT.resolve("memory").resolve(PARENT).resolve(id).resolve("memory.usage_in_bytes")).trim());
+            return new dev.airlock.core.IsolationDriver.Usage(cpu, memory);
+        } catch (IOException | NumberFormatException e) {
+            return null;
+        }
+    }
+
     /** Every sandbox cgroup directory on the host whose name starts with {@code prefix}. */
     static List<Path> find(String prefix) {
         List<Path> found = new ArrayList<>();

@@ -84,6 +84,11 @@ final class OciSandbox implements DriverSandbox {
     }
 
     @Override
+    public dev.airlock.core.IsolationDriver.Usage usage() {
+        return Cgroups.usage(id.value());
+    }
+
+    @Override
     public void pause() {
         driver.freeze(this, true);
     }

@@ -27,6 +27,13 @@ final class ConsoleServlet extends HttpServlet {
     static final String SESSION_PATH = "/console/session";
     private static final String RESOURCES = "console/";
     private static final Pattern ASSET = Pattern.compile("[a-z0-9-]+\\.(html|js|css|png|svg)");
+    /**
+     * Third-party files the pages use, served from their WebJars on the class path (the version
+     * is the one the build pinned, read from the jar): {@code /console/vendor/<name>} → the file.
+     */
+    private static final Map<String, String> VENDOR = Map.of(
+            "uplot.js", webJar("uplot", "dist/uPlot.esm.js"),
+            "uplot.css", webJar("uplot", "dist/uPlot.min.css"));
     private static final Map<String, String> TYPES = Map.of("html", "text/html; charset=utf-8", "js", "text/javascript; charset=utf-8",
             "css", "text/css; charset=utf-8", "png", "image/png", "svg", "image/svg+xml");
 
@@ -52,13 +59,27 @@ final class ConsoleServlet extends HttpServlet {
             error(resp, 405, "method_not_allowed", "the console's pages are read with GET");
             return;
         }
+        if (path.startsWith("/console/vendor/")) {
+            String file = VENDOR.get(path.substring("/console/vendor/".length()));
+            if (file == null) {
+                error(resp, 404, "not_found", "no such console file: " + Json.printable(path) + " (open / for the console)");
+                return;
+            }
+            serve(resp, ConsoleServlet.class.getClassLoader().getResourceAsStream(file), file, path);
+            return;
+        }
         String name = path.equals("/") || path.equals("/console/") || path.equals("/console") ? "index.html"
                 : path.startsWith("/console/") ? path.substring("/console/".length()) : "";
         if (!ASSET.matcher(name).matches()) {
             error(resp, 404, "not_found", "no such console page: " + Json.printable(path) + " (open / for the console)");
             return;
         }
-        try (InputStream in = ConsoleServlet.class.getResourceAsStream(RESOURCES + name)) {
+        serve(resp, ConsoleServlet.class.getResourceAsStream(RESOURCES + name), name, path);
+    }
+
+    /** Sends one file of the jar, typed by its name's extension; 404 when it is not there. */
+    private static void serve(HttpServletResponse resp, InputStream resource, String name, String path) throws IOException {
+        try (InputStream in = resource) {
             if (in == null) {
                 error(resp, 404, "not_found", "no such console page: " + Json.printable(path) + " (open / for the console)");
                 return;
@@ -67,6 +88,21 @@ final class ConsoleServlet extends HttpServlet {
             resp.setContentType(TYPES.get(name.substring(name.lastIndexOf('.') + 1)));
             resp.setHeader("Cache-Control", "no-cache");
             in.transferTo(resp.getOutputStream());
+        }
+    }
+
+    /** The class path name of {@code file} in the npm WebJar {@code artifact}, at the version on the class path. */
+    private static String webJar(String artifact, String file) {
+        String properties = "META-INF/maven/org.webjars.npm/" + artifact + "/pom.properties";
+        try (InputStream in = ConsoleServlet.class.getClassLoader().getResourceAsStream(properties)) {
+            if (in == null) {
+                throw new IllegalStateException("the WebJar org.webjars.npm:" + artifact + " is not on the class path (" + properties + ")");
+            }
+            java.util.Properties p = new java.util.Properties();
+            p.load(in);
+            return "META-INF/resources/webjars/" + artifact + "/" + p.getProperty("version") + "/" + file;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 

@@ -200,6 +200,36 @@ final class Json {
         return n;
     }
 
+    /**
+     * A sandbox as {@code viewer} sees it: its owner (and the server) whole; a client that reaches
+     * it through {@code sandbox.any} sees the names of its environment variables but not their
+     * values, which are its owner's (an agent's keys are often passed there).
+     */
+    static ObjectNode sandbox(ManagedSandbox s, dev.airlock.server.policy.Caller viewer) {
+        ObjectNode n = sandbox(s);
+        if (viewer != null && !viewer.isServer() && !viewer.client().name().equals(s.owner())) {
+            ObjectNode env = object();
+            s.sandbox().spec().env().keySet().forEach(k -> env.put(k, WITHHELD));
+            n.set("env", env);
+        }
+        return n;
+    }
+
+    /** What an environment variable's value reads as to a viewer who is not the sandbox's owner. */
+    static final String WITHHELD = "(withheld: not the owner)";
+
+    /** The console's chart data: one array per series, all as long as {@code time}. */
+    static ObjectNode metricsHistory(MetricsHistory.Series h) {
+        ObjectNode n = object();
+        n.put("intervalSeconds", h.intervalSeconds());
+        n.set("time", MAPPER.valueToTree(h.time()));
+        n.set("sandboxes", MAPPER.valueToTree(h.sandboxes()));
+        n.set("executionsPerMinute", MAPPER.valueToTree(h.executionsPerMinute()));
+        n.set("refusals", MAPPER.valueToTree(h.refusals()));
+        n.set("egressBytes", MAPPER.valueToTree(h.egressBytes()));
+        return n;
+    }
+
     static ObjectNode sandbox(ManagedSandbox s) {
         ObjectNode n = object();
         n.put("id", s.id());
@@ -218,6 +248,12 @@ final class Json {
         n.put("expiresAt", s.expiresAt().toString());
         n.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
         n.put("lastActivityAt", s.lastActivity().toString());
+        var usage = s.sandbox().usage();
+        if (usage == null) {
+            n.putNull("usage");
+        } else {
+            n.putObject("usage").put("cpuSeconds", usage.cpuNanos() / 1e9).put("memoryBytes", usage.memoryBytes());
+        }
         return n;
     }
 

@@ -181,6 +181,8 @@ final class Lifecycle {
 
     ManagedSandbox extend(Admission a, Command.ExtendTtl e) {
         a.sandbox().extend(e.ttl());
+        // on the log under whoever extended it: its owner, or an operator through sandbox.any
+        audit.record(AuditRecord.LIFECYCLE, a.sandbox().id(), lifecycle("extended", "until " + a.sandbox().expiresAt()));
         return a.sandbox();
     }
 

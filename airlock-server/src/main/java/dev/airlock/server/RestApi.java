@@ -80,12 +80,13 @@ final class RestApi {
                     c.resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
                     c.resp.getOutputStream().write(c.execute(new Command.Metrics()).getBytes(StandardCharsets.UTF_8));
                 }),
+                new RestRoute("GET", "/v1/metrics/history", METRICS, c -> c.send(200, Json.metricsHistory(c.execute(new Command.MetricsHistory())))),
                 new RestRoute("POST", "/v1/run", RUN, this::run),
                 new RestRoute("GET", "/v1/sandboxes", SANDBOX_READ, this::list),
                 new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),
                 new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
                         c -> c.send(201, Json.sandbox(c.execute(commands.create(c.json(RestCommands.CREATE_FIELDS)))))),
-                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id")))))),
+                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, Json.sandbox(c.execute(new Command.Describe(c.param("id"))), c.caller()))),
                 new RestRoute("DELETE", SANDBOX, SANDBOX_DESTROY, c -> {
                     c.execute(new Command.Destroy(c.param("id")));
                     c.noContent();
@@ -97,13 +98,15 @@ final class RestApi {
                     c.send(200, NetworkJson.write(c.execute(new Command.UpdateNetwork(c.param("id"), network)).sandbox().network()));
                 }),
                 new RestRoute("GET", SANDBOX + "/egress", SANDBOX_READ, c -> {
+                    int limit = limit(c.first("limit"), EgressLog.PER_SANDBOX, EgressLog.PER_SANDBOX);
                     ArrayNode list = Json.MAPPER.createArrayNode();
-                    c.execute(new Command.Egress(c.param("id"))).forEach(r -> list.add(NetworkJson.record(r)));
+                    var records = c.execute(new Command.Egress(c.param("id")));
+                    records.subList(Math.max(0, records.size() - limit), records.size()).forEach(r -> list.add(NetworkJson.record(r)));
                     c.send(200, Json.object().set("records", list));
                 }),
                 new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
-                    c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds"))))));
+                    c.send(200, Json.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds")))), c.caller()));
                 }),
                 new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Pause(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, Json.sandbox(c.execute(new Command.Resume(c.param("id")))))),
@@ -141,8 +144,9 @@ final class RestApi {
                     c.execute(new Command.Describe(c.param("id"))).processes().forEach(p -> list.add(Json.process(p, false)));
                     c.send(200, Json.object().set("processes", list));
                 }),
+                // one process comes with the head of its output: the owner's, as its stdout and stderr are
                 new RestRoute("GET", PROCESS, SANDBOX_READ,
-                        c -> c.send(200, Json.process(c.execute(new Command.Describe(c.param("id"))).process(c.param("pid"))))),
+                        c -> c.send(200, Json.process(c.execute(new Command.ProcessOutput(c.param("id"), c.param("pid")))))),
                 new RestRoute("DELETE", PROCESS, EXEC, c -> {
                     c.execute(new Command.Signal(c.param("id"), c.param("pid"), 9));
                     c.noContent();
@@ -255,26 +259,32 @@ final class RestApi {
             filter.put(label.substring(0, eq), label.substring(eq + 1));
         }
         ArrayNode list = Json.MAPPER.createArrayNode();
-        c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s)));
+        c.execute(new Command.ListSandboxes(filter)).forEach(s -> list.add(Json.sandbox(s, c.caller())));
         c.send(200, Json.object().set("sandboxes", list));
+    }
+
+    /** Query {@code limit}: {@code absent} when not given, else a whole number from 1 to {@code max}. */
+    private static int limit(String l, int absent, int max) {
+        if (l == null) {
+            return absent;
+        }
+        int limit;
+        try {
+            limit = Integer.parseInt(l);
+        } catch (NumberFormatException e) {
+            limit = -1;
+        }
+        if (limit < 1 || limit > max) {
+            throw AirlockException.invalid("query 'limit' must be a whole number from 1 to " + max);
+        }
+        return limit;
     }
 
     /** The audit log's records, filtered; {@code format=jsonl} downloads them as JSON lines. */
     private void audit(RestCall c) throws IOException {
-        Integer limit = null;
-        String l = c.first("limit");
-        if (l != null) {
-            try {
-                limit = Integer.parseInt(l);
-            } catch (NumberFormatException e) {
-                limit = -1;
-            }
-            if (limit < 1 || limit > Command.ReadAudit.MAX_LIMIT) {
-                throw AirlockException.invalid("query 'limit' must be a whole number from 1 to " + Command.ReadAudit.MAX_LIMIT);
-            }
-        }
+        int limit = limit(c.first("limit"), Command.ReadAudit.DEFAULT_LIMIT, Command.ReadAudit.MAX_LIMIT);
         var records = c.execute(new Command.ReadAudit(blank(c.first("sandbox")), blank(c.first("client")), blank(c.first("kind")),
-                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit == null ? Command.ReadAudit.DEFAULT_LIMIT : limit));
+                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit));
         ArrayNode list = Json.MAPPER.createArrayNode();
         records.forEach(r -> list.add(Json.auditRecord(r)));
         if ("jsonl".equals(c.first("format"))) {
@@ -423,7 +433,7 @@ final class RestApi {
     }
 
     private static void processOutput(RestCall c, boolean stdout) throws IOException {
-        SpilledOutput output = c.execute(new Command.Describe(c.param("id"))).process(c.param("pid")).output();
+        SpilledOutput output = c.execute(new Command.ProcessOutput(c.param("id"), c.param("pid"))).output();
         c.octets();
         ProcessOutputFiles.copy(stdout ? output.stdoutFile() : output.stderrFile(), c.resp.getOutputStream());
     }

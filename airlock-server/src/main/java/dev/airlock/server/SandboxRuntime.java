@@ -88,19 +88,20 @@ public final class SandboxRuntime implements AutoCloseable {
             AuditLog auditLog = audit;
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();
+            ServerMetrics metrics = new ServerMetrics();
             AtomicInteger port = new AtomicInteger(config.port());
             EgressSettings egress = EgressSettings.DEFAULTS.withOptions(EgressProxy.Options.DEFAULTS.withUpstreamTls(upstreamTls)
                             // the proxy's own limit on a held request stays above the policy's, which decides first
                             .withApprovalTimeout(policy.approvalTimeout().plusMinutes(1)))
                     .withListener(r -> {
                         egressLog.add(r);
+                        metrics.egress(r);
                         recordEgress(auditLog, r);
                     })
                     .withServerAddresses(() -> Set.of(serverAddress(config, port.get())));
             EgressBroker broker = new EgressBroker(egress);
             // The data directory (token, state, outputs) is kept from every input.
             tiers = Tiers.open(policy, config.driver().protecting(config.dataDir()), broker, config.poolSize());
-            ServerMetrics metrics = new ServerMetrics();
             SandboxService service = new SandboxService(config, policy, tiers, store, metrics, egressLog, audit);
             // a request a profile's approveRequests covers waits for a person, asked through the service
             broker.decideRequestsWith(service::approveRequest);

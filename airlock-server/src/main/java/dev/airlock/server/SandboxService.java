@@ -70,6 +70,7 @@ public final class SandboxService implements AutoCloseable {
     private final FileCommands files;
     private final EgressApprovals egressApprovals;
     private final Thread expiry;
+    private final MetricsHistory history;
     private final List<String> reapedAtStart;
     private volatile boolean closed;
 
@@ -106,6 +107,7 @@ public final class SandboxService implements AutoCloseable {
         this.egressApprovals = new EgressApprovals(sandboxes, approvals, policy);
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(new Expiry(sandboxes, teardown, outputs, () -> closed));
         metrics.bind(this);
+        this.history = new MetricsHistory(metrics::read);
     }
 
     /**
@@ -156,6 +158,7 @@ public final class SandboxService implements AutoCloseable {
         }
         audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
         if (refusal != null) {
+            metrics.refused();
             throw refusal.exception();
         }
         return caller;
@@ -218,7 +221,12 @@ public final class SandboxService implements AutoCloseable {
         Objects.requireNonNull(caller, "a command is executed for a caller");
         return Caller.call(caller, () -> {
             try (Admission a = admission(caller, command)) {
-                controls.check(a);
+                try {
+                    controls.check(a);
+                } catch (dev.airlock.server.control.Refused r) {
+                    metrics.refused();
+                    throw r;
+                }
                 @SuppressWarnings("unchecked")
                 R result = (R) handle(a);
                 return result;
@@ -229,7 +237,7 @@ public final class SandboxService implements AutoCloseable {
     /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
     private Admission admission(Caller caller, Command<?> asked) {
         Command<?> command = asked;
-        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command.sandbox());
+        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command);
         Profile profile = s == null ? null : s.profile();
         Admission.CreatePlan create = null;
         Admission.NetworkPlan network = null;
@@ -324,7 +332,7 @@ public final class SandboxService implements AutoCloseable {
         }
         return switch (a.command()) {
             case Command.Create c -> lifecycle.create(a, c);
-            case Command.ListSandboxes l -> sandboxes.list(a.caller(), l.labels());
+            case Command.ListSandboxes l -> sandboxes.list(a.caller(), l);
             case Command.Describe d -> s;
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
@@ -355,6 +363,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.Exec e -> executions.exec(a, e);
             case Command.StartProcess p -> executions.start(a, p);
             case Command.Signal g -> executions.signal(a, g);
+            case Command.ProcessOutput p -> s.process(p.process());
             case Command.Attach t -> executions.attach(a, t);
             case Command.Run r -> runs.run(a.caller(), r);
             case Command.WriteFile w -> files.write(s, w);
@@ -389,6 +398,7 @@ public final class SandboxService implements AutoCloseable {
             case Command.DescribeApproval d -> approvals.get(d.approval());
             case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
             case Command.Metrics m -> metrics.scrape();
+            case Command.MetricsHistory m -> history.series();
             case Command.ReadAudit r -> {
                 try (var reader = auditReader()) {
                     yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
@@ -469,6 +479,7 @@ public final class SandboxService implements AutoCloseable {
     public void close() {
         closed = true;
         expiry.interrupt();
+        history.close();
         for (ManagedSandbox s : sandboxes.values()) {
             teardown.destroyInBackground(s, "destroyed", "destroyed at shutdown");
         }

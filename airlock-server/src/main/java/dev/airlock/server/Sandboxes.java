@@ -3,7 +3,9 @@ package dev.airlock.server;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Printable;
+import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Operation;
 
 import java.util.Collection;
 import java.util.Comparator;
@@ -14,7 +16,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The sandboxes this server holds, as each caller may see them: a client sees its own, the server
  * all; a sandbox being destroyed is seen by nobody. Another client's sandbox is NOT_FOUND, as if
- * it did not exist.
+ * it did not exist, but to a client granted {@code sandbox.any} for the commands that
+ * {@linkplain Command#reachesAnyOwner reach any owner's} sandbox (list, describe, egress, file
+ * listing, extend, destroy). This is the one place that decides whose sandbox a command may name.
  */
 final class Sandboxes {
 
@@ -29,22 +33,35 @@ final class Sandboxes {
         all.put(s.id(), s);
     }
 
-    static boolean visible(Caller c, ManagedSandbox s) {
-        return s != null && (c.isServer() || s.owner().equals(c.client().name()));
+    /** Whether {@code c} may send {@code command} (null: any command it is granted) to {@code s}. */
+    static boolean visible(Caller c, ManagedSandbox s, Command<?> command) {
+        if (s == null) {
+            return false;
+        }
+        if (c.isServer() || s.owner().equals(c.client().name())) {
+            return true;
+        }
+        return c.client().may(Operation.SANDBOX_ANY) && (command == null || command.reachesAnyOwner());
     }
 
-    /** Whether {@code c} may see sandbox {@code id} (for filing a request's records under it). */
+    /** Whether {@code c} may see sandbox {@code id} at all (for filing a request's records under it). */
     boolean visibleTo(Caller c, String id) {
-        return id != null && visible(c, all.get(id));
+        return id != null && visible(c, all.get(id), null);
     }
 
-    /** The sandbox, if {@code c} may see it; counts as activity against its idle timeout. */
-    ManagedSandbox get(Caller c, String id) {
+    /**
+     * The sandbox {@code command} names, if {@code c} may send it there. Its owner's command counts
+     * as activity against its idle timeout; an operator's look at another's sandbox does not keep it.
+     */
+    ManagedSandbox get(Caller c, Command<?> command) {
+        String id = command.sandbox();
         ManagedSandbox s = id == null ? null : all.get(id);
-        if (!visible(c, s) || s.destroying()) {
+        if (!visible(c, s, command) || s.destroying()) {
             throw notFound(id);
         }
-        s.touch();
+        if (c.isServer() || s.owner().equals(c.client().name())) {
+            s.touch();
+        }
         return s;
     }
 
@@ -53,8 +70,8 @@ final class Sandboxes {
         return all.get(id);
     }
 
-    List<ManagedSandbox> list(Caller c, Map<String, String> labels) {
-        return all.values().stream().filter(s -> visible(c, s) && !s.destroying() && s.matches(labels))
+    List<ManagedSandbox> list(Caller c, Command.ListSandboxes command) {
+        return all.values().stream().filter(s -> visible(c, s, command) && !s.destroying() && s.matches(command.labels()))
                 .sorted(Comparator.comparing(ManagedSandbox::createdAt)).toList();
     }
 

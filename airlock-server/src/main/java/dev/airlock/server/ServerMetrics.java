@@ -9,7 +9,10 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 import java.util.Locale;
 
-/** The server's Prometheus metrics: sandboxes, executions and their latency, the warm pool. */
+/**
+ * The server's Prometheus metrics: sandboxes, executions and their latency, the warm pool,
+ * refusals and egress. The console's charts ({@link MetricsHistory}) sample the same meters.
+ */
 final class ServerMetrics {
 
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -18,8 +21,14 @@ final class ServerMetrics {
     private final Timer execLatency = Timer.builder("airlock.exec").description("Executions, by how they ended")
             .publishPercentileHistogram(false).register(registry);
 
+    private final Counter refusals = Counter.builder("airlock.refusals")
+            .description("Requests a control refused, and connection attempts the egress proxy refused").register(registry);
+    private final Counter egressBytes = Counter.builder("airlock.egress.bytes")
+            .description("Bytes through the egress proxies, both ways, counted as each connection ends").register(registry);
+    private volatile Gauge sandboxes;
+
     void bind(SandboxService service) {
-        Gauge.builder("airlock.sandboxes", service, SandboxService::size).tag("state", "running")
+        sandboxes = Gauge.builder("airlock.sandboxes", service, SandboxService::size).tag("state", "running")
                 .description("Sandboxes held by the server").register(registry);
         Gauge.builder("airlock.pool.ready", service, s -> s.tiers().warmPoolReady())
                 .description("Warm-pool sandboxes ready to hand out").register(registry);
@@ -37,6 +46,25 @@ final class ServerMetrics {
         execLatency.record(r.duration());
         Counter.builder("airlock.exec.results").tag("end_reason", r.endReason().name().toLowerCase(Locale.ROOT))
                 .description("Executions by how they ended").register(registry).increment();
+    }
+
+    /** A request refused by a control (the grant, a profile's ceiling, a quota...), or an egress attempt refused. */
+    void refused() {
+        refusals.increment();
+    }
+
+    /** One ended egress connection (or refused attempt): its bytes, and a refusal when it was not allowed. */
+    void egress(dev.airlock.egress.EgressRecord r) {
+        egressBytes.increment(r.bytesUp() + r.bytesDown());
+        if (!r.allowed()) {
+            refused();
+        }
+    }
+
+    /** The meters the console's charts follow, read now: the same numbers /metrics shows. */
+    MetricsHistory.Reading read() {
+        Gauge g = sandboxes;
+        return new MetricsHistory.Reading(g == null ? 0 : (long) g.value(), execLatency.count(), (long) refusals.count(), (long) egressBytes.count());
     }
 
     String scrape() {

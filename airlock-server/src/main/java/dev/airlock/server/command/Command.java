@@ -57,6 +57,7 @@ public sealed interface Command<R> {
             case Exec e -> Operation.EXEC;
             case StartProcess p -> Operation.EXEC;
             case Signal s -> Operation.EXEC;
+            case ProcessOutput p -> Operation.SANDBOX_READ;
             case Attach t -> Operation.EXEC;
             case Run r -> Operation.RUN;
             case WriteFile w -> Operation.FILES_WRITE;
@@ -74,6 +75,7 @@ public sealed interface Command<R> {
             case DescribeApproval d -> Operation.APPROVALS;
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
+            case MetricsHistory m -> Operation.METRICS;
             case ReadAudit r -> Operation.AUDIT;
             case VerifyAudit v -> Operation.AUDIT;
             case ListImages l -> Operation.SANDBOX_READ;
@@ -113,6 +115,20 @@ public sealed interface Command<R> {
             case EXEC -> this instanceof ListContexts;
             default -> false;
         };
+    }
+
+    /**
+     * Whether a client granted {@code sandbox.any} may send this command to a sandbox another
+     * client owns: what an operator needs to see what runs and to stop it (the list, a sandbox's
+     * description with its processes and network policy, its egress records and interpreter
+     * contexts, the names and sizes of its files) and to extend or destroy it. Never what reads
+     * what the sandbox's programs hold or wrote (file contents, process output, snapshots), nor
+     * what runs code in it or changes it (exec, signals, cells, writes, network, pause): those
+     * stay its owner's. One list, judged where a command's sandbox is resolved.
+     */
+    default boolean reachesAnyOwner() {
+        return this instanceof ListSandboxes || this instanceof Describe || this instanceof Egress || this instanceof ListContexts
+                || this instanceof ListFiles || this instanceof Stat || this instanceof ExtendTtl || this instanceof Destroy;
     }
 
     // --- lifecycle ---
@@ -322,6 +338,14 @@ public sealed interface Command<R> {
     }
 
     /**
+     * A background process, for a door to read its stdout or stderr: the sandbox owner's alone
+     * (not {@link #reachesAnyOwner}), as a file's contents are; {@link Describe} lists processes
+     * without their output.
+     */
+    record ProcessOutput(String sandbox, String process) implements Command<BackgroundProcess> {
+    }
+
+    /**
      * Attaches a WebSocket to the terminal of a running background process started with a tty: the
      * answer is the socket's endpoint, for the door to upgrade the connection to (the process is
      * checked first: it has a terminal, it runs, it has room for one more socket).
@@ -506,6 +530,10 @@ public sealed interface Command<R> {
 
     /** The server's metrics in the Prometheus text format. */
     record Metrics() implements Command<String> {
+    }
+
+    /** The last hour of some of those metrics, sampled every ten seconds, for the console's charts. */
+    record MetricsHistory() implements Command<dev.airlock.server.MetricsHistory.Series> {
     }
 
     /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */

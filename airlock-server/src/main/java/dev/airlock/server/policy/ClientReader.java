@@ -48,12 +48,12 @@ final class ClientReader {
         Set<Operation> operations = EnumSet.noneOf(Operation.class);
         PolicyNode allow = f.get("allow");
         if (allow == null) {
-            throw y.error("'allow' is missing: list what this client may call (" + Operation.names() + "), or [\"*\"] for everything");
+            throw y.error("'allow' is missing: list what this client may call (" + Operation.names() + "), or [\"*\"] for everything but sandbox.any");
         }
         for (PolicyNode o : allow.list()) {
             String op = o.string();
             if (op.equals("*")) {
-                operations.addAll(EnumSet.allOf(Operation.class));
+                operations.addAll(Operation.all());
             } else {
                 operations.add(o.check(() -> Operation.parse(op)));
             }

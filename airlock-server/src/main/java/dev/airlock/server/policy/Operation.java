@@ -33,7 +33,16 @@ public enum Operation {
     APPROVALS("approvals"),
     /** Read the audit log and check its chain (REST, the web console): an operator's permission. */
     AUDIT("audit"),
-    METRICS("metrics");
+    METRICS("metrics"),
+    /**
+     * An operator's reach: with it, the client's {@code sandbox.read}, {@code files.read} (listing
+     * and stat only), {@code sandbox.extend} and {@code sandbox.destroy} act on every client's
+     * sandboxes, not only its own. It grants no endpoint by itself, and never reaches into what
+     * runs in another's sandbox: executions, process output, file contents, writes, network
+     * changes and snapshots stay the owner's ({@code Command#reachesAnyOwner}). {@code "*"} does
+     * not include it: it must be named, so a policy written before it gains no cross-client reach.
+     */
+    SANDBOX_ANY("sandbox.any");
 
     private final String id;
 
@@ -51,7 +60,12 @@ public enum Operation {
                 return o;
             }
         }
-        throw AirlockException.invalid("unknown operation '" + id + "': choose from " + names() + ", or \"*\" for all");
+        throw AirlockException.invalid("unknown operation '" + id + "': choose from " + names() + ", or \"*\" for all but sandbox.any");
+    }
+
+    /** What {@code "*"} in a policy's {@code allow} grants: every operation but {@link #SANDBOX_ANY}. */
+    public static java.util.Set<Operation> all() {
+        return java.util.EnumSet.complementOf(java.util.EnumSet.of(SANDBOX_ANY));
     }
 
     public static String names() {

@@ -34,6 +34,46 @@ async function api(method, path, body) {
 
 const may = op => session.operations.includes(op);
 
+/** A GET of the API whose answer is text (a process's output), not JSON. */
+async function apiText(path) {
+  const r = await fetch(path, { credentials: 'same-origin' });
+  if (r.status === 401) { showSignIn('The session ended: sign in again.'); throw new Error('signed out'); }
+  if (!r.ok) { const json = await r.json().catch(() => ({})); throw new Error(json.error?.message || ('HTTP ' + r.status)); }
+  return r.text();
+}
+
+/** Sends a file's bytes as the body of a PUT (the file upload endpoint), with the CSRF header. */
+async function apiUpload(path, file) {
+  const r = await fetch(path, { method: 'PUT', headers: { [CSRF_HEADER]: session.csrf, 'Content-Type': 'application/octet-stream' },
+    credentials: 'same-origin', body: file });
+  if (r.status === 401) { showSignIn('The session ended: sign in again.'); throw new Error('signed out'); }
+  const json = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(json.error?.message || ('HTTP ' + r.status));
+  return json;
+}
+
+function bytes(n) {
+  if (n == null) return '—';
+  return n < 1024 ? n + ' B' : n < 1048576 ? (n / 1024).toFixed(1) + ' KiB' : n < 1073741824 ? (n / 1048576).toFixed(1) + ' MiB'
+    : (n / 1073741824).toFixed(2) + ' GiB';
+}
+
+/** CPU time so far, and the share of one CPU since the previous reading of the same sandbox (kept in seen). */
+function cpu(s, seen) {
+  if (!s.usage) return '—';
+  const now = Date.now(), prev = seen.get(s.id);
+  seen.set(s.id, { at: now, cpu: s.usage.cpuSeconds });
+  const total = s.usage.cpuSeconds.toFixed(2) + ' s';
+  if (!prev || now <= prev.at) return total;
+  return total + ' (' + Math.max(0, Math.round(100 * (s.usage.cpuSeconds - prev.cpu) / ((now - prev.at) / 1000))) + '%)';
+}
+
+/** Extends a sandbox's life by ten minutes beyond what it has left (the server bounds it by the profile). */
+async function extend(s) {
+  const remaining = Math.max(0, Math.round((Date.parse(s.expiresAt) - Date.now()) / 1000));
+  return api('POST', '/v1/sandboxes/' + encodeURIComponent(s.id) + '/ttl', { ttlSeconds: remaining + 600 });
+}
+
 function age(iso) {
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   return s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
@@ -58,18 +98,55 @@ function stop() {
 
 // --- pages ---
 
+/** The Overview's charts: [element id, title, series of GET /v1/metrics/history, how a value reads]. */
+const CHARTS = [
+  ['chart-sandboxes', 'Sandboxes live', 'sandboxes', v => v == null ? '' : String(v)],
+  ['chart-executions', 'Executions per minute', 'executionsPerMinute', v => v == null ? '' : v.toFixed(1)],
+  ['chart-refusals', 'Refusals (per interval)', 'refusals', v => v == null ? '' : String(v)],
+  ['chart-egress', 'Egress bytes (per interval)', 'egressBytes', v => v == null ? '' : bytes(v)],
+];
+
 async function overview() {
   const sandboxes = el('span', { class: 'count', id: 'count-sandboxes', text: '…' });
   const pending = el('span', { class: 'count', id: 'count-approvals', text: may('approvals') ? '…' : '—' });
+  const charts = el('div', { class: 'charts', id: 'charts' });
+  const chartError = el('p', { class: 'error', id: 'charts-error' });
   page('Overview', el('div', { class: 'cards' },
     el('div', { class: 'card' }, el('div', { text: 'Live sandboxes' }), sandboxes),
-    el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)));
+    el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)),
+  may('metrics') ? el('h2', { text: 'The last hour' }) : '', chartError, charts);
   const refresh = async () => {
     if (may('sandbox.read')) sandboxes.textContent = (await api('GET', '/v1/sandboxes')).sandboxes.length;
     if (may('approvals')) pending.textContent = (await api('GET', '/v1/approvals')).approvals.length;
   };
   await refresh();
-  timer = setInterval(() => refresh().catch(() => {}), 2000);
+  let plots = null;
+  const draw = async () => {
+    if (!may('metrics')) return;
+    const h = await api('GET', '/v1/metrics/history');
+    if (!plots) {
+      const { default: uPlot } = await import('/console/vendor/uplot.js');
+      plots = CHARTS.map(([id, title, key, fmt]) => {
+        const box = el('div', { class: 'chart', id });
+        charts.append(box);
+        return [box, key, new uPlot({ title, width: 560, height: 200, legend: { show: false },
+          series: [{}, { label: title, stroke: '#1d6fa5', fill: 'rgba(29,111,165,.12)', value: (u, v) => fmt(v) }],
+          axes: [{}, { values: (u, vals) => vals.map(fmt), size: 70 }] }, [h.time, h[key]], box)];
+      });
+    }
+    for (const [box, key, plot] of plots) {
+      plot.setData([h.time, h[key]]);
+      box.dataset.points = h.time.length;
+      box.dataset.last = h[key][h[key].length - 1];
+    }
+    chartError.textContent = '';
+  };
+  await draw().catch(e => { chartError.textContent = e.message; });
+  let ticks = 0;
+  timer = setInterval(() => {
+    refresh().catch(() => {});
+    if (++ticks % 5 === 0) draw().catch(e => { chartError.textContent = e.message; });
+  }, 2000);
 }
 
 async function sandboxes() {
@@ -77,22 +154,29 @@ async function sandboxes() {
   const error = el('p', { class: 'error', id: 'sandboxes-error' });
   const body = el('tbody', { id: 'sandbox-rows' });
   page('Sandboxes', el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'Labels', '']
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'CPU', 'Memory', 'Labels', '']
       .map(h => el('th', { text: h })))), body));
+  const seen = new Map();
   const refresh = async () => {
     const q = filter.value.trim() ? '?label=' + encodeURIComponent(filter.value.trim()) : '';
     const list = (await api('GET', '/v1/sandboxes' + q)).sandboxes;
     body.replaceChildren(...list.map(s => el('tr', { 'data-id': s.id },
       el('td', {}, el('a', { href: '#sandbox/' + encodeURIComponent(s.id), class: 'mono', text: s.id })),
       el('td', { text: s.state }), el('td', { text: s.owner }), el('td', { text: s.profile }), el('td', { text: s.isolation }),
-      el('td', { text: s.image }), el('td', { text: age(s.createdAt) }), el('td', { text: left(s.expiresAt) }),
+      el('td', { text: s.image }), el('td', { text: age(s.createdAt) }), el('td', { class: 'ttl', text: left(s.expiresAt) }),
+      el('td', { class: 'cpu', text: cpu(s, seen) }), el('td', { class: 'memory', text: bytes(s.usage?.memoryBytes) }),
       el('td', { text: Object.entries(s.labels || {}).map(([k, v]) => k + '=' + v).join(', ') }),
-      el('td', {}, may('sandbox.destroy') ? el('button', { type: 'button', class: 'destroy', 'data-id': s.id, text: 'Destroy',
+      el('td', {}, may('sandbox.extend') ? el('button', { type: 'button', class: 'extend', 'data-id': s.id, text: '+10 min',
+        title: 'extend its life by ten minutes (within its profile\'s maximum lifetime)',
+        onclick: async () => {
+          try { await extend(s); error.textContent = ''; await refresh(); }
+          catch (e) { error.textContent = e.message; }
+        } }) : '', ' ', may('sandbox.destroy') ? el('button', { type: 'button', class: 'destroy', 'data-id': s.id, text: 'Destroy',
         onclick: async () => {
           try { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); error.textContent = ''; await refresh(); }
           catch (e) { error.textContent = e.message; }
         } }) : ''))));
-    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '10', text: 'No sandboxes.' })));
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '12', text: 'No sandboxes.' })));
   };
   filter.addEventListener('change', () => refresh().catch(e => { error.textContent = e.message; }));
   await refresh().catch(e => { error.textContent = e.message; });
@@ -100,36 +184,96 @@ async function sandboxes() {
 }
 
 async function sandbox(id) {
-  const s = await api('GET', '/v1/sandboxes/' + encodeURIComponent(id));
+  const base = '/v1/sandboxes/' + encodeURIComponent(id);
+  let s = await api('GET', base);
+  const seen = new Map();
+  const summary = el('p', { id: 'sandbox-summary' });
+  const showSummary = () => {
+    summary.textContent = `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago`
+      + ` · TTL left ${left(s.expiresAt)} · CPU ${cpu(s, seen)} · memory ${bytes(s.usage?.memoryBytes)}`;
+  };
+  showSummary();
   const processes = el('tbody', { id: 'process-rows' });
   const files = el('tbody', { id: 'file-rows' });
+  const egress = el('tbody', { id: 'egress-rows' });
   const dir = el('input', { id: 'dir', value: '/workspace' });
-  const error = el('p', { class: 'error' });
-  page('Sandbox ' + s.id,
-    may('exec') && s.state === 'running' ? el('p', {}, el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' })) : '',
-    el('p', { text: `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago · TTL left ${left(s.expiresAt)}` }),
+  const upload = el('input', { id: 'upload-file', type: 'file' });
+  const error = el('p', { class: 'error', id: 'sandbox-error' });
+  const outputTitle = el('h3', { id: 'output-title' });
+  const output = el('pre', { id: 'process-output', class: 'output', hidden: '' });
+  let watched = null; // the background process whose output is shown
+  page('Sandbox ' + s.id, summary,
+    el('div', { class: 'actions' },
+      may('exec') && s.state === 'running' ? el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' }) : '',
+      ' ',
+      may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min',
+      onclick: async () => { try { s = await extend(s); showSummary(); error.textContent = ''; } catch (e) { error.textContent = e.message; } } }) : ''),
+    error,
     el('h2', { text: 'Processes' }),
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Pid', 'State', 'Command', 'Started'].map(h => el('th', { text: h })))), processes),
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Command', 'Started', 'Output', ''].map(h => el('th', { text: h })))), processes),
+    outputTitle, output,
     el('h2', { text: 'Files' }),
-    el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); list(); } }, dir, el('button', { type: 'submit', text: 'List' })), error,
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', ''].map(h => el('th', { text: h })))), files));
+    el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); list(); } }, dir, el('button', { type: 'submit', text: 'List' })),
+    may('files.write') ? el('form', { class: 'filters', id: 'upload-form', onsubmit: e => { e.preventDefault(); send(); } },
+      upload, el('button', { type: 'submit', id: 'upload', text: 'Upload to this directory' })) : '',
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', ''].map(h => el('th', { text: h })))), files),
+    el('h2', { text: 'Egress' }),
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Start', 'Protocol', 'Destination', 'Port', 'Decision', 'Rule', 'Up', 'Down']
+      .map(h => el('th', { text: h })))), egress));
   const list = async () => {
     try {
-      const entries = (await api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/files/list?path=${encodeURIComponent(dir.value)}`)).entries;
+      const entries = (await api('GET', `${base}/files/list?path=${encodeURIComponent(dir.value)}`)).entries;
       files.replaceChildren(...entries.map(f => el('tr', {}, el('td', { class: 'mono', text: f.path || f.name }), el('td', { text: f.type }),
         el('td', { text: f.size ?? '' }),
-        el('td', {}, f.type === 'file' ? el('a', { href: `/v1/sandboxes/${encodeURIComponent(id)}/files?path=${encodeURIComponent(f.path || f.name)}`,
+        el('td', {}, f.type === 'file' && s.owner === session.client ? el('a', { href: `${base}/files?path=${encodeURIComponent(f.path || f.name)}`,
           download: '', text: 'download' }) : ''))));
       error.textContent = '';
     } catch (e) { error.textContent = e.message; }
   };
-  const procs = async () => {
-    const p = (await api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/processes`)).processes;
-    processes.replaceChildren(...p.map(x => el('tr', {}, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
-      el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: x.startedAt ?? '' }))));
+  const send = async () => {
+    const file = upload.files[0];
+    if (!file) { error.textContent = 'choose a file to upload first'; return; }
+    const max = s.limits?.fileSizeBytes;
+    if (max && file.size > max) { error.textContent = `${file.name} is ${bytes(file.size)}: this sandbox takes files up to ${bytes(max)}`; return; }
+    try {
+      await apiUpload(`${base}/files?path=${encodeURIComponent(dir.value.replace(/\/+$/, '') + '/' + file.name)}`, file);
+      error.textContent = '';
+      upload.value = '';
+      await list();
+    } catch (e) { error.textContent = e.message; }
   };
-  await Promise.all([list(), procs().catch(e => { error.textContent = e.message; })]);
-  timer = setInterval(() => procs().catch(() => {}), 2000);
+  const watch = async () => {
+    if (!watched) return;
+    // the whole of it is kept within the sandbox's output limit; the page shows its last 64 KiB
+    const text = await apiText(`${base}/processes/${encodeURIComponent(watched.id)}/stdout`);
+    output.textContent = text.length > 65536 ? '…' + text.slice(-65536) : text;
+    output.hidden = false;
+    outputTitle.textContent = `Output of ${watched.id} (${watched.state === 'running' ? 'live' : 'ended'})`;
+  };
+  const procs = async () => {
+    const p = (await api('GET', `${base}/processes`)).processes;
+    processes.replaceChildren(...p.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
+      el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: x.startedAt ?? '' }),
+      el('td', { text: bytes(x.stdoutBytes) + ' / ' + bytes(x.stderrBytes) }),
+      el('td', {}, s.owner === session.client ? el('button', { type: 'button', class: 'show-output', text: 'Show output',
+        onclick: () => { watched = x; watch().catch(e => { error.textContent = e.message; }); } }) : ''))));
+    if (watched) watched = p.find(x => x.id === watched.id) || watched;
+  };
+  const egressRecords = async () => {
+    const r = (await api('GET', `${base}/egress?limit=100`)).records;
+    egress.replaceChildren(...r.reverse().map(x => el('tr', {}, el('td', { class: 'mono', text: x.start }), el('td', { text: x.protocol }),
+      el('td', { class: 'mono', text: x.destination ?? x.address ?? '' }), el('td', { text: x.port }),
+      el('td', { class: x.allowed ? 'ok' : 'error', text: x.allowed ? 'allowed' : 'refused' }), el('td', { class: 'mono', text: x.rule ?? '' }),
+      el('td', { text: bytes(x.bytesUp) }), el('td', { text: bytes(x.bytesDown) }))));
+    if (!r.length) egress.append(el('tr', {}, el('td', { colspan: '8', text: 'No connection attempts.' })));
+  };
+  const tick = async () => {
+    s = await api('GET', base);
+    showSummary();
+    await Promise.all([procs(), egressRecords(), watch()]);
+  };
+  await Promise.all([list(), procs().catch(e => { error.textContent = e.message; }), egressRecords().catch(e => { error.textContent = e.message; })]);
+  timer = setInterval(() => tick().catch(() => {}), 1000);
 }
 
 function approvals() {

@@ -48,6 +48,7 @@ class CommandTest {
             new Command.Exec(S, new ExecSource.Command(List.of("true")), null, null),
             new Command.StartProcess(S, new ExecSource.Command(List.of("sleep", "1")), null),
             new Command.Signal(S, "p1", 15),
+            new Command.ProcessOutput(S, "p1"),
             new Command.Attach(S, "p1"),
             new Command.Run(Language.PYTHON, "print(1)", null, null, null, null, null),
             new Command.WriteFile(S, "a.txt", null),
@@ -65,6 +66,7 @@ class CommandTest {
             new Command.DescribeApproval("ap-0123456789abcdef"),
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
             new Command.Metrics(),
+            new Command.MetricsHistory(),
             new Command.ReadAudit(null, null, null, null, null, 10),
             new Command.VerifyAudit(),
             new Command.ListImages(),
@@ -90,8 +92,29 @@ class CommandTest {
         for (Command<?> c : SAMPLES) {
             assertThat(c.operation()).as(c.getClass().getSimpleName()).isNotNull();
         }
-        // and every operation is some command's, so none is granted for nothing
-        assertThat(SAMPLES.stream().map(Command::operation).collect(Collectors.toSet())).containsExactlyInAnyOrder(Operation.values());
+        // and every operation is some command's, so none is granted for nothing; sandbox.any is no command's:
+        // it widens whose sandboxes some commands reach (theOperatorsReachIsListingLookingExtendingAndDestroying)
+        assertThat(SAMPLES.stream().map(Command::operation).collect(Collectors.toSet()))
+                .containsExactlyInAnyOrderElementsOf(Operation.all());
+    }
+
+    @Test
+    void theOperatorsReachIsListingLookingExtendingAndDestroying() {
+        Set<Class<?>> reach = SAMPLES.stream().filter(Command::reachesAnyOwner).map(Object::getClass).collect(Collectors.toSet());
+        assertThat(reach).isEqualTo(Set.of(Command.ListSandboxes.class, Command.Describe.class, Command.Egress.class,
+                Command.ListContexts.class, Command.ListFiles.class, Command.Stat.class, Command.ExtendTtl.class, Command.Destroy.class));
+        // nothing that runs code in another's sandbox, changes it, or reads what its programs hold or wrote
+        assertThat(SAMPLES).filteredOn(c -> c.operation() == Operation.EXEC || c.operation() == Operation.FILES_WRITE
+                        || c.operation() == Operation.NETWORK_UPDATE || c.operation() == Operation.SANDBOX_SNAPSHOT)
+                .noneMatch(Command::reachesAnyOwner);
+        assertThat(new Command.ReadFile(S, "a.txt", null).reachesAnyOwner()).isFalse();
+        assertThat(new Command.ProcessOutput(S, "p1").reachesAnyOwner()).isFalse();
+    }
+
+    @Test
+    void starGrantsEveryOperationButTheOperatorsReach() {
+        assertThat(Operation.all()).doesNotContain(Operation.SANDBOX_ANY).hasSize(Operation.values().length - 1);
+        assertThat(Operation.parse("sandbox.any")).isEqualTo(Operation.SANDBOX_ANY);
     }
 
     @Test

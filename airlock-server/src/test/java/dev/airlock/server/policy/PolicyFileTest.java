@@ -252,4 +252,23 @@ class PolicyFileTest {
         assertThat(p.profile("plain").isolation()).as("none named: the server's tier").isNull();
         refused(yaml.replace("gvisor", "vm"), "unknown isolation 'vm': choose container, gvisor, microvm");
     }
+
+    @Test
+    void starLeavesOutTheOperatorsReachWhichMustBeNamed() {
+        String other = HexFormat.of().formatHex(Policy.sha256("alk_other-token-0123456789abcdef0123456789"));
+        Policy p = parse("""
+                profiles: {default: {}}
+                clients:
+                  agent: {tokenSha256: %s, profiles: [default], allow: ["*"]}
+                  operator: {tokenSha256: %s, profiles: [default], allow: [sandbox.read, sandbox.destroy, sandbox.any]}
+                """.formatted(HASH, other));
+        assertThat(p.client("agent").operations()).doesNotContain(Operation.SANDBOX_ANY).hasSize(Operation.values().length - 1);
+        assertThat(p.client("operator").operations()).containsExactlyInAnyOrder(Operation.SANDBOX_READ, Operation.SANDBOX_DESTROY,
+                Operation.SANDBOX_ANY);
+        refused("""
+                profiles: {default: {}}
+                clients:
+                  a: {tokenSha256: %s, profiles: [default], allow: [sandbox.all]}
+                """.formatted(HASH), "unknown operation 'sandbox.all'", "sandbox.any", "for all but sandbox.any");
+    }
 }
