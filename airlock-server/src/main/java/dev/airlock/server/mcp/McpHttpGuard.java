@@ -27,11 +27,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
-import java.util.Locale;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 /**
  * What stands in front of the SDK's MCP servlet:
