@@ -30,6 +30,13 @@ public final class Terminal implements AutoCloseable {
         /** Bytes the terminal shows (the program's output and the echo of what was typed, with its escape sequences). */
         void output(byte[] bytes);
 
+        /**
+         * The server dropped {@code bytes} of output because this client did not take it fast
+         * enough (all of it is in the process's stdout); the output goes on after.
+         */
+        default void dropped(long bytes) {
+        }
+
         /** The socket closed: after the process's exit (1000), or for another reason (the server's {@code reason} says which). */
         default void closed(int statusCode, String reason) {
         }
@@ -170,8 +177,11 @@ public final class Terminal implements AutoCloseable {
                 String message = text.toString();
                 text.setLength(0);
                 JsonNode n = Json.MAPPER.readTree(message);
-                if ("exit".equals(n.path("type").asString())) {
+                String type = n.path("type").asString();
+                if ("exit".equals(type)) {
                     exit.complete(Json.result(n));
+                } else if ("dropped".equals(type)) {
+                    listener.dropped(n.path("bytes").asLong());
                 }
             }
             ws.request(1);

@@ -76,13 +76,17 @@ class ServerTerminalTest {
         }
     }
 
-    /** What a terminal showed. */
+    /** What a terminal showed (its last 64 KiB: a flood is not kept). */
     private static final class Screen implements Terminal.Listener {
+        private static final int KEPT = 64 * 1024;
         private final StringBuilder text = new StringBuilder();
 
         @Override
         public synchronized void output(byte[] bytes) {
             text.append(new String(bytes, StandardCharsets.UTF_8));
+            if (text.length() > 2 * KEPT) {
+                text.delete(0, text.length() - KEPT);
+            }
         }
 
         synchronized String text() {
@@ -96,7 +100,11 @@ class ServerTerminalTest {
 
         /** Waits for a line that is {@code line}, after the prompt ({@code $ }) or not: the echo of typed input races the output. */
         void awaitLine(String line) throws InterruptedException {
-            long deadline = System.nanoTime() + AWAIT.toNanos();
+            awaitLine(line, AWAIT);
+        }
+
+        void awaitLine(String line, Duration within) throws InterruptedException {
+            long deadline = System.nanoTime() + within.toNanos();
             while (lines().noneMatch(l -> l.equals(line) || l.equals("$ " + line))) {
                 assertThat(System.nanoTime()).as("waiting for the line %s; the terminal shows: %s", line, text()).isLessThan(deadline);
                 Thread.sleep(20);
@@ -223,6 +231,38 @@ class ServerTerminalTest {
                 // the process itself is untouched by its sockets' ends
                 t.write("echo still-here\n");
                 screen.awaitLine("still-here");
+            }
+        }
+    }
+
+    @Test
+    void outputAClientDoesNotTakeIsDroppedForItNotBuffered() throws Exception {
+        try (RemoteSandbox s = live.client.create(SandboxSpec.defaults())) {
+            Screen screen = new Screen();
+            try (Terminal t = s.startTerminal(shell(), 24, 80, screen)) {
+                String path = "/v1/sandboxes/" + s.id() + "/processes/" + t.process().id() + "/attach";
+                // a socket that never asks for a message: its TCP window fills, then its 1 MiB of pending output
+                Closing stalledEnd = new Closing();
+                WebSocket stalled = HttpClient.newHttpClient().newWebSocketBuilder().header("Authorization", "Bearer " + live.token())
+                        .buildAsync(wsUri(path), new WebSocket.Listener() {
+                            @Override
+                            public void onOpen(WebSocket ws) {
+                                // no request(1): nothing is read
+                            }
+                        }).get(30, TimeUnit.SECONDS);
+                t.write("head -c 32000000 /dev/zero | tr '\\0' x; echo; echo flooded\n");
+                // the reader that does read gets to the end, whatever the stalled one does
+                screen.awaitLine("flooded", Duration.ofSeconds(120));
+                t.write("echo reader-unharmed\n");
+                screen.awaitLine("reader-unharmed");
+                String described = live.raw("GET", "/v1/sandboxes/" + s.id() + "/processes/" + t.process().id(), null).body();
+                java.util.regex.Matcher stored = java.util.regex.Pattern.compile("\"stdoutBytes\":(\\d+)").matcher(described);
+                assertThat(stored.find()).as(described).isTrue();
+                assertThat(Long.parseLong(stored.group(1))).as("the output is in the process's file, up to the output limits").isPositive();
+                assertThat(described).contains("\"tty\":true");
+                stalled.abort();
+                await().atMost(AWAIT).untilAsserted(() -> assertThat(live.audit(s.id(), AuditRecord.TERMINAL)).extracting(AuditRecord::detail)
+                        .filteredOn(d -> d.contains("\"event\":\"detached\"")).isNotEmpty());
             }
         }
     }

@@ -21,6 +21,9 @@ final class ProcessTerminal implements OutputListener {
     static final int MAX_PER_PROCESS = 4;
     /** WebSockets attached to the processes of one sandbox at once. */
     static final int MAX_PER_SANDBOX = 16;
+    /** The end of a process whose result could not be read. */
+    static final ExecResult FAILED = new ExecResult(new byte[0], new byte[0], -1, dev.airlock.core.EndReason.CANCELLED, false,
+            java.time.Duration.ZERO, "the process's end could not be read");
 
     private final String processId;
     private final SpilledOutput files;
@@ -28,9 +31,6 @@ final class ProcessTerminal implements OutputListener {
     private final AtomicInteger sandboxSockets;
     private final List<TerminalSocket> sockets = new CopyOnWriteArrayList<>();
     private ExecResult ended;
-    /** The end of a process whose result could not be read. */
-    static final ExecResult FAILED = new ExecResult(new byte[0], new byte[0], -1, dev.airlock.core.EndReason.CANCELLED, false,
-            java.time.Duration.ZERO, "the process's end could not be read");
 
     ProcessTerminal(String processId, SpilledOutput files, AtomicInteger sandboxSockets) {
         this.processId = processId;

@@ -30,15 +30,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * ends, a text message {@code {"type":"exit",...}} and a close with 1000.
  *
  * <p>Bounded: a client message over {@value #MAX_MESSAGE} bytes closes the socket (1009, by
- * Jetty); output the client has not taken beyond {@value #MAX_PENDING} bytes closes it (1008),
- * never held in memory; no traffic either way for {@link #IDLE} closes it (1001).
+ * Jetty); while {@value #MAX_PENDING} bytes of output wait for a client that does not take them,
+ * further output is dropped for that socket (never held in memory; the process and the other
+ * sockets are not slowed), and once it caught up the client gets {@code {"type":"dropped",
+ * "bytes":N}} before the output goes on; no traffic either way for {@link #IDLE} closes it (1001).
  */
 public final class TerminalSocket implements Session.Listener.AutoDemanding {
 
     private static final Logger LOG = LoggerFactory.getLogger(TerminalSocket.class);
     /** The largest message a client may send, binary or text. */
     static final int MAX_MESSAGE = 64 * 1024;
-    /** Output sent to the client and not yet written to its connection: past it, the client is too slow and is closed. */
+    /** Output sent to the client and not yet written to its connection: past it, output is dropped for this socket. */
     static final long MAX_PENDING = 1024 * 1024;
     /** A socket without any message either way for this long is closed. */
     static final Duration IDLE = Duration.ofMinutes(10);
@@ -53,6 +55,9 @@ public final class TerminalSocket implements Session.Listener.AutoDemanding {
     private final AtomicLong bytesIn = new AtomicLong();
     private final AtomicLong bytesOut = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean ended = new AtomicBoolean();
+    /** Output dropped since the client last caught up; written by the output thread only. */
+    private long dropped;
     private volatile Session session;
     private volatile boolean attached;
 
@@ -139,17 +144,25 @@ public final class TerminalSocket implements Session.Listener.AutoDemanding {
         }
     }
 
-    /** Terminal output for the client; a client that does not take it fast enough is closed, not buffered for. */
+    /**
+     * Terminal output for the client (called on one thread, in order). What a client does not take
+     * fast enough is dropped for it, not buffered; it is told how much once it caught up.
+     */
     void output(byte[] chunk) {
         Session s = session;
         if (s == null || closed.get()) {
             return;
         }
-        if (pending.addAndGet(chunk.length) > MAX_PENDING) {
-            close(StatusCode.POLICY_VIOLATION, "the client did not read the terminal's output: more than " + MAX_PENDING
-                    + " bytes were waiting for it (read it as it comes; all of it is at GET .../processes/{pid}/stdout)");
+        if (pending.get() + chunk.length > MAX_PENDING) {
+            dropped += chunk.length;
             return;
         }
+        if (dropped > 0) {
+            // all of it is at GET .../processes/{pid}/stdout
+            s.sendText(Json.object().put("type", "dropped").put("bytes", dropped).toString(), Callback.NOOP);
+            dropped = 0;
+        }
+        pending.addAndGet(chunk.length);
         bytesOut.addAndGet(chunk.length);
         s.sendBinary(ByteBuffer.wrap(chunk), Callback.from(() -> pending.addAndGet(-chunk.length), failure -> pending.addAndGet(-chunk.length)));
     }
@@ -191,8 +204,6 @@ public final class TerminalSocket implements Session.Listener.AutoDemanding {
         LOG.debug("terminal socket of process {} in sandbox {} failed: {}", process.id(), sandbox.id(), cause.toString());
         ended(StatusCode.ABNORMAL, cause.getMessage());
     }
-
-    private final AtomicBoolean ended = new AtomicBoolean();
 
     private void ended(int statusCode, String reason) {
         closed.set(true);
