@@ -382,7 +382,7 @@ async function terminal(id) {
   const unstyle = adoptStyles(box);
   term.open(box);
   fit.fit();
-  let socket = null, pid = null, ended = false, closed = false;
+  let socket = null, pid = null, ended = false, closed = false, keepAlive = null;
   const onResize = () => fit.fit();
   window.addEventListener('resize', onResize);
   shell = {
@@ -418,11 +418,15 @@ async function terminal(id) {
     socket.send(JSON.stringify({ type: 'resize', rows: term.rows, cols: term.cols }));
     socket.send(encoder.encode('\r')); // the go of the shell (above)
     term.focus();
+    // the server closes a socket silent for ten minutes: a quiet shell stays attached
+    keepAlive = setInterval(() => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'ping' })); }, 60000);
   });
   socket.addEventListener('message', ev => {
     if (typeof ev.data !== 'string') { term.write(new Uint8Array(ev.data)); return; }
     const m = JSON.parse(ev.data);
-    if (m.type === 'exit') {
+    if (m.type === 'dropped') {
+      term.write(`\r\n[${m.bytes} bytes of output dropped: the page fell behind]\r\n`);
+    } else if (m.type === 'exit') {
       ended = true;
       const code = m.exitCode ?? m.endReason ?? '?';
       term.write(`\r\n[process exited ${code}]\r\n`);
@@ -430,6 +434,7 @@ async function terminal(id) {
     }
   });
   socket.addEventListener('close', ev => {
+    clearInterval(keepAlive);
     if (!ended) status.textContent = `disconnected (${ev.code}${ev.reason ? ': ' + ev.reason : ''})`;
   });
   term.onData(d => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(d)); });
