@@ -166,13 +166,7 @@ final class SnapshotStore {
                     }
                     total += counted.count;
                     String digest = HexFormat.of().formatHex(sha.digest());
-                    Path blob = blobs.resolve(digest);
-                    if (Files.exists(blob)) {
-                        Files.delete(part);
-                    } else {
-                        Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
-                        blob.toFile().setReadOnly();
-                    }
+                    keepAsBlob(part, digest);
                     entries.addObject().put("path", f.path()).put("mode", f.mode() & 07777 & ~06000).put("size", counted.count)
                             .put("sha256", digest);
                 }
@@ -192,13 +186,7 @@ final class SnapshotStore {
                     }
                     total += size;
                     String digest = digestOf(part);
-                    Path blob = blobs.resolve(digest);
-                    if (Files.exists(blob)) {
-                        Files.delete(part);
-                    } else {
-                        Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
-                        blob.toFile().setReadOnly();
-                    }
+                    keepAsBlob(part, digest);
                     memory.addObject().put("name", part.getFileName().toString()).put("size", size).put("sha256", digest);
                 }
             }
@@ -328,6 +316,17 @@ final class SnapshotStore {
     /** A directory for one restore's copy of a checkpoint image, removed with the store's half-made work. */
     Path scratch() throws IOException {
         return Files.createDirectories(root.resolve("incoming").resolve("restore-" + HexFormat.of().formatHex(randomBytes())));
+    }
+
+    /** Moves {@code part}, whose SHA-256 is {@code digest}, into the blob store read-only; a blob already there is kept and the part dropped. */
+    private void keepAsBlob(Path part, String digest) throws IOException {
+        Path blob = blobs.resolve(digest);
+        if (Files.exists(blob)) {
+            Files.delete(part);
+        } else {
+            Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
+            blob.toFile().setReadOnly();
+        }
     }
 
     private static String digestOf(Path file) throws IOException {
