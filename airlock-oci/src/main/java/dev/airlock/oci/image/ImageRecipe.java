@@ -2,6 +2,7 @@ package dev.airlock.oci.image;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Printable;
+import dev.airlock.core.YamlField;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.snakeyaml.engine.v2.api.LoadSettings;
@@ -9,11 +10,7 @@ import org.snakeyaml.engine.v2.api.lowlevel.Compose;
 import org.snakeyaml.engine.v2.exceptions.Mark;
 import org.snakeyaml.engine.v2.exceptions.MarkedYamlEngineException;
 import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
-import org.snakeyaml.engine.v2.nodes.MappingNode;
 import org.snakeyaml.engine.v2.nodes.Node;
-import org.snakeyaml.engine.v2.nodes.NodeTuple;
-import org.snakeyaml.engine.v2.nodes.ScalarNode;
-import org.snakeyaml.engine.v2.nodes.SequenceNode;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -28,7 +25,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -125,14 +121,14 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
         if (root == null) {
             throw AirlockException.invalid(source + " is empty: a recipe names at least its packages (packages: [a, b])");
         }
-        Field top = new Field(source, root, "");
-        Map<String, Field> fields = top.map(FIELDS);
+        YamlField top = new YamlField(source, root, "");
+        Map<String, YamlField> fields = top.map(FIELDS);
         String suite = fields.containsKey("suite") ? fields.get("suite").string() : null;
         if (!fields.containsKey("packages")) {
             throw top.error("'packages' is missing: name the Debian packages to install, such as packages: [python3-numpy]");
         }
         List<String> packages = new ArrayList<>();
-        for (Field p : fields.get("packages").list()) {
+        for (YamlField p : fields.get("packages").list()) {
             String name = p.string();
             if (!ImageBuilder.PACKAGE.matcher(name).matches()) {
                 throw p.error("'" + Printable.of(name) + "' is not a Debian package name");
@@ -142,7 +138,7 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
         List<File> files = new ArrayList<>();
         long total = 0;
         if (fields.containsKey("files")) {
-            for (Field f : fields.get("files").list()) {
+            for (YamlField f : fields.get("files").list()) {
                 File file = file(f, base);
                 total += file.content().length;
                 if (total > MAX_FILES) {
@@ -154,7 +150,7 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
         Map<String, String> environment = new LinkedHashMap<>();
         if (fields.containsKey("environment")) {
             int size = 0;
-            for (Map.Entry<String, Field> e : fields.get("environment").map(null).entrySet()) {
+            for (Map.Entry<String, YamlField> e : fields.get("environment").map(null).entrySet()) {
                 String name = e.getKey();
                 String value = e.getValue().string();
                 if (!VARIABLE.matcher(name).matches()) {
@@ -176,9 +172,9 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
         return new ImageRecipe(suite, List.copyOf(packages), List.copyOf(files), Map.copyOf(environment));
     }
 
-    private static File file(Field f, Path base) {
-        Map<String, Field> fields = f.map(FILE_FIELDS);
-        Field pathField = fields.get("path");
+    private static File file(YamlField f, Path base) {
+        Map<String, YamlField> fields = f.map(FILE_FIELDS);
+        YamlField pathField = fields.get("path");
         if (pathField == null) {
             throw f.error("'path' is missing: the file's absolute path in the image, such as /etc/motd");
         }
@@ -197,7 +193,7 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
         if (fields.containsKey("content")) {
             content = fields.get("content").string().getBytes(StandardCharsets.UTF_8);
         } else {
-            Field from = fields.get("from");
+            YamlField from = fields.get("from");
             if (base == null) {
                 throw from.error("a built-in recipe cannot copy host files");
             }
@@ -274,64 +270,5 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
             return Map.of();
         }
         return env;
-    }
-
-    /** One node of the recipe's YAML with its field path, so that every error names the line and the field. */
-    private record Field(String source, Node node, String path) {
-
-        AirlockException error(String message) {
-            int line = node.getStartMark().map(Mark::getLine).orElse(-1) + 1;
-            return AirlockException.invalid(source + " line " + line + (path.isEmpty() ? "" : ", " + path) + ": " + message);
-        }
-
-        private String child(String key) {
-            return path.isEmpty() ? key : path + "." + key;
-        }
-
-        /** The fields of a mapping; one not in {@code allowed} (null: any) or given twice is an error. */
-        Map<String, Field> map(Set<String> allowed) {
-            if (!(node instanceof MappingNode m)) {
-                throw error("expected a mapping (key: value lines)");
-            }
-            Map<String, Field> out = new LinkedHashMap<>();
-            for (NodeTuple t : m.getValue()) {
-                String k = new Field(source, t.getKeyNode(), path).string();
-                Field key = new Field(source, t.getKeyNode(), child(k));
-                if (allowed != null && !allowed.contains(k)) {
-                    throw key.error("unknown field '" + Printable.of(k) + "': allowed here are " + String.join(", ", new TreeSet<>(allowed)));
-                }
-                if (out.containsKey(k)) {
-                    throw key.error("'" + Printable.of(k) + "' appears twice: keep one");
-                }
-                out.put(k, new Field(source, t.getValueNode(), child(k)));
-            }
-            return out;
-        }
-
-        List<Field> list() {
-            if (!(node instanceof SequenceNode s)) {
-                throw error("expected a list, such as [a, b]");
-            }
-            List<Field> out = new ArrayList<>();
-            for (int i = 0; i < s.getValue().size(); i++) {
-                out.add(new Field(source, s.getValue().get(i), path + "[" + i + "]"));
-            }
-            return out;
-        }
-
-        String string() {
-            if (!(node instanceof ScalarNode s)) {
-                throw error("expected a single value, not a list or mapping");
-            }
-            return s.getValue();
-        }
-
-        boolean bool() {
-            return switch (string()) {
-                case "true" -> true;
-                case "false" -> false;
-                default -> throw error("'" + Printable.of(string()) + "' is not true or false");
-            };
-        }
     }
 }

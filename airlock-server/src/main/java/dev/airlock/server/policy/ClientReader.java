@@ -1,5 +1,6 @@
 package dev.airlock.server.policy;
 
+import dev.airlock.core.YamlField;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -27,15 +28,15 @@ final class ClientReader {
      * @param profiles the policy's profiles, which the client's must be among
      * @param base     resolves a relative token file; null to take it as given
      */
-    static Client read(String name, PolicyNode y, Map<String, Profile> profiles, Path base) {
-        Map<String, PolicyNode> f = y.map(FIELDS);
+    static Client read(String name, YamlField y, Map<String, Profile> profiles, Path base) {
+        Map<String, YamlField> f = y.map(FIELDS);
         byte[] hash = tokenHash(y, f.get("tokenSha256"), f.get("tokenFile"), base);
         List<String> allowedProfiles = new ArrayList<>();
-        PolicyNode ps = f.get("profiles");
+        YamlField ps = f.get("profiles");
         if (ps == null) {
             throw y.error("'profiles' is missing: list the profiles this client may create sandboxes with (the first is its default)");
         }
-        for (PolicyNode p : ps.list()) {
+        for (YamlField p : ps.list()) {
             String profile = p.string();
             if (!profiles.containsKey(profile)) {
                 throw p.error("no profile '" + profile + "' is defined: there are " + String.join(", ", profiles.keySet()));
@@ -46,11 +47,11 @@ final class ClientReader {
             throw ps.error("list at least one profile");
         }
         Set<Operation> operations = EnumSet.noneOf(Operation.class);
-        PolicyNode allow = f.get("allow");
+        YamlField allow = f.get("allow");
         if (allow == null) {
             throw y.error("'allow' is missing: list what this client may call (" + Operation.names() + "), or [\"*\"] for everything but sandbox.any");
         }
-        for (PolicyNode o : allow.list()) {
+        for (YamlField o : allow.list()) {
             String op = o.string();
             if (op.equals("*")) {
                 operations.addAll(Operation.all());
@@ -62,7 +63,7 @@ final class ClientReader {
         int perMinute = 0;
         long snapshotBytes = Client.DEFAULT_SNAPSHOT_BYTES;
         if (f.containsKey("quotas")) {
-            Map<String, PolicyNode> q = f.get("quotas").map(QUOTAS);
+            Map<String, YamlField> q = f.get("quotas").map(QUOTAS);
             if (q.containsKey("sandboxes")) sandboxes = (int) q.get("sandboxes").integer(1, 100_000);
             if (q.containsKey("executionsPerMinute")) perMinute = (int) q.get("executionsPerMinute").integer(1, 1_000_000);
             if (q.containsKey("snapshotMiB")) snapshotBytes = q.get("snapshotMiB").integer(0, 1L << 20) << 20;
@@ -71,7 +72,7 @@ final class ClientReader {
     }
 
     /** The SHA-256 of the client's token, from exactly one of {@code sha} and {@code file}. */
-    private static byte[] tokenHash(PolicyNode y, PolicyNode sha, PolicyNode file, Path base) {
+    private static byte[] tokenHash(YamlField y, YamlField sha, YamlField file, Path base) {
         if ((sha == null) == (file == null)) {
             throw y.error("give exactly one of 'tokenSha256' (the SHA-256 of the client's token, from 'airlock policy token') or 'tokenFile'"
                     + " (a file holding the token, readable only by its owner)");

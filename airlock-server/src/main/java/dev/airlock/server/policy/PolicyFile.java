@@ -1,6 +1,7 @@
 package dev.airlock.server.policy;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.YamlField;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 import org.snakeyaml.engine.v2.api.lowlevel.Compose;
 import org.snakeyaml.engine.v2.exceptions.Mark;
@@ -16,6 +17,7 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * Reads a policy file (docs/policy.md). Everything is checked at load: an unknown field, a wrong
@@ -25,11 +27,13 @@ import java.util.Set;
  *
  * <p>This class reads the document and its top-level fields; each entry of {@code secrets},
  * {@code profiles} and {@code clients} is read by {@link SecretReader}, {@link ProfileReader} and
- * {@link ClientReader}, every value through a {@link PolicyNode}.
+ * {@link ClientReader}, every value through a {@link YamlField}.
  */
 public final class PolicyFile {
 
     private static final Set<String> TOP = Set.of("version", "approvals", "secrets", "profiles", "clients");
+    /** User-chosen names (profiles, clients, secrets). */
+    static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
     private final String source;
 
@@ -68,15 +72,15 @@ public final class PolicyFile {
         if (root == null) {
             throw AirlockException.invalid(source + " is empty: it needs at least 'profiles' and 'clients' (see docs/policy.md)");
         }
-        PolicyNode top = new PolicyNode(source, root, "");
-        Map<String, PolicyNode> fields = top.map(TOP);
+        YamlField top = new YamlField(source, root, "");
+        Map<String, YamlField> fields = top.map(TOP);
         if (fields.containsKey("version") && fields.get("version").integer(1, 1) != 1) {
             throw fields.get("version").error("only version 1 exists");
         }
         Duration approvalTimeout = Policy.DEFAULT_APPROVAL_TIMEOUT;
         boolean elicitation = true;
         if (fields.containsKey("approvals")) {
-            Map<String, PolicyNode> a = fields.get("approvals").map(Set.of("timeoutSeconds", "elicitation"));
+            Map<String, YamlField> a = fields.get("approvals").map(Set.of("timeoutSeconds", "elicitation"));
             if (a.containsKey("timeoutSeconds")) {
                 approvalTimeout = Duration.ofSeconds(a.get("timeoutSeconds").integer(1, 86_400));
             }
@@ -86,21 +90,21 @@ public final class PolicyFile {
         }
         Map<String, SecretSource> secrets = new LinkedHashMap<>();
         if (fields.containsKey("secrets")) {
-            fields.get("secrets").named().forEach((name, y) -> secrets.put(name, SecretReader.read(name, y)));
+            fields.get("secrets").named(NAME).forEach((name, y) -> secrets.put(name, SecretReader.read(name, y)));
         }
-        PolicyNode profilesNode = fields.get("profiles");
+        YamlField profilesNode = fields.get("profiles");
         if (profilesNode == null) {
             throw top.error("'profiles' is missing: name at least one profile (see docs/policy.md)");
         }
         Map<String, Profile> profiles = new LinkedHashMap<>();
-        profilesNode.named().forEach((name, y) -> profiles.put(name, ProfileReader.read(name, y, secrets)));
-        PolicyNode clientsNode = fields.get("clients");
+        profilesNode.named(NAME).forEach((name, y) -> profiles.put(name, ProfileReader.read(name, y, secrets)));
+        YamlField clientsNode = fields.get("clients");
         if (clientsNode == null) {
             throw top.error("'clients' is missing: name at least one client with its token (see docs/policy.md)");
         }
         Map<String, Client> clients = new LinkedHashMap<>();
         Map<String, String> tokens = new LinkedHashMap<>();
-        clientsNode.named().forEach((name, y) -> {
+        clientsNode.named(NAME).forEach((name, y) -> {
             Client c = ClientReader.read(name, y, profiles, base);
             String hex = HexFormat.of().formatHex(c.tokenSha256());
             if (tokens.containsKey(hex)) {

@@ -8,9 +8,18 @@ import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.RequestApproval;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.core.YamlField;
 import dev.airlock.server.NetworkJson;
 import dev.airlock.server.command.LimitChanges;
 import dev.airlock.server.command.LimitField;
+
+import org.snakeyaml.engine.v2.nodes.MappingNode;
+import org.snakeyaml.engine.v2.nodes.NodeTuple;
+import org.snakeyaml.engine.v2.nodes.SequenceNode;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,6 +39,8 @@ import java.util.regex.Pattern;
  */
 final class ProfileReader {
 
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
     private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
             "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images");
     private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
@@ -39,12 +50,12 @@ final class ProfileReader {
     }
 
     /** @param secrets the policy's secrets, which the profile's credentials must be among */
-    static Profile read(String name, PolicyNode y, Map<String, SecretSource> secrets) {
-        Map<String, PolicyNode> f = y.map(FIELDS);
+    static Profile read(String name, YamlField y, Map<String, SecretSource> secrets) {
+        Map<String, YamlField> f = y.map(FIELDS);
         String image = f.containsKey("image") ? imageName(f.get("image")) : SandboxSpec.SYSTEM_IMAGE;
         List<String> images = new ArrayList<>();
         if (f.containsKey("images")) {
-            for (PolicyNode i : f.get("images").list()) {
+            for (YamlField i : f.get("images").list()) {
                 images.add(imageName(i));
             }
             if (!f.containsKey("image") && !images.isEmpty()) {
@@ -54,7 +65,7 @@ final class ProfileReader {
         Set<Language> languages = EnumSet.allOf(Language.class);
         if (f.containsKey("languages")) {
             languages = EnumSet.noneOf(Language.class);
-            for (PolicyNode l : f.get("languages").list()) {
+            for (YamlField l : f.get("languages").list()) {
                 languages.add(l.check(() -> Language.parse(l.string())));
             }
         }
@@ -62,8 +73,8 @@ final class ProfileReader {
         Limits max = f.containsKey("maxLimits") ? limits(f.get("maxLimits"), limits) : limits;
         NetworkPolicy network = NetworkPolicy.NONE;
         if (f.containsKey("network")) {
-            PolicyNode n = f.get("network");
-            network = n.check(() -> NetworkJson.parse(n.json()));
+            YamlField n = f.get("network");
+            network = n.check(() -> NetworkJson.parse(toJson(n)));
         }
         List<Input> inputs = new ArrayList<>();
         if (f.containsKey("inputs")) {
@@ -88,12 +99,12 @@ final class ProfileReader {
         }
         long outputs = Policy.DEFAULT_OUTPUT_BYTES;
         if (f.containsKey("outputs")) {
-            PolicyNode o = f.get("outputs");
+            YamlField o = f.get("outputs");
             outputs = o.check(() -> Limits.parseSize("outputs", o.string()));
         }
         Isolation isolation = null;
         if (f.containsKey("isolation")) {
-            PolicyNode i = f.get("isolation");
+            YamlField i = f.get("isolation");
             isolation = i.check(() -> Isolation.parse(i.string()));
         }
         Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,
@@ -106,14 +117,14 @@ final class ProfileReader {
     }
 
     /** An image's name: 'system' or a name of the image store (whether it exists is checked when a sandbox is made). */
-    private static String imageName(PolicyNode y) {
+    private static String imageName(YamlField y) {
         String name = y.string();
         return y.check(() -> SandboxSpec.checkImageName(name));
     }
 
     /** {@code base} with the limits {@code y} names changed. */
-    private static Limits limits(PolicyNode y, Limits base) {
-        Map<String, PolicyNode> f = y.map(LIMITS);
+    private static Limits limits(YamlField y, Limits base) {
+        Map<String, YamlField> f = y.map(LIMITS);
         return y.check(() -> {
             LimitChanges changes = LimitChanges.read(f::containsKey, field -> switch (field.kind()) {
                 case SIZE -> f.get(field.wireName()).size();
@@ -124,9 +135,9 @@ final class ProfileReader {
         });
     }
 
-    private static List<String> credentials(PolicyNode y, Map<String, SecretSource> secrets) {
+    private static List<String> credentials(YamlField y, Map<String, SecretSource> secrets) {
         List<String> credentials = new ArrayList<>();
-        for (PolicyNode c : y.list()) {
+        for (YamlField c : y.list()) {
             String secret = c.string();
             if (!secrets.containsKey(secret)) {
                 throw c.error("no secret '" + secret + "' is defined under 'secrets'" + (secrets.isEmpty() ? "" : ": there are "
@@ -137,9 +148,9 @@ final class ProfileReader {
         return credentials;
     }
 
-    private static Set<Approval.Trigger> approvals(PolicyNode y) {
+    private static Set<Approval.Trigger> approvals(YamlField y) {
         Set<Approval.Trigger> approvals = EnumSet.noneOf(Approval.Trigger.class);
-        for (PolicyNode a : y.list()) {
+        for (YamlField a : y.list()) {
             Approval.Trigger t = a.check(() -> Approval.Trigger.parse(a.string()));
             if (t == Approval.Trigger.REQUEST) {
                 throw a.error("'request' is set by approveRequests rules, such as {host: api.example.com, methods: [POST]}, not listed here");
@@ -149,16 +160,16 @@ final class ProfileReader {
         return approvals;
     }
 
-    private static List<RequestApproval> requestApprovals(PolicyNode y) {
+    private static List<RequestApproval> requestApprovals(YamlField y) {
         List<RequestApproval> requestApprovals = new ArrayList<>();
-        for (PolicyNode r : y.list()) {
-            Map<String, PolicyNode> rf = r.map(Set.of("host", "ports", "methods"));
+        for (YamlField r : y.list()) {
+            Map<String, YamlField> rf = r.map(Set.of("host", "ports", "methods"));
             if (!rf.containsKey("host") || !rf.containsKey("methods")) {
                 throw r.error("a request approval needs 'host' and 'methods', such as {host: api.stripe.com, methods: [POST, DELETE]}");
             }
             List<Integer> ports = new ArrayList<>();
             if (rf.containsKey("ports")) {
-                for (PolicyNode port : rf.get("ports").list()) {
+                for (YamlField port : rf.get("ports").list()) {
                     ports.add((int) port.integer(1, 65535));
                 }
             }
@@ -167,5 +178,31 @@ final class ProfileReader {
             requestApprovals.add(r.check(() -> new RequestApproval(List.of(new Destination(rf.get("host").string(), ports)), methods)));
         }
         return requestApprovals;
+    }
+
+    /** A YAML subtree as JSON, for the network parser the REST API shares: integers as numbers, every other scalar as a string. */
+    static JsonNode toJson(YamlField field) {
+        if (field.node() instanceof MappingNode m) {
+            ObjectNode o = JSON.createObjectNode();
+            for (NodeTuple t : m.getValue()) {
+                String k = new YamlField("", t.getKeyNode(), field.path()).string();
+                o.set(k, toJson(new YamlField("", t.getValueNode(), field.child(k))));
+            }
+            return o;
+        }
+        if (field.node() instanceof SequenceNode s) {
+            ArrayNode a = JSON.createArrayNode();
+            s.getValue().forEach(n -> a.add(toJson(new YamlField("", n, field.path()))));
+            return a;
+        }
+        String v = field.string();
+        if (v.matches("-?[0-9]+")) {
+            try {
+                return JSON.getNodeFactory().numberNode(Long.parseLong(v));
+            } catch (NumberFormatException e) {
+                return JSON.getNodeFactory().stringNode(v);
+            }
+        }
+        return JSON.getNodeFactory().stringNode(v);
     }
 }

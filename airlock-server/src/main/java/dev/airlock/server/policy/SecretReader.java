@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.Credential;
 import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.Secret;
+import dev.airlock.core.YamlField;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,10 +24,10 @@ final class SecretReader {
     private SecretReader() {
     }
 
-    static SecretSource read(String name, PolicyNode y) {
-        Map<String, PolicyNode> f = y.map(FIELDS);
-        PolicyNode env = f.get("env");
-        PolicyNode file = f.get("file");
+    static SecretSource read(String name, YamlField y) {
+        Map<String, YamlField> f = y.map(FIELDS);
+        YamlField env = f.get("env");
+        YamlField file = f.get("file");
         if ((env == null) == (file == null)) {
             throw y.error("give exactly one of 'env' (an environment variable of the server) or 'file' (a path on the server's host);"
                     + " the value itself never goes in the policy");
@@ -38,14 +39,14 @@ final class SecretReader {
                 throw file.error("the file must be an absolute path");
             }
         }
-        PolicyNode header = f.get("header");
-        PolicyNode prefix = f.get("prefix");
-        PolicyNode dest = f.get("destinations");
+        YamlField header = f.get("header");
+        YamlField prefix = f.get("prefix");
+        YamlField dest = f.get("destinations");
         if (dest == null) {
             throw y.error("'destinations' is missing: a secret is sent only to the destinations it is bound to, such as [\"api.github.com:443\"]");
         }
         List<Destination> destinations = new ArrayList<>();
-        for (PolicyNode d : dest.list()) {
+        for (YamlField d : dest.list()) {
             destinations.add(d.check(() -> destination(d.string())));
         }
         if (destinations.isEmpty()) {

@@ -1,6 +1,7 @@
 package dev.airlock.server.policy;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.YamlField;
 import org.junit.jupiter.api.Test;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 import org.snakeyaml.engine.v2.api.lowlevel.Compose;
@@ -10,15 +11,15 @@ import java.util.Set;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-class PolicyNodeTest {
+class YamlFieldTest {
 
-    private static PolicyNode node(String yaml) {
-        return new PolicyNode("p.yaml", new Compose(LoadSettings.builder().build()).composeString(yaml).orElseThrow(), "");
+    private static YamlField node(String yaml) {
+        return new YamlField("p.yaml", new Compose(LoadSettings.builder().build()).composeString(yaml).orElseThrow(), "");
     }
 
     @Test
     void errorsNameTheFileTheLineAndTheFieldPath() {
-        PolicyNode memory = node("a:\n  b:\n    - x\n    - {memory: lots}\n").map(Set.of("a")).get("a")
+        YamlField memory = node("a:\n  b:\n    - x\n    - {memory: lots}\n").map(Set.of("a")).get("a")
                 .map(null).get("b").list().get(1).map(Set.of("memory")).get("memory");
         assertThatThrownBy(memory::size).isInstanceOf(AirlockException.class)
                 .hasMessageStartingWith("p.yaml line 4, a.b[1].memory: ");
@@ -45,13 +46,13 @@ class PolicyNodeTest {
 
     @Test
     void aSubtreeBecomesJsonWithWholeNumbersAsNumbers() {
-        assertThat(node("{allow: [{host: a.example, ports: [443]}], maxBytes: 99999999999999999999, tag: x1}").json().toString())
+        assertThat(ProfileReader.toJson(node("{allow: [{host: a.example, ports: [443]}], maxBytes: 99999999999999999999, tag: x1}")).toString())
                 .isEqualTo("{\"allow\":[{\"host\":\"a.example\",\"ports\":[443]}],\"maxBytes\":\"99999999999999999999\",\"tag\":\"x1\"}");
     }
 
     @Test
     void namesAreCheckedAgainstTheirPattern() {
-        assertThat(node("{ok-1: {}}").named()).containsOnlyKeys("ok-1");
-        assertThatThrownBy(() -> node("{Bad: {}}").named()).hasMessageContaining("'Bad' is not a valid name");
+        assertThat(node("{ok-1: {}}").named(PolicyFile.NAME)).containsOnlyKeys("ok-1");
+        assertThatThrownBy(() -> node("{Bad: {}}").named(PolicyFile.NAME)).hasMessageContaining("'Bad' is not a valid name");
     }
 }
