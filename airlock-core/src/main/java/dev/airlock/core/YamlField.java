@@ -1,6 +1,10 @@
 package dev.airlock.core;
 
+import org.snakeyaml.engine.v2.api.LoadSettings;
+import org.snakeyaml.engine.v2.api.lowlevel.Compose;
 import org.snakeyaml.engine.v2.exceptions.Mark;
+import org.snakeyaml.engine.v2.exceptions.MarkedYamlEngineException;
+import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 import org.snakeyaml.engine.v2.nodes.MappingNode;
 import org.snakeyaml.engine.v2.nodes.Node;
 import org.snakeyaml.engine.v2.nodes.NodeTuple;
@@ -35,6 +39,30 @@ public final class YamlField {
         this.source = source;
         this.node = node;
         this.path = path;
+    }
+
+    /**
+     * Reads a YAML document (at most 16 aliases per collection, so a small file cannot expand into
+     * a huge one); its root. A document that is not YAML is an error naming its line; an empty one
+     * is an error saying {@code whatItNeeds}, such as "it needs at least 'profiles' and 'clients'".
+     *
+     * @param source the file's name in errors
+     */
+    public static YamlField parse(String source, String text, String whatItNeeds) {
+        Node root;
+        try {
+            root = new Compose(LoadSettings.builder().setMaxAliasesForCollections(16).setLabel(source).build())
+                    .composeString(text).orElse(null);
+        } catch (MarkedYamlEngineException e) {
+            int line = e.getProblemMark().map(Mark::getLine).orElse(-1) + 1;
+            throw AirlockException.invalid(source + " line " + line + ": not valid YAML: " + e.getProblem());
+        } catch (YamlEngineException e) {
+            throw AirlockException.invalid(source + ": not valid YAML: " + e.getMessage());
+        }
+        if (root == null) {
+            throw AirlockException.invalid(source + " is empty: " + whatItNeeds);
+        }
+        return new YamlField(source, root, "");
     }
 
     private YamlField at(Node other, String otherPath) {

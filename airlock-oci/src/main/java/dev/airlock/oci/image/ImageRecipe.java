@@ -5,12 +5,6 @@ import dev.airlock.core.Printable;
 import dev.airlock.core.YamlField;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
-import org.snakeyaml.engine.v2.api.LoadSettings;
-import org.snakeyaml.engine.v2.api.lowlevel.Compose;
-import org.snakeyaml.engine.v2.exceptions.Mark;
-import org.snakeyaml.engine.v2.exceptions.MarkedYamlEngineException;
-import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
-import org.snakeyaml.engine.v2.nodes.Node;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -108,20 +102,7 @@ public record ImageRecipe(String suite, List<String> packages, List<File> files,
      * @param base   where {@code from} paths are relative to; null: none may be used (built-in recipes)
      */
     public static ImageRecipe parse(String source, String text, Path base) {
-        Node root;
-        try {
-            root = new Compose(LoadSettings.builder().setMaxAliasesForCollections(16).setLabel(source).build())
-                    .composeString(text).orElse(null);
-        } catch (MarkedYamlEngineException e) {
-            int line = e.getProblemMark().map(Mark::getLine).orElse(-1) + 1;
-            throw AirlockException.invalid(source + " line " + line + ": not valid YAML: " + e.getProblem());
-        } catch (YamlEngineException e) {
-            throw AirlockException.invalid(source + ": not valid YAML: " + e.getMessage());
-        }
-        if (root == null) {
-            throw AirlockException.invalid(source + " is empty: a recipe names at least its packages (packages: [a, b])");
-        }
-        YamlField top = new YamlField(source, root, "");
+        YamlField top = YamlField.parse(source, text, "a recipe names at least its packages (packages: [a, b])");
         Map<String, YamlField> fields = top.map(FIELDS);
         String suite = fields.containsKey("suite") ? fields.get("suite").string() : null;
         if (!fields.containsKey("packages")) {

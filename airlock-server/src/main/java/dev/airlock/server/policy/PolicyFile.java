@@ -2,12 +2,6 @@ package dev.airlock.server.policy;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.YamlField;
-import org.snakeyaml.engine.v2.api.LoadSettings;
-import org.snakeyaml.engine.v2.api.lowlevel.Compose;
-import org.snakeyaml.engine.v2.exceptions.Mark;
-import org.snakeyaml.engine.v2.exceptions.MarkedYamlEngineException;
-import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
-import org.snakeyaml.engine.v2.nodes.Node;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -58,21 +52,7 @@ public final class PolicyFile {
     }
 
     private Policy read(String text, Path base) {
-        LoadSettings settings = LoadSettings.builder().setMaxAliasesForCollections(16)
-                .setLabel(source).build();
-        Node root;
-        try {
-            root = new Compose(settings).composeString(text).orElse(null);
-        } catch (MarkedYamlEngineException e) {
-            int line = e.getProblemMark().map(Mark::getLine).orElse(-1) + 1;
-            throw AirlockException.invalid(source + " line " + line + ": not valid YAML: " + e.getProblem());
-        } catch (YamlEngineException e) {
-            throw AirlockException.invalid(source + ": not valid YAML: " + e.getMessage());
-        }
-        if (root == null) {
-            throw AirlockException.invalid(source + " is empty: it needs at least 'profiles' and 'clients' (see docs/policy.md)");
-        }
-        YamlField top = new YamlField(source, root, "");
+        YamlField top = YamlField.parse(source, text, "it needs at least 'profiles' and 'clients' (see docs/policy.md)");
         Map<String, YamlField> fields = top.map(TOP);
         if (fields.containsKey("version") && fields.get("version").integer(1, 1) != 1) {
             throw fields.get("version").error("only version 1 exists");
