@@ -211,7 +211,7 @@ final class RestApi {
                 new RestRoute("GET", "/v1/approvals/events", APPROVALS, c -> {
                     c.resp.setStatus(200);
                     c.resp.setContentType("text/event-stream; charset=utf-8");
-                    approvalEvents.stream(c.resp.getOutputStream(), () -> {
+                    approvalEvents.stream(c.caller().client().name(), c.resp.getOutputStream(), () -> {
                         ArrayNode list = Json.MAPPER.createArrayNode();
                         c.execute(new Command.ListApprovals()).forEach(a -> list.add(Json.approval(a)));
                         return Json.MAPPER.writeValueAsBytes(Json.object().set("approvals", list));
