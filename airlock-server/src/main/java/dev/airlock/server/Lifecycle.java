@@ -70,7 +70,8 @@ final class Lifecycle {
         Engine engine = tiers.forProfile(p);
         Command.SnapshotView snap = request.snapshot() == null ? null : snapshots.get(request.snapshot(), client.name());
         // a file snapshot on a tier that layers /workspace: its files shared copy-on-write from one host tree
-        SnapshotStore.TreeLease tree = snap != null && !snap.memory() && engine.driver().layersWorkspace() ? snapshots.workspaceTree(snap) : null;
+        SnapshotStore.TreeLease tree = snap != null && !snap.memory() && engine.driver().layersWorkspace()
+                && !Boolean.getBoolean(SnapshotStore.COPY_WORKSPACE) ? snapshots.workspaceTree(snap) : null;
         Sandbox sandbox;
         try {
             sandbox = snap != null && snap.memory() ? restoreProcesses(engine, spec, snap)

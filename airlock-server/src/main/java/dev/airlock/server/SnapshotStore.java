@@ -65,6 +65,12 @@ final class SnapshotStore {
     /** The directories a snapshot captures. */
     static final List<String> DIRS = List.of("/workspace", "/tmp");
     private static final String WORKSPACE = "/workspace";
+    /**
+     * The system property that, when {@code true}, has every restore copy the files of {@code /workspace}
+     * into the sandbox even where the driver could share them copy-on-write: for the benchmark that
+     * compares the two ({@code airlock bench}, section snapshots), not a setting for operators.
+     */
+    static final String COPY_WORKSPACE = "airlock.snapshot.copyWorkspace";
     static final int MAX_ENTRIES = 20_000;
     static final int MAX_FILES = 10_000;
     static final int MAX_DEPTH = 32;
