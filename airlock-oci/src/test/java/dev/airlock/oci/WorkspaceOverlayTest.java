@@ -43,8 +43,8 @@ class WorkspaceOverlayTest extends SandboxTestBase {
         Files.setPosixFilePermissions(tree.resolve("a.txt"), PosixFilePermissions.fromString("r--r--r--"));
         try (var all = Files.walk(tree)) {
             for (Path p : all.toList()) {
-                Files.setAttribute(p, "unix:uid", SystemImage.SANDBOX_UID, LinkOption.NOFOLLOW_LINKS);
-                Files.setAttribute(p, "unix:gid", SystemImage.SANDBOX_UID, LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(p, "unix:uid", SandboxSpec.WORKSPACE_OWNER, LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(p, "unix:gid", SandboxSpec.WORKSPACE_OWNER, LinkOption.NOFOLLOW_LINKS);
             }
         }
     }
@@ -56,6 +56,11 @@ class WorkspaceOverlayTest extends SandboxTestBase {
 
     private static String sh(Sandbox sb, String script) {
         return ok(exec(sb, "sh", "-c", script)).stdoutText();
+    }
+
+    @Test
+    void theServersCanonicalOwnerIsTheSandboxUser() {
+        assertThat(SandboxSpec.WORKSPACE_OWNER).as("the owner of the trees the server makes").isEqualTo(SystemImage.SANDBOX_UID);
     }
 
     @Test

@@ -59,6 +59,11 @@ import java.util.regex.Pattern;
  * ({@link dev.airlock.core.Sandbox#checkpoint}): each of its files is a blob too, named in the
  * manifest under {@code memory}, so it counts in the digest and against the quota, and is checked
  * as it is copied out for a restore. Elsewhere processes do not survive: a snapshot is of files.
+ *
+ * <p>Where the driver layers {@code /workspace} ({@link dev.airlock.core.IsolationDriver#layersWorkspace},
+ * runc), a restore does not copy the snapshot's {@code /workspace} files into the sandbox: they are
+ * laid out once per snapshot digest under {@code trees/} ({@link #workspaceTree}), checked as they
+ * are, and every sandbox restored from the snapshot meanwhile shares that tree copy-on-write.
  */
 final class SnapshotStore {
 
