@@ -232,7 +232,7 @@ public final class OciDriver implements IsolationDriver {
                     Trace.mark("user namespace made");
                     // a restored sandbox's /workspace: the snapshot's tree, shared copy-on-write, idmapped through this namespace
                     Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : WorkspaceOverlay.mount(
-                            dir.resolve(WORKSPACE_DIR), spec.workspaceBase(), userNamespace.path(), sandboxHostUid, spec.limits().diskBytes());
+                            dir.resolve(WORKSPACE_DIR), spec.workspaceBase(), userNamespace.path(), hostIdBase, spec.limits().diskBytes());
                     byte[] bundle = OciConfig.write(root, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);

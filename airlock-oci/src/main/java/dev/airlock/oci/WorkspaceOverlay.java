@@ -98,17 +98,27 @@ final class WorkspaceOverlay {
     }
 
     /**
-     * Mounts the overlay for one sandbox under {@code dir} (made here, then {@code rwx--x--x} so that
-     * the sandbox's runtime can reach {@code merged}) and returns {@code merged}: lower {@code tree},
-     * idmapped through the user namespace at {@code userNamespace} (a {@code /proc/<pid>/ns/user}
-     * path whose id maps are written), read-only; upper and work directories on a tmpfs of {@code
-     * capBytes}, the upper owned by {@code sandboxHostUid}. On failure whatever was mounted is
-     * unmounted again and the error names the step.
+     * Mounts the overlay for one sandbox under {@code dir} and returns {@code merged}: lower {@code
+     * tree}, idmapped through the user namespace at {@code userNamespace} (a {@code /proc/<pid>/ns/user}
+     * path whose id maps, sandbox 0.. to host {@code hostIdBase}.., are written), read-only; upper and
+     * work directories on a tmpfs of {@code capBytes}, the upper owned by the sandbox user's host
+     * uid. {@code dir} is made here, owned by the sandbox's host root id ({@code hostIdBase}) with
+     * mode {@code rwx------}: the runtime, as that id, reaches {@code merged} to bind it, and no other
+     * host user can reach into any of it. On failure whatever was mounted is unmounted again and
+     * the error names the step.
      */
-    static Path mount(Path dir, Path tree, String userNamespace, long sandboxHostUid, long capBytes) {
+    static Path mount(Path dir, Path tree, String userNamespace, long hostIdBase, long capBytes) {
+        long sandboxHostUid = hostIdBase + SystemImage.SANDBOX_UID;
+        if (dir.toString().matches(".*[,:\\\\].*")) {
+            // the overlay's options name its layers' paths, split at ',' and ':'
+            throw AirlockException.unavailable("cannot lay the snapshot's files under /workspace as an overlay: the state root's path "
+                    + dir + " holds ',', ':' or '\\': choose a state root without them");
+        }
         try {
-            Files.createDirectories(dir);
-            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
+            Files.createDirectory(dir);
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+            Files.setAttribute(dir, "unix:uid", (int) hostIdBase, LinkOption.NOFOLLOW_LINKS);
+            Files.setAttribute(dir, "unix:gid", (int) hostIdBase, LinkOption.NOFOLLOW_LINKS);
             Path lower = Files.createDirectory(dir.resolve(LOWER));
             Path cap = Files.createDirectory(dir.resolve(CAP));
             Path merged = Files.createDirectory(dir.resolve(MERGED));

@@ -103,7 +103,7 @@ class InstanceTmpfsTest {
             Files.writeString(proc.resolve("uid_map"), "0 " + base + " 65536\n");
             Files.writeString(proc.resolve("gid_map"), "0 " + base + " 65536\n");
             WorkspaceOverlay.mount(sandbox.resolve(OciDriver.WORKSPACE_DIR), tree, "/proc/" + holder.pid() + "/ns/user",
-                    base + SystemImage.SANDBOX_UID, 1 << 20);
+                    base, 1 << 20);
         } finally {
             holder.destroy();
             holder.waitFor();

@@ -92,6 +92,9 @@ class WorkspaceOverlayTest extends SandboxTestBase {
             assertThat(Files.readString(upper.resolve("a.txt"))).isEqualTo("changed\n");
             assertThat(Files.getAttribute(upper.resolve("a.txt"), "unix:uid")).as("the sandbox's own host uid")
                     .isEqualTo(Files.getAttribute(upper, "unix:uid")).isNotEqualTo(SystemImage.SANDBOX_UID);
+            assertThat(Files.getAttribute(workspaceDir(first), "unix:mode")).as("no other host user reaches into it").isEqualTo(040700);
+            assertThat(Files.getAttribute(workspaceDir(first), "unix:uid")).as("the sandbox's host root id, which runc binds it as")
+                    .isEqualTo((int) Files.getAttribute(upper, "unix:uid") - SystemImage.SANDBOX_UID);
             Path untouched = workspaceDir(forks.get(1)).resolve(WorkspaceOverlay.CAP).resolve("upper");
             try (var s = Files.list(untouched)) {
                 assertThat(s.toList()).as("a fork that wrote nothing holds nothing of its own").isEmpty();
