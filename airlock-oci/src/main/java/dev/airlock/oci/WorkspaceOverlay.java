@@ -69,9 +69,7 @@ final class WorkspaceOverlay {
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
-    /** {@code long syscall(long number, ...)} with four arguments. */
-    private static final MethodHandle SYSCALL5 = handle("syscall", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), Linker.Option.firstVariadicArg(1));
+    /** {@code long syscall(long number, ...)} with five arguments (mount_setattr, move_mount), and with three (open_tree). */
     private static final MethodHandle SYSCALL6 = handle("syscall", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
             Linker.Option.firstVariadicArg(1));
@@ -184,11 +182,6 @@ final class WorkspaceOverlay {
                 }
             }
         }
-    }
-
-    /** Whether {@code dir} holds a workspace overlay's parts (mounted or not). */
-    static boolean isIn(Path dir) {
-        return Files.isDirectory(dir.resolve(MERGED), LinkOption.NOFOLLOW_LINKS);
     }
 
     private static void mountCall(Arena arena, String source, Path target, String type, long flags, String data) throws IOException {
