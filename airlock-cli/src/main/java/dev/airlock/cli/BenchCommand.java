@@ -116,7 +116,8 @@ final class BenchCommand implements Callable<Integer> {
                 + "; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable just before creating them - with them) / N, ratio: host / cgroup median");
         method.put(EgressCases.SECTION, String.format("median of %d downloads after 1 warm-up; ratio: time / direct time", egressRuns));
         method.put(SnapshotCases.SECTION, String.format("median of %d runs after 1 warm-up, one at a time over REST, /workspace of %s MiB;"
-                + " ratio: to a host copy of the same bytes (snapshot, restore) or to as many empty creates (fork)", snapshotRuns,
+                + " ratio: to a host copy of the same bytes (snapshot, restore), to as many empty creates (fork), or, for forks of "
+                + SnapshotCases.cowMiB(quick) + " MiB shared copy-on-write, to the same forks with the files copied", snapshotRuns,
                 SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));
         method.put(TailCases.SECTION, String.format("at %s clients, each on its own connection, one request each per wave, all started"

@@ -11,17 +11,22 @@ import java.util.concurrent.Callable;
 
 /** {@code airlock leaks}: lists whatever sandboxes left on this host; exits 1 if anything. */
 @Command(name = "leaks", mixinStandardHelpOptions = true,
-        description = "List processes, runtime state, cgroups, mounts and directories left by sandboxes (containers, gVisor and microVM"
+        description = "List processes, runtime state, cgroups, mounts, snapshot trees and directories left by sandboxes (containers, gVisor and microVM"
                 + " guests: QEMU processes and their state). Run it when no engine is running.")
 final class LeaksCommand implements Callable<Integer> {
 
     @Mixin
     EngineOptions engineOptions = new EngineOptions();
 
+    @picocli.CommandLine.Option(names = "--data-dir", paramLabel = "DIR",
+            description = "The server's data directory, whose snapshot trees are checked (env AIRLOCK_DATA_DIR; default /var/lib/airlock).")
+    java.nio.file.Path dataDir = AuditCommand.defaultDataDir();
+
     @Override
     public Integer call() {
         List<String> leaks = new ArrayList<>(new LeakCheck(engineOptions.hostCheckConfig()).findAll());
         leaks.addAll(MicroVmLeakCheck.findAll(engineOptions.microVmConfig().stateRoot()));
+        leaks.addAll(snapshotTrees(dataDir.resolve("snapshots").resolve("trees")));
         if (leaks.isEmpty()) {
             System.out.println("no leaks: no sandbox process, QEMU guest, runtime state, cgroup, mount or directory remains");
             return 0;
@@ -29,5 +34,22 @@ final class LeaksCommand implements Callable<Integer> {
         System.out.println(leaks.size() + " leftover(s):");
         leaks.forEach(l -> System.out.println("  " + l));
         return 1;
+    }
+
+    /**
+     * Snapshot trees a server left (each restored sandbox's /workspace lies on one while it lives;
+     * the server removes each with its last sandbox, and all of them when it starts).
+     */
+    static List<String> snapshotTrees(java.nio.file.Path trees) {
+        List<String> found = new ArrayList<>();
+        if (!java.nio.file.Files.isDirectory(trees)) {
+            return found;
+        }
+        try (var dirs = java.nio.file.Files.list(trees)) {
+            dirs.forEach(d -> found.add("snapshot tree: " + d));
+        } catch (java.io.IOException e) {
+            found.add("cannot list " + trees + ": " + e.getMessage());
+        }
+        return found;
     }
 }

@@ -168,6 +168,8 @@ class BenchCommandTest {
         cases.add("restore 1 MiB (fork of 1)");
         cases.add("create 3 empty sandboxes (baseline)");
         cases.add("fork 3 of 1 MiB");
+        cases.add("fork 3 of 8 MiB, files copied (baseline)");
+        cases.add("fork 3 of 8 MiB, files shared copy-on-write");
         return cases;
     }
 }

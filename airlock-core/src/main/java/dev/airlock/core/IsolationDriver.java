@@ -27,6 +27,15 @@ public interface IsolationDriver extends AutoCloseable {
         return List.of();
     }
 
+    /**
+     * Whether this driver makes a sandbox's {@code /workspace} an overlay on {@link
+     * SandboxSpec#workspaceBase()} (the snapshot's files shared copy-on-write by every sandbox
+     * restored from it); when not, a restore writes the files into each sandbox. No by default.
+     */
+    default boolean layersWorkspace() {
+        return false;
+    }
+
     /** Checks that {@code spec} can be served before anything is created (image, interpreters). */
     void check(SandboxSpec spec, List<String> requiredPrograms);
 

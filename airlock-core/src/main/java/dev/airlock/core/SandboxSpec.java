@@ -8,11 +8,22 @@ import java.util.regex.Pattern;
  * What a sandbox is made of: the image its root comes from, its resource budgets, and the
  * environment every execution starts with, and where it may connect (by default nowhere).
  * Validated at construction.
+ *
+ * <p>{@code workspaceBase}, null but for a sandbox restored from a file snapshot, is a read-only
+ * host directory of the snapshot's {@code /workspace} files (made by the server, never named by a
+ * client): a driver that {@link IsolationDriver#layersWorkspace() layers} {@code /workspace} makes
+ * it the lower layer of an overlay, shared copy-on-write by every such sandbox; others ignore it.
  */
 public record SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network,
-                          List<Input> inputs, List<Credential> credentials, List<RequestApproval> requestApprovals) {
+                          List<Input> inputs, List<Credential> credentials, List<RequestApproval> requestApprovals,
+                          java.nio.file.Path workspaceBase) {
 
     public static final String SYSTEM_IMAGE = "system";
+    /**
+     * The uid and gid that own a {@link #workspaceBase()}'s files and directories: the sandbox
+     * user's inside every image; a driver maps it to each sandbox's own host ids.
+     */
+    public static final int WORKSPACE_OWNER = 1000;
     /** What an image may be called: 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit. */
     public static final Pattern IMAGE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
@@ -51,6 +62,12 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
         return image;
     }
 
+    /** A spec without a workspace base: every sandbox but a restored one. */
+    public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network, List<Input> inputs,
+                       List<Credential> credentials, List<RequestApproval> requestApprovals) {
+        this(image, limits, env, network, inputs, credentials, requestApprovals, null);
+    }
+
     public SandboxSpec(String image, Limits limits, Map<String, String> env, NetworkPolicy network, List<Input> inputs,
                        List<Credential> credentials) {
         this(image, limits, env, network, inputs, credentials, List.of());
@@ -71,31 +88,36 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
     }
 
     public SandboxSpec withImage(String i) {
-        return new SandboxSpec(i, limits, env, network, inputs, credentials, requestApprovals);
+        return new SandboxSpec(i, limits, env, network, inputs, credentials, requestApprovals, workspaceBase);
     }
 
     public SandboxSpec withLimits(Limits l) {
-        return new SandboxSpec(image, l, env, network, inputs, credentials, requestApprovals);
+        return new SandboxSpec(image, l, env, network, inputs, credentials, requestApprovals, workspaceBase);
     }
 
     public SandboxSpec withEnv(Map<String, String> e) {
-        return new SandboxSpec(image, limits, e, network, inputs, credentials, requestApprovals);
+        return new SandboxSpec(image, limits, e, network, inputs, credentials, requestApprovals, workspaceBase);
     }
 
     public SandboxSpec withNetwork(NetworkPolicy n) {
-        return new SandboxSpec(image, limits, env, n, inputs, credentials, requestApprovals);
+        return new SandboxSpec(image, limits, env, n, inputs, credentials, requestApprovals, workspaceBase);
     }
 
     public SandboxSpec withInputs(List<Input> i) {
-        return new SandboxSpec(image, limits, env, network, i, credentials, requestApprovals);
+        return new SandboxSpec(image, limits, env, network, i, credentials, requestApprovals, workspaceBase);
     }
 
     public SandboxSpec withRequestApprovals(List<RequestApproval> r) {
-        return new SandboxSpec(image, limits, env, network, inputs, credentials, r);
+        return new SandboxSpec(image, limits, env, network, inputs, credentials, r, workspaceBase);
     }
 
     public SandboxSpec withCredentials(List<Credential> c) {
-        return new SandboxSpec(image, limits, env, network, inputs, c, requestApprovals);
+        return new SandboxSpec(image, limits, env, network, inputs, c, requestApprovals, workspaceBase);
+    }
+
+    /** This spec with {@code /workspace} layered on the read-only host directory {@code base} (see the type's javadoc). */
+    public SandboxSpec withWorkspaceBase(java.nio.file.Path base) {
+        return new SandboxSpec(image, limits, env, network, inputs, credentials, requestApprovals, base);
     }
 
     public static void validateEnv(Map<String, String> env) {

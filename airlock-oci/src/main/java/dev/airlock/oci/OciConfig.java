@@ -89,7 +89,7 @@ final class OciConfig {
      */
     static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
-        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, seccomp);
+        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, null, seccomp);
     }
 
     /**
@@ -103,10 +103,12 @@ final class OciConfig {
      *                      mapped to {@code hostIdBase}; null to have the runtime create one. The
      *                      runtime cannot set rlimits inside a namespace host root does not own, so
      *                      with one the agent sets them ({@link #agentLimitArgs})
+     * @param workspace the host mount to bind at /workspace (a {@link WorkspaceOverlay} of a
+     *                  snapshot's files); null for a fresh tmpfs of the sandbox's disk size
      */
     static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
                         Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
-                        String cgroupsPath, long hostIdBase, String userNamespace, ObjectNode seccomp) {
+                        String cgroupsPath, long hostIdBase, String userNamespace, Path workspace, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();
         root.put("ociVersion", "1.0.2");
 
@@ -149,7 +151,9 @@ final class OciConfig {
         mount(mounts, Mount.tmpfs("/dev/shm", Math.min(limits.diskBytes(), 64L << 20), 01777, SystemImage.SANDBOX_UID, false));
         image.mounts().forEach(m -> mount(mounts, m));
         mount(mounts, Mount.tmpfs("/tmp", limits.diskBytes(), 01777, 0, false));
-        mount(mounts, Mount.tmpfs("/workspace", limits.diskBytes(), 0755, SystemImage.SANDBOX_UID, false));
+        // A plain bind of the overlay (nothing is mounted below it), nosuid and nodev as the overlay itself is.
+        mount(mounts, workspace == null ? Mount.tmpfs("/workspace", limits.diskBytes(), 0755, SystemImage.SANDBOX_UID, false)
+                : new Mount("/workspace", "bind", workspace.toString(), List.of("bind", "nosuid", "nodev")));
         mount(mounts, Mount.bindReadOnly(runDir, "/run/airlock"));
         if (!inputs.isEmpty()) {
             // A per-sandbox directory of mount points, so the shared image never changes.

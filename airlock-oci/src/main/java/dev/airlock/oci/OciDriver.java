@@ -46,6 +46,8 @@ public final class OciDriver implements IsolationDriver {
 
     private static final Logger LOG = LoggerFactory.getLogger(OciDriver.class);
     static final String SOCKET_NAME = "agent.sock";
+    /** Where in a sandbox's directory its {@link WorkspaceOverlay} is mounted, if it has one. */
+    static final String WORKSPACE_DIR = "workspace";
 
     private final OciDriverConfig config;
     private final OciRuntime runtime;
@@ -118,6 +120,17 @@ public final class OciDriver implements IsolationDriver {
     @Override
     public List<dev.airlock.core.ImageInfo> images() {
         return images.list();
+    }
+
+    /**
+     * Under runc (or crun): a restored sandbox's {@code /workspace} is a {@link WorkspaceOverlay} on
+     * the snapshot's tree, idmapped through the user namespace made for it before the runtime starts.
+     * Not under runsc: its bind mounts can be overlaid only by the global {@code --overlay} flag, and
+     * it makes the sandbox's user namespace itself, too late for the idmap.
+     */
+    @Override
+    public boolean layersWorkspace() {
+        return runtime.joinsUserNamespace();
     }
 
     @Override
@@ -217,9 +230,12 @@ public final class OciDriver implements IsolationDriver {
                 try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
                     Trace.mark("user namespace made");
+                    // a restored sandbox's /workspace: the snapshot's tree, shared copy-on-write, idmapped through this namespace
+                    Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : WorkspaceOverlay.mount(
+                            dir.resolve(WORKSPACE_DIR), spec.workspaceBase(), userNamespace.path(), hostIdBase, spec.limits().diskBytes());
                     byte[] bundle = OciConfig.write(root, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
-                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), seccomp);
+                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);
                     Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
                     Trace.mark("bundle written");
                     started = true;
@@ -250,6 +266,7 @@ public final class OciDriver implements IsolationDriver {
                 // The runtime may have created the container before it failed or was cancelled.
                 runtime.delete(id.value());
             }
+            WorkspaceOverlay.unmount(dir.resolve(WORKSPACE_DIR));
             HostFiles.deleteTree(dir);
             uidSlots.release(hostIdBase);
             if (image != null) {
@@ -405,6 +422,7 @@ public final class OciDriver implements IsolationDriver {
         Trace.mark("agent closed");
         runtime.delete(sandbox.id().value());
         Trace.mark("runtime delete returned");
+        WorkspaceOverlay.unmount(state.sandboxDir(sandbox.id().value()).resolve(WORKSPACE_DIR));
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
         uidSlots.release(sandbox.hostIdBase());
         if (sandbox.image() != null) {

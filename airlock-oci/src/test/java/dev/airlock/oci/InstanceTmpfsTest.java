@@ -36,6 +36,7 @@ class InstanceTmpfsTest {
     @AfterEach
     void removeIt() {
         InstanceTmpfs.unmount(stateRoot.resolve("engines").resolve("crashed1"));
+        InstanceTmpfs.unmount(stateRoot.resolve("engines").resolve("crashed2"));
         HostFiles.deleteTree(stateRoot.getParent());
     }
 
@@ -73,5 +74,52 @@ class InstanceTmpfsTest {
         assertThat(InstanceTmpfs.isMountPoint(dead)).isFalse();
         assertThat(dead).doesNotExist();
         assertThat(new LeakCheck(config).find("al-crashed1-")).isEmpty();
+    }
+
+    /**
+     * A crashed instance whose sandbox had its /workspace on a snapshot tree ({@link WorkspaceOverlay}):
+     * the leak check sees the overlay's mounts, and the next start detaches them with the instance's
+     * tmpfs, the tree untouched.
+     */
+    @Test
+    void aCrashedInstancesWorkspaceOverlayIsUnmountedWhenTheNextEngineReapsIt() throws Exception {
+        Path tree = Files.createDirectories(stateRoot.getParent().resolve("tree"));
+        Files.writeString(tree.resolve("kept.txt"), "kept");
+        Path dead = stateRoot.resolve("engines").resolve("crashed2");
+        Files.createDirectories(dead);
+        InstanceTmpfs.mount(dead);
+        Path sandbox = Files.createDirectories(dead.resolve("sandboxes").resolve("al-crashed2-0000000000000000"));
+        Files.writeString(dead.resolve("lock"), "");
+        long base = 1_900_000_000L;
+        // a user namespace mapped as a sandbox's is, held by a process of this test
+        Process holder = new ProcessBuilder("unshare", "--user", "sleep", "60").start();
+        try {
+            Path proc = Path.of("/proc", Long.toString(holder.pid()));
+            long until = System.currentTimeMillis() + 5000;
+            while (Files.readSymbolicLink(proc.resolve("ns/user")).equals(Files.readSymbolicLink(Path.of("/proc/self/ns/user")))
+                    && System.currentTimeMillis() < until) {
+                Thread.sleep(20); // not unshared yet
+            }
+            Files.writeString(proc.resolve("uid_map"), "0 " + base + " 65536\n");
+            Files.writeString(proc.resolve("gid_map"), "0 " + base + " 65536\n");
+            WorkspaceOverlay.mount(sandbox.resolve(OciDriver.WORKSPACE_DIR), tree, "/proc/" + holder.pid() + "/ns/user",
+                    base, 1 << 20);
+        } finally {
+            holder.destroy();
+            holder.waitFor();
+        }
+        Path merged = sandbox.resolve(OciDriver.WORKSPACE_DIR).resolve(WorkspaceOverlay.MERGED);
+        assertThat(Files.readString(merged.resolve("kept.txt"))).isEqualTo("kept");
+        assertThat(Files.getAttribute(merged.resolve("kept.txt"), "unix:uid")).as("root's file, mapped through the namespace")
+                .isEqualTo((int) base);
+        assertThat(new LeakCheck(config).find("al-crashed2-")).filteredOn(l -> l.startsWith("mount:")).hasSize(4);
+
+        try (Engine next = new Engine(new OciDriver(config))) {
+            assertThat(next.reapedAtStart()).contains("state of instance crashed2");
+        }
+
+        assertThat(dead).doesNotExist();
+        assertThat(new LeakCheck(config).find("al-crashed2-")).isEmpty();
+        assertThat(Files.readString(tree.resolve("kept.txt"))).isEqualTo("kept");
     }
 }

@@ -69,10 +69,23 @@ final class Lifecycle {
                 p.requestApprovals());
         Engine engine = tiers.forProfile(p);
         Command.SnapshotView snap = request.snapshot() == null ? null : snapshots.get(request.snapshot(), client.name());
-        Sandbox sandbox = snap != null && snap.memory() ? restoreProcesses(engine, spec, snap) : engine.create(spec);
+        // a file snapshot on a tier that layers /workspace: its files shared copy-on-write from one host tree
+        SnapshotStore.TreeLease tree = snap != null && !snap.memory() && engine.driver().layersWorkspace()
+                && !Boolean.getBoolean(SnapshotStore.COPY_WORKSPACE) ? snapshots.workspaceTree(snap) : null;
+        Sandbox sandbox;
+        try {
+            sandbox = snap != null && snap.memory() ? restoreProcesses(engine, spec, snap)
+                    : engine.create(tree == null ? spec : spec.withWorkspaceBase(tree.path()));
+        } catch (RuntimeException e) {
+            if (tree != null) {
+                tree.close();
+            }
+            throw e;
+        }
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
                 plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation());
         managed.holdSlot(a.holds().takeSlot());
+        managed.holdWorkspaceTree(tree);
         try {
             if (p.outputBytes() > 0) {
                 // ready for the code to write into, so that outputs need no set-up
@@ -80,7 +93,7 @@ final class Lifecycle {
             }
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
             if (snap != null) {
-                restore(managed, snap);
+                restore(managed, snap, tree != null);
             }
         } catch (IOException | RuntimeException e) {
             sandbox.close();
@@ -136,16 +149,18 @@ final class Lifecycle {
     /**
      * Writes the snapshot's files into the new sandbox, once sure it has the snapshot's image and the
      * snapshot is unaltered. A memory snapshot's files came back with its processes (they are in the
-     * checkpoint image, which was checked as it was copied out): nothing is written then.
+     * checkpoint image, which was checked as it was copied out): nothing is written then. Nor are
+     * the files of /workspace when it lies on the snapshot's tree ({@code workspaceLayered}), which
+     * was checked as it was made.
      */
-    private void restore(ManagedSandbox managed, Command.SnapshotView snap) throws IOException {
+    private void restore(ManagedSandbox managed, Command.SnapshotView snap, boolean workspaceLayered) throws IOException {
         String digest = managed.sandbox().imageDigest();
         if (!java.util.Objects.equals(digest, snap.imageDigest())) {
             throw new AirlockException(Kind.CONFLICT, "snapshot " + snap.id() + " was taken of image '" + snap.image() + "' with digest "
                     + snap.imageDigest() + "; that image's digest is now " + digest + ": its files are not restored on another image");
         }
         if (!snap.memory()) {
-            snapshots.restore(snap, managed.sandbox().files());
+            snapshots.restore(snap, managed.sandbox().files(), workspaceLayered);
         }
         audit.record(AuditRecord.LIFECYCLE, managed.id(), snapshotEvent("restored", snap.id(), snap.digest()));
     }

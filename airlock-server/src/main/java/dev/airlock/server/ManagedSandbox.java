@@ -34,6 +34,7 @@ public final class ManagedSandbox {
     /** Set once, by the one destroy allowed per sandbox; from then on no client sees it. */
     private final AtomicBoolean destroying = new AtomicBoolean();
     private volatile SandboxSlots.Slot slot;
+    private volatile SnapshotStore.TreeLease workspaceTree;
     private final Isolation isolation;
 
     ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
@@ -183,10 +184,20 @@ public final class ManagedSandbox {
         this.slot = held;
     }
 
+    /** The snapshot tree its /workspace lies on (a restore on a tier that layers it), until it is gone. */
+    void holdWorkspaceTree(SnapshotStore.TreeLease lease) {
+        this.workspaceTree = lease;
+    }
+
+    /** Lets go of what it held while it lived: its slot, and the snapshot tree its /workspace lay on. */
     void releaseSlot() {
         SandboxSlots.Slot held = slot;
         if (held != null) {
             held.release();
+        }
+        SnapshotStore.TreeLease tree = workspaceTree;
+        if (tree != null) {
+            tree.close();
         }
     }
 

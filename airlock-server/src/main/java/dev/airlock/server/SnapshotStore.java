@@ -31,9 +31,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -57,11 +59,23 @@ import java.util.regex.Pattern;
  * ({@link dev.airlock.core.Sandbox#checkpoint}): each of its files is a blob too, named in the
  * manifest under {@code memory}, so it counts in the digest and against the quota, and is checked
  * as it is copied out for a restore. Elsewhere processes do not survive: a snapshot is of files.
+ *
+ * <p>Where the driver layers {@code /workspace} ({@link dev.airlock.core.IsolationDriver#layersWorkspace},
+ * runc), a restore does not copy the snapshot's {@code /workspace} files into the sandbox: they are
+ * laid out once per snapshot digest under {@code trees/} ({@link #workspaceTree}), checked as they
+ * are, and every sandbox restored from the snapshot meanwhile shares that tree copy-on-write.
  */
 final class SnapshotStore {
 
     /** The directories a snapshot captures. */
     static final List<String> DIRS = List.of("/workspace", "/tmp");
+    private static final String WORKSPACE = "/workspace";
+    /**
+     * The system property that, when {@code true}, has every restore copy the files of {@code /workspace}
+     * into the sandbox even where the driver could share them copy-on-write: for the benchmark that
+     * compares the two ({@code airlock bench}, section snapshots), not a setting for operators.
+     */
+    static final String COPY_WORKSPACE = "airlock.snapshot.copyWorkspace";
     static final int MAX_ENTRIES = 20_000;
     static final int MAX_FILES = 10_000;
     static final int MAX_DEPTH = 32;
@@ -82,13 +96,21 @@ final class SnapshotStore {
 
     private final Path root;
     private final Path blobs;
+    /** Snapshots' /workspace files as host trees, for drivers that layer /workspace on them ({@link #workspaceTree}). */
+    private final Path trees;
+    /** How many live sandboxes use each tree, by snapshot digest (hex); guarded by itself. */
+    private final Map<String, Integer> treeUsers = new HashMap<>();
 
     SnapshotStore(Path root) {
         this.root = root;
         this.blobs = root.resolve("blobs");
+        this.trees = root.resolve("trees");
         try {
             Files.createDirectories(blobs);
             HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
+            HostFiles.deleteTree(trees); // no sandbox outlives its server: none uses a tree now
+            Files.createDirectory(trees);
+            Files.setPosixFilePermissions(trees, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
             expire();
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot make the snapshot store " + root + ": " + e.getMessage());
@@ -251,8 +273,10 @@ final class SnapshotStore {
      * Writes the snapshot's files into a new sandbox through its {@code agent}, checking first that
      * the manifest still has the snapshot's digest and, as each file is copied, that its content has
      * its blob's: a tampered snapshot is refused (CONFLICT) and the caller destroys the sandbox.
+     * With {@code workspaceLayered} the sandbox's {@code /workspace} lies on the snapshot's tree
+     * ({@link #workspaceTree}) and only the other files are written.
      */
-    void restore(SnapshotView s, SandboxAgent agent) throws IOException {
+    void restore(SnapshotView s, SandboxAgent agent, boolean workspaceLayered) throws IOException {
         JsonNode manifest = verifiedManifest(s);
         Set<String> made = new HashSet<>();
         for (JsonNode f : manifest.path("files")) {
@@ -260,6 +284,9 @@ final class SnapshotStore {
             String digest = f.path("sha256").asString();
             if (!DIGEST.matcher(digest).matches() || DIRS.stream().noneMatch(d -> path.startsWith(d + "/")) || path.contains("/../")) {
                 throw tampered(s, "an entry names " + Json.printable(path));
+            }
+            if (workspaceLayered && path.startsWith(WORKSPACE + "/")) {
+                continue; // in the sandbox already, from the snapshot's tree (workspaceTree)
             }
             String parent = path.substring(0, path.lastIndexOf('/'));
             if (made.add(parent)) {
@@ -311,6 +338,133 @@ final class SnapshotStore {
                 throw tampered(s, "the checkpoint part " + name + " changed");
             }
         }
+    }
+
+    /**
+     * One sandbox's use of a snapshot's tree ({@link #workspaceTree}); closing it (once) lets the
+     * tree go when no other sandbox uses it.
+     */
+    final class TreeLease implements AutoCloseable {
+        private final String key;
+        private final Path path;
+        private boolean closed;
+
+        private TreeLease(String key, Path path) {
+            this.key = key;
+            this.path = path;
+        }
+
+        /** The tree: the snapshot's /workspace, read-only, owned by {@link dev.airlock.core.SandboxSpec#WORKSPACE_OWNER}. */
+        Path path() {
+            return path;
+        }
+
+        @Override
+        public void close() {
+            synchronized (treeUsers) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (treeUsers.merge(key, -1, Integer::sum) <= 0) {
+                    treeUsers.remove(key);
+                    HostFiles.deleteTree(trees.resolve(key));
+                }
+            }
+        }
+    }
+
+    /**
+     * The snapshot's {@code /workspace} files as a host tree, for a sandbox whose driver layers
+     * {@code /workspace} on it copy-on-write ({@link dev.airlock.core.IsolationDriver#layersWorkspace}):
+     * made once per snapshot digest, while the first sandbox needs it, from the blobs, each checked
+     * against its digest as it is copied (a tampered snapshot is refused, CONFLICT); kept while any
+     * sandbox holds a lease on it; removed with the last lease, and at every start. Only regular
+     * files and their directories are made (a snapshot holds nothing else), owned by the canonical
+     * sandbox ids, files read-only to all but their owner's copy-ups in an overlay; under {@code
+     * trees/}, which only host root may enter.
+     */
+    TreeLease workspaceTree(SnapshotView s) {
+        String key = s.digest().substring("sha256:".length());
+        if (!DIGEST.matcher(key).matches()) {
+            throw tampered(s, "its digest is not a SHA-256");
+        }
+        synchronized (treeUsers) {
+            Path tree = trees.resolve(key);
+            if (!treeUsers.containsKey(key)) {
+                extractWorkspace(s, tree);
+            }
+            treeUsers.merge(key, 1, Integer::sum);
+            return new TreeLease(key, tree);
+        }
+    }
+
+    /** The directories under {@code trees/}: one per snapshot digest in use, for tests and the leak check. */
+    Path treesRoot() {
+        return trees;
+    }
+
+    private void extractWorkspace(SnapshotView s, Path tree) {
+        JsonNode manifest = verifiedManifest(s);
+        Path incoming = trees.resolve("incoming-" + HexFormat.of().formatHex(randomBytes()));
+        try {
+            makeDirectory(incoming);
+            for (JsonNode f : manifest.path("files")) {
+                String path = f.path("path").asString();
+                if (!path.startsWith(WORKSPACE + "/")) {
+                    continue;
+                }
+                String digest = f.path("sha256").asString();
+                String[] names = path.substring(WORKSPACE.length() + 1).split("/", -1);
+                for (String name : names) {
+                    if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('\0') >= 0) {
+                        throw tampered(s, "an entry names " + Json.printable(path));
+                    }
+                }
+                if (!DIGEST.matcher(digest).matches()) {
+                    throw tampered(s, "the entry " + Json.printable(path) + " names no SHA-256");
+                }
+                Path dir = incoming;
+                for (int i = 0; i < names.length - 1; i++) {
+                    dir = dir.resolve(names[i]);
+                    if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                        makeDirectory(dir); // fails if a file of the snapshot has the name: a manifest no sandbox made
+                    }
+                }
+                Path file = dir.resolve(names[names.length - 1]);
+                MessageDigest sha = sha256();
+                try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha);
+                     OutputStream out = Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                             java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    in.transferTo(out);
+                } catch (java.nio.file.NoSuchFileException e) {
+                    throw tampered(s, "the content of " + Json.printable(path) + " is missing");
+                }
+                if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
+                    throw tampered(s, "the content of " + Json.printable(path) + " changed");
+                }
+                own(file, f.path("mode").asInt() & 0777);
+            }
+            Files.move(incoming, tree, StandardCopyOption.ATOMIC_MOVE);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            throw tampered(s, "it names " + Json.printable(e.getFile()) + " twice, or as a file and a directory");
+        } catch (IOException e) {
+            throw new AirlockException(Kind.UNAVAILABLE, "snapshot " + s.id() + ": cannot lay out its files for the restore: " + e.getMessage(), e);
+        } finally {
+            HostFiles.deleteTree(incoming);
+        }
+    }
+
+    private static void makeDirectory(Path dir) throws IOException {
+        Files.createDirectory(dir);
+        own(dir, 0755);
+    }
+
+    /** Gives {@code p} the canonical sandbox owner and {@code mode}. */
+    private static void own(Path p, int mode) throws IOException {
+        Files.setAttribute(p, "unix:uid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        Files.setAttribute(p, "unix:gid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        Files.setAttribute(p, "unix:mode", mode, java.nio.file.LinkOption.NOFOLLOW_LINKS);
     }
 
     /** A directory for one restore's copy of a checkpoint image, removed with the store's half-made work. */

@@ -16,7 +16,9 @@ import java.util.Random;
  * Snapshots through a real server's REST API: taking one of a sandbox whose /workspace holds N MB,
  * restoring it (a fork of one), and forking ten (three with --quick); the baselines, measured in the same run, are a
  * host copy of the same N MB (what a snapshot or restore cannot beat: the bytes must move) and
- * creating ten empty sandboxes (what a fork adds to a create).
+ * creating ten empty sandboxes (what a fork adds to a create). Last, ten forks of a 100 MiB
+ * /workspace (8 with --quick) with the files shared copy-on-write, against the same forks on the
+ * copy path.
  */
 public final class SnapshotCases {
 
@@ -97,12 +99,51 @@ public final class SnapshotCases {
             stats.add(sampler.measure("fork " + n + " of " + mb + " MiB", () -> made.addAll(client.fork(snap, n, "{}")), clear).in(SECTION).relativeTo(empty));
             clear.once();
             client.deleteSnapshot(snap);
+            stats.addAll(copyOnWrite(sampler, client, quick));
         } finally {
             try (var files = Files.walk(dataDir)) {
                 files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
         return stats;
+    }
+
+    /** The /workspace size of the copy-on-write case, in MiB. */
+    public static int cowMiB(boolean quick) {
+        return quick ? 8 : 100;
+    }
+
+    /**
+     * Forks of one snapshot with a large /workspace: where the tier shares the snapshot's files
+     * copy-on-write (runc), against the copy path (each fork gets the files written through its
+     * agent), forced for the baseline by the server's switch for this comparison; the ratio is
+     * shared / copied. Under runsc both rows take the copy path.
+     */
+    private static List<Stats> copyOnWrite(Sampler sampler, BenchClient client, boolean quick) throws Exception {
+        int mb = cowMiB(quick);
+        int n = forkCount(quick);
+        String limits = "{\"disk\": \"" + (mb * 2 + 16) + "m\", \"memory\": \"" + (mb * 2 + 256) + "m\", \"fileSize\": \"" + (mb + 1) + "m\"}";
+        String id = client.create("{\"limits\": " + limits + "}");
+        client.exec(id, "sh", "-c", "head -c " + (mb << 20) + " /dev/urandom > /workspace/data");
+        String snap = client.snapshot(id);
+        client.delete(id);
+        List<String> made = new ArrayList<>();
+        Sampler.Case clear = deleting(client, made);
+        String copyProperty = "airlock.snapshot.copyWorkspace"; // SnapshotStore.COPY_WORKSPACE
+        Stats copied;
+        System.setProperty(copyProperty, "true");
+        try {
+            copied = sampler.measure("fork " + n + " of " + mb + " MiB, files copied (baseline)",
+                    () -> made.addAll(client.fork(snap, n, limits)), clear);
+            clear.once();
+        } finally {
+            System.clearProperty(copyProperty);
+        }
+        Stats shared = sampler.measure("fork " + n + " of " + mb + " MiB, files shared copy-on-write",
+                () -> made.addAll(client.fork(snap, n, limits)), clear);
+        clear.once();
+        client.deleteSnapshot(snap);
+        return List.of(copied.in(SECTION), shared.in(SECTION).relativeTo(copied));
     }
 
     /** Deletes the sandboxes in {@code ids}, forgets them, and waits for the warm pool to be full again. */
