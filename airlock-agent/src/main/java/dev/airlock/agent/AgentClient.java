@@ -213,6 +213,11 @@ public final class AgentClient implements SandboxAgent {
     }
 
     @Override
+    public dev.airlock.core.PortConnection connect(int port) throws IOException {
+        throw new UnsupportedOperationException("port connections are not implemented yet");
+    }
+
+    @Override
     public boolean isOpen() {
         return closed.get() == null;
     }

@@ -106,6 +106,21 @@ public interface SandboxAgent extends AutoCloseable {
     /** Renames within the sandbox; the target is replaced if it is a file. */
     void rename(String from, String to) throws IOException;
 
+    /**
+     * Opens a TCP connection to {@code 127.0.0.1:port} inside the sandbox, carried over the agent's
+     * own channel (so the sandbox needs no network device, and it works the same under every driver).
+     * For preview ports: a server the code started inside, reached from the host. Connections end when
+     * the agent's channel closes.
+     *
+     * @param port 1 to 65535
+     * @throws IllegalArgumentException if {@code port} is out of 1..65535
+     * @throws PortConnection.RefusedException if nothing listens there ({@code ECONNREFUSED}), or the
+     *         agent already carries its most port connections at once ({@code EMFILE}), or the connect
+     *         failed otherwise (the errno it saw)
+     * @throws IOException if the channel to the agent is closed or broke
+     */
+    PortConnection connect(int port) throws IOException;
+
     /** Whether the channel to the agent is still open. */
     boolean isOpen();
 

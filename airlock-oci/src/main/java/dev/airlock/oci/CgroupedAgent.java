@@ -149,6 +149,11 @@ final class CgroupedAgent implements SandboxAgent {
     }
 
     @Override
+    public dev.airlock.core.PortConnection connect(int port) throws IOException {
+        return agent.connect(port);
+    }
+
+    @Override
     public boolean isOpen() {
         return agent.isOpen();
     }
