@@ -62,12 +62,14 @@ enum {
     T_DATA = 17, T_FILEINFO = 18, T_FORKED = 19,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
     T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28,
+    /* Port streams: T_PORT_BASE + the egress multiplexer's frame type (MUX_OPEN .. MUX_CREDIT). */
+    T_PORT_BASE = 29, T_PORT_OPEN = 30, T_PORT_DATA = 31, T_PORT_EOF = 32, T_PORT_RESET = 33, T_PORT_CREDIT = 34,
 };
 
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 5
+#define PROTOCOL_VERSION 6
 #define MAX_TTY_SIZE 1000              /* largest rows or cols of a terminal (RESIZE, EXEC with a size) */
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
@@ -86,6 +88,7 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 #define KILL_WAIT_TRIES 500            /* KILL_ALL waits up to 500 x 10 ms for the processes to be gone */
 #define MAX_BRIDGES 64                 /* egress connections spliced at once; more are refused */
 #define BRIDGE_BUF (32 * 1024)         /* per direction of one egress connection */
+#define MAX_PORTS 32                   /* port streams (PORT_OPEN) open at once; more are refused with EMFILE */
 #define DEFAULT_EGRESS_SOCKET "/run/airlock/egress.sock"
 
 struct exec {
@@ -1577,9 +1580,15 @@ static void expect_end(struct reader *r, const char *frame) {
     if (r->left != 0) die("malformed frame from host: trailing bytes after %s", frame);
 }
 
-/* Ids of requests that outlive their frame (EXEC, READ_FILE) must be unique among live ones. */
+struct mux_conn;
+static struct mux_conn *port_find(uint32_t id);
+static void port_open(uint32_t id, uint32_t port);
+static void port_frame(int type, uint32_t id, const unsigned char *p, size_t len);
+static void close_ports(void);
+
+/* Ids of requests that outlive their frame (EXEC, READ_FILE, PORT_OPEN) must be unique among live ones. */
 static void expect_new_id(uint32_t id) {
-    if (find_exec(id) != NULL || find_read(id) != NULL) die("malformed frame from host: id %u is already in use", id);
+    if (find_exec(id) != NULL || find_read(id) != NULL || port_find(id) != NULL) die("malformed frame from host: id %u is already in use", id);
 }
 
 static void read_list(struct reader *r, char **list, const char *what) {
@@ -1630,6 +1639,7 @@ static void detach(uint32_t id, const char *name) {
         return;
     }
     close_bridges();
+    close_ports();
     send_ids(T_DONE, id, 0, 0, 1);
     close(sock);
     sock = -1;
@@ -1766,6 +1776,20 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
         detach(id, name);
         break;
     }
+    case T_PORT_OPEN: {
+        expect_new_id(id);
+        uint32_t port = read_u32(&r);
+        expect_end(&r, "PORT_OPEN");
+        if (port == 0 || port > 65535) die("malformed frame from host: PORT_OPEN of port %u", port);
+        port_open(id, port);
+        break;
+    }
+    case T_PORT_DATA:
+    case T_PORT_EOF:
+    case T_PORT_RESET:
+    case T_PORT_CREDIT:
+        port_frame(type, id, r.p, r.left);
+        break;
     case T_MKDIR: {
         char *path = read_path(&r, "MKDIR");
         uint32_t flags = read_flags(&r, MKDIR_PARENTS, "MKDIR");
@@ -1956,16 +1980,22 @@ static short bridge_events(const struct bridge *b, int side) {
     return ev;
 }
 
-/* ---------------------------------------------------------------- egress multiplexer (microVM)
+/* ---------------------------------------------------------------- multiplexed streams
  *
- * With --egress-device the agent bridges to the host over a second character device (the
- * microVM's virtio-serial port "airlock-egress") instead of a unix socket per connection: a
- * guest has no socket the host can reach. Each accepted TCP connection gets a fresh id (never
- * reused while the channel lives) and travels as frames on that one device:
+ * Two kinds of TCP connection inside the sandbox travel as frames over one channel to the host,
+ * with the same frames and the same credits (docs/agent-protocol.md):
  *
- *   u32 N (of what follows), u8 type, u32 connection id, payload
+ * - egress, with --egress-device: the agent bridges to the host over a second character device
+ *   (the microVM's virtio-serial port "airlock-egress") instead of a unix socket per connection,
+ *   since a guest has no socket the host can reach. Each connection the agent accepts gets a fresh
+ *   id (never reused while the device is open) and travels as
+ *     u32 N (of what follows), u8 type, u32 connection id, payload
  *   OPEN (guest->host, no payload), DATA (1 to MUX_CHUNK bytes), EOF (no more bytes in this
  *   direction: half-close), RESET (the connection is gone, both directions), CREDIT (u32 bytes).
+ * - port streams, inbound: the host asks with PORT_OPEN (id chosen by the host) for a connection
+ *   to 127.0.0.1:port, which the agent makes without blocking and answers with DONE or FAILED;
+ *   its bytes then travel as control frames of type T_PORT_BASE + the frame type above, whose
+ *   payload (u32 id, then the rest) is laid out as the egress device's. At most MAX_PORTS.
  *
  * Each direction of each connection is bounded by credits: a sender starts with MUX_WINDOW bytes
  * and may send DATA only up to what it has left; the receiver returns CREDIT as it writes the
@@ -1981,6 +2011,8 @@ enum { MUX_OPEN = 1, MUX_DATA = 2, MUX_EOF = 3, MUX_RESET = 4, MUX_CREDIT = 5 };
 struct mux_conn {
     int used;
     uint32_t id;
+    int port;                          /* a port stream (frames on the control channel); 0 for egress */
+    int connecting;                    /* a port stream whose connect has not completed: not answered yet */
     int fd;                            /* the TCP connection inside the sandbox */
     uint32_t credit;                   /* bytes we may still send the host */
     unsigned char *buf;                /* bytes from the host for fd: at most MUX_WINDOW */
@@ -1991,6 +2023,7 @@ struct mux_conn {
 };
 
 static struct mux_conn mux_conns[MAX_BRIDGES];
+static struct mux_conn port_conns[MAX_PORTS];
 static const char *egress_device;     /* --egress-device: multiplex over it rather than splice to egress_socket */
 static int mux_fd = -1;
 static uint32_t mux_next_id = 1;
@@ -2014,10 +2047,22 @@ static void mux_send(int type, uint32_t id, const void *payload, size_t len) {
     }
 }
 
-static void mux_send_u32(int type, uint32_t id, uint32_t v) {
+/* One frame of c's: on the egress device, or on the control channel for a port stream (which the
+ * host reads at all times too, as the device). */
+static void conn_send(const struct mux_conn *c, int type, const void *payload, size_t len) {
+    if (!c->port) {
+        mux_send(type, c->id, payload, len);
+        return;
+    }
+    put_u32(out_frame + 5, c->id);
+    if (len > 0) memcpy(out_frame + 9, payload, len);
+    send_frame(T_PORT_BASE + type, 4 + len);
+}
+
+static void conn_send_u32(const struct mux_conn *c, int type, uint32_t v) {
     unsigned char p[4];
     put_u32(p, v);
-    mux_send(type, id, p, 4);
+    conn_send(c, type, p, 4);
 }
 
 static void mux_close(struct mux_conn *c) {
@@ -2027,11 +2072,19 @@ static void mux_close(struct mux_conn *c) {
     c->used = 0;
 }
 
-static struct mux_conn *mux_find(uint32_t id) {
-    for (int i = 0; i < MAX_BRIDGES; i++) {
-        if (mux_conns[i].used && mux_conns[i].id == id) return &mux_conns[i];
+static struct mux_conn *conn_find(struct mux_conn *table, int size, uint32_t id) {
+    for (int i = 0; i < size; i++) {
+        if (table[i].used && table[i].id == id) return &table[i];
     }
     return NULL;
+}
+
+static struct mux_conn *mux_find(uint32_t id) {
+    return conn_find(mux_conns, MAX_BRIDGES, id);
+}
+
+static struct mux_conn *port_find(uint32_t id) {
+    return conn_find(port_conns, MAX_PORTS, id);
 }
 
 /* Accepts what is waiting (bounded per call); each connection is announced to the host by OPEN. */
@@ -2053,20 +2106,80 @@ static void mux_accept(int listener) {
     }
 }
 
+/* PORT_OPEN's FAILED for a port stream, which is then gone. */
+static void port_fail(struct mux_conn *c, int err, uint32_t port) {
+    char message[128];
+    if (err == ECONNREFUSED) {
+        snprintf(message, sizeof message, "nothing listens on 127.0.0.1:%u", port);
+    } else {
+        snprintf(message, sizeof message, "cannot connect to 127.0.0.1:%u: %s", port, strerror(err));
+    }
+    send_failed_errno(c->id, err, message);
+    mux_close(c);
+}
+
+/* PORT_OPEN: a TCP connection to 127.0.0.1:port, begun without blocking; DONE or FAILED answers it
+ * once it is made or failed (at once, or when poll sees the socket writable). */
+static void port_open(uint32_t id, uint32_t port) {
+    struct mux_conn *c = NULL;
+    for (int i = 0; i < MAX_PORTS && c == NULL; i++) {
+        if (!port_conns[i].used) c = &port_conns[i];
+    }
+    if (c == NULL) {
+        char message[96];
+        snprintf(message, sizeof message, "%d port connections are open already, the most at once: close one first", MAX_PORTS);
+        send_failed_errno(id, EMFILE, message);
+        return;
+    }
+    *c = (struct mux_conn) { .used = 1, .id = id, .port = (int) port, .fd = -1, .credit = MUX_WINDOW };
+    c->buf = malloc(MUX_WINDOW);
+    if (c->buf == NULL) {
+        port_fail(c, ENOMEM, port);
+        return;
+    }
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        port_fail(c, errno, port);
+        return;
+    }
+    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    if (connect(c->fd, (struct sockaddr *) &to, sizeof to) == 0) {
+        send_ids(T_DONE, id, 0, 0, 1);
+    } else if (errno == EINPROGRESS || errno == EINTR) {
+        c->connecting = 1;             /* poll waits for POLLOUT; mux_pump answers */
+    } else {
+        port_fail(c, errno, port);
+    }
+}
+
 /* Moves what it can between c's TCP connection and the host; closes c (with RESET) on an error. */
 static void mux_pump(struct mux_conn *c, short revents) {
+    if (c->connecting) {
+        if (!(revents & (POLLOUT | POLLHUP | POLLERR))) return;
+        int err = 0;
+        socklen_t err_len = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0) err = errno;
+        if (err != 0) {
+            port_fail(c, err, (uint32_t) c->port);
+            return;
+        }
+        c->connecting = 0;
+        send_ids(T_DONE, c->id, 0, 0, 1);
+        return;                        /* the next turn of the loop polls it for data */
+    }
     if (!c->eof_in && c->credit > 0 && (revents & (POLLIN | POLLHUP | POLLERR))) {
         unsigned char data[MUX_CHUNK];
         size_t want = c->credit < MUX_CHUNK ? c->credit : MUX_CHUNK;
         ssize_t n = read(c->fd, data, want);
         if (n > 0) {
             c->credit -= (uint32_t) n;
-            mux_send(MUX_DATA, c->id, data, (size_t) n);
+            conn_send(c, MUX_DATA, data, (size_t) n);
         } else if (n == 0) {
             c->eof_in = 1;
-            mux_send(MUX_EOF, c->id, NULL, 0);
+            conn_send(c, MUX_EOF, NULL, 0);
         } else if (errno != EAGAIN && errno != EINTR) {
-            mux_send(MUX_RESET, c->id, NULL, 0);
+            conn_send(c, MUX_RESET, NULL, 0);
             mux_close(c);
             return;
         }
@@ -2077,9 +2190,9 @@ static void mux_pump(struct mux_conn *c, short revents) {
             c->off += (size_t) n;
             c->len -= (size_t) n;
             if (c->len == 0) c->off = 0;
-            mux_send_u32(MUX_CREDIT, c->id, (uint32_t) n);
+            conn_send_u32(c, MUX_CREDIT, (uint32_t) n);
         } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            mux_send(MUX_RESET, c->id, NULL, 0);
+            conn_send(c, MUX_RESET, NULL, 0);
             mux_close(c);
             return;
         }
@@ -2094,26 +2207,22 @@ static void mux_pump(struct mux_conn *c, short revents) {
 }
 
 static short mux_events(const struct mux_conn *c) {
+    if (c->connecting) return POLLOUT;
     short ev = 0;
     if (!c->eof_in && c->credit > 0) ev |= POLLIN;
     if (c->len > 0) ev |= POLLOUT;
     return ev;
 }
 
-/* One frame from the host. A malformed one (bad length, unknown type, DATA beyond the credit we
- * gave) ends the agent, as on the control channel: the host is broken or not the host. */
-static void mux_handle(const unsigned char *f, size_t n) {
-    if (n < 5) die("egress frame too short");
-    int type = f[0];
-    uint32_t id = get_u32(f + 1);
-    const unsigned char *p = f + 5;
-    size_t len = n - 5;
-    struct mux_conn *c = mux_find(id);
+/* One frame from the host for connection c (NULL: not live, ignored once its shape is checked).
+ * A malformed one (bad length, unknown type, DATA beyond the credit we gave) ends the agent, as on
+ * the control channel: the host is broken or not the host. `what` names the channel for that. */
+static void conn_handle(struct mux_conn *c, int type, const unsigned char *p, size_t len, const char *what) {
     switch (type) {
     case MUX_DATA:
-        if (len == 0 || len > MUX_CHUNK) die("egress DATA of %zu bytes", len);
+        if (len == 0 || len > MUX_CHUNK) die("%s DATA of %zu bytes", what, len);
         if (c == NULL) return;         /* reset meanwhile */
-        if (c->eof_host || c->len + len > MUX_WINDOW) die("egress DATA beyond the credit given, or after EOF");
+        if (c->eof_host || c->len + len > MUX_WINDOW) die("%s DATA beyond the credit given, or after EOF", what);
         if (c->off + c->len + len > MUX_WINDOW) {
             memmove(c->buf, c->buf + c->off, c->len);
             c->off = 0;
@@ -2122,23 +2231,46 @@ static void mux_handle(const unsigned char *f, size_t n) {
         c->len += len;
         return;
     case MUX_EOF:
-        if (len != 0) die("egress EOF with a payload");
-        if (c != NULL) c->eof_host = 1;
-        if (c != NULL) mux_pump(c, 0);
+        if (len != 0) die("%s EOF with a payload", what);
+        if (c == NULL) return;
+        if (c->eof_host) die("%s EOF after EOF", what);
+        c->eof_host = 1;
+        if (!c->connecting) mux_pump(c, 0);
         return;
     case MUX_RESET:
-        if (len != 0) die("egress RESET with a payload");
-        if (c != NULL) mux_close(c);
+        if (len != 0) die("%s RESET with a payload", what);
+        if (c == NULL) return;
+        /* A port stream not answered yet gets its answer still: every PORT_OPEN gets one. */
+        if (c->connecting) send_failed_errno(c->id, ECANCELED, "the host gave up the connection attempt");
+        mux_close(c);
         return;
     case MUX_CREDIT:
-        if (len != 4) die("egress CREDIT of %zu bytes", len);
+        if (len != 4) die("%s CREDIT of %zu bytes", what, len);
         if (c == NULL) return;
         uint32_t more = get_u32(p);
-        if (more == 0 || (uint64_t) c->credit + more > MUX_WINDOW) die("egress CREDIT beyond the window");
+        if (more == 0 || (uint64_t) c->credit + more > MUX_WINDOW) die("%s CREDIT beyond the window", what);
         c->credit += more;
         return;
     default:
-        die("unknown egress frame type %d", type);
+        die("unknown %s frame type %d", what, type);
+    }
+}
+
+/* One frame from the egress device: u8 type, u32 id, payload. */
+static void mux_handle(const unsigned char *f, size_t n) {
+    if (n < 5) die("egress frame too short");
+    conn_handle(mux_find(get_u32(f + 1)), f[0], f + 5, n - 5, "egress");
+}
+
+/* PORT_DATA, PORT_EOF, PORT_RESET or PORT_CREDIT from the control channel, after its id. */
+static void port_frame(int type, uint32_t id, const unsigned char *p, size_t len) {
+    conn_handle(port_find(id), type - T_PORT_BASE, p, len, "malformed frame from host: port");
+}
+
+/* Closes every port stream without a word (DETACH: the host's ends go with the channel). */
+static void close_ports(void) {
+    for (int i = 0; i < MAX_PORTS; i++) {
+        if (port_conns[i].used) mux_close(&port_conns[i]);
     }
 }
 
@@ -2327,7 +2459,7 @@ int main(int argc, char **argv) {
     }
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
 
-    enum { MAX_FDS = 2 + 4 * MAX_EXECS + 2 + 2 * MAX_BRIDGES + 1 };
+    enum { MAX_FDS = 2 + 4 * MAX_EXECS + 2 * MAX_BRIDGES + MAX_BRIDGES + MAX_PORTS + 1 + 2 };
     struct pollfd fds[MAX_FDS];
     struct { struct exec *e; int kind; struct bridge *b; int side; struct mux_conn *c; } owner[MAX_FDS];
     for (;;) {
@@ -2360,6 +2492,14 @@ int main(int argc, char **argv) {
         /* Multiplexed connections (with --egress-device; the bridges above are then unused). */
         for (int i = 0; i < MAX_BRIDGES; i++) {
             struct mux_conn *c = &mux_conns[i];
+            if (!c->used) continue;
+            short ev = mux_events(c);
+            owner[n].c = c;
+            fds[n++] = (struct pollfd) { .fd = ev ? c->fd : -1, .events = ev };
+        }
+        /* Port streams: the same, with frames on the control channel. */
+        for (int i = 0; i < MAX_PORTS; i++) {
+            struct mux_conn *c = &port_conns[i];
             if (!c->used) continue;
             short ev = mux_events(c);
             owner[n].c = c;

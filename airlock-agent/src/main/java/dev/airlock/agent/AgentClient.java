@@ -2,6 +2,7 @@ package dev.airlock.agent;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
+import dev.airlock.core.PortConnection;
 import dev.airlock.core.SandboxAgent;
 
 import java.io.ByteArrayInputStream;
@@ -35,8 +36,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
-    static final int PROTOCOL_VERSION = 5;
+    /** 6: port streams (PORT_OPEN, PORT_DATA, PORT_EOF, PORT_RESET, PORT_CREDIT). 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 6;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
@@ -212,9 +213,20 @@ public final class AgentClient implements SandboxAgent {
         files.rename(from, to);
     }
 
+    /**
+     * Opens a port stream (PORT_OPEN, docs/agent-protocol.md "Port streams") and waits up to
+     * {@link PortStream#CONNECT_TIMEOUT} for the agent to make the connection inside.
+     */
     @Override
-    public dev.airlock.core.PortConnection connect(int port) throws IOException {
-        throw new UnsupportedOperationException("port connections are not implemented yet");
+    public PortConnection connect(int port) throws IOException {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port " + port + " is outside 1..65535");
+        }
+        int id = newId();
+        PortStream stream = new PortStream(this, id, port);
+        request(id, stream, new FrameBuilder(Frame.PORT_OPEN, "the port connection").u32(id).u32(port).build());
+        stream.awaitOpen(PortStream.CONNECT_TIMEOUT);
+        return stream;
     }
 
     @Override
@@ -240,6 +252,11 @@ public final class AgentClient implements SandboxAgent {
             router.remove(id);
             throw e;
         }
+    }
+
+    /** Stops routing frames for {@code id} to {@code request}: frames for it are ignored or refused from then on. */
+    void forget(int id, PendingRequest request) {
+        router.remove(id, request);
     }
 
     /** Gives the connection up, e.g. when the agent stopped answering. */
@@ -300,6 +317,7 @@ public final class AgentClient implements SandboxAgent {
         IOException fresh = switch (cause) {
             case FileOperationException e -> new FileOperationException(e.errno(), e.getMessage());
             case FileTooLargeException e -> new FileTooLargeException(e.getMessage());
+            case PortConnection.RefusedException e -> new PortConnection.RefusedException(e.errno(), e.getMessage());
             default -> new IOException(cause.getMessage());
         };
         fresh.initCause(cause);

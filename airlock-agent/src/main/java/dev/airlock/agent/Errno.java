@@ -23,7 +23,10 @@ final class Errno {
             Map.entry(23, "ENFILE"), Map.entry(24, "EMFILE"), Map.entry(26, "ETXTBSY"), Map.entry(EFBIG, "EFBIG"),
             Map.entry(28, "ENOSPC"), Map.entry(30, "EROFS"), Map.entry(31, "EMLINK"), Map.entry(36, "ENAMETOOLONG"),
             Map.entry(38, "ENOSYS"), Map.entry(39, "ENOTEMPTY"), Map.entry(40, "ELOOP"), Map.entry(75, "EOVERFLOW"),
-            Map.entry(95, "EOPNOTSUPP"), Map.entry(116, "ESTALE"), Map.entry(122, "EDQUOT"));
+            Map.entry(95, "EOPNOTSUPP"), Map.entry(116, "ESTALE"), Map.entry(122, "EDQUOT"),
+            Map.entry(99, "EADDRNOTAVAIL"), Map.entry(101, "ENETUNREACH"), Map.entry(104, "ECONNRESET"),
+            Map.entry(110, "ETIMEDOUT"), Map.entry(111, "ECONNREFUSED"), Map.entry(113, "EHOSTUNREACH"),
+            Map.entry(125, "ECANCELED"));
 
     private Errno() {
     }

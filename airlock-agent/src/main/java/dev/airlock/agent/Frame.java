@@ -37,6 +37,11 @@ record Frame(int type, ByteBuffer payload) {
     static final int WALK = 26;
     static final int KILL_ALL = 27;
     static final int DETACH = 28;
+    static final int PORT_OPEN = 30;
+    static final int PORT_DATA = 31;
+    static final int PORT_EOF = 32;
+    static final int PORT_RESET = 33;
+    static final int PORT_CREDIT = 34;
 
     /** WRITE_FILE flag: append to the file an earlier frame created instead of replacing it. */
     static final int WRITE_APPEND = 1;
@@ -57,6 +62,10 @@ record Frame(int type, ByteBuffer payload) {
     static final int WRITE_CHUNK = 512 * 1024;
     /** Longest path the agent accepts, in bytes (Linux PATH_MAX, including the terminator). */
     static final int PATH_MAX = 4096;
+    /** Bytes either side of a port stream may have in flight per direction before credit comes back. */
+    static final int PORT_WINDOW = 64 * 1024;
+    /** Most bytes in one PORT_DATA, either way. */
+    static final int PORT_CHUNK = 16 * 1024;
     /** Most entries one LIST reports; the agent fails a larger directory. */
     static final int MAX_LIST = 10_000;
 

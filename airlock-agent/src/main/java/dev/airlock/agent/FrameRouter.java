@@ -33,6 +33,11 @@ final class FrameRouter {
         pending.remove(id);
     }
 
+    /** Forgets {@code request} if it is still the one waiting under {@code id}. */
+    void remove(int id, PendingRequest request) {
+        pending.remove(id, request);
+    }
+
     /** Fails HELLO, if it has not come, and everything still waiting with {@code why}; forgets them. */
     void failAll(IOException why) {
         hello.completeExceptionally(why);
@@ -79,12 +84,42 @@ final class FrameRouter {
                 yield switch (pending.remove(id)) {
                     case RemoteProcess process -> process.onStartFailed(message);
                     case FileRequest request -> request.onFailed(errno, message);
+                    case PortStream stream -> stream.onOpenFailed(errno, message);
                     case null -> throw unknownId(id, frame);
                 };
             }
             case Frame.DONE -> {
                 payload.exactly(0);
-                yield pending.remove(id) instanceof FileRequest request && request.onDone();
+                yield switch (pending.get(id)) {
+                    case PortStream stream -> stream.onOpened();   // registered until the stream ends
+                    case FileRequest request -> {
+                        pending.remove(id);
+                        yield request.onDone();
+                    }
+                    case null, default -> false;
+                };
+            }
+            case Frame.PORT_DATA, Frame.PORT_EOF, Frame.PORT_RESET, Frame.PORT_CREDIT -> {
+                int length = payload.remaining();
+                boolean shaped = switch (frame.type()) {
+                    case Frame.PORT_DATA -> length >= 1 && length <= Frame.PORT_CHUNK;
+                    case Frame.PORT_CREDIT -> length == 4;
+                    default -> length == 0;
+                };
+                if (!shaped) {
+                    throw new AgentProtocolException("port stream frame type " + frame.type() + " with " + length + " bytes of payload");
+                }
+                yield switch (pending.get(id)) {
+                    case PortStream stream -> switch (frame.type()) {
+                        case Frame.PORT_DATA -> stream.onData(payload.rest());
+                        case Frame.PORT_EOF -> stream.onEof();
+                        case Frame.PORT_RESET -> stream.onReset();
+                        default -> stream.onCredit(payload.u32());
+                    };
+                    case null -> true;           // the stream ended here and a frame crossed that: ignored
+                    default -> throw new AgentProtocolException("port stream frame type " + frame.type() + " for request "
+                            + Integer.toUnsignedString(id) + ", which is no port stream");
+                };
             }
             case Frame.DATA -> {
                 if (payload.remaining() < 1 || payload.remaining() > Frame.MAX_DATA_CHUNK) {
@@ -120,6 +155,8 @@ final class FrameRouter {
             case FileRequest request -> request;
             case RemoteProcess ignored -> throw new AgentProtocolException("frame type " + frame.type()
                     + " for request " + Integer.toUnsignedString(id) + ", which is a process");
+            case PortStream ignored -> throw new AgentProtocolException("frame type " + frame.type()
+                    + " for request " + Integer.toUnsignedString(id) + ", which is a port stream");
             case null -> throw unknownId(id, frame);
         };
     }
