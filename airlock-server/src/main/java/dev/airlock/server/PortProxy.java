@@ -111,6 +111,11 @@ final class PortProxy implements AutoCloseable {
             try {
                 c = sandbox.connect(port);
             } catch (PortConnection.RefusedException e) {
+                if ("EMFILE".equals(e.errno())) {
+                    resp.setHeader("Retry-After", "5");
+                    error(resp, 429, "quota_exceeded", "the sandbox's agent carries its most port connections at once: " + e.getMessage());
+                    return;
+                }
                 error(resp, 502, "bad_gateway", "ECONNREFUSED".equals(e.errno())
                         ? "nothing listens on port " + port + " in the sandbox: start a server there on 127.0.0.1 or 0.0.0.0 port " + port
                         : "cannot connect to port " + port + " in the sandbox (" + e.errno() + "): " + e.getMessage());
