@@ -3,8 +3,6 @@ package dev.airlock.server;
 import dev.airlock.core.PortConnection;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
-import jakarta.servlet.http.HttpUpgradeHandler;
-import jakarta.servlet.http.WebConnection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -170,13 +168,15 @@ final class PortProxy implements AutoCloseable {
                     error(resp, 502, "bad_gateway", "the server on port " + port + " in the sandbox switched protocols without being asked to");
                     return;
                 }
-                Splice splice;
-                try {
-                    splice = req.upgrade(Splice.class);
-                } catch (jakarta.servlet.ServletException e) {
-                    throw new IOException("cannot upgrade the client's connection: " + e.getMessage(), e);
-                }
-                splice.start(this, stream, fromSandbox, toSandbox);
+                // Jetty core's upgrade: once this 101 is sent, the client's connection is handed to the splice
+                // (the servlet API's HttpServletRequest.upgrade gives an input that reads end-of-file at once in this Jetty)
+                org.eclipse.jetty.server.Request core = org.eclipse.jetty.ee10.servlet.ServletContextRequest.getServletContextRequest(req);
+                org.eclipse.jetty.io.EndPoint endPoint = core.getConnectionMetaData().getConnection().getEndPoint();
+                req.setAttribute(org.eclipse.jetty.server.HttpStream.UPGRADE_CONNECTION_ATTRIBUTE, new Splice(endPoint,
+                        core.getConnectionMetaData().getConnector().getExecutor(), this, stream, fromSandbox, toSandbox));
+                resp.setStatus(101);
+                resp.setHeader("Connection", "Upgrade");
+                resp.setHeader("Upgrade", upgrade);
                 upgraded = true;
                 return;
             }
@@ -258,7 +258,7 @@ final class PortProxy implements AutoCloseable {
             long quiet = now - s.lastActivity;
             if ((!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos()) {
                 s.timedOut.set(true);
-                s.end();
+                end(s);
             }
         }
     }
@@ -538,20 +538,22 @@ final class PortProxy implements AutoCloseable {
     }
 
     /**
-     * The client's connection after a 101: its bytes go to the sandbox's server and the server's
-     * to it, each way on its own virtual thread, until either side closes (the other is then
-     * half-closed, so what is in flight still arrives) or the stream idles out.
+     * The client's connection after a 101: its bytes go to the sandbox's server as Jetty reads
+     * them, and the server's to it from a virtual thread, until either side closes (the other is
+     * then half-closed, so what is in flight still arrives) or the stream idles out.
      */
-    public static final class Splice implements HttpUpgradeHandler {
-        private PortProxy proxy;
-        private Stream stream;
-        private InputStream fromSandbox;
-        private OutputStream toSandbox;
+    static final class Splice extends org.eclipse.jetty.io.AbstractConnection implements org.eclipse.jetty.io.Connection.UpgradeTo {
+        private final PortProxy proxy;
+        private final Stream stream;
+        private final InputStream fromSandbox;
+        private final OutputStream toSandbox;
+        private final java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(16 * 1024);
+        private final AtomicInteger open = new AtomicInteger(2);
+        private byte[] early = new byte[0];
 
-        public Splice() {
-        }
-
-        void start(PortProxy proxy, Stream stream, InputStream fromSandbox, OutputStream toSandbox) {
+        Splice(org.eclipse.jetty.io.EndPoint endPoint, java.util.concurrent.Executor executor, PortProxy proxy, Stream stream,
+               InputStream fromSandbox, OutputStream toSandbox) {
+            super(endPoint, executor);
             this.proxy = proxy;
             this.stream = stream;
             this.fromSandbox = fromSandbox;
@@ -559,62 +561,93 @@ final class PortProxy implements AutoCloseable {
         }
 
         @Override
-        public void init(WebConnection wc) {
-            AtomicInteger open = new AtomicInteger(2);
-            Runnable done = () -> {
-                if (open.decrementAndGet() == 0) {
-                    try {
-                        wc.close();
-                    } catch (Exception e) {
-                        // already closed
-                    }
-                    proxy.end(stream);
-                }
-            };
-            Thread.ofVirtual().name("airlock-port-up").start(() -> {
-                try (InputStream in = wc.getInputStream()) {
-                    byte[] buf = new byte[16 * 1024];
-                    int n;
-                    while ((n = in.read(buf)) >= 0) {
-                        toSandbox.write(buf, 0, n);
+        public void onUpgradeTo(java.nio.ByteBuffer prefilled) {
+            if (prefilled != null && prefilled.hasRemaining()) {
+                early = new byte[prefilled.remaining()];
+                prefilled.get(early);
+            }
+        }
+
+        @Override
+        public void onOpen() {
+            super.onOpen();
+            getEndPoint().setIdleTimeout(IDLE.toMillis());
+            Thread.ofVirtual().name("airlock-port-down").start(this::down);
+            getExecutor().execute(() -> {
+                try {
+                    if (early.length > 0) {
+                        toSandbox.write(early);
                         toSandbox.flush();
                     }
-                    toSandbox.close(); // the client is done sending: half-close, the answer may still come
+                    fillInterested();
                 } catch (IOException e) {
-                    stream.end();
-                } finally {
-                    done.run();
-                }
-            });
-            Thread.ofVirtual().name("airlock-port-down").start(() -> {
-                try {
-                    OutputStream out = wc.getOutputStream();
-                    byte[] buf = new byte[16 * 1024];
-                    int n;
-                    while ((n = fromSandbox.read(buf)) >= 0) {
-                        out.write(buf, 0, n);
-                        out.flush();
-                        stream.touch();
-                    }
-                } catch (IOException e) {
-                    // either side went away
-                } finally {
-                    stream.end();
-                    try {
-                        wc.close();
-                    } catch (Exception e) {
-                        // already closed
-                    }
-                    done.run();
+                    fail();
                 }
             });
         }
 
+        /** The client sent bytes (Jetty calls this on a thread that may block): on to the sandbox. */
         @Override
-        public void destroy() {
-            if (stream != null) {
-                stream.end();
+        public void onFillable() {
+            try {
+                while (true) {
+                    buffer.clear();
+                    buffer.flip();
+                    int n = getEndPoint().fill(buffer);
+                    if (n > 0) {
+                        toSandbox.write(buffer.array(), buffer.arrayOffset() + buffer.position(), buffer.remaining());
+                        toSandbox.flush();
+                    } else if (n == 0) {
+                        fillInterested();
+                        return;
+                    } else {
+                        toSandbox.close(); // the client is done sending: half-close, the answer may still come
+                        done();
+                        return;
+                    }
+                }
+            } catch (IOException e) {
+                fail();
             }
+        }
+
+        /** The sandbox's bytes to the client, until the sandbox's server closes. */
+        private void down() {
+            byte[] buf = new byte[16 * 1024];
+            try {
+                int n;
+                while ((n = fromSandbox.read(buf)) >= 0) {
+                    org.eclipse.jetty.util.FutureCallback written = new org.eclipse.jetty.util.FutureCallback();
+                    getEndPoint().write(written, java.nio.ByteBuffer.wrap(buf, 0, n));
+                    written.get(IDLE.toMillis(), TimeUnit.MILLISECONDS);
+                    stream.touch();
+                }
+                getEndPoint().shutdownOutput();
+                done();
+            } catch (Exception e) {
+                fail();
+            }
+        }
+
+        private void done() {
+            if (open.decrementAndGet() <= 0) {
+                getEndPoint().close();
+                proxy.end(stream);
+            }
+        }
+
+        private void fail() {
+            open.set(0);
+            stream.end();
+            getEndPoint().close();
+            proxy.end(stream);
+        }
+
+        @Override
+        public void onClose(Throwable cause) {
+            super.onClose(cause);
+            stream.end();
+            proxy.end(stream);
         }
     }
 }

@@ -9,7 +9,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def answer(self, body):
         if self.path.startswith("/slow"):
-            time.sleep(8)
+            time.sleep(15)
         text = "".join(f"{k}: {v}\n" for k, v in self.headers.items()) + "path=" + self.path + "\nbody=" + body + "\n"
         data = text.encode()
         self.send_response(200)
