@@ -247,7 +247,8 @@ class PreviewPortsTest {
             upload(id, "/workspace/headers_server.py", resource("headers_server.py"));
             background(id, "exec python3 /workspace/headers_server.py 8002");
             assertThat(whenListening(sb + "/ports/8002/", live.token()).statusCode()).isEqualTo(200);
-            for (int i = 0; i < 32; i++) {
+            // 40 requests that the server inside holds for 15 seconds: 32 are let through, the rest refused at once
+            for (int i = 0; i < 40; i++) {
                 Socket s = new Socket(live.uri().getHost(), live.uri().getPort());
                 slow.add(s);
                 OutputStream out = s.getOutputStream();
@@ -255,25 +256,20 @@ class PreviewPortsTest {
                         + live.token() + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
                 out.flush();
             }
-            HttpResponse<String> refused = null;
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(12);
-            while (System.nanoTime() < deadline) {
-                HttpResponse<String> r = live.raw("GET", sb + "/ports/8002/fast", null, live.token());
-                System.err.println("DEBUG fast " + r.statusCode() + " " + r.body());
-                if (r.statusCode() == 429) {
-                    refused = r;
-                    break;
-                }
-                Thread.sleep(100);
-            }
-            assertThat(refused).as("a request while 32 streams are open").isNotNull();
-            assertThat(refused.body()).contains("at most 32 per sandbox");
-            assertThat(refused.headers().firstValue("Retry-After")).isPresent();
+            int answered = 0;
+            List<String> refused = new ArrayList<>();
             for (Socket s : slow) {
-                s.setSoTimeout(30_000);
+                s.setSoTimeout(40_000);
                 String answer = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
-                assertThat(answer).as("each of the 32 is answered").startsWith("HTTP/1.1 200");
+                if (answer.startsWith("HTTP/1.1 200")) {
+                    answered++;
+                } else {
+                    refused.add(answer);
+                }
             }
+            assertThat(answered).as("streams let through at once").isEqualTo(32);
+            assertThat(refused).hasSize(8).allSatisfy(a -> assertThat(a).startsWith("HTTP/1.1 429").containsIgnoringCase("Retry-After: ")
+                    .contains("at most 32 per sandbox"));
             // once they ended, streams are admitted again
             HttpResponse<String> again = live.raw("GET", sb + "/ports/8002/fast", null, live.token());
             for (int i = 0; i < 20 && again.statusCode() == 429; i++) {

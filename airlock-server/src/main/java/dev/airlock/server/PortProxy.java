@@ -651,3 +651,4 @@ final class PortProxy implements AutoCloseable {
         }
     }
 }
+
