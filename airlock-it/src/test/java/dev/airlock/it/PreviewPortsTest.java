@@ -133,6 +133,12 @@ class PreviewPortsTest {
             assertThat(file.headers().firstValue("X-Content-Type-Options")).hasValue("nosniff");
             assertThat(file.headers().firstValue("Referrer-Policy")).hasValue("no-referrer");
 
+            // the same through the SDK
+            HttpResponse<byte[]> viaSdk = live.client.get(id).portRequest(8000, "GET", "/hello.txt", null);
+            assertThat(viaSdk.statusCode()).isEqualTo(200);
+            assertThat(new String(viaSdk.body(), StandardCharsets.UTF_8)).isEqualTo("hello from inside");
+            assertThat(live.client.get(id).portRequest(8000, "GET", "/missing", null).statusCode()).as("the server inside's 404").isEqualTo(404);
+
             // another client, even one with sandbox.any, finds no such sandbox
             HttpResponse<String> other = live.raw("GET", sb + "/ports/8000/hello.txt", null, OTHER);
             assertThat(other.statusCode()).as(other.body()).isEqualTo(404);
@@ -227,6 +233,9 @@ class PreviewPortsTest {
         assertThat(page.body()).contains("preview page");
         assertThat(page.headers().firstValue("Content-Security-Policy")).hasValue(CSP);
         assertThat(live.raw("GET", url + "missing.css", null, null).statusCode()).as("the sandbox server's own 404").isEqualTo(404);
+        dev.airlock.client.PreviewLink sdkLink = live.client.get(id).previewLink(8000);
+        assertThat(sdkLink.url().toString()).startsWith(live.uri() + "/preview/prv_");
+        assertThat(send(HttpRequest.newBuilder(sdkLink.url())).body()).contains("preview page");
         assertThat(live.raw("POST", sb + "/ports/9000/link", "{}", live.token()).statusCode()).isEqualTo(403);
         assertThat(live.raw("POST", sb + "/ports/8000/link", "{}", OTHER).statusCode()).isEqualTo(404);
         assertThat(live.audit(id, "lifecycle")).anySatisfy(r -> assertThat(r.detail()).contains("\"event\":\"preview-link\"", "\"port\":8000"));
