@@ -47,7 +47,7 @@ class PreviewPortsTest {
     static void start() {
         live = LiveServer.withPolicy("""
                 profiles:
-                  web: {maxLifetimeSeconds: 3600, ports: [8000, 8001, 8002, 8003]}
+                  web: {maxLifetimeSeconds: 3600, limits: {timeoutSeconds: 300}, ports: [8000, 8001, 8002, 8003]}
                 clients:
                   local: {tokenFile: token, profiles: [web], allow: ["*"]}
                   other: {tokenSha256: %s, profiles: [web], allow: ["*", sandbox.any]}
@@ -88,13 +88,13 @@ class PreviewPortsTest {
         }
     }
 
-    /** GETs {@code path} until the server inside answers (a 502 says it is not listening yet). */
+    /** GETs {@code path} until the server inside answers (a 502 "nothing listens" says it is not listening yet). */
     private static HttpResponse<String> whenListening(String path, String token) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         HttpResponse<String> r;
         do {
             r = live.raw("GET", path, null, token);
-            if (r.statusCode() != 502) {
+            if (r.statusCode() != 502 || !r.body().contains("nothing listens")) {
                 return r;
             }
             Thread.sleep(200);
@@ -153,6 +153,13 @@ class PreviewPortsTest {
             assertThat(nothing.statusCode()).as(nothing.body()).isEqualTo(502);
             assertThat(nothing.body()).contains("nothing listens on port 8001 in the sandbox");
             assertThat(nothing.headers().firstValue("Content-Security-Policy")).hasValue(CSP);
+
+            // a server inside that answers over 64 KiB of headers
+            upload(id, "/workspace/big_headers.py", resource("big_headers.py"));
+            background(id, "exec python3 /workspace/big_headers.py 8001");
+            HttpResponse<String> big = whenListening(sb + "/ports/8001/", live.token());
+            assertThat(big.statusCode()).as(big.body()).isEqualTo(502);
+            assertThat(big.body()).contains("sent no valid HTTP answer", "over 65536 bytes");
 
             // the sandbox sees no credential of the client, and cannot set a cookie
             whenListening(sb + "/ports/8002/", live.token());

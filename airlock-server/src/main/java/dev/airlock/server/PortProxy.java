@@ -67,17 +67,24 @@ final class PortProxy implements AutoCloseable {
     private final AtomicInteger total = new AtomicInteger();
     private final Map<String, AtomicInteger> perSandbox = new ConcurrentHashMap<>();
     private final Set<Stream> streams = ConcurrentHashMap.newKeySet();
-    private final ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().name("airlock-port-watchdog").daemon().factory());
-
-    PortProxy() {
-        watchdog.scheduleAtFixedRate(this::checkTimes, 1, 1, TimeUnit.SECONDS);
-    }
+    /** Checks the streams' times each second; started with the first stream. */
+    private ScheduledExecutorService watchdog;
+    private boolean closed;
 
     @Override
-    public void close() {
-        watchdog.shutdownNow();
-        streams.forEach(s -> s.end());
+    public synchronized void close() {
+        closed = true;
+        if (watchdog != null) {
+            watchdog.shutdownNow();
+        }
+        streams.forEach(Stream::end);
+    }
+
+    private synchronized void watch() {
+        if (watchdog == null && !closed) {
+            watchdog = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("airlock-port-watchdog").daemon().factory());
+            watchdog.scheduleAtFixedRate(this::checkTimes, 1, 1, TimeUnit.SECONDS);
+        }
     }
 
     /** Streams open now (tests watch them drain). */
@@ -97,6 +104,7 @@ final class PortProxy implements AutoCloseable {
                     + " per server; close some (or wait for them to end) and retry");
             return;
         }
+        watch();
         Stream stream = new Stream(sandbox.id());
         boolean upgraded = false;
         try {
@@ -107,7 +115,11 @@ final class PortProxy implements AutoCloseable {
             }
             PortConnection c;
             try {
-                c = sandbox.connect(port);
+                c = connect(sandbox, port);
+            } catch (java.util.concurrent.TimeoutException e) {
+                error(resp, 504, "gateway_timeout", "the connection to port " + port + " in the sandbox was not opened within "
+                        + FIRST_BYTE.toSeconds() + " seconds (its server does not accept connections)");
+                return;
             } catch (PortConnection.RefusedException e) {
                 if ("EMFILE".equals(e.errno())) {
                     resp.setHeader("Retry-After", "5");
@@ -215,6 +227,36 @@ final class PortProxy implements AutoCloseable {
             if (!upgraded) {
                 end(stream);
             }
+        }
+    }
+
+    /** Opens the connection through the agent, waiting at most {@link #FIRST_BYTE}; one that comes later is closed. */
+    private static PortConnection connect(ManagedSandbox sandbox, int port) throws IOException, java.util.concurrent.TimeoutException {
+        java.util.concurrent.CompletableFuture<PortConnection> opening = new java.util.concurrent.CompletableFuture<>();
+        Thread.ofVirtual().name("airlock-port-connect").start(() -> {
+            try {
+                opening.complete(sandbox.connect(port));
+            } catch (Throwable e) {
+                opening.completeExceptionally(e);
+            }
+        });
+        try {
+            return opening.get(FIRST_BYTE.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            opening.thenAccept(PortConnection::close);
+            throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            opening.thenAccept(PortConnection::close);
+            throw new IOException("interrupted while connecting to port " + port + " in the sandbox", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new IOException(e.getCause());
         }
     }
 
@@ -389,6 +431,9 @@ final class PortProxy implements AutoCloseable {
         }
     }
 
+    /** A header's name, as HTTP defines a token. */
+    private static final java.util.regex.Pattern HEADER_NAME = java.util.regex.Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
+
     /** The status line and headers of the sandbox server's answer, read within {@link #MAX_HEADERS} bytes. */
     record ResponseHead(int status, List<String[]> headers) {
 
@@ -421,10 +466,14 @@ final class PortProxy implements AutoCloseable {
             String l;
             while ((l = line(in, used)) != null && !l.isEmpty()) {
                 int colon = l.indexOf(':');
-                if (colon <= 0 || l.charAt(0) == ' ' || l.charAt(0) == '\t') {
+                if (colon <= 0 || !HEADER_NAME.matcher(l.substring(0, colon)).matches()) {
                     throw new BadResponse("a header line is malformed: '" + Json.printable(l.length() > 80 ? l.substring(0, 80) : l) + "'");
                 }
-                headers.add(new String[]{l.substring(0, colon).trim(), l.substring(colon + 1).trim()});
+                String value = l.substring(colon + 1).trim();
+                if (value.chars().anyMatch(ch -> (ch < 0x20 && ch != '\t') || ch == 0x7f)) {
+                    throw new BadResponse("header " + Json.printable(l.substring(0, colon)) + " holds a control character");
+                }
+                headers.add(new String[]{l.substring(0, colon), value});
             }
             if (l == null) {
                 throw new BadResponse("it closed the connection within its headers");
