@@ -2166,7 +2166,7 @@ static void mux_pump(struct mux_conn *c, short revents) {
         }
         c->connecting = 0;
         send_ids(T_DONE, c->id, 0, 0, 1);
-        return;                        /* the next turn of the loop polls it for data */
+        revents = POLLOUT;             /* writable: pass on what the host may have sent meanwhile (its EOF too) */
     }
     if (!c->eof_in && c->credit > 0 && (revents & (POLLIN | POLLHUP | POLLERR))) {
         unsigned char data[MUX_CHUNK];

@@ -104,6 +104,49 @@ class AgentValidationTest {
     }
 
     @Test
+    void aPortOpenOfPortZeroEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.PORT_OPEN, "test").u32(2).u32(0).build());
+
+        assertEndsAndKills(sleep, "PORT_OPEN of port 0");
+    }
+
+    @Test
+    void aPortOpenWithTheIdOfARunningProcessEndsTheAgent() throws Exception {
+        long sleep = startSleep();   // id 1
+
+        send(new FrameBuilder(Frame.PORT_OPEN, "test").u32(1).u32(80).build());
+
+        assertEndsAndKills(sleep, "id 1 is already in use");
+    }
+
+    /** A live port stream, then frames that break its rules: too much DATA in one frame, a second EOF. */
+    @Test
+    void portFramesThatBreakTheRulesEndTheAgent() throws Exception {
+        long sleep = startSleep();
+        try (java.net.ServerSocket server = new java.net.ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress())) {
+            send(new FrameBuilder(Frame.PORT_OPEN, "test").u32(2).u32(server.getLocalPort()).build());
+            assertThat(readFrame()).isEqualTo(frame(Frame.DONE, ints(2)));
+            send(new FrameBuilder(Frame.PORT_EOF, "test").u32(2).build());
+            send(new FrameBuilder(Frame.PORT_DATA, "test").u32(99).bytes(new byte[1], 0, 1).build());   // no such stream: ignored
+
+            send(new FrameBuilder(Frame.PORT_EOF, "test").u32(2).build());
+
+            assertEndsAndKills(sleep, "port EOF after EOF");
+        }
+    }
+
+    @Test
+    void portDataOverTheChunkSizeEndsTheAgent() throws Exception {
+        long sleep = startSleep();
+
+        send(new FrameBuilder(Frame.PORT_DATA, "test").u32(7).bytes(new byte[Frame.PORT_CHUNK + 1], 0, Frame.PORT_CHUNK + 1).build());
+
+        assertEndsAndKills(sleep, "port DATA of 16385 bytes");
+    }
+
+    @Test
     void aReadWithTheIdOfARunningProcessEndsTheAgent() throws Exception {
         long sleep = startSleep();   // id 1
 

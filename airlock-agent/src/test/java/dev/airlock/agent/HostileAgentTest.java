@@ -164,6 +164,98 @@ class HostileAgentTest {
         assertThat(client.isOpen()).isFalse();
     }
 
+    /** Reads the PORT_OPEN the client sends for {@code connect} and returns its id. */
+    private int portOpenId(int port) throws IOException {
+        int length = fromClient.readInt();
+        byte[] frame = new byte[length];
+        fromClient.readFully(frame);
+        assertThat(frame[0]).isEqualTo((byte) Frame.PORT_OPEN);
+        assertThat(ByteBuffer.wrap(frame, 5, 4).getInt()).isEqualTo(port);
+        return ByteBuffer.wrap(frame, 1, 4).getInt();
+    }
+
+    private static CompletableFuture<dev.airlock.core.PortConnection> connectAsync(AgentClient client, int port) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.connect(port);
+            } catch (IOException e) {
+                throw new RuntimeException(e);
+            }
+        });
+    }
+
+    /** The host holds at most one window of a stream's bytes: DATA beyond the credit it gave is a violation. */
+    @Test
+    void portDataBeyondTheWindowClosesTheConnection() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<dev.airlock.core.PortConnection> connecting = connectAsync(client, 8080);
+        int id = portOpenId(8080);
+        send(Frame.DONE, ints(id));
+        dev.airlock.core.PortConnection connection = connecting.get(10, TimeUnit.SECONDS);
+
+        byte[] chunk = ByteBuffer.allocate(4 + Frame.PORT_CHUNK).putInt(id).array();
+        for (int i = 0; i < Frame.PORT_WINDOW / Frame.PORT_CHUNK; i++) {
+            send(Frame.PORT_DATA, chunk);
+        }
+        send(Frame.PORT_DATA, ints(id, 0));
+
+        assertThatThrownBy(() -> {
+            while (connection.input().read(new byte[Frame.PORT_CHUNK]) >= 0) {
+                // the window's bytes came before the violation; then the stream fails
+            }
+        }).isInstanceOf(IOException.class).hasMessageContaining("agent protocol violation: frame type 31 does not fit the state of request " + id);
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    /** Frames for a stream that ended here may cross its end: ignored. For an execution, they are a violation. */
+    @Test
+    void portFramesForAnUnknownIdAreIgnoredButNotForAnExecution() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        AgentProcess process = startedProcess(client);
+
+        send(Frame.PORT_RESET, ints(999));
+        send(Frame.PORT_CREDIT, ints(999, 5));
+        assertThat(client.isOpen()).isTrue();
+
+        send(Frame.PORT_EOF, ints(1));
+
+        assertThatThrownBy(() -> process.await(Duration.ofSeconds(10))).isInstanceOf(IOException.class)
+                .hasMessageContaining("port stream frame type 32 for request 1, which is no port stream");
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    /**
+     * An agent that does not make the connection in time: the host gives the attempt up with RESET
+     * and a clear ETIMEDOUT; the agent's late answer (FAILED ECANCELED) ends the stream, and the
+     * channel stays up.
+     */
+    @Test
+    void aConnectWithoutAnAnswerTimesOutAndIsReset() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        CompletableFuture<dev.airlock.core.PortConnection> connecting = connectAsync(client, 8080);
+        int id = portOpenId(8080);
+
+        assertThatThrownBy(() -> connecting.get(30, TimeUnit.SECONDS)).rootCause()
+                .isInstanceOfSatisfying(dev.airlock.core.PortConnection.RefusedException.class, e -> assertThat(e.errno()).isEqualTo("ETIMEDOUT"))
+                .hasMessageContaining("cannot connect to port 8080 in the sandbox: no connection within 10 s (ETIMEDOUT)");
+        int length = fromClient.readInt();
+        byte[] reset = new byte[length];
+        fromClient.readFully(reset);
+        assertThat(reset).isEqualTo(ByteBuffer.allocate(5).put((byte) Frame.PORT_RESET).putInt(id).array());
+
+        byte[] message = "the host gave up the connection attempt".getBytes(StandardCharsets.UTF_8);
+        send(Frame.FAILED, ByteBuffer.allocate(12 + message.length).putInt(id).putInt(125).putInt(message.length).put(message).array());
+        send(Frame.PORT_DATA, ints(id, 0));   // crossed the RESET: ignored
+
+        AgentProcess process = startedProcess(client);
+        assertThat(process.pid()).isEqualTo(4242);
+        assertThat(client.isOpen()).isTrue();
+        client.close();
+    }
+
     @Test
     void aHugeLengthFailsPendingAwaits() throws Exception {
         send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));

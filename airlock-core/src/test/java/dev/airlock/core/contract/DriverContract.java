@@ -188,4 +188,12 @@ public abstract class DriverContract {
             super(DriverContract.this);
         }
     }
+
+    @Nested
+    @Tag("InboundPorts")
+    class InboundPorts extends InboundPortsContract {
+        InboundPorts() {
+            super(DriverContract.this);
+        }
+    }
 }
