@@ -121,6 +121,11 @@ final class PortProxy implements AutoCloseable {
                         + FIRST_BYTE.toSeconds() + " seconds (its server does not accept connections)");
                 return;
             } catch (PortConnection.RefusedException e) {
+                if ("ETIMEDOUT".equals(e.errno())) {
+                    error(resp, 504, "gateway_timeout", "the connection to port " + port + " in the sandbox timed out: its server does not"
+                            + " accept connections (" + e.getMessage() + ")");
+                    return;
+                }
                 if ("EMFILE".equals(e.errno())) {
                     resp.setHeader("Retry-After", "5");
                     error(resp, 429, "quota_exceeded", "the sandbox's agent carries its most port connections at once: " + e.getMessage());
