@@ -126,6 +126,11 @@ class PreviewPortsTest {
             HttpResponse<String> listing = whenListening(sb + "/ports/8000/", live.token());
             assertThat(listing.statusCode()).as(listing.body()).isEqualTo(200);
             assertThat(listing.body()).contains("Directory listing for /", "hello.txt");
+            // http.server redirects a directory without its slash: the redirect stays within the preview
+            upload(id, "/workspace/site/sub/inner.txt", "inner");
+            HttpResponse<String> redirect = live.raw("GET", sb + "/ports/8000/sub", null, live.token());
+            assertThat(redirect.statusCode()).isEqualTo(301);
+            assertThat(redirect.headers().firstValue("Location")).hasValue(sb + "/ports/8000/sub/");
             HttpResponse<String> file = live.raw("GET", sb + "/ports/8000/hello.txt", null, live.token());
             assertThat(file.statusCode()).isEqualTo(200);
             assertThat(file.body()).isEqualTo("hello from inside");

@@ -99,7 +99,6 @@ final class PortProxy implements AutoCloseable {
     void forward(HttpServletRequest req, HttpServletResponse resp, ManagedSandbox sandbox, int port, String target) throws IOException {
         preview(resp);
         if (!take(sandbox.id())) {
-            resp.setHeader("Retry-After", "5");
             error(resp, 429, "quota_exceeded", "too many preview streams at once: at most " + PER_SANDBOX + " per sandbox and " + PER_SERVER
                     + " per server; close some (or wait for them to end) and retry");
             return;
@@ -127,7 +126,6 @@ final class PortProxy implements AutoCloseable {
                     return;
                 }
                 if ("EMFILE".equals(e.errno())) {
-                    resp.setHeader("Retry-After", "5");
                     error(resp, 429, "quota_exceeded", "the sandbox's agent carries its most port connections at once: " + e.getMessage());
                     return;
                 }
@@ -173,10 +171,15 @@ final class PortProxy implements AutoCloseable {
             }
             stream.answered = true;
             resp.setStatus(head.status());
+            String prefix = prefix(req.getRequestURI(), target);
             for (String[] h : head.headers()) {
-                if (!DROPPED_RESPONSE.contains(h[0].toLowerCase(Locale.ROOT)) && !head.connectionTokens().contains(h[0].toLowerCase(Locale.ROOT))) {
-                    resp.addHeader(h[0], h[1]);
+                String name = h[0].toLowerCase(Locale.ROOT);
+                if (DROPPED_RESPONSE.contains(name) || head.connectionTokens().contains(name)) {
+                    continue;
                 }
+                // a redirect to a path of the server inside stays within the preview
+                boolean local = name.equals("location") && h[1].startsWith("/") && !h[1].startsWith("//");
+                resp.addHeader(h[0], local ? prefix + h[1] : h[1]);
             }
             preview(resp);
             if (head.status() == 101) {
@@ -263,6 +266,13 @@ final class PortProxy implements AutoCloseable {
             }
             throw new IOException(e.getCause());
         }
+    }
+
+    /** The part of the request's path before the path it asked the sandbox for: {@code /v1/sandboxes/x/ports/8000}, {@code /preview/<token>}. */
+    static String prefix(String requestUri, String target) {
+        int q = target.indexOf('?');
+        String path = q < 0 ? target : target.substring(0, q);
+        return requestUri.endsWith(path) ? requestUri.substring(0, requestUri.length() - path.length()) : "";
     }
 
     /** The headers every preview answer carries, errors included. */
@@ -405,7 +415,12 @@ final class PortProxy implements AutoCloseable {
         if (resp.isCommitted()) {
             return;
         }
-        resp.resetBuffer();
+        resp.reset(); // nothing of a half-relayed answer (its length, its type) stays
+        preview(resp);
+        resp.setHeader("X-Frame-Options", "DENY");
+        if (status == 429) {
+            resp.setHeader("Retry-After", "5");
+        }
         resp.setStatus(status);
         resp.setContentType("application/json");
         resp.getOutputStream().write(Json.error(code, message));
