@@ -642,7 +642,7 @@ final class PortProxy implements AutoCloseable {
             super.onOpen();
             getEndPoint().setIdleTimeout(IDLE.toMillis());
             Thread.ofVirtual().name("airlock-port-down").start(this::down);
-            getExecutor().execute(() -> {
+            Thread.ofVirtual().name("airlock-port-up").start(() -> {
                 try {
                     if (early.length > 0) {
                         toSandbox.write(early);
