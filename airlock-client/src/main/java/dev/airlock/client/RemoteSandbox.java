@@ -247,6 +247,49 @@ public final class RemoteSandbox implements AutoCloseable {
         closed.set(true);
     }
 
+    /**
+     * Makes a preview link to {@code port} of this sandbox (one of its profile's {@code ports}; the
+     * server refuses others with {@link ForbiddenException}): a URL a browser can open with no
+     * other credential, for an hour or until the sandbox ends (docs/rest-api.md, "Preview ports").
+     */
+    public PreviewLink previewLink(int port) {
+        checkPort(port);
+        return transport.json("POST", path("ports", Integer.toString(port), "link"), Json.MAPPER.createObjectNode(), false,
+                n -> new PreviewLink(java.net.URI.create(transport.baseUrl() + n.get("url").asString()), port,
+                        java.time.Instant.parse(n.get("expiresAt").asString())));
+    }
+
+    /**
+     * Sends one HTTP request to the web server listening on {@code port} inside this sandbox,
+     * through the Airlock server, with this client's token (which the server does not pass on),
+     * and returns its answer whole: status, headers (without Set-Cookie) and body. The status is
+     * the server inside's; an answer of the Airlock server itself (403 for a port the profile does
+     * not name, 502 when nothing listens, 504, 429) comes back the same way, with a JSON error body.
+     *
+     * @param method such as {@code GET} or {@code POST}
+     * @param path   the path and query inside, such as {@code /index.html?x=1} (percent-encoded as needed)
+     * @param body   the request body, or null for none
+     */
+    public java.net.http.HttpResponse<byte[]> portRequest(int port, String method, String path, byte[] body) {
+        checkPort(port);
+        Objects.requireNonNull(method, "method");
+        Objects.requireNonNull(path, "path");
+        if (!path.startsWith("/")) {
+            throw new IllegalArgumentException("a path inside the sandbox starts with '/', such as /index.html: not '" + path + "'");
+        }
+        java.net.http.HttpRequest request = transport.request(path("ports", Integer.toString(port)) + path, true)
+                .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+                        : java.net.http.HttpRequest.BodyPublishers.ofByteArray(body))
+                .build();
+        return transport.sendRaw(request);
+    }
+
+    private static void checkPort(int port) {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("a port is 1 to 65535, not " + port);
+        }
+    }
+
     private String path(String... rest) {
         String[] segments = new String[3 + rest.length];
         segments[0] = "v1";

@@ -217,6 +217,20 @@ final class Transport {
         throw Errors.fromResponse(status, body, what);
     }
 
+    /** Sends {@code request} and returns its answer whole, whatever its status (a preview port's answer). */
+    HttpResponse<byte[]> sendRaw(HttpRequest request) {
+        String what = describe(request);
+        try {
+            return http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AirlockInterruptedException("interrupted while waiting for " + what + " at " + base, e);
+        } catch (IOException e) {
+            throw new AirlockConnectionException("the connection to the Airlock server at " + base + " failed during "
+                    + what + ": " + reason(e), e);
+        }
+    }
+
     /** Reads a 2xx answer as JSON. */
     JsonNode readJson(HttpResponse<InputStream> r) {
         String what = describe(r.request());

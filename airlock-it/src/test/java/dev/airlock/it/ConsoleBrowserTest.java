@@ -71,8 +71,9 @@ class ConsoleBrowserTest {
                   net:
                     network:
                       allow: [{host: test.example}]
+                  web: {ports: [8000]}
                 clients:
-                  local: {tokenFile: token, profiles: [default, gated, net], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, gated, net, web], allow: ["*"]}
                   operator:
                     tokenSha256: %s
                     profiles: [default]
@@ -465,6 +466,41 @@ class ConsoleBrowserTest {
             }
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null, AGENT);
+        }
+    }
+
+    @Test
+    void openAPreviewOfAWebServerRunningInsideTheSandbox() throws Exception {
+        HttpResponse<String> made = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"web\"}");
+        assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
+        String id = JSON.readTree(made.body()).path("id").asString();
+        String base = "/v1/sandboxes/" + id;
+        try {
+            HttpResponse<String> put = live.raw("PUT", base + "/files?path=/workspace/site/served-from-inside.txt", "hello");
+            assertThat(put.statusCode()).as(put.body()).isEqualTo(201);
+            HttpResponse<String> started = live.raw("POST", base + "/exec", "{\"command\": [\"sh\", \"-c\", "
+                    + "\"cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1\"], \"background\": true}");
+            assertThat(started.statusCode()).as(started.body()).isEqualTo(202);
+            await().atMost(WAIT).until(() -> live.raw("GET", base + "/ports/8000/", null).statusCode() == 200);
+
+            signIn(live.token());
+            open("sandbox/" + id);
+            String console = driver.getWindowHandle();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("open-preview-8000"))).click();
+            waiting().until(d -> d.getWindowHandles().size() == 2);
+            String preview = driver.getWindowHandles().stream().filter(h -> !h.equals(console)).findFirst().orElseThrow();
+            driver.switchTo().window(preview);
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.tagName("body"), "Directory listing for /"));
+            assertThat(driver.findElement(By.tagName("body")).getText()).contains("served-from-inside.txt");
+            assertThat(driver.getCurrentUrl()).contains("/preview/prv_");
+            // the page runs with an opaque origin (CSP sandbox) and without an opener: it cannot reach the console
+            assertThat(driver.executeScript("return window.origin")).isEqualTo("null");
+            assertThat(driver.executeScript("return window.opener === null")).isEqualTo(true);
+            screenshot("preview");
+            driver.switchTo().window(console);
+            assertThat(driver.findElement(By.id("preview-links")).getText()).contains("Port 8000");
+        } finally {
+            live.raw("DELETE", base, null);
         }
     }
 

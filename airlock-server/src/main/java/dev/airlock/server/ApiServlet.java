@@ -37,6 +37,7 @@ final class ApiServlet extends HttpServlet {
     private final SandboxService service;
     private final ServerConfig config;
     private final ClientDisconnects disconnects = new ClientDisconnects();
+    private final RestApi api;
     private final List<RestRoute> routes;
     private final ConsoleSessions sessions;
     private final ApprovalEvents approvalEvents;
@@ -47,13 +48,15 @@ final class ApiServlet extends HttpServlet {
         this.sessions = sessions;
         this.approvalEvents = new ApprovalEvents();
         service.onApprovalsChanged(approvalEvents::changed);
-        this.routes = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents, config.host()).routes();
+        this.api = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents, config.host());
+        this.routes = api.routes();
     }
 
     @Override
     public void destroy() {
         approvalEvents.close();
         disconnects.close();
+        api.close();
     }
 
     /** Who sent a request, and through which door: the bearer token's REST, or the console's cookie. */
@@ -205,7 +208,9 @@ final class ApiServlet extends HttpServlet {
      */
     private static String argsDigest(HttpServletRequest req, RestRoute route) throws IOException {
         byte[] body = new byte[0];
-        boolean upload = route != null && route.method().equals("PUT") && route.template().endsWith("/files");
+        // a file upload and a request to a preview port stream their bodies: neither is read here
+        boolean upload = route != null && ((route.method().equals("PUT") && route.template().endsWith("/files"))
+                || route.template().endsWith(RestRoute.REST));
         if (!upload && (req.getMethod().equals("POST") || req.getMethod().equals("PUT"))) {
             body = RestCall.body(req);
             req.setAttribute(RestCall.BODY, body);

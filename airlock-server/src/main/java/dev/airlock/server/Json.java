@@ -247,6 +247,7 @@ final class Json {
         n.put("createdAt", s.createdAt().toString());
         n.put("expiresAt", s.expiresAt().toString());
         n.put("idleTimeoutSeconds", s.idleTimeout().toSeconds());
+        n.set("ports", MAPPER.valueToTree(s.profile().ports()));
         n.put("lastActivityAt", s.lastActivity().toString());
         var usage = s.sandbox().usage();
         if (usage == null) {

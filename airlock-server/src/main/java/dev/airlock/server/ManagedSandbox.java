@@ -210,4 +210,12 @@ public final class ManagedSandbox {
     boolean destroying() {
         return destroying.get();
     }
+
+    /**
+     * A TCP connection to {@code 127.0.0.1:port} inside the sandbox, through its agent (a preview
+     * port; which ports a client may reach is decided before, by {@code Command.OpenPort}).
+     */
+    public dev.airlock.core.PortConnection connect(int port) throws java.io.IOException {
+        return sandbox().files().connect(port);
+    }
 }

@@ -10,10 +10,13 @@ import java.util.Map;
 
 /**
  * One row of the REST API's routing table ({@link RestApi#routes}): a method, a path template
- * whose {@code {name}} segments are parameters, the operation a client must be granted (null: a
+ * whose {@code {name}} segments are parameters (a last {@value #REST} takes the rest of the path), the operation a client must be granted (null: a
  * public route, answered without a token), and the handler that parses the request into a command.
  */
 record RestRoute(String method, String template, Operation operation, Handler handler) {
+
+    /** A template's last segment that matches the rest of the path, however many segments (none included). */
+    static final String REST = "{path...}";
 
     /** Parses one request into commands, executes them, and writes the answer. */
     @FunctionalInterface
@@ -24,6 +27,13 @@ record RestRoute(String method, String template, Operation operation, Handler ha
     /** The path's parameters when it fits the template, else null. */
     Map<String, String> match(List<String> segments) {
         List<String> t = segments(template);
+        if (!t.isEmpty() && t.getLast().equals(REST)) {
+            if (segments.size() < t.size() - 1) {
+                return null;
+            }
+            t = new ArrayList<>(t.subList(0, t.size() - 1));
+            segments = segments.subList(0, t.size());
+        }
         if (t.size() != segments.size()) {
             return null;
         }

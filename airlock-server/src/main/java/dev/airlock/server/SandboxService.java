@@ -309,7 +309,7 @@ public final class SandboxService implements AutoCloseable {
 
     /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
     private static boolean reachesRunningAgent(Command<?> c) {
-        return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+        return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
                 || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
     }
 
@@ -365,6 +365,16 @@ public final class SandboxService implements AutoCloseable {
             case Command.Signal g -> executions.signal(a, g);
             case Command.ProcessOutput p -> s.process(p.process());
             case Command.Attach t -> executions.attach(a, t);
+            case Command.OpenPort o -> {
+                List<Integer> ports = s.profile().ports();
+                if (!ports.contains(o.port())) {
+                    throw new AirlockException(Kind.PERMISSION_DENIED, "port " + o.port() + " is not a preview port of profile '" + s.profile().name()
+                            + "': " + (ports.isEmpty() ? "it names none" : "it names " + ports.stream().map(String::valueOf)
+                            .collect(java.util.stream.Collectors.joining(", ")))
+                            + " (a profile's 'ports' list in the policy decides which ports inside its sandboxes the owner may reach)");
+                }
+                yield s;
+            }
             case Command.Run r -> runs.run(a.caller(), r);
             case Command.WriteFile w -> files.write(s, w);
             case Command.ReadFile r -> {
@@ -472,6 +482,12 @@ public final class SandboxService implements AutoCloseable {
      */
     public boolean approveRequest(String sandboxId, String method, String host, int port, String target) {
         return egressApprovals.approve(sandboxId, method, host, port, target);
+    }
+
+    /** Whether sandbox {@code id} is live (not destroyed, whoever owns it): what ends its preview links. */
+    public boolean live(String id) {
+        ManagedSandbox s = sandboxes.find(id);
+        return s != null && !s.destroying();
     }
 
     /** Destroys every sandbox, in parallel, and waits for them; the engine and store are closed by their owner. */

@@ -59,6 +59,7 @@ public sealed interface Command<R> {
             case Signal s -> Operation.EXEC;
             case ProcessOutput p -> Operation.SANDBOX_READ;
             case Attach t -> Operation.EXEC;
+            case OpenPort o -> Operation.EXEC;
             case Run r -> Operation.RUN;
             case WriteFile w -> Operation.FILES_WRITE;
             case ReadFile r -> Operation.FILES_READ;
@@ -351,6 +352,17 @@ public sealed interface Command<R> {
      * checked first: it has a terminal, it runs, it has room for one more socket).
      */
     record Attach(String sandbox, String process) implements Command<dev.airlock.server.TerminalSocket> {
+    }
+
+    /**
+     * Reaches a preview port of a sandbox (docs/security-model.md, "Preview ports"): the answer is
+     * the sandbox, once its profile was found to name {@code port}, for the door to open the TCP
+     * connection through the agent and forward the client's HTTP request or WebSocket over it.
+     * An {@code exec}: a client that runs code in the sandbox can already reach what listens there.
+     * The owner's alone (not {@link #reachesAnyOwner}): what a server inside serves is the sandbox's
+     * contents.
+     */
+    record OpenPort(String sandbox, int port) implements Command<dev.airlock.server.ManagedSandbox> {
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */

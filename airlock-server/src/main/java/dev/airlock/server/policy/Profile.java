@@ -29,10 +29,20 @@ import java.util.Set;
  * @param outputBytes how much of /workspace/output is kept when it ends (0: nothing)
  * @param isolation   the tier its sandboxes must get (a server whose driver gives another refuses to start); null: the server's
  * @param images      the images a request may pick ({@code image} is the one it gets when it picks none, and always among them)
+ * @param ports       the TCP ports inside its sandboxes that the owner may reach through the server (preview ports,
+ *                    docs/security-model.md); empty: none
  */
 public record Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
                       List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
-                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images) {
+                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images, List<Integer> ports) {
+
+    /** A profile that names no preview ports. */
+    public Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
+                   List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
+                   List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images) {
+        this(name, image, languages, limits, maxLimits, network, inputs, credentials, maxLifetime, approvals, requestApprovals,
+                outputBytes, isolation, images, List.of());
+    }
 
     /** A profile whose only image is {@code image}. */
     public Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
@@ -53,6 +63,7 @@ public record Profile(String name, String image, Set<Language> languages, Limits
         credentials = List.copyOf(credentials);
         approvals = Set.copyOf(approvals);
         requestApprovals = List.copyOf(requestApprovals);
+        ports = ports == null ? List.of() : List.copyOf(ports);
     }
 
     public String rule(String field) {

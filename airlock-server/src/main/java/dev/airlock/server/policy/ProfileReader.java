@@ -42,7 +42,9 @@ final class ProfileReader {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
-            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images");
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images", "ports");
+    /** The most preview ports a profile may name. */
+    static final int MAX_PORTS = 16;
     private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
     private static final Pattern INPUT_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 
@@ -108,12 +110,29 @@ final class ProfileReader {
             isolation = i.check(() -> Isolation.parse(i.string()));
         }
         Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,
-                outputs, isolation, images);
+                outputs, isolation, images, f.containsKey("ports") ? ports(f.get("ports")) : List.of());
         List<String> below = profile.exceeding(limits);
         if (!below.isEmpty()) {
             throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");
         }
         return profile;
+    }
+
+    /** Preview ports: whole numbers 1 to 65535, each once, at most {@link #MAX_PORTS}. */
+    private static List<Integer> ports(YamlField y) {
+        List<YamlField> items = y.list();
+        if (items.size() > MAX_PORTS) {
+            throw y.error("a profile names at most " + MAX_PORTS + " preview ports, not " + items.size());
+        }
+        List<Integer> ports = new ArrayList<>();
+        for (YamlField p : items) {
+            int port = (int) p.integer(1, 65535);
+            if (ports.contains(port)) {
+                throw p.error("port " + port + " is listed twice: name each preview port once");
+            }
+            ports.add(port);
+        }
+        return ports;
     }
 
     /** An image's name: 'system' or a name of the image store (whether it exists is checked when a sandbox is made). */

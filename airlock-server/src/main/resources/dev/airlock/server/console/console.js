@@ -183,6 +183,33 @@ async function sandboxes() {
   timer = setInterval(() => refresh().catch(e => { error.textContent = e.message; }), 2000);
 }
 
+/**
+ * The profile's preview ports, each with an "Open preview" button: it makes a preview link (a
+ * capability URL that needs no cookie, docs/security-model.md) and opens it in a new tab without
+ * an opener. Only the sandbox's owner may reach them; nothing when the profile names none.
+ */
+function previewPorts(s, error) {
+  if (!s.ports?.length || s.owner !== session.client || !may('exec') || s.state !== 'running') return '';
+  const links = el('ul', { id: 'preview-links' });
+  const open = async port => {
+    try {
+      const link = await api('POST', `/v1/sandboxes/${encodeURIComponent(s.id)}/ports/${port}/link`, {});
+      const a = el('a', { href: link.url, target: '_blank', rel: 'noopener noreferrer', class: 'preview-link', 'data-port': String(port),
+        text: `Port ${port} (link valid until ${new Date(link.expiresAt).toLocaleTimeString()})` });
+      links.replaceChildren(el('li', {}, a));
+      a.click();
+      error.textContent = '';
+    } catch (e) { error.textContent = e.message; }
+  };
+  return el('div', { id: 'preview-ports' },
+    el('h2', { text: 'Preview ports' }),
+    el('p', { text: 'Web servers inside this sandbox, on the ports its profile names. A preview runs sandboxed: it cannot read this console.'
+      + ' Its link reaches the port without signing in, for an hour or until the sandbox ends: share it only with whom may see it.' }),
+    el('div', { class: 'actions' }, ...s.ports.flatMap(port => [el('button', { type: 'button', class: 'open-preview', id: 'open-preview-' + port,
+      text: `Open preview of port ${port}`, onclick: () => open(port) }), ' '])),
+    links);
+}
+
 async function sandbox(id) {
   const base = '/v1/sandboxes/' + encodeURIComponent(id);
   let s = await api('GET', base);
@@ -209,6 +236,7 @@ async function sandbox(id) {
       may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min',
       onclick: async () => { try { s = await extend(s); showSummary(); error.textContent = ''; } catch (e) { error.textContent = e.message; } } }) : ''),
     error,
+    previewPorts(s, error),
     el('h2', { text: 'Processes' }),
     el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Command', 'Started', 'Output', ''].map(h => el('th', { text: h })))), processes),
     outputTitle, output,

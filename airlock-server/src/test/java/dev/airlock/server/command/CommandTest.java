@@ -50,6 +50,7 @@ class CommandTest {
             new Command.Signal(S, "p1", 15),
             new Command.ProcessOutput(S, "p1"),
             new Command.Attach(S, "p1"),
+            new Command.OpenPort(S, 8000),
             new Command.Run(Language.PYTHON, "print(1)", null, null, null, null, null),
             new Command.WriteFile(S, "a.txt", null),
             new Command.ReadFile(S, "a.txt", null),

@@ -254,6 +254,30 @@ class PolicyFileTest {
     }
 
     @Test
+    void aProfileMayNamePreviewPortsEachOnceAndAtMostSixteen() {
+        String yaml = """
+                profiles:
+                  web: {ports: [8000, 3000]}
+                  plain: {}
+                clients:
+                  a: {tokenSha256: %s, profiles: [web, plain], allow: [run]}
+                """.formatted(HASH);
+        Policy p = parse(yaml);
+        assertThat(p.profile("web").ports()).containsExactly(8000, 3000);
+        assertThat(p.profile("plain").ports()).as("off unless named").isEmpty();
+        refused(yaml.replace("[8000, 3000]", "[8000, 8000]"), "line 2", "profiles.web.ports[1]", "port 8000 is listed twice");
+        refused(yaml.replace("[8000, 3000]", "[0]"), "profiles.web.ports[0]", "out of range: give 1 to 65535");
+        refused(yaml.replace("[8000, 3000]", "[70000]"), "profiles.web.ports[0]", "out of range");
+        refused(yaml.replace("[8000, 3000]", "[http]"), "profiles.web.ports[0]", "'http' is not a whole number");
+        refused(yaml.replace("[8000, 3000]", "8000"), "profiles.web.ports", "expected a list");
+        StringBuilder many = new StringBuilder("[");
+        for (int i = 1; i <= 17; i++) {
+            many.append(i == 1 ? "" : ", ").append(8000 + i);
+        }
+        refused(yaml.replace("[8000, 3000]", many + "]"), "profiles.web.ports", "at most 16 preview ports, not 17");
+    }
+
+    @Test
     void starLeavesOutTheOperatorsReachWhichMustBeNamed() {
         String other = HexFormat.of().formatHex(Policy.sha256("alk_other-token-0123456789abcdef0123456789"));
         Policy p = parse("""
