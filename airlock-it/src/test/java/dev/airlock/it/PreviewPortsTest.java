@@ -177,6 +177,7 @@ class PreviewPortsTest {
                     .doesNotContainIgnoringCase("authorization").doesNotContain(live.token()).doesNotContainIgnoringCase("cookie")
                     .doesNotContain("secret-csrf");
             assertThat(echoed.headers().allValues("Set-Cookie")).as("a cookie set by the sandbox").isEmpty();
+            assertThat(echoed.headers().allValues("Clear-Site-Data")).as("the sandbox wiping the console's cookies").isEmpty();
             assertThat(echoed.headers().firstValue("X-From-Sandbox")).hasValue("yes");
             assertThat(echoed.headers().firstValue("Content-Security-Policy")).hasValue(CSP);
         } finally {

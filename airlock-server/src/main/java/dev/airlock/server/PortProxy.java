@@ -58,11 +58,13 @@ final class PortProxy implements AutoCloseable {
     private static final Set<String> DROPPED_REQUEST = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
             "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host",
             "cookie", "authorization", ConsoleSessions.CSRF_HEADER.toLowerCase(Locale.ROOT));
-    /** Response headers the client never sees: hop-by-hop ones, cookies, and those this server sets itself. */
+    /** Response headers the client never sees: hop-by-hop ones, cookies, those this server sets itself, and those that act on its origin. */
     private static final Set<String> DROPPED_RESPONSE = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
             "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "set-cookie", "set-cookie2",
             "content-security-policy", "content-security-policy-report-only", "x-frame-options", "x-content-type-options",
-            "referrer-policy", "cache-control", "date", "server", "strict-transport-security");
+            "referrer-policy", "cache-control", "date", "server", "strict-transport-security",
+            // what would act on this server's origin beyond the page: wiping the console's cookies and storage, widening a service worker's scope
+            "clear-site-data", "service-worker-allowed");
 
     private final AtomicInteger total = new AtomicInteger();
     private final Map<String, AtomicInteger> perSandbox = new ConcurrentHashMap<>();
