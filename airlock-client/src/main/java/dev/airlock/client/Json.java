@@ -53,9 +53,13 @@ final class Json {
                     l.intValue("openFiles"), l.longValue("diskBytes"));
         }
         Duration idle = f.has("idleTimeoutSeconds") ? f.secondsAsDuration("idleTimeoutSeconds") : null;
+        List<Integer> ports = new ArrayList<>();
+        if (f.has("ports")) {
+            f.array("ports").forEach(p -> ports.add(p.asInt()));
+        }
         return new SandboxInfo(f.string("id"), f.optString("state"), f.optString("image"), effective,
                 f.stringMap("env"), f.stringMap("labels"), f.optInstant("createdAt"), f.optInstant("expiresAt"),
-                idle, f.optInstant("lastActivityAt"));
+                idle, f.optInstant("lastActivityAt"), ports);
     }
 
     static SnapshotInfo snapshot(JsonNode n) {

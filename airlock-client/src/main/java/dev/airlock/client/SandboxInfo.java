@@ -15,6 +15,7 @@ import java.util.Objects;
  * @param expiresAt      when the server destroys it regardless of activity
  * @param idleTimeout    how long without a request before it is destroyed earlier
  * @param lastActivityAt the last request that touched it
+ * @param ports          the preview ports its profile names ({@link RemoteSandbox#previewLink(int)}); empty when none
  */
 public record SandboxInfo(
         String id,
@@ -26,12 +27,14 @@ public record SandboxInfo(
         Instant createdAt,
         Instant expiresAt,
         Duration idleTimeout,
-        Instant lastActivityAt) {
+        Instant lastActivityAt,
+        java.util.List<Integer> ports) {
 
     public SandboxInfo {
         Objects.requireNonNull(id, "id");
         env = env == null ? Map.of() : Map.copyOf(env);
         labels = labels == null ? Map.of() : Map.copyOf(labels);
+        ports = ports == null ? java.util.List.of() : java.util.List.copyOf(ports);
     }
 
     public boolean running() {

@@ -143,6 +143,7 @@ class PreviewPortsTest {
             assertThat(viaSdk.statusCode()).isEqualTo(200);
             assertThat(new String(viaSdk.body(), StandardCharsets.UTF_8)).isEqualTo("hello from inside");
             assertThat(live.client.get(id).portRequest(8000, "GET", "/missing", null).statusCode()).as("the server inside's 404").isEqualTo(404);
+            assertThat(live.client.get(id).info().ports()).as("the profile's ports, as the SDK reads them").containsExactly(8000, 8001, 8002, 8003);
 
             // another client, even one with sandbox.any, finds no such sandbox
             HttpResponse<String> other = live.raw("GET", sb + "/ports/8000/hello.txt", null, OTHER);
