@@ -117,6 +117,16 @@ class MicroVmContractTest extends DriverContract {
         return false;
     }
 
+    /**
+     * Under software emulation (TCG) python takes seconds to start in a guest on a busy two-core host:
+     * the cases whose timeouts are about a kill, not speed, give it five times as long. Under KVM a
+     * guest runs code as fast as a container.
+     */
+    @Override
+    protected int timeScale() {
+        return CONFIG.accelerator().equals(MicroVmDriverConfig.KVM) ? 1 : 5;
+    }
+
     /** The guest init starts the agent with the limits and its virtio-serial port (a node of its own outside /dev). */
     @Override
     protected String agentCommandLine(Limits limits) {
