@@ -4,7 +4,9 @@
  * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
  * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
- * /workspace, and hides /usr/local. It then starts the agent as PID 1 of a new pid and mount
+ * /workspace, hides /usr/local, and mounts the sandbox's inputs read-only at /inputs (9p mount
+ * tag "inputs", when the kernel command line has airlock.inputs=1) and the public files of its run
+ * directory at /run/airlock (tag "run", airlock.run=1). It then starts the agent as PID 1 of a new pid and mount
  * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
  * set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, with a minimal
  * /dev (and /dev/shm) and runc's /proc masks, under the seccomp filter the host compiled from the
@@ -61,6 +63,14 @@
 #define PORT_NAME "airlock"
 #define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
+/*
+ * The 9p mounts' largest message. Linux 6.1 (the guest's) allocates two buffers of msize for every
+ * request, however small (a walk, a getattr, a clunk): at 512 KiB a walk of the 9p /usr spent most
+ * of its time allocating them under TCG (find /usr/share/doc, 6869 entries: 10 s at 512 KiB, 2.7 s
+ * at 64 KiB, 5 s at 32 KiB, measured on a loaded two-core host). 64 KiB still reads files in large
+ * chunks.
+ */
+#define P9_MSIZE "msize=65536"
 
 static void say(const char *fmt, ...) {
     va_list ap;
@@ -435,10 +445,22 @@ int main(void) {
     /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
      * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
      * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
-    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L,msize=524288,cache=loose");
+    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE ",cache=loose");
     mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
     if (access("/usr/local", F_OK) == 0) {
         mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
+    }
+    /* The sandbox's inputs: QEMU exports only their mount points, each a read-only bind of one input
+     * (VmmJail); read-only here as a mount too, as the OCI driver's binds are. No cache: the host's file as it is now. */
+    if (setting(cmdline, "inputs", 0)) {
+        mount_or_fail("inputs", "/inputs", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE);
+        mount_or_fail(NULL, "/inputs", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    }
+    /* The public files of the sandbox's run directory (the egress trust bundle), where the broker's
+     * variables point: QEMU exports only those files (VmmJail), in a directory of mode 0711, as a container's. */
+    if (setting(cmdline, "run", 0)) {
+        mount_or_fail("run", "/run/airlock", "9p", MS_NOSUID | MS_NODEV | MS_NOEXEC, "trans=virtio,version=9p2000.L," P9_MSIZE);
+        mount_or_fail(NULL, "/run/airlock", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     }
     mount_tmpfs("/tmp", disk, "1777", 0);
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);
