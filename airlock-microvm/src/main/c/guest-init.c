@@ -5,8 +5,8 @@
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
  * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
  * /workspace, hides /usr/local, and mounts the sandbox's inputs read-only at /inputs (9p mount
- * tag "inputs", when the kernel command line has airlock.inputs=1) and the public files of its run
- * directory at /run/airlock (tag "run", airlock.run=1). It then starts the agent as PID 1 of a new pid and mount
+ * tag "inputs", when the kernel command line has airlock.inputs=1), and copies the public files of
+ * its run directory into /run/airlock (tag "run", airlock.run=1). It then starts the agent as PID 1 of a new pid and mount
  * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
  * set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, with a minimal
  * /dev (and /dev/shm) and runc's /proc masks, under the seccomp filter the host compiled from the
@@ -207,6 +207,56 @@ static void egress_args(const char *cmdline, char **egress) {
     egress[1] = port;
     egress[2] = "--egress-device";
     egress[3] = EGRESS_PORT;
+}
+
+/*
+ * The public files of the sandbox's run directory (the egress trust bundle), where the broker's
+ * variables point: QEMU exports only those files (VmmJail, 9p tag "run"). They are copied into the
+ * initramfs's /run/airlock (root's, 0711, read-only once / is), so that directory is as a
+ * container's: its files read by name, never listed; the export is unmounted again.
+ */
+static void copy_run_files(void) {
+    const char *from = "/.airlock/run-files";
+    if (mkdir(from, 0700) < 0) {
+        fail("cannot make %s: %s", from, strerror(errno));
+    }
+    mount_or_fail("run", from, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "trans=virtio,version=9p2000.L," P9_MSIZE);
+    DIR *dir = opendir(from);
+    if (dir == NULL) {
+        fail("cannot list %s: %s", from, strerror(errno));
+    }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char source[512], target[512];
+        snprintf(source, sizeof source, "%s/%s", from, entry->d_name);
+        snprintf(target, sizeof target, "/run/airlock/%s", entry->d_name);
+        int in = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+            fail("%s is not a regular file: %s", source, strerror(errno));
+        }
+        int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (out < 0) {
+            fail("cannot make %s: %s", target, strerror(errno));
+        }
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof buf)) > 0) {
+            if (write(out, buf, (size_t) n) != n) {
+                fail("cannot write %s: %s", target, strerror(errno));
+            }
+        }
+        if (n < 0 || fchmod(out, 0644) < 0) {
+            fail("cannot copy %s: %s", source, strerror(errno));
+        }
+        close(in);
+        close(out);
+    }
+    closedir(dir);
+    if (umount(from) < 0 || rmdir(from) < 0) {
+        fail("cannot remove %s: %s", from, strerror(errno));
+    }
 }
 
 /* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
@@ -456,11 +506,8 @@ int main(void) {
         mount_or_fail("inputs", "/inputs", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE);
         mount_or_fail(NULL, "/inputs", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
     }
-    /* The public files of the sandbox's run directory (the egress trust bundle), where the broker's
-     * variables point: QEMU exports only those files (VmmJail), in a directory of mode 0711, as a container's. */
     if (setting(cmdline, "run", 0)) {
-        mount_or_fail("run", "/run/airlock", "9p", MS_NOSUID | MS_NODEV | MS_NOEXEC, "trans=virtio,version=9p2000.L," P9_MSIZE);
-        mount_or_fail(NULL, "/run/airlock", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        copy_run_files();
     }
     mount_tmpfs("/tmp", disk, "1777", 0);
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);

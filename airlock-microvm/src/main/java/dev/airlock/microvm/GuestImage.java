@@ -72,7 +72,7 @@ final class GuestImage {
                 cpio.directory(dir, 0755);
             }
             // Where other drivers mount the sandbox's run directory: here its public files alone when it has any (the init
-            // mounts them), and not listable.
+            // copies them in), and not listable.
             cpio.directory("run/airlock", 0711);
             cpio.directory("tmp", 01777);
             for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {

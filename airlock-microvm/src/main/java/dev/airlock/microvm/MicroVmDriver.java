@@ -168,7 +168,8 @@ public final class MicroVmDriver implements IsolationDriver {
             InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
             // The run directory is not shared into the guest as it is: the broker's egress socket is reached by this
             // host's end of the guest's egress port (EgressMux), and is for the driver (root) alone: QEMU's uid neither
-            // sees nor may use it. Its public files (the egress trust bundle) are exported read-only to /run/airlock.
+            // sees nor may use it. Its public files (the egress trust bundle) are exported read-only; the guest init copies
+            // them into its /run/airlock.
             boolean bridged = broker.attach(id, spec, runDir, 0).bridged();
             List<VmmJail.Share> shares = new ArrayList<>(inputs.stream().map(VmmJail.Share::input).toList());
             List<VmmJail.Share> runFiles = publicFiles(runDir).stream().map(VmmJail.Share::runFile).toList();

@@ -44,10 +44,11 @@ final class Qemu {
     static final String INPUTS_DIR = "/inputs";
     /**
      * Where the jail binds the public files of a sandbox's run directory (the egress trust bundle the broker writes) in
-     * QEMU's root: exported to the guest (9p tag {@code run}), which mounts it at /run/airlock, where the broker's
-     * environment variables say they are. The run directory's sockets are never exported (EgressMux serves the bridge).
+     * QEMU's root: exported to the guest (9p tag {@code run}), whose init copies them into /run/airlock, where the broker's
+     * environment variables say they are (not /run: the jail binds the guest's socket directory below the state root, /run/airlock/microvm by
+     * default, at its own path). The run directory's sockets are never exported (EgressMux serves the bridge).
      */
-    static final String RUN_FILES_DIR = "/run";
+    static final String RUN_FILES_DIR = "/run-files";
 
     private Qemu() {
     }
@@ -79,7 +80,7 @@ final class Qemu {
      * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
      * @param inputs whether the sandbox has inputs: {@value #INPUTS_DIR} of QEMU's root is exported read-only, for the init to mount
      * @param runFiles whether the sandbox's run directory has public files: {@value #RUN_FILES_DIR} of QEMU's root is exported
-     *                 read-only, for the init to mount at /run/airlock
+     *                 read-only, for the init to copy into /run/airlock
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
                                 boolean egress, boolean inputs, boolean runFiles) {

@@ -60,16 +60,14 @@ final class VmmJail {
      * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or ""),
      * {@code $6} the number of shared files ({@link Share}), each then its directory in the root, its name and its
      * host path. A mount point is a directory for a directory, a file for a file; the bind is read-only and not
-     * recursive (HostInputs refuses an input directory with mounts below it). The run files' directory is 0711, as
-     * the sandbox's /run/airlock is: its files are reached by name, never listed.
+     * recursive (HostInputs refuses an input directory with mounts below it).
      */
     static final String ROOT_SCRIPT = """
             set -e
             r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5 shares=$6
             shift 6
             mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev tmpfs "$r"
-            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old" "$r/inputs"
-            mkdir -m 0711 "$r/run"
+            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old" "$r/inputs" "$r/run-files"
             while [ "$shares" -gt 0 ]; do
               if [ -d "$3" ]; then mkdir "$r/$1/$2"; else touch "$r/$1/$2"; fi
               mount -o bind,ro,nosuid,nodev "$3" "$r/$1/$2"
