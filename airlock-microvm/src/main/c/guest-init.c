@@ -4,7 +4,9 @@
  * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
  * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
- * /workspace, and hides /usr/local. It then starts the agent as PID 1 of a new pid and mount
+ * /workspace, hides /usr/local, and mounts the sandbox's inputs read-only at /inputs (9p mount
+ * tag "inputs", when the kernel command line has airlock.inputs=1), and copies the public files of
+ * its run directory into /run/airlock (tag "run", airlock.run=1). It then starts the agent as PID 1 of a new pid and mount
  * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
  * set too), no_new_privs and RLIMIT_NPROC, in a cgroup capping its memory and tasks, with a minimal
  * /dev (and /dev/shm) and runc's /proc masks, under the seccomp filter the host compiled from the
@@ -61,6 +63,14 @@
 #define PORT_NAME "airlock"
 #define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
+/*
+ * The 9p mounts' largest message. Linux 6.1 (the guest's) allocates two buffers of msize for every
+ * request, however small (a walk, a getattr, a clunk): at 512 KiB a walk of the 9p /usr spent most
+ * of its time allocating them under TCG (find /usr/share/doc, 6869 entries: 10 s at 512 KiB, 2.7 s
+ * at 64 KiB, 5 s at 32 KiB, measured on a loaded two-core host). 64 KiB still reads files in large
+ * chunks.
+ */
+#define P9_MSIZE "msize=65536"
 
 static void say(const char *fmt, ...) {
     va_list ap;
@@ -197,6 +207,56 @@ static void egress_args(const char *cmdline, char **egress) {
     egress[1] = port;
     egress[2] = "--egress-device";
     egress[3] = EGRESS_PORT;
+}
+
+/*
+ * The public files of the sandbox's run directory (the egress trust bundle), where the broker's
+ * variables point: QEMU exports only those files (VmmJail, 9p tag "run"). They are copied into the
+ * initramfs's /run/airlock (root's, 0711, read-only once / is), so that directory is as a
+ * container's: its files read by name, never listed; the export is unmounted again.
+ */
+static void copy_run_files(void) {
+    const char *from = "/.airlock/run-files";
+    if (mkdir(from, 0700) < 0) {
+        fail("cannot make %s: %s", from, strerror(errno));
+    }
+    mount_or_fail("run", from, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "trans=virtio,version=9p2000.L," P9_MSIZE);
+    DIR *dir = opendir(from);
+    if (dir == NULL) {
+        fail("cannot list %s: %s", from, strerror(errno));
+    }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char source[512], target[512];
+        snprintf(source, sizeof source, "%s/%s", from, entry->d_name);
+        snprintf(target, sizeof target, "/run/airlock/%s", entry->d_name);
+        int in = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+            fail("%s is not a regular file: %s", source, strerror(errno));
+        }
+        int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (out < 0) {
+            fail("cannot make %s: %s", target, strerror(errno));
+        }
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(in, buf, sizeof buf)) > 0) {
+            if (write(out, buf, (size_t) n) != n) {
+                fail("cannot write %s: %s", target, strerror(errno));
+            }
+        }
+        if (n < 0 || fchmod(out, 0644) < 0) {
+            fail("cannot copy %s: %s", source, strerror(errno));
+        }
+        close(in);
+        close(out);
+    }
+    closedir(dir);
+    if (umount(from) < 0 || rmdir(from) < 0) {
+        fail("cannot remove %s: %s", from, strerror(errno));
+    }
 }
 
 /* Brings up the loopback interface, the guest's only one: code may serve and reach 127.0.0.1 and ::1. */
@@ -435,10 +495,19 @@ int main(void) {
     /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
      * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
      * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
-    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L,msize=524288,cache=loose");
+    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE ",cache=loose");
     mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
     if (access("/usr/local", F_OK) == 0) {
         mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
+    }
+    /* The sandbox's inputs: QEMU exports only their mount points, each a read-only bind of one input
+     * (VmmJail); read-only here as a mount too, as the OCI driver's binds are. No cache: the host's file as it is now. */
+    if (setting(cmdline, "inputs", 0)) {
+        mount_or_fail("inputs", "/inputs", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE);
+        mount_or_fail(NULL, "/inputs", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    }
+    if (setting(cmdline, "run", 0)) {
+        copy_run_files();
     }
     mount_tmpfs("/tmp", disk, "1777", 0);
     mount_tmpfs("/workspace", disk, "0755", SANDBOX_UID);

@@ -71,7 +71,8 @@ final class GuestImage {
             for (String dir : List.of("usr", "proc", "sys", "workspace", "inputs")) {
                 cpio.directory(dir, 0755);
             }
-            // Where other drivers mount the sandbox's run directory: here nothing, and not listable.
+            // Where other drivers mount the sandbox's run directory: here its public files alone when it has any (the init
+            // copies them in), and not listable.
             cpio.directory("run/airlock", 0711);
             cpio.directory("tmp", 01777);
             for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {

@@ -3,6 +3,7 @@ package dev.airlock.microvm;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.HostInputs;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Printable;
@@ -23,8 +24,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -37,7 +40,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>This host has no usable KVM, so guests run under QEMU's software emulation (TCG): a boot
  * takes seconds, not milliseconds. A sandbox with a network policy gets the egress bridge over a
- * second virtio-serial port ({@link EgressMux}); inputs are not supported yet, and refused clearly.
+ * second virtio-serial port ({@link EgressMux}). Inputs, checked as the OCI driver checks them
+ * ({@link HostInputs}), are bound into QEMU's jail and exported to the guest read-only over 9p,
+ * which mounts them at /inputs.
  * QEMU runs jailed ({@link VmmJail}): its own uid, namespaces and cgroups, with seccomp; the
  * sandbox's memory and cpu limits become the guest's RAM and vCPUs.
  */
@@ -62,12 +67,16 @@ public final class MicroVmDriver implements IsolationDriver {
     private final GuestKernel kernel;
     private final InstanceDirectory state;
     private final Path initramfs;
+    private final HostInputs hostInputs;
     private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
 
     public MicroVmDriver(MicroVmDriverConfig config) {
         this.config = config;
         this.qemuBinary = Qemu.find();
         this.kernel = GuestKernel.prepare(config.cacheDir());
+        Set<Path> keptFromInputs = new HashSet<>(config.protectedPaths());
+        keptFromInputs.add(config.stateRoot());
+        this.hostInputs = new HostInputs(keptFromInputs);
         this.state = InstanceDirectory.create(config.stateRoot());
         try {
             this.initramfs = state.dir().resolve("initramfs.cpio.gz");
@@ -105,7 +114,8 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
-        checkSupported(spec);
+        checkImage(spec);
+        hostInputs.resolve(spec.inputs());
         for (String program : requiredPrograms) {
             if (!hasExecutable(program)) {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
@@ -114,12 +124,9 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    private static void checkSupported(SandboxSpec spec) {
+    private static void checkImage(SandboxSpec spec) {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
             throw AirlockException.invalid("unknown image '" + Printable.of(spec.image()) + "': this driver serves the image 'system'");
-        }
-        if (!spec.inputs().isEmpty()) {
-            throw AirlockException.unavailable("inputs are not yet supported by the microvm driver: drop them, or choose the oci driver");
         }
     }
 
@@ -140,7 +147,8 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
-        checkSupported(spec);
+        checkImage(spec);
+        List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         Process qemu = null;
         VmmJail jail = null;
@@ -158,15 +166,19 @@ public final class MicroVmDriver implements IsolationDriver {
             Path runDir = dir.resolve("run");
             InstanceDirectory.createPrivate(runDir);
             InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
-            // The run directory is not shared into the guest: the broker's egress socket is reached by this
-            // host's end of the guest's egress port (EgressMux), its other files (a CA bundle) are not given yet.
-            // Its sockets are for the driver (root) alone: QEMU's uid neither sees nor may use them.
+            // The run directory is not shared into the guest as it is: the broker's egress socket is reached by this
+            // host's end of the guest's egress port (EgressMux), and is for the driver (root) alone: QEMU's uid neither
+            // sees nor may use it. Its public files (the egress trust bundle) are exported read-only; the guest init copies
+            // them into its /run/airlock.
             boolean bridged = broker.attach(id, spec, runDir, 0).bridged();
+            List<VmmJail.Share> shares = new ArrayList<>(inputs.stream().map(VmmJail.Share::input).toList());
+            List<VmmJail.Share> runFiles = publicFiles(runDir).stream().map(VmmJail.Share::runFile).toList();
+            shares.addAll(runFiles);
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
             qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir,
-                    bridged),
-                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT)))
+                    bridged, !inputs.isEmpty(), !runFiles.isEmpty()),
+                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT), shares))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
@@ -218,6 +230,13 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw error;
             }
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The regular files the broker wrote into the run directory (public by its contract: a trust bundle), not its sockets. */
+    private static List<Path> publicFiles(Path runDir) throws IOException {
+        try (var files = Files.list(runDir)) {
+            return files.filter(f -> Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)).sorted().toList();
         }
     }
 

@@ -11,6 +11,7 @@ import java.time.format.DateTimeParseException;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Settings of the microVM driver.
@@ -25,8 +26,10 @@ import java.util.Map;
  * @param accelerator  {@value #TCG} (software emulation, the default: it boots everywhere) or
  *                     {@value #KVM} (hardware virtualization, where {@code airlock doctor} shows
  *                     that {@code /dev/kvm} boots a guest: some paravirtual KVMs hang the guest)
+ * @param protectedPaths host directories no input may be, lie in or contain, beyond the state root
+ *                     (the server's data directory): as for the OCI driver ({@link dev.airlock.core.HostInputs})
  */
-public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout, String accelerator) {
+public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout, String accelerator, Set<Path> protectedPaths) {
 
     public static final String TCG = "tcg";
     public static final String KVM = "kvm";
@@ -50,6 +53,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         if (accelerator == null) {
             accelerator = TCG;
         }
+        protectedPaths = protectedPaths == null ? Set.of() : Set.copyOf(protectedPaths);
         if (!accelerator.equals(TCG) && !accelerator.equals(KVM)) {
             throw AirlockException.invalid("the microvm driver's accelerator '" + Printable.of(accelerator) + "' is unknown: give "
                     + TCG + " (software emulation) or " + KVM);
@@ -66,19 +70,19 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     }
 
     public static MicroVmDriverConfig defaults() {
-        return new MicroVmDriverConfig(null, null, null, null);
+        return new MicroVmDriverConfig(null, null, null, null, null);
     }
 
     public MicroVmDriverConfig withStateRoot(Path root) {
-        return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator);
+        return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator, protectedPaths);
     }
 
     public MicroVmDriverConfig withStartTimeout(Duration timeout) {
-        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout, accelerator);
+        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout, accelerator, protectedPaths);
     }
 
     public MicroVmDriverConfig withAccelerator(String accel) {
-        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accel);
+        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accel, protectedPaths);
     }
 
     /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
@@ -91,7 +95,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         options.put("cacheDir", cacheDir.toString());
         options.put("startTimeout", startTimeout.toString());
         options.put("accelerator", accelerator);
-        return new DriverSettings(MicroVmDriverProvider.NAME, options, java.util.Set.of());
+        return new DriverSettings(MicroVmDriverProvider.NAME, options, protectedPaths);
     }
 
     /** Reads {@code settings} as written by {@link #toSettings()}; an option left out keeps its default. */
@@ -112,6 +116,6 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
             }
         }
         return new MicroVmDriverConfig(o.containsKey("stateRoot") ? Path.of(o.get("stateRoot")) : null,
-                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout, o.get("accelerator"));
+                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout, o.get("accelerator"), settings.protectedPaths());
     }
 }

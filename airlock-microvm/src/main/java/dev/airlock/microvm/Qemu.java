@@ -15,7 +15,8 @@ import java.util.List;
 /**
  * The command line of one guest's QEMU: the {@code microvm} machine under software emulation (TCG)
  * or KVM, no default device, no network device, no display, seccomp on; the guest's kernel and
- * initramfs; the host's /usr shared read-only over 9p; the agent's channel a virtio-serial port
+ * initramfs; the host's /usr shared read-only over 9p, and so the sandbox's inputs (their mount
+ * points in the jail's root, {@value #INPUTS_DIR}, each a read-only bind of its host path); the agent's channel a virtio-serial port
  * whose host end is a unix socket QEMU listens on; the serial console another socket, read by the
  * host ({@link GuestConsole}).
  *
@@ -36,6 +37,18 @@ final class Qemu {
     static final String PORT_NAME = "airlock";
     /** The egress bridge's virtio-serial port: its own, so egress bytes never delay the agent's control frames. */
     static final String EGRESS_PORT_NAME = "airlock-egress";
+    /**
+     * Where the jail ({@link VmmJail}) binds a sandbox's inputs in QEMU's root, one mount point per input: the one
+     * directory QEMU exports to the guest for them (9p tag {@code inputs}), so nothing of the inputs' host parents is exported.
+     */
+    static final String INPUTS_DIR = "/inputs";
+    /**
+     * Where the jail binds the public files of a sandbox's run directory (the egress trust bundle the broker writes) in
+     * QEMU's root: exported to the guest (9p tag {@code run}), whose init copies them into /run/airlock, where the broker's
+     * environment variables say they are (not /run: the jail binds the guest's socket directory below the state root, /run/airlock/microvm by
+     * default, at its own path). The run directory's sockets are never exported (EgressMux serves the bridge).
+     */
+    static final String RUN_FILES_DIR = "/run-files";
 
     private Qemu() {
     }
@@ -65,9 +78,12 @@ final class Qemu {
      *
      * @param dir    the guest's own host directory: the agent's, the console's and the egress bridge's sockets go there
      * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
+     * @param inputs whether the sandbox has inputs: {@value #INPUTS_DIR} of QEMU's root is exported read-only, for the init to mount
+     * @param runFiles whether the sandbox's run directory has public files: {@value #RUN_FILES_DIR} of QEMU's root is exported
+     *                 read-only, for the init to copy into /run/airlock
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
-                                boolean egress) {
+                                boolean egress, boolean inputs, boolean runFiles) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
         boolean kvm = accelerator.equals(MicroVmDriverConfig.KVM);
@@ -78,7 +94,7 @@ final class Qemu {
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
-                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, egress),
+                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, egress, inputs, runFiles),
                 // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
                 "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
                 "-serial", "chardev:console",
@@ -87,6 +103,15 @@ final class Qemu {
                 "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),
                 "-device", "virtserialport,chardev=agent,name=" + PORT_NAME));
+        if (inputs) {
+            // The inputs' mount points are binds of several host file systems: remap their inode numbers into one space
+            c.addAll(List.of("-fsdev", "local,id=inputs,path=" + INPUTS_DIR + ",readonly=on,security_model=none,multidevs=remap",
+                    "-device", "virtio-9p-device,fsdev=inputs,mount_tag=inputs"));
+        }
+        if (runFiles) {
+            c.addAll(List.of("-fsdev", "local,id=run,path=" + RUN_FILES_DIR + ",readonly=on,security_model=none,multidevs=remap",
+                    "-device", "virtio-9p-device,fsdev=run,mount_tag=run"));
+        }
         if (egress) {
             c.addAll(List.of("-chardev", "socket,id=egress,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.EGRESS_SOCKET)),
                     "-device", "virtserialport,chardev=egress,name=" + EGRESS_PORT_NAME));
@@ -108,7 +133,7 @@ final class Qemu {
      *     calibration fails under emulation, which hangs the boot; the guest's TSC is the host's.
      * </ul>
      */
-    static String kernelCommandLine(String accelerator, Limits limits, boolean egress) {
+    static String kernelCommandLine(String accelerator, Limits limits, boolean egress, boolean inputs, boolean runFiles) {
         List<String> append = new ArrayList<>(List.of("console=ttyS0", "quiet", "panic=-1", "no_timer_check", "cryptomgr.notests",
                 "pci=off"));
         if (!accelerator.equals(MicroVmDriverConfig.KVM)) {
@@ -120,6 +145,12 @@ final class Qemu {
                 "airlock.memory=" + limits.memoryBytes()));
         if (egress) {
             append.add("airlock.egress=" + SandboxBroker.BRIDGE_PORT);
+        }
+        if (inputs) {
+            append.add("airlock.inputs=1");
+        }
+        if (runFiles) {
+            append.add("airlock.run=1");
         }
         return String.join(" ", append);
     }

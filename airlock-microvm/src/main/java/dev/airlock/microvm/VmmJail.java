@@ -2,6 +2,7 @@ package dev.airlock.microvm;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.HostInputs;
 import dev.airlock.core.Limits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,7 +31,10 @@ import java.util.function.Predicate;
  * tmpfs made in its mount namespace, then {@code pivot_root}) holding only the host's /usr
  * (read-only: QEMU's own binary, libraries and firmware, and the guest's 9p export), a /dev of
  * null, zero, random and urandom (and kvm under KVM), its pid namespace's /proc, the guest kernel
- * and initramfs (read-only), and the one directory it may write (its sockets).
+ * and initramfs (read-only), the one directory it may write (its sockets), and what it exports to
+ * the guest ({@link Share}): the sandbox's inputs, each a read-only bind of its resolved host path on
+ * a mount point of its own under {@value Qemu#INPUTS_DIR}, and the public files of its run directory
+ * (the egress trust bundle) under {@value Qemu#RUN_FILES_DIR}; nothing of their host parents.
  */
 final class VmmJail {
 
@@ -53,14 +57,22 @@ final class VmmJail {
     /**
      * Run as root in the new namespaces, before {@code setpriv}: builds QEMU's root on the mount point
      * {@code $1} and pivots into it, then executes the rest of its arguments. {@code $2} and {@code $3}
-     * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or "").
+     * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or ""),
+     * {@code $6} the number of shared files ({@link Share}), each then its directory in the root, its name and its
+     * host path. A mount point is a directory for a directory, a file for a file; the bind is read-only and not
+     * recursive (HostInputs refuses an input directory with mounts below it).
      */
     static final String ROOT_SCRIPT = """
             set -e
-            r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5
-            shift 5
+            r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5 shares=$6
+            shift 6
             mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev tmpfs "$r"
-            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old"
+            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old" "$r/inputs" "$r/run-files"
+            while [ "$shares" -gt 0 ]; do
+              if [ -d "$3" ]; then mkdir "$r/$1/$2"; else touch "$r/$1/$2"; fi
+              mount -o bind,ro,nosuid,nodev "$3" "$r/$1/$2"
+              shift 3; shares=$((shares - 1))
+            done
             mount -o bind,ro,nosuid,nodev /usr "$r/usr"
             for d in bin sbin lib lib64; do
               if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$r/$d"
@@ -153,9 +165,10 @@ final class VmmJail {
      * {@code unshare}, which makes the namespaces, {@link #ROOT_SCRIPT}, which gives QEMU its root, and
      * {@code setpriv}, which drops to the guest's uid before QEMU starts. {@code kernel}, {@code initramfs}
      * and {@code dir} (its uid's, for its sockets) are the host files QEMU needs, at the same paths in its
-     * root, built on the empty directory {@code rootMount}.
+     * root, built on the empty directory {@code rootMount}; {@code shares} are bound where QEMU exports them.
      */
-    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir, Path rootMount) {
+    List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir, Path rootMount,
+                      List<Share> shares) {
         StringBuilder join = new StringBuilder();
         for (Path cgroup : cgroups) {
             join.append("echo $$ > '").append(cgroup.resolve("cgroup.procs")).append("' && ");
@@ -164,10 +177,31 @@ final class VmmJail {
                 "unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts",
                 "/bin/sh", "-c", ROOT_SCRIPT, "airlock-vmm-root", rootMount.toString(), kernel.toString(),
                 initramfs.toString(), dir.toString(), MicroVmDriverConfig.KVM.equals(accelerator) ? "kvm" : "",
-                "setpriv", "--reuid=" + uid, "--regid=" + uid, groups(accelerator), "--no-new-privs",
+                Integer.toString(shares.size())));
+        for (Share share : shares) {
+            c.addAll(List.of(share.directory(), share.name(), share.hostPath().toString()));
+        }
+        c.addAll(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, groups(accelerator), "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all", "--"));
         c.addAll(qemu);
         return c;
+    }
+
+    /**
+     * A host file or directory QEMU exports to the guest read-only: bound at {@code /<directory>/<name>} in QEMU's root,
+     * {@code directory} being {@value Qemu#INPUTS_DIR} or {@value Qemu#RUN_FILES_DIR} without its slash.
+     */
+    record Share(String directory, String name, Path hostPath) {
+
+        /** A sandbox's input, at its name. */
+        static Share input(HostInputs.Resolved input) {
+            return new Share(Qemu.INPUTS_DIR.substring(1), input.input().name(), input.realPath());
+        }
+
+        /** A public file of the sandbox's run directory (the egress trust bundle), at its name. */
+        static Share runFile(Path file) {
+            return new Share(Qemu.RUN_FILES_DIR.substring(1), file.getFileName().toString(), file);
+        }
     }
 
     /** No supplementary group; under KVM, only /dev/kvm's group, so that QEMU may open it. */

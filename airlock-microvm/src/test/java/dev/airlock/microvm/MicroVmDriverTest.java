@@ -176,11 +176,12 @@ class MicroVmDriverTest {
         }
     }
 
+    /** Inputs are checked as the OCI driver checks them (HostInputs), before anything boots; the contract's InputsIsolation shows the rest. */
     @Test
-    void inputsAreRefusedClearlyBeforeAnythingBoots() {
-        SandboxSpec withInputs = SandboxSpec.defaults().withInputs(List.of(new Input("data", Path.of("/usr/share/doc"))));
+    void inputsTheOciDriverRefusesAreRefusedBeforeAnythingBoots() {
+        SandboxSpec withInputs = SandboxSpec.defaults().withInputs(List.of(new Input("state", MicroVmDriverConfig.defaults().stateRoot())));
         assertThatThrownBy(() -> driver.check(withInputs, List.of()))
-                .isInstanceOf(AirlockException.class).hasMessageContaining("not yet supported by the microvm driver");
+                .isInstanceOf(AirlockException.class).hasMessageContaining("which is never shown to a sandbox");
     }
 
     /** A QEMU of an instance that is gone (no lock holder: its engine died) is killed, and the instance's directory removed. */

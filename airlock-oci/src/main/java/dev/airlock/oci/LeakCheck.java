@@ -1,5 +1,6 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.HostInputs;
 import dev.airlock.core.KernelFiles;
 import dev.airlock.core.SandboxId;
 

@@ -1,5 +1,6 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.HostInputs;
 import dev.airlock.core.Input;
 import dev.airlock.core.Limits;
 import tools.jackson.databind.json.JsonMapper;

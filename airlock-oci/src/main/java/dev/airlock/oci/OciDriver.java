@@ -1,5 +1,6 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.HostInputs;
 import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;

@@ -102,6 +102,11 @@ public abstract class ContractTestBase {
         return driver.kernel() == SandboxKernel.HOST ? 65534 : 0;
     }
 
+    /** {@code timeout} multiplied by the driver's {@link DriverContract#timeScale()}: for timeouts that are about a control, not speed. */
+    protected Duration scaled(Duration timeout) {
+        return timeout.multipliedBy(driver.timeScale());
+    }
+
     protected ExecResult run(Language language, String code) {
         return engine.run(request(language, code)).result();
     }

@@ -68,6 +68,17 @@ public abstract class DriverContract {
     }
 
     /**
+     * How many times slower than a container this driver's sandboxes run code: 1 for runc and runsc,
+     * more for a guest under software emulation (TCG), where an interpreter takes seconds to start.
+     * The few cases whose timeout is about a control (a kill that cannot be dodged, output kept up to
+     * the kill), not about speed, multiply their timeouts by it, so the program reaches the point
+     * the case is about before the kill comes; what they assert stays the same.
+     */
+    protected int timeScale() {
+        return 1;
+    }
+
+    /**
      * What every sandbox of every concern starts from (a concern adds its limits, inputs or
      * network): {@link SandboxSpec#defaults()}, the {@code system} image, unless the driver's test
      * runs the contract against sandboxes of another image.

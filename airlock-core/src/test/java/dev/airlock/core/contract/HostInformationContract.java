@@ -12,6 +12,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static dev.airlock.core.contract.Hostile.py;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -54,7 +55,27 @@ public abstract class HostInformationContract extends ContractTestBase {
             }
             return;
         }
+        if (guest()) {
+            assertGuestsOwnIdentity(path, host);
+            return;
+        }
         assertThat(r.stdoutText()).isEqualTo("read 0 bytes\n" + path + ": ok\n");
+    }
+
+    /**
+     * In a guest, /proc is the guest kernel's: its command line is the one the driver booted it with,
+     * its boot id is the guest's boot's, its key owners are the guest's own users (its root and the
+     * sandbox user). None of it is the host's, and none of it names the host.
+     */
+    private void assertGuestsOwnIdentity(String path, String host) {
+        String inside = ok(python("print(open('%s').read(), end='')".formatted(path))).stdoutText();
+        assertThat(inside).as("the guest's own %s", path).isNotEmpty().isNotEqualTo(host).doesNotContain(host.strip());
+        switch (path) {
+            case "/proc/cmdline" -> assertThat(inside).as("the guest kernel's command line, which the driver wrote").contains("airlock.memory=");
+            case "/proc/sys/kernel/random/boot_id" -> assertThat(inside.strip()).as("the guest's boot id").matches("[0-9a-f-]{36}");
+            default -> assertThat(inside.lines().map(l -> l.strip().split(":")[0]).toList())
+                    .as("the owners of keys in the guest: its root and the sandbox user, no host account").isSubsetOf("0", "1000");
+        }
     }
 
     /**
@@ -112,10 +133,37 @@ public abstract class HostInformationContract extends ContractTestBase {
                         print("read", len(f.read(65536)), "bytes", flush=True)
                 attempt("%s", read)
                 """.formatted(path, path))));
+        if (guest()) {
+            assertGuestsOwnHardware(path, r);
+            return;
+        }
         // The Sentry's /proc (gVisor) has none of these files: it describes no host hardware at all.
         assertThat(r.stdoutText()).isEqualTo(Files.exists(Path.of(path)) && !gvisor()
                 ? "read 0 bytes\n" + path + ": ok\n"
                 : path + ": ENOENT No such file or directory\n");
+    }
+
+    /**
+     * In a guest, these files describe the guest's own virtual hardware and activity, as its kernel
+     * sees them: readable, but not the host's (the guest has no disk, one vCPU by default, and
+     * devices and interrupts of the VMM's making).
+     */
+    private void assertGuestsOwnHardware(String path, ExecResult r) throws IOException {
+        if (r.stdoutText().equals(path + ": ENOENT No such file or directory\n")) {
+            return; // the guest kernel's build has no such file: nothing of the host either
+        }
+        assertThat(r.stdoutText()).endsWith(path + ": ok\n");
+        String inside = ok(python("print(open('%s').read(), end='')".formatted(path))).stdoutText();
+        if (Files.exists(Path.of(path))) {
+            assertThat(inside).as("the guest's own %s", path).isNotEqualTo(KernelFiles.read(Path.of(path)));
+        }
+        switch (path) {
+            case "/proc/partitions" -> assertThat(inside.lines().skip(1).filter(l -> !l.isBlank()).toList())
+                    .as("the partitions of the guest, which has no disk").isEmpty();
+            case "/proc/interrupts", "/proc/softirqs" -> assertThat(inside.lines().findFirst().orElse("").strip())
+                    .as("the per-CPU columns: the guest's one vCPU, not the host's CPUs").isEqualTo("CPU0");
+            default -> { }
+        }
     }
 
     /** meminfo, cpuinfo and stat describe the sandbox's limits; diskstats, swaps and loadavg no host device or load. */
@@ -129,6 +177,10 @@ public abstract class HostInformationContract extends ContractTestBase {
         try (Sandbox sb = engine.create(spec().withLimits(limits))) {
             if (gvisor()) {
                 assertSentrysViewOfMemoryCpusDisksAndLoad(sb);
+                return;
+            }
+            if (guest()) {
+                assertGuestsViewOfMemoryCpusDisksAndLoad(sb, limits);
                 return;
             }
             ExecResult r = ok(python(sb, """
@@ -180,6 +232,32 @@ public abstract class HostInformationContract extends ContractTestBase {
                 """.formatted(hostCpus, hostCpus));
     }
 
+    /**
+     * In a guest, meminfo shows the guest's RAM: the sandbox's memory limit and the guest kernel's own
+     * share (the driver gives the guest at most 128 MiB beyond the limit; the sandbox's processes are
+     * held to the limit by the guest's cgroup), nowhere near the host's. Its CPUs, disks, swap and
+     * load are the guest's: the sandbox's one vCPU, no disk, no swap, no load but its own.
+     */
+    private void assertGuestsViewOfMemoryCpusDisksAndLoad(Sandbox sb, Limits limits) {
+        ExecResult r = ok(python(sb, """
+                import os
+                print(int(open("/proc/meminfo").read().splitlines()[0].split()[1]) * 1024)
+                print("processors", sum(l.startswith("processor") for l in open("/proc/cpuinfo")))
+                print("cpu lines", [l.split()[0] for l in open("/proc/stat") if l.startswith("cpu")])
+                print("cpu_count", os.cpu_count())
+                print("diskstats", repr(open("/proc/diskstats").read()))
+                print("swaps", len(open("/proc/swaps").read().splitlines()))
+                """));
+        List<String> lines = r.stdoutText().lines().toList();
+        assertThat(Long.parseLong(lines.getFirst())).as("the guest's MemTotal in bytes")
+                .isBetween(limits.memoryBytes() - 16 * MIB, limits.memoryBytes() + GUEST_OVERHEAD_BYTES);
+        assertThat(lines.subList(1, lines.size())).containsExactly(
+                "processors 1", "cpu lines ['cpu', 'cpu0']", "cpu_count 1", "diskstats ''", "swaps 1");
+    }
+
+    /** The most memory a guest may have beyond the sandbox's limit, for its own kernel. */
+    private static final long GUEST_OVERHEAD_BYTES = 128 * MIB;
+
     /** The host's processors, as its /proc/cpuinfo lists them. */
     private static int hostCpuCount() throws IOException {
         return (int) Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("processor")).count();
@@ -194,7 +272,12 @@ public abstract class HostInformationContract extends ContractTestBase {
             ExecResult ps = ok(exec(sb, "ps", "-eo", "pid,comm"));
             assertThat(ps.stdoutText()).contains("ps");
             ExecResult free = ok(exec(sb, "free", "-m"));
-            assertThat(free.stdoutText()).containsPattern("Mem:\\s+512\\s");
+            if (guest()) {
+                // the guest's RAM: the sandbox's 512 MiB and its kernel's share (see above)
+                assertThat(free.stdoutText()).containsPattern("Mem:\\s+(5[0-9][0-9]|6[0-3][0-9]|640)\\s");
+            } else {
+                assertThat(free.stdoutText()).containsPattern("Mem:\\s+512\\s");
+            }
             ExecResult py = ok(python(sb, """
                     import os, shutil
                     print(shutil.disk_usage("/workspace").total > 0, os.cpu_count(), len(open("/proc/self/mounts").read()) > 0)

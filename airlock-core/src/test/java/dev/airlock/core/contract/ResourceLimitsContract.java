@@ -283,16 +283,19 @@ public abstract class ResourceLimitsContract extends ContractTestBase {
                 sys.stderr.write("on stderr too\\n"); sys.stderr.flush()
                 while True:
                     pass
-                """, Limits.DEFAULTS.withTimeout(Duration.ofSeconds(2)));
+                """, Limits.DEFAULTS.withTimeout(scaled(Duration.ofSeconds(2))));
         assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
         assertThat(r.timedOut()).isTrue();
         assertThat(r.exitCode()).as("killed by SIGKILL").isEqualTo(137);
-        assertThat(r.message()).isEqualTo("timed out after 2s and was killed");
+        assertThat(r.message()).isEqualTo("timed out after " + scaled(Duration.ofSeconds(2)).toSeconds() + "s and was killed");
         assertThat(r.stdoutText()).isEqualTo("spinning\n");
         assertThat(r.stderrText()).isEqualTo("on stderr too\n");
     }
 
-    /** A timed-out program that ignores SIGTERM and sits in its own process group is still killed. */
+    /**
+     * A timed-out program that ignores SIGTERM and sits in its own process group is still killed. The
+     * timeout is scaled ({@link #scaled}): the program must have armoured itself before the kill.
+     */
     @Test
     void timeoutCannotBeDodgedByIgnoringSignals() {
         ExecResult r = run(Language.PYTHON, """
@@ -302,7 +305,7 @@ public abstract class ResourceLimitsContract extends ContractTestBase {
                 print("armoured", flush=True)
                 while True:
                     time.sleep(1)
-                """, Limits.DEFAULTS.withTimeout(Duration.ofSeconds(1)));
+                """, Limits.DEFAULTS.withTimeout(scaled(Duration.ofSeconds(1))));
         assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
         assertThat(r.exitCode()).isEqualTo(137);
         assertThat(r.stdoutText()).isEqualTo("armoured\n");

@@ -1,7 +1,4 @@
-package dev.airlock.oci;
-
-import dev.airlock.core.AirlockException;
-import dev.airlock.core.Input;
+package dev.airlock.core;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -25,8 +22,10 @@ import java.util.Set;
  * resolved path a moment later: a host user who may write to one of its parent directories could
  * swap a component in between. Only the operator's own host users can; a sandbox has no writable
  * host directory to do it from.
+ *
+ * <p>Every driver that shows inputs checks them here, so an input means the same on every tier.
  */
-final class HostInputs {
+public final class HostInputs {
 
     /**
      * Never mountable, nor anything inside them, nor anything that contains them: the kernel's
@@ -38,7 +37,7 @@ final class HostInputs {
             Path.of("/var/lib/airlock"));
 
     /** One input as it will be mounted: its host path with every link resolved. */
-    record Resolved(Input input, Path realPath, boolean directory) {
+    public record Resolved(Input input, Path realPath, boolean directory) {
     }
 
     private final List<Path> protectedPaths;
@@ -47,7 +46,7 @@ final class HostInputs {
      * @param extraProtected Airlock's state root and any further directory the operator keeps
      *                       from sandboxes (the server's data directory)
      */
-    HostInputs(Set<Path> extraProtected) {
+    public HostInputs(Set<Path> extraProtected) {
         List<Path> named = new ArrayList<>(ALWAYS_PROTECTED);
         named.addAll(extraProtected);
         Set<Path> all = new LinkedHashSet<>();
@@ -65,7 +64,7 @@ final class HostInputs {
     }
 
     /** Validates every input and resolves its links; throws with what to change on the first bad one. */
-    List<Resolved> resolve(List<Input> inputs) {
+    public List<Resolved> resolve(List<Input> inputs) {
         List<Resolved> resolved = new ArrayList<>(inputs.size());
         for (Input input : inputs) {
             resolved.add(resolve(input));
@@ -138,7 +137,7 @@ final class HostInputs {
     }
 
     /** mountinfo writes space, tab, newline and backslash in a path as octal escapes ({@code \040}). */
-    static String unescapeMountPath(String field) {
+    public static String unescapeMountPath(String field) {
         StringBuilder sb = new StringBuilder(field.length());
         for (int i = 0; i < field.length(); i++) {
             char c = field.charAt(i);
@@ -170,7 +169,7 @@ final class HostInputs {
      * Creates, under {@code dir} (mounted read-only at /inputs), one empty mount point per input:
      * a directory for a directory, a file for a file. The sandbox never sees them; its mounts cover them.
      */
-    static void createMountPoints(Path dir, List<Resolved> inputs) throws IOException {
+    public static void createMountPoints(Path dir, List<Resolved> inputs) throws IOException {
         Files.createDirectories(dir);
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         for (Resolved r : inputs) {
