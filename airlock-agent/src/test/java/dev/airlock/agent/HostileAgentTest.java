@@ -199,6 +199,12 @@ class HostileAgentTest {
             send(Frame.PORT_DATA, chunk);
         }
         send(Frame.PORT_DATA, ints(id, 0));
+        // Nothing is read before the host has seen every frame: a read would give credit back, and the last frame would then fit.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (client.isOpen() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(client.isOpen()).as("the connection after DATA beyond the window").isFalse();
 
         assertThatThrownBy(() -> {
             while (connection.input().read(new byte[Frame.PORT_CHUNK]) >= 0) {
