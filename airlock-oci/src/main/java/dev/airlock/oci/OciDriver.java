@@ -267,7 +267,7 @@ public final class OciDriver implements IsolationDriver {
                 // The runtime may have created the container before it failed or was cancelled.
                 runtime.delete(id.value());
             }
-            WorkspaceOverlay.unmount(dir.resolve(WORKSPACE_DIR));
+            unmountWorkspace(dir);
             HostFiles.deleteTree(dir);
             uidSlots.release(hostIdBase);
             if (image != null) {
@@ -416,6 +416,19 @@ public final class OciDriver implements IsolationDriver {
         runtime.freeze(sandbox.id().value(), freeze);
     }
 
+    /**
+     * Unmounts a restored sandbox's {@code /workspace} overlay, if it has one. Only then is {@link
+     * WorkspaceOverlay} loaded, with its native calls: a sandbox without one never needs the JVM's
+     * native access (a one-shot {@code airlock run} started without {@code --enable-native-access}
+     * would otherwise print the JVM's warning on its stderr).
+     */
+    private static void unmountWorkspace(Path sandboxDir) {
+        Path overlay = sandboxDir.resolve(WORKSPACE_DIR);
+        if (Files.isDirectory(overlay, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            WorkspaceOverlay.unmount(overlay);
+        }
+    }
+
     /** Kills and removes one sandbox. The agent first, so the runtime has less to kill. */
     void destroy(OciSandbox sandbox) {
         live.remove(sandbox.id());
@@ -423,7 +436,7 @@ public final class OciDriver implements IsolationDriver {
         Trace.mark("agent closed");
         runtime.delete(sandbox.id().value());
         Trace.mark("runtime delete returned");
-        WorkspaceOverlay.unmount(state.sandboxDir(sandbox.id().value()).resolve(WORKSPACE_DIR));
+        unmountWorkspace(state.sandboxDir(sandbox.id().value()));
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
         uidSlots.release(sandbox.hostIdBase());
         if (sandbox.image() != null) {
