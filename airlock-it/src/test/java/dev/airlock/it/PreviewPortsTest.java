@@ -179,6 +179,7 @@ class PreviewPortsTest {
                     .doesNotContain("secret-csrf");
             assertThat(echoed.headers().allValues("Set-Cookie")).as("a cookie set by the sandbox").isEmpty();
             assertThat(echoed.headers().allValues("Clear-Site-Data")).as("the sandbox wiping the console's cookies").isEmpty();
+            assertThat(echoed.headers().allValues("Service-Worker-Allowed")).as("the sandbox widening a worker's scope").isEmpty();
             assertThat(echoed.headers().firstValue("X-From-Sandbox")).hasValue("yes");
             assertThat(echoed.headers().firstValue("Content-Security-Policy")).hasValue(CSP);
         } finally {

@@ -116,11 +116,7 @@ final class PortProxy implements AutoCloseable {
             }
             PortConnection c;
             try {
-                c = connect(sandbox, port);
-            } catch (java.util.concurrent.TimeoutException e) {
-                error(resp, 504, "gateway_timeout", "the connection to port " + port + " in the sandbox was not opened within "
-                        + FIRST_BYTE.toSeconds() + " seconds (its server does not accept connections)");
-                return;
+                c = sandbox.connect(port); // the agent's client bounds the wait (ETIMEDOUT below)
             } catch (PortConnection.RefusedException e) {
                 if ("ETIMEDOUT".equals(e.errno())) {
                     error(resp, 504, "gateway_timeout", "the connection to port " + port + " in the sandbox timed out: its server does not"
@@ -237,36 +233,6 @@ final class PortProxy implements AutoCloseable {
             if (!upgraded) {
                 end(stream);
             }
-        }
-    }
-
-    /** Opens the connection through the agent, waiting at most {@link #FIRST_BYTE}; one that comes later is closed. */
-    private static PortConnection connect(ManagedSandbox sandbox, int port) throws IOException, java.util.concurrent.TimeoutException {
-        java.util.concurrent.CompletableFuture<PortConnection> opening = new java.util.concurrent.CompletableFuture<>();
-        Thread.ofVirtual().name("airlock-port-connect").start(() -> {
-            try {
-                opening.complete(sandbox.connect(port));
-            } catch (Throwable e) {
-                opening.completeExceptionally(e);
-            }
-        });
-        try {
-            return opening.get(FIRST_BYTE.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            opening.thenAccept(PortConnection::close);
-            throw e;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            opening.thenAccept(PortConnection::close);
-            throw new IOException("interrupted while connecting to port " + port + " in the sandbox", e);
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof IOException io) {
-                throw io;
-            }
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new IOException(e.getCause());
         }
     }
 

@@ -17,6 +17,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Set-Cookie", "planted=1; Path=/")
         self.send_header("Clear-Site-Data", '"cookies", "storage"')
+        self.send_header("Service-Worker-Allowed", "/")
         self.send_header("X-From-Sandbox", "yes")
         self.end_headers()
         self.wfile.write(data)
