@@ -292,11 +292,9 @@ final class SnapshotStore {
             if (made.add(parent)) {
                 agent.mkdir(parent, true);
             }
-            MessageDigest sha = sha256();
-            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
-                agent.writeFile(path, in, f.path("size").asLong(), f.path("mode").asInt() & 0777);
-            } catch (java.nio.file.NoSuchFileException e) {
-                throw tampered(s, "the content of " + Json.printable(path) + " is missing");
+            try {
+                readBlob(s, digest, "the content of " + Json.printable(path),
+                        in -> agent.writeFile(path, in, f.path("size").asLong(), f.path("mode").asInt() & 0777));
             } catch (SandboxAgent.FileTooLargeException e) {
                 throw tampered(s, "the content of " + Json.printable(path) + " grew");
             } catch (SandboxAgent.FileOperationException e) {
@@ -304,9 +302,6 @@ final class SnapshotStore {
                 throw AirlockException.invalid("snapshot " + s.id() + ": " + Json.printable(path) + " (" + f.path("size").asLong()
                         + " bytes) does not fit the new sandbox: " + Json.printable(e.getMessage())
                         + "; fork with larger limits (fileSize, disk, memory)");
-            }
-            if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
-                throw tampered(s, "the content of " + Json.printable(path) + " changed");
             }
         }
     }
@@ -328,15 +323,7 @@ final class SnapshotStore {
             if (!DIGEST.matcher(digest).matches() || !name.matches("[A-Za-z0-9._-]{1,64}") || name.startsWith(".")) {
                 throw tampered(s, "a checkpoint part names " + Json.printable(name));
             }
-            MessageDigest sha = sha256();
-            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
-                Files.copy(in, into.resolve(name));
-            } catch (java.nio.file.NoSuchFileException e) {
-                throw tampered(s, "the checkpoint part " + name + " is missing");
-            }
-            if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
-                throw tampered(s, "the checkpoint part " + name + " changed");
-            }
+            readBlob(s, digest, "the checkpoint part " + name, in -> Files.copy(in, into.resolve(name)));
         }
     }
 
@@ -432,17 +419,12 @@ final class SnapshotStore {
                     }
                 }
                 Path file = dir.resolve(names[names.length - 1]);
-                MessageDigest sha = sha256();
-                try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha);
-                     OutputStream out = Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
-                             java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                    in.transferTo(out);
-                } catch (java.nio.file.NoSuchFileException e) {
-                    throw tampered(s, "the content of " + Json.printable(path) + " is missing");
-                }
-                if (!MessageDigest.isEqual(sha.digest(), HexFormat.of().parseHex(digest))) {
-                    throw tampered(s, "the content of " + Json.printable(path) + " changed");
-                }
+                readBlob(s, digest, "the content of " + Json.printable(path), in -> {
+                    try (OutputStream out = Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                            java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                        in.transferTo(out);
+                    }
+                });
                 own(file, f.path("mode").asInt() & 0777);
             }
             Files.move(incoming, tree, StandardCopyOption.ATOMIC_MOVE);
@@ -452,6 +434,29 @@ final class SnapshotStore {
             throw new AirlockException(Kind.UNAVAILABLE, "snapshot " + s.id() + ": cannot lay out its files for the restore: " + e.getMessage(), e);
         } finally {
             HostFiles.deleteTree(incoming);
+        }
+    }
+
+    /** What reads a blob's content as it is checked ({@link #readBlob}). */
+    @FunctionalInterface
+    private interface BlobReader {
+        void read(InputStream content) throws IOException;
+    }
+
+    /**
+     * Gives {@code reader} the content of the blob {@code digest}, checking it against the digest as
+     * it is read: a missing or changed blob ({@code what}, for the message) is a tampered snapshot
+     * (CONFLICT). The one way a restore, a fork's tree, a checkpoint copy and an archive read blobs.
+     */
+    private void readBlob(SnapshotView s, String digest, String what, BlobReader reader) throws IOException {
+        MessageDigest sha = sha256();
+        try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+            reader.read(in);
+        } catch (java.nio.file.NoSuchFileException | java.nio.file.InvalidPathException e) {
+            throw tampered(s, what + " is missing");
+        }
+        if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
+            throw tampered(s, what + " changed");
         }
     }
 
@@ -499,16 +504,8 @@ final class SnapshotStore {
     void writeArchive(SnapshotView s, OutputStream out) throws IOException {
         JsonNode manifest = verifiedManifest(s);
         for (JsonNode f : manifest.path("files")) {
-            String digest = f.path("sha256").asString();
-            MessageDigest sha = sha256();
-            try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
-                in.transferTo(OutputStream.nullOutputStream());
-            } catch (java.nio.file.NoSuchFileException | java.nio.file.InvalidPathException e) {
-                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " is missing");
-            }
-            if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
-                throw tampered(s, "the content of " + Json.printable(f.path("path").asString()) + " changed");
-            }
+            readBlob(s, f.path("sha256").asString(), "the content of " + Json.printable(f.path("path").asString()),
+                    in -> in.transferTo(OutputStream.nullOutputStream()));
         }
         TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
         tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
