@@ -5,8 +5,8 @@ import dev.airlock.cli.verify.Findings;
 import dev.airlock.cli.verify.Findings.Finding;
 import dev.airlock.cli.verify.Verifier;
 import dev.airlock.cli.verify.VerifyCase;
+import dev.airlock.cli.verify.VerifyTarget;
 import dev.airlock.core.AirlockException;
-import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.oci.Weakening;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -68,16 +68,22 @@ final class VerifyCommand implements Callable<Integer> {
             selected.forEach(c -> out.printf("%-34s %-18s %-13s %s%n", c.name(), c.control(), c.kind().label(), c.description()));
             return 0;
         }
-        OciDriverConfig config = engineOptions.driverConfig().withWeakenings(weakenings);
+        if (engineOptions.microVm() && !weakenings.isEmpty()) {
+            throw AirlockException.invalid("--unsafe-disable weakens container sandboxes (runc, crun, runsc); the microvm tier has no"
+                    + " such switch: leave it out, or give an OCI --runtime");
+        }
+        VerifyTarget target = engineOptions.microVm() ? new VerifyTarget.MicroVm(engineOptions.microVmConfig())
+                : new VerifyTarget.Oci(engineOptions.driverConfig().withWeakenings(weakenings));
         List<String> weakened = weakenings.stream().map(Enum::name).sorted().toList();
         if (!weakenings.isEmpty()) {
             System.err.println("airlock: UNSAFE: verifying DELIBERATELY WEAKENED sandboxes (" + String.join(", ", weakened)
                     + "); expect broken controls. Never run workloads this way.");
         }
-        progress.println("airlock verify: " + selected.size() + " cases against " + config.runtime() + " (state " + config.stateRoot() + ")"
+        progress.println("airlock verify: " + selected.size() + " cases against " + target.runtime() + " (state " + target.stateRoot() + ")"
+                + (target.timeScale() == 1 ? "" : ", each case's timeout ×" + target.timeScale() + " (software emulation)")
                 + (weakenings.isEmpty() ? "" : ", WEAKENED: " + String.join(", ", weakened)));
         int total = selected.size();
-        List<Finding> findings = new Verifier(config).run(selected, (i, f) -> {
+        List<Finding> findings = new Verifier(target).run(selected, (i, f) -> {
             progress.println(Findings.progressLine(i, total, f));
             if (f.status() != Findings.Status.HELD) {
                 progress.print(Findings.details(f));
@@ -85,7 +91,7 @@ final class VerifyCommand implements Callable<Integer> {
             progress.flush();
         });
         if (json) {
-            out.println(Findings.toJson(findings, config.runtime(), weakened));
+            out.println(Findings.toJson(findings, target.runtime(), weakened));
         } else {
             out.println(Findings.summary(findings));
         }

@@ -93,7 +93,7 @@ final class EgressMux implements AutoCloseable {
             }
         } catch (IOException e) {
             if (!closed) {
-                LOG.debug("egress bridge of {} ends: {}", name, e.getMessage());
+                LOG.debug("egress bridge of {} ends: {}", name, e.toString());
             }
         } finally {
             close();
@@ -220,15 +220,13 @@ final class EgressMux implements AutoCloseable {
         private boolean guestEnded;
         private volatile boolean gone;
         private volatile SocketChannel proxy;
-        private volatile Thread writer;
-        private volatile Thread readerThread;
 
         Connection(int id) {
             this.id = id;
         }
 
         void start() {
-            writer = Thread.ofVirtual().name("airlock-egress-" + name + "-" + id + "-out").start(this::writeToProxy);
+            Thread.ofVirtual().name("airlock-egress-" + name + "-" + id + "-out").start(this::writeToProxy);
         }
 
         /** Connects to the proxy (in this connection's own thread), then copies the guest's bytes to it. */
@@ -241,7 +239,7 @@ final class EgressMux implements AutoCloseable {
                     return;
                 }
                 channel.connect(UnixDomainSocketAddress.of(proxySocket));
-                readerThread = Thread.ofVirtual().name("airlock-egress-" + name + "-" + id + "-in").start(this::readFromProxy);
+                Thread.ofVirtual().name("airlock-egress-" + name + "-" + id + "-in").start(this::readFromProxy);
                 while (true) {
                     ByteBuffer chunk = toProxy.take();
                     if (chunk == END) {
@@ -362,7 +360,7 @@ final class EgressMux implements AutoCloseable {
             }
         }
 
-        /** Closes the proxy connection and stops both threads. */
+        /** Closes the proxy connection and stops both threads (the writer at END, the reader at its closed channel or its signal). */
         void close() {
             gone = true;
             toProxy.offer(END);                  // wakes the writer, should it wait for bytes
@@ -381,11 +379,9 @@ final class EgressMux implements AutoCloseable {
                     // closed anyway
                 }
             }
-            for (Thread t : new Thread[] {writer, readerThread}) {
-                if (t != null && t != Thread.currentThread()) {
-                    t.interrupt();
-                }
-            }
+            // Never an interrupt: a thread interrupted while it writes to the guest's port would close the port
+            // (an interruptible channel), and with it every connection and the agent. The END marker, the signal
+            // and the closed proxy channel wake both threads; one writing to the port waits on the guest alone.
         }
     }
 }

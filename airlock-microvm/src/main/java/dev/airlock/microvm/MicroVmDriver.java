@@ -290,6 +290,11 @@ public final class MicroVmDriver implements IsolationDriver {
     /** Kills and removes one guest: the channel first (the guest then ends itself), then QEMU, then its directory. */
     void destroy(MicroVmSandbox sandbox) {
         live.remove(sandbox.id());
+        if (!sandbox.agent().isOpen()) {
+            // the guest ended its agent's channel itself: what its kernel said last is the only account of why
+            LOG.warn("the agent of sandbox {} ended before the sandbox was destroyed; the guest console's last lines: {}", sandbox.id(),
+                    sandbox.console().tail(CONSOLE_TAIL_LINES));
+        }
         sandbox.agent().close();
         kill(sandbox.qemu());
         sandbox.jail().destroy();

@@ -73,6 +73,16 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         return new MicroVmDriverConfig(null, null, null, null, null);
     }
 
+    /**
+     * How many times longer code takes in a guest of this accelerator than in a container: 5 under
+     * software emulation (TCG), where python takes seconds to start on a busy two-core host; 1 under
+     * KVM. Checks whose timeouts are about a kill, not about speed (the driver contract's, {@code
+     * airlock verify}'s), multiply their timeouts by it.
+     */
+    public int timeScale() {
+        return KVM.equals(accelerator) ? 1 : 5;
+    }
+
     public MicroVmDriverConfig withStateRoot(Path root) {
         return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator, protectedPaths);
     }

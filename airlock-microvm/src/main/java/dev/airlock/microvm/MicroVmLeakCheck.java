@@ -20,16 +20,7 @@ public final class MicroVmLeakCheck {
 
     /** Every QEMU process and instance directory under {@code stateRoot} (the driver's, such as /run/airlock/microvm). */
     public static List<String> findAll(Path stateRoot) {
-        List<String> leaks = new ArrayList<>();
-        String enginesPrefix = stateRoot.toAbsolutePath() + "/engines/";
-        ProcessHandle.allProcesses().forEach(p -> {
-            String instance = MicroVmDriver.instanceOf(p, enginesPrefix);
-            if (instance != null) {
-                leaks.add("microvm: QEMU process " + p.pid() + " of instance " + instance);
-            }
-        });
-        VmmJail.allCgroups().forEach(c -> leaks.add("microvm: QEMU cgroup " + c));
-        VmmJail.allUidSlots(stateRoot).forEach(s -> leaks.add("microvm: QEMU uid claimed " + s));
+        List<String> leaks = find(stateRoot, "");
         Path engines = stateRoot.resolve("engines");
         if (Files.isDirectory(engines)) {
             try (DirectoryStream<Path> instances = Files.newDirectoryStream(engines)) {
@@ -39,5 +30,50 @@ public final class MicroVmLeakCheck {
             }
         }
         return leaks;
+    }
+
+    /**
+     * What is left of the guests whose sandbox ids start with {@code prefix} (such as
+     * {@code al-<instance>-}, or a whole id), while their engine may still run: their QEMU processes
+     * under {@code stateRoot}, cgroups, claimed uids and guest directories.
+     */
+    public static List<String> find(Path stateRoot, String prefix) {
+        List<String> leaks = new ArrayList<>();
+        String enginesPrefix = stateRoot.toAbsolutePath() + "/engines/";
+        ProcessHandle.allProcesses().forEach(p -> {
+            String instance = MicroVmDriver.instanceOf(p, enginesPrefix);
+            if (instance != null && p.info().arguments().map(args -> String.join(" ", args)).orElse("")
+                    .contains("/sandboxes/" + prefix)) {
+                leaks.add("microvm: QEMU process " + p.pid() + " of instance " + instance);
+            }
+        });
+        VmmJail.allCgroups().stream().filter(c -> c.getFileName().toString().startsWith(prefix))
+                .forEach(c -> leaks.add("microvm: QEMU cgroup " + c));
+        VmmJail.allUidSlots(stateRoot).stream().filter(s -> owner(s).startsWith(prefix))
+                .forEach(s -> leaks.add("microvm: QEMU uid claimed " + s));
+        Path engines = stateRoot.resolve("engines");
+        if (Files.isDirectory(engines)) {
+            try (DirectoryStream<Path> instances = Files.newDirectoryStream(engines)) {
+                for (Path instance : instances) {
+                    try (DirectoryStream<Path> guests = Files.newDirectoryStream(instance.resolve("sandboxes"), prefix + "*")) {
+                        guests.forEach(g -> leaks.add("microvm: guest directory " + g));
+                    } catch (java.nio.file.NoSuchFileException noGuests) {
+                        // an instance without guests
+                    }
+                }
+            } catch (IOException e) {
+                leaks.add("microvm: cannot list " + engines + ": " + e.getMessage());
+            }
+        }
+        return leaks;
+    }
+
+    /** The sandbox a uid slot was claimed for (its first line); "" when it cannot be read. */
+    private static String owner(Path slot) {
+        try {
+            return Files.readString(slot).strip();
+        } catch (IOException e) {
+            return "";
+        }
     }
 }

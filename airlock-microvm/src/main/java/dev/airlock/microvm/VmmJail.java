@@ -357,10 +357,16 @@ final class VmmJail {
             for (int i = 0; i < UID_SLOTS; i++) {
                 Path slot = uids.resolve(Integer.toString((start + i) % UID_SLOTS));
                 try {
-                    Files.writeString(Files.createFile(slot), sandbox + "\n", StandardCharsets.US_ASCII);
-                    return slot;
+                    Files.createFile(slot);
                 } catch (FileAlreadyExistsException e) {
-                    // another guest's
+                    continue;                      // another guest's
+                }
+                try {
+                    Files.writeString(slot, sandbox + "\n", StandardCharsets.US_ASCII);
+                    return slot;
+                } catch (IOException e) {
+                    Files.deleteIfExists(slot);    // claimed but not written (a full disk): not this guest's, nor anyone's
+                    throw e;
                 }
             }
         } catch (IOException e) {

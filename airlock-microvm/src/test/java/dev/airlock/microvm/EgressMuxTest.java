@@ -33,7 +33,9 @@ class EgressMuxTest {
 
     @BeforeEach
     void start() throws Exception {
-        proxy = ServerSocketChannel.open(StandardProtocolFamily.UNIX).bind(UnixDomainSocketAddress.of(dir.resolve("egress.sock")));
+        // the egress proxy's backlog: as many as the bridge's connections (a full backlog refuses a connect from a virtual thread)
+        proxy = ServerSocketChannel.open(StandardProtocolFamily.UNIX).bind(UnixDomainSocketAddress.of(dir.resolve("egress.sock")),
+                EgressMux.MAX_CONNECTIONS);
         Thread.ofVirtual().start(this::serveProxy);
         ServerSocketChannel port = ServerSocketChannel.open(StandardProtocolFamily.UNIX).bind(UnixDomainSocketAddress.of(dir.resolve("port")));
         agent = SocketChannel.open(UnixDomainSocketAddress.of(dir.resolve("port")));
@@ -136,6 +138,47 @@ class EgressMuxTest {
             Thread.sleep(10);
         }
         assertThat(mux.liveConnections()).as("a connection whose both directions ended").isZero();
+    }
+
+    /**
+     * The guest resets connections whose answers the host is writing to it (a client that went away
+     * mid-answer, as a flood of short requests does all the time): only those connections end. The
+     * port stays up, so the next connection is bridged. (Closing a connection once interrupted its
+     * threads, and an interrupt during a write to the port closed the port itself: the agent then
+     * died with every connection of the guest.)
+     */
+    @Test
+    void resettingConnectionsWhileTheHostWritesToThePortEndsOnlyThem() throws Exception {
+        int connections = 8;
+        byte[] chunk = new byte[EgressMux.MAX_CHUNK];
+        for (int id = 1; id <= connections; id++) {
+            send(EgressMux.OPEN, id, new byte[0]);
+            for (int sent = 0; sent + chunk.length <= EgressMux.WINDOW; sent += chunk.length) {
+                send(EgressMux.DATA, id, chunk);
+            }
+            send(EgressMux.EOF, id, new byte[0]);
+        }
+        // Not read meanwhile: eight answers of a window each fill the port, and the host's writers wait in it.
+        Thread.sleep(1000);
+        for (int id = 1; id <= connections; id++) {
+            send(EgressMux.RESET, id, new byte[0]);
+        }
+        send(EgressMux.OPEN, connections + 1, new byte[0]);
+        send(EgressMux.DATA, connections + 1, "hello".getBytes(StandardCharsets.UTF_8));
+        send(EgressMux.EOF, connections + 1, new byte[0]);
+
+        StringBuilder answer = new StringBuilder();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        boolean ended = false;
+        while (!ended && System.nanoTime() < deadline) {
+            Frame f = receive();
+            assertThat(f).as("the host closed the port: the resets ended the whole bridge").isNotNull();
+            if (f.id() == connections + 1 && f.type() == EgressMux.DATA) {
+                answer.append(f.text());
+            }
+            ended = f.id() == connections + 1 && f.type() == EgressMux.EOF;
+        }
+        assertThat(answer.toString()).isEqualTo("bridged hello");
     }
 
     @Test

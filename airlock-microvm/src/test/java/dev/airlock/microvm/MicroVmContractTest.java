@@ -109,14 +109,10 @@ class MicroVmContractTest extends DriverContract {
         return false;
     }
 
-    /**
-     * Under software emulation (TCG) python takes seconds to start in a guest on a busy two-core host:
-     * the cases whose timeouts are about a kill, not speed, give it five times as long. Under KVM a
-     * guest runs code as fast as a container.
-     */
+    /** Under software emulation the cases whose timeouts are about a kill, not speed, give code five times as long. */
     @Override
     protected int timeScale() {
-        return CONFIG.accelerator().equals(MicroVmDriverConfig.KVM) ? 1 : 5;
+        return CONFIG.timeScale();
     }
 
     /** The guest init starts the agent with the limits and its virtio-serial port (a node of its own outside /dev). */

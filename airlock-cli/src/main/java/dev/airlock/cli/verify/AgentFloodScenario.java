@@ -3,7 +3,6 @@ package dev.airlock.cli.verify;
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Limits;
 import dev.airlock.core.Printable;
-import dev.airlock.oci.OciDriverConfig;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -40,9 +39,9 @@ final class AgentFloodScenario {
     private AgentFloodScenario() {
     }
 
-    static Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
+    static Outcome run(VerifyTarget target) throws IOException, InterruptedException {
         long limit = Limits.DEFAULTS.outputBytes();
-        ChildCli cli = ChildCli.start(config, List.of("-Xmx64m"), false, "--timeout", "6", "--json", "--lang", "python", "--code", CODE);
+        ChildCli cli = ChildCli.start(target, List.of("-Xmx64m"), false, "--timeout", "6", "--json", "--lang", "python", "--code", CODE);
         Process process = cli.process();
         long peak = 0;
         try {
@@ -84,12 +83,12 @@ final class AgentFloodScenario {
             }
             String sandboxId = result.path("sandboxId").asString("");
             if (sandboxId.startsWith("al-")) {
-                problems.addAll(leftovers(config, sandboxId));
+                problems.addAll(leftovers(target, sandboxId));
             }
             return verdict(happened, problems);
         } finally {
             cli.kill();
-            cleanUp(config);
+            cleanUp(target);
         }
     }
 

@@ -32,8 +32,8 @@ final class CaseParser {
             "egress-flood");
     private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Set<String> FIELDS = Set.of("name", "control", "description", "remedy", "kind", "language",
-            "prelude", "setup", "code", "limits", "marker", "scenario", "expect", "gvisor");
-    private static final Set<String> GVISOR_FIELDS = Set.of("why", "expect");
+            "prelude", "setup", "code", "limits", "marker", "scenario", "expect", "gvisor", "microvm");
+    private static final Set<String> TIER_FIELDS = Set.of("why", "expect");
     private static final Set<String> LIMIT_FIELDS = Set.of("timeout", "memory", "cpus", "pids", "output-limit",
             "file-size", "open-files", "disk");
     private static final Set<String> EXPECT_FIELDS = Set.of("stdout", "stdoutRegex", "stderr", "stderrRegex",
@@ -87,7 +87,7 @@ final class CaseParser {
                     + Arrays.stream(VerifyCase.Kind.values()).map(VerifyCase.Kind::label).toList());
         }
         if (kind == VerifyCase.Kind.RECOVERY) {
-            for (String f : List.of("language", "prelude", "setup", "code", "limits", "marker", "expect", "gvisor")) {
+            for (String f : List.of("language", "prelude", "setup", "code", "limits", "marker", "expect", "gvisor", "microvm")) {
                 if (root.has(f)) {
                     throw error(f, "is not used by a recovery case: its checks are built into the scenario; remove it");
                 }
@@ -97,7 +97,7 @@ final class CaseParser {
                 throw error("scenario", "'" + scenario + "' is not a recovery scenario: use one of " + sorted(SCENARIOS));
             }
             return new VerifyCase(name, control, description, remedy, kind, null, false, null, null, Limits.DEFAULTS,
-                    null, scenario, null, null, file);
+                    null, scenario, null, null, null, file);
         }
         if (root.has("scenario")) {
             throw error("scenario", "is only for kind recovery; remove it");
@@ -140,26 +140,27 @@ final class CaseParser {
         Limits limits = limits(root.get("limits"));
         VerifyCase.Expect expect = expect(root.get("expect"));
         return new VerifyCase(name, control, description, remedy, kind, language, prelude, setup, code, limits,
-                marker, null, expect, gvisor(root.get("gvisor")), file);
+                marker, null, expect, tierExpect(root, "gvisor", "gVisor"), tierExpect(root, "microvm", "a microVM guest"), file);
     }
 
     /**
-     * The optional {@code gvisor} object: {@code why} the control holds differently under gVisor
-     * (runsc), and the {@code expect}ed outcome that shows it held there.
+     * The optional {@code gvisor} or {@code microvm} object: {@code why} the control holds
+     * differently in that tier, and the {@code expect}ed outcome that shows it held there.
      */
-    private VerifyCase.Gvisor gvisor(JsonNode node) {
+    private VerifyCase.TierExpect tierExpect(JsonNode root, String field, String tier) {
+        JsonNode node = root.get(field);
         if (node == null) {
             return null;
         }
         if (!node.isObject()) {
-            throw error("gvisor", "must be an object such as {\"why\": \"...\", \"expect\": {...}}");
+            throw error(field, "must be an object such as {\"why\": \"...\", \"expect\": {...}}");
         }
-        unknownFields(node, GVISOR_FIELDS, "gvisor.");
-        String why = optionalString(node, "why", "gvisor.why");
+        unknownFields(node, TIER_FIELDS, field + ".");
+        String why = optionalString(node, "why", field + ".why");
         if (why == null || why.isBlank()) {
-            throw error("gvisor.why", "is missing: say why the outcome differs under gVisor and that the control still holds");
+            throw error(field + ".why", "is missing: say why the outcome differs under " + tier + " and that the control still holds");
         }
-        return new VerifyCase.Gvisor(why, expect(node.get("expect")));
+        return new VerifyCase.TierExpect(why, expect(node.get("expect")));
     }
 
     private Limits limits(JsonNode node) {

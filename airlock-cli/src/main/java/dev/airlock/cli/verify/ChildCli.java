@@ -1,6 +1,5 @@
 package dev.airlock.cli.verify;
 
-import dev.airlock.oci.OciDriverConfig;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
@@ -38,14 +37,14 @@ final class ChildCli {
      * @param jvmOptions  options of the child JVM, such as {@code -Xmx64m}
      * @param mergeStderr true to collect its stderr with its stdout, in {@link #out()}
      */
-    static ChildCli start(OciDriverConfig config, List<String> jvmOptions, boolean mergeStderr, String... runArguments) throws IOException {
+    static ChildCli start(VerifyTarget target, List<String> jvmOptions, boolean mergeStderr, String... runArguments) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
         command.addAll(jvmOptions);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add("dev.airlock.cli.AirlockCli");
-        command.addAll(List.of("run", "--runtime", config.runtime(), "--state-dir", config.stateRoot().toString()));
+        command.addAll(List.of("run", "--runtime", target.runtime(), "--state-dir", target.stateDir().toString()));
         command.addAll(List.of(runArguments));
         Process p = new ProcessBuilder(command).redirectErrorStream(mergeStderr).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                 .start();

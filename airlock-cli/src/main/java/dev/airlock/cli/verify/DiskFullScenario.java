@@ -7,9 +7,6 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
-import dev.airlock.oci.LeakCheck;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -26,7 +23,8 @@ import static dev.airlock.cli.verify.RecoveryChecks.verdict;
 
 /**
  * The disk-full scenario: the state directory's file system is full (a 1 MiB tmpfs mounted by
- * verify and filled). Creating a sandbox must fail with a clear error and leave nothing; once space
+ * verify and filled; 4 MiB on the microVM tier, whose engine writes its guests' 1.4 MB initramfs
+ * there as it starts). Creating a sandbox must fail with a clear error and leave nothing; once space
  * is freed a sandbox must start again. The tmpfs is always unmounted: at the scenario's end, or by
  * {@link #unmountAtExit} if verify is interrupted.
  */
@@ -35,18 +33,19 @@ final class DiskFullScenario {
     /** The tmpfs this scenario mounted, while it is mounted. */
     private volatile Path mounted;
 
-    Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
-        Path state = config.stateRoot();
+    Outcome run(VerifyTarget target) throws IOException, InterruptedException {
+        Path state = target.stateRoot();
         Files.createDirectories(state);
-        String failed = command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0711", "tmpfs", state.toString());
+        String size = target.tier() == VerifyTarget.Tier.MICROVM ? "4m" : "1m";
+        String failed = command("mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0711", "tmpfs", state.toString());
         if (failed != null) {
-            return Outcome.error("cannot mount a 1 MiB tmpfs at " + state + " (verify needs root): " + failed);
+            return Outcome.error("cannot mount a " + size + " tmpfs at " + state + " (verify needs root): " + failed);
         }
         mounted = state;
         try {
             List<String> problems = new ArrayList<>();
-            StringBuilder happened = new StringBuilder("mounted a 1 MiB tmpfs as the state directory");
-            try (Engine engine = new Engine(new OciDriver(config))) {
+            StringBuilder happened = new StringBuilder("mounted a " + size + " tmpfs as the state directory");
+            try (Engine engine = new Engine(target.open())) {
                 String prefix = "al-" + engine.driver().instance() + "-";
                 // the engine keeps its files on a tmpfs of its own, no larger than what the state directory had free
                 Path fill = state.resolve("engines").resolve(engine.driver().instance()).resolve("fill");
@@ -67,7 +66,7 @@ final class DiskFullScenario {
                     added.removeAll(before);
                     problems.add("the failed create left files in the state directory: " + added);
                 }
-                List<String> leaks = new LeakCheck(config).find(prefix);
+                List<String> leaks = target.leftovers(prefix);
                 if (!leaks.isEmpty()) {
                     problems.add("the failed create left: " + String.join("; ", leaks));
                 }
@@ -79,7 +78,7 @@ final class DiskFullScenario {
                     problems.add("with the space freed, a sandbox still could not be created: " + e.getMessage());
                 }
                 engine.close();
-                problems.addAll(leftovers(config, prefix));
+                problems.addAll(leftovers(target, prefix));
             }
             return verdict(happened.toString(), problems);
         } finally {

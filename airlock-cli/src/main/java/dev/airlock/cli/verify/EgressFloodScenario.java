@@ -2,8 +2,6 @@ package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Printable;
-import dev.airlock.oci.LeakCheck;
-import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
 import dev.airlock.server.ServerConfig;
 import dev.airlock.server.audit.AuditReader;
@@ -39,7 +37,11 @@ final class EgressFloodScenario {
 
     /** How long the sandbox's code floods at least. */
     static final Duration FLOOD = Duration.ofSeconds(5);
-    /** Fewer refused attempts than this would be too small a flood to show the folding: the flood goes on until it made them. */
+    /**
+     * Fewer refused attempts than this would be too small a flood to show the folding: the flood goes
+     * on until it made them. Divided by the tier's time scale (a microVM guest under software
+     * emulation makes about 45 a second here: 200 there), since the flood must stay in one window.
+     */
     static final int MIN_ATTEMPTS = 1000;
     /** The flood stops here even with fewer attempts; inside one refusal window (60 s), and with its margin within the default 30 s timeout cap. */
     static final Duration MAX_FLOOD = Duration.ofSeconds(20);
@@ -61,7 +63,9 @@ final class EgressFloodScenario {
               local: {tokenFile: token, profiles: [default, net], allow: ["*"]}
             """;
     /** Straight to the proxy port, as hostile code would: CONNECT and plain HTTP to names and addresses no rule allows. */
-    private static final String FLOOD_CODE = """
+    /** The flood's code: on for {@link #FLOOD}, and until {@code minAttempts}, never past {@link #MAX_FLOOD}. */
+    private static String floodCode(int minAttempts) {
+        return """
             import socket, sys, time
             asks = [
                 lambda i: b"CONNECT f%d.denied.invalid:443 HTTP/1.1\\r\\nHost: f%d.denied.invalid:443\\r\\n\\r\\n" % (i % 50, i % 50),
@@ -92,14 +96,15 @@ final class EgressFloodScenario {
             print("refused", refused)
             print("seconds", round(time.monotonic() - start))
             print(other, file=sys.stderr)
-            """.replace("MAX_SECONDS", Long.toString(MAX_FLOOD.toSeconds())).replace("MIN_ATTEMPTS", Integer.toString(MIN_ATTEMPTS))
+            """.replace("MAX_SECONDS", Long.toString(MAX_FLOOD.toSeconds())).replace("MIN_ATTEMPTS", Integer.toString(minAttempts))
             .replace("SECONDS", Long.toString(FLOOD.toSeconds()));
+    }
 
     private EgressFloodScenario() {
     }
 
-    static Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
-        Path data = config.stateRoot().resolveSibling("d");
+    static Outcome run(VerifyTarget target) throws IOException, InterruptedException {
+        Path data = target.stateDir().resolveSibling("d");
         Files.createDirectories(data);
         Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwx------"));
         Files.writeString(data.resolve("policy.yaml"), POLICY);
@@ -107,11 +112,11 @@ final class EgressFloodScenario {
         StringBuilder happened = new StringBuilder();
         String id;
         long refused;
-        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config.toSettings())
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(target.settings())
                 .withPoolSize(0).withPolicyFile(data.resolve("policy.yaml"))); HttpClient http = HttpClient.newHttpClient()) {
             JsonNode created = new ScenarioRest(http, server).call("POST", "/v1/sandboxes", "{\"profile\": \"net\"}", 201);
             id = created.path("id").asString();
-            refused = flood(http, server, id, happened, problems);
+            refused = flood(http, server, id, MIN_ATTEMPTS / target.timeScale(), happened, problems);
             if (refused < 0) {
                 // too small a flood proves nothing, unless an attempt already got through
                 return problems.isEmpty() ? Outcome.error(happened.toString()) : Outcome.broken(happened + "\n" + String.join("\n", problems));
@@ -128,19 +133,20 @@ final class EgressFloodScenario {
         }
         // The server's shutdown closed its refusal windows: their counts are written now.
         checkRecords(data, id, refused, happened, problems);
-        problems.addAll(new LeakCheck(config).find(id));
+        problems.addAll(target.leftovers(id));
         return RecoveryChecks.verdict(happened.toString(), problems);
     }
 
     /** Runs the flood under a watch of {@code /health}; the refused attempts, or -1 when the flood was too small to prove anything. */
-    private static long flood(HttpClient http, AirlockServer server, String id, StringBuilder happened, List<String> problems)
+    private static long flood(HttpClient http, AirlockServer server, String id, int minAttempts, StringBuilder happened,
+                              List<String> problems)
             throws IOException, InterruptedException {
         JsonNode result;
         long slowest;
         long answers;
         try (HealthWatch health = new HealthWatch(server.uri())) {
             result = new ScenarioRest(http, server).call("POST", "/v1/sandboxes/" + id + "/exec", JSON.writeValueAsString(Map.of("language", "python",
-                    "code", FLOOD_CODE, "timeoutSeconds", MAX_FLOOD.toSeconds() + 10)), 200);
+                    "code", floodCode(minAttempts), "timeoutSeconds", MAX_FLOOD.toSeconds() + 10)), 200);
             health.close();
             slowest = health.slowestMillis();
             answers = health.answers();
@@ -162,8 +168,8 @@ final class EgressFloodScenario {
             problems.add((attempts - refused) + " attempts were not refused with 403; their answers: "
                     + Printable.quoted(result.path("stderr").asString(""), Findings.SHOWN_CHARS));
         }
-        if (refused < MIN_ATTEMPTS) {
-            happened.append("; too few refusals (under ").append(MIN_ATTEMPTS).append(") to prove anything");
+        if (refused < minAttempts) {
+            happened.append("; too few refusals (under ").append(minAttempts).append(") to prove anything");
             return -1;
         }
         return refused;

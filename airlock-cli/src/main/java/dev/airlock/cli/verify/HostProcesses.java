@@ -51,18 +51,10 @@ final class HostProcesses {
         return all().stream().filter(p -> p.pid() != self && p.cmdline().contains(marker)).toList();
     }
 
-    /**
-     * Whether sandboxes of {@code config} run under gVisor (runsc). The host then never sees their
-     * processes: they are tasks of the sandbox's Sentry, whose own host processes (runsc-sandbox,
-     * runsc-gofer and its stubs) are what lives in the sandbox's cgroup.
-     */
-    static boolean gvisor(dev.airlock.oci.OciDriverConfig config) {
-        return Path.of(config.runtime()).getFileName().toString().equals("runsc");
-    }
-
-    /** Processes in the cgroup of a sandbox whose id starts with {@code prefix}. */
-    static List<HostProcess> inSandboxes(String prefix) {
-        return all().stream().filter(p -> p.cgroup().contains("/airlock/" + prefix)).toList();
+    /** Processes in the cgroup of a sandbox of {@code target} whose id starts with {@code prefix}. */
+    static List<HostProcess> inSandboxes(VerifyTarget target, String prefix) {
+        String marker = "/" + target.cgroupParent() + "/" + prefix;
+        return all().stream().filter(p -> p.cgroup().contains(marker)).toList();
     }
 
     static String describe(List<HostProcess> ps) {

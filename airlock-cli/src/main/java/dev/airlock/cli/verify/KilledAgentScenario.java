@@ -9,9 +9,8 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -24,16 +23,17 @@ import static dev.airlock.cli.verify.RecoveryChecks.verdict;
 
 /**
  * The killed-agent scenario: the sandbox's PID 1 (the agent) is killed from the host while an
- * execution runs (under gVisor: the sandbox's Sentry, the kernel that runs the agent). The execution must end as cancelled, and nothing of the sandbox may remain once
- * it is closed.
+ * execution runs (under gVisor: the sandbox's Sentry, the kernel that runs the agent; on the
+ * microVM tier: the guest's QEMU). The execution must end as cancelled, and nothing of the sandbox
+ * may remain once it is closed.
  */
 final class KilledAgentScenario {
 
     private KilledAgentScenario() {
     }
 
-    static Outcome run(OciDriverConfig config) throws InterruptedException {
-        try (Engine engine = new Engine(new OciDriver(config))) {
+    static Outcome run(VerifyTarget target) throws InterruptedException {
+        try (Engine engine = new Engine(target.open())) {
             String prefix = "al-" + engine.driver().instance() + "-";
             Sandbox sandbox = engine.create(SandboxSpec.defaults());
             CountDownLatch started = new CountDownLatch(1);
@@ -50,13 +50,22 @@ final class KilledAgentScenario {
                 if (!started.await(30, TimeUnit.SECONDS)) {
                     return Outcome.error("the execution did not start within 30s");
                 }
-                // Under gVisor the agent is a task of the sandbox's Sentry, which the host cannot signal alone: kill its kernel.
-                boolean gvisor = HostProcesses.gvisor(config);
-                String victim = gvisor ? "the sandbox's gVisor kernel (runsc-sandbox, which runs the agent)" : "the agent";
-                List<HostProcesses.HostProcess> agents = HostProcesses.inSandboxes(sandbox.id().value()).stream()
-                        // the agent's supervisors of executions run the same binary: PID 1 of the sandbox is the agent
-                        .filter(p -> gvisor ? p.cmdline().startsWith("runsc-sandbox ")
-                                : p.cmdline().startsWith("/.airlock/airlock-agent") && HostProcesses.namespacePid(p.pid()) == 1).toList();
+                // Under gVisor or in a guest the agent is a process of the sandbox's own kernel, which the host cannot
+                // signal alone: kill that kernel.
+                VerifyTarget.Tier tier = target.tier();
+                String victim = switch (tier) {
+                    case CONTAINER -> "the agent";
+                    case GVISOR -> "the sandbox's gVisor kernel (runsc-sandbox, which runs the agent)";
+                    case MICROVM -> "the sandbox's QEMU (whose guest runs the agent)";
+                };
+                List<HostProcesses.HostProcess> agents = HostProcesses.inSandboxes(target, sandbox.id().value()).stream()
+                        .filter(p -> switch (tier) {
+                            // the agent's supervisors of executions run the same binary: PID 1 of the sandbox is the agent
+                            case CONTAINER -> p.cmdline().startsWith("/.airlock/airlock-agent") && HostProcesses.namespacePid(p.pid()) == 1;
+                            case GVISOR -> p.cmdline().startsWith("runsc-sandbox ");
+                            // QEMU itself, not the jail's unshare wrapper whose command line names it
+                            case MICROVM -> Path.of(p.cmdline().split(" ", 2)[0]).getFileName().toString().startsWith("qemu-system-");
+                        }).toList();
                 if (agents.size() != 1) {
                     return Outcome.error("expected one process of " + victim + " of sandbox " + sandbox.id() + " on the host, found: "
                             + HostProcesses.describe(agents));
@@ -78,16 +87,16 @@ final class KilledAgentScenario {
                     problems.add("closing the sandbox failed: " + e.getMessage());
                 }
             }
-            if (HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(prefix).isEmpty())) {
+            if (HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(target, prefix).isEmpty())) {
                 happened.append("; no process of the sandbox remains");
             } else {
-                problems.add("processes remain: " + HostProcesses.describe(HostProcesses.inSandboxes(prefix)));
+                problems.add("processes remain: " + HostProcesses.describe(HostProcesses.inSandboxes(target, prefix)));
             }
             engine.close();
-            problems.addAll(leftovers(config, prefix));
+            problems.addAll(leftovers(target, prefix));
             return verdict(happened.toString(), problems);
         } finally {
-            cleanUp(config);
+            cleanUp(target);
         }
     }
 }

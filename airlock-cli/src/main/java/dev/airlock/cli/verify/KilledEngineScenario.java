@@ -3,8 +3,6 @@ package dev.airlock.cli.verify;
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Engine;
 import dev.airlock.core.Printable;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -27,16 +25,16 @@ final class KilledEngineScenario {
     private KilledEngineScenario() {
     }
 
-    static Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
-        ChildCli cli = ChildCli.start(config, List.of(), true, "--lang", "sh", "--code", "echo running; sleep 1000 & sleep 1000");
+    static Outcome run(VerifyTarget target) throws IOException, InterruptedException {
+        ChildCli cli = ChildCli.start(target, List.of(), true, "--lang", "sh", "--code", "echo running; sleep 1000 & sleep 1000");
         Process process = cli.process();
         try {
             boolean running = HostProcesses.eventually(60_000, () -> cli.out().contains("running") || !process.isAlive());
             if (!running || !cli.out().contains("running")) {
                 return Outcome.error("the child 'airlock run' did not start its program: " + Printable.quoted(cli.out(), Findings.SHOWN_CHARS));
             }
-            String prefix = "al-" + onlyInstance(config) + "-";
-            List<HostProcesses.HostProcess> before = HostProcesses.inSandboxes(prefix);
+            String prefix = "al-" + onlyInstance(target) + "-";
+            List<HostProcesses.HostProcess> before = HostProcesses.inSandboxes(target, prefix);
             if (before.isEmpty()) {
                 return Outcome.error("no process of the child's sandbox was seen on the host, so the check proves nothing");
             }
@@ -45,33 +43,33 @@ final class KilledEngineScenario {
             StringBuilder happened = new StringBuilder("killed 'airlock run' (pid " + process.pid() + ") with SIGKILL while its sandbox ran "
                     + before.size() + " processes");
             List<String> problems = new ArrayList<>();
-            if (HostProcesses.eventually(30_000, () -> HostProcesses.inSandboxes(prefix).isEmpty())) {
+            if (HostProcesses.eventually(30_000, () -> HostProcesses.inSandboxes(target, prefix).isEmpty())) {
                 happened.append("; every process of the sandbox died with it");
             } else {
-                problems.add("processes of the killed CLI's sandbox still run 30s later: " + HostProcesses.describe(HostProcesses.inSandboxes(prefix)));
+                problems.add("processes of the killed CLI's sandbox still run 30s later: " + HostProcesses.describe(HostProcesses.inSandboxes(target, prefix)));
             }
             List<String> reaped;
-            try (Engine next = new Engine(new OciDriver(config))) {
+            try (Engine next = new Engine(target.open())) {
                 reaped = next.reapedAtStart();
             }
             happened.append("; the next engine start reaped: ").append(reaped.isEmpty() ? "nothing" : String.join(", ", reaped));
             if (reaped.stream().noneMatch(l -> l.startsWith("state of instance "))) {
                 problems.add("the next engine start did not reap the dead instance's state");
             }
-            problems.addAll(leftovers(config, prefix));
+            problems.addAll(leftovers(target, prefix));
             return verdict(happened.toString(), problems);
         } finally {
             cli.kill();
-            cleanUp(config);
+            cleanUp(target);
         }
     }
 
     /** The instance name of the only engine under the state directory. */
-    private static String onlyInstance(OciDriverConfig config) throws IOException {
-        try (Stream<Path> s = Files.list(config.stateRoot().resolve("engines"))) {
+    private static String onlyInstance(VerifyTarget target) throws IOException {
+        try (Stream<Path> s = Files.list(target.stateRoot().resolve("engines"))) {
             List<Path> instances = s.toList();
             if (instances.size() != 1) {
-                throw new IOException("expected one engine instance under " + config.stateRoot() + ", found " + instances);
+                throw new IOException("expected one engine instance under " + target.stateRoot() + ", found " + instances);
             }
             return instances.getFirst().getFileName().toString();
         }

@@ -2,8 +2,6 @@ package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Printable;
-import dev.airlock.oci.LeakCheck;
-import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
 import dev.airlock.server.ServerConfig;
 import tools.jackson.databind.JsonNode;
@@ -39,53 +37,56 @@ final class OutputTreeScenario {
     private OutputTreeScenario() {
     }
 
-    static Outcome run(OciDriverConfig config) throws IOException, InterruptedException {
-        Path data = config.stateRoot().resolveSibling("d");
+    static Outcome run(VerifyTarget target) throws IOException, InterruptedException {
+        Path data = target.stateDir().resolveSibling("d");
         Files.createDirectories(data);
         Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwx------"));
         List<String> problems = new ArrayList<>();
         StringBuilder happened = new StringBuilder();
         String id;
-        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(config.toSettings())
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(data).withDriver(target.settings())
                 .withPoolSize(0)); HttpClient http = HttpClient.newHttpClient()) {
             ScenarioRest rest = new ScenarioRest(http, server);
-            JsonNode created = rest.call("POST", "/v1/sandboxes", "{\"ttlSeconds\": " + TTL.toSeconds() + "}", 201);
+            // code under software emulation takes the tier's time scale longer to make the tree
+            Duration ttl = TTL.multipliedBy(target.timeScale());
+            JsonNode created = rest.call("POST", "/v1/sandboxes", "{\"ttlSeconds\": " + ttl.toSeconds() + "}", 201);
             id = created.path("id").asString();
-            attack(rest, id, Instant.parse(created.path("expiresAt").asString()), happened, problems, new LeakCheck(config),
-                    HostProcesses.gvisor(config));
+            attack(rest, id, ttl, Instant.parse(created.path("expiresAt").asString()), happened, problems, target);
         }
-        problems.addAll(new LeakCheck(config).find(id));
+        problems.addAll(target.leftovers(id));
         return RecoveryChecks.verdict(happened.toString(), problems);
     }
 
-    private static void attack(ScenarioRest rest, String id, Instant expires, StringBuilder happened, List<String> problems, LeakCheck leaks,
-                               boolean gvisor)
+    private static void attack(ScenarioRest rest, String id, Duration ttl, Instant expires, StringBuilder happened, List<String> problems,
+                               VerifyTarget target)
             throws IOException, InterruptedException {
         // One process makes them all: under gVisor every fork costs a Sentry task, and 400 of them took over 15 s.
         JsonNode made = rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"python3\", \"-c\", \"import os\\n"
                 + "for i in range(200):\\n    for j in range(200):\\n        os.makedirs(f'/workspace/output/t{i}/{j}')\"], \"timeoutSeconds\": "
-                + TTL.minusSeconds(5).toSeconds() + "}", 200);
+                + ttl.minusSeconds(5).toSeconds() + "}", 200);
         if (made.path("exitCode").asInt(-1) != 0) {
             throw new IOException("could not make the tree of directories: " + Printable.quoted(made.toString(), Findings.SHOWN_CHARS));
         }
         rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sleep\", \"1000\"], \"timeoutSeconds\": 600,"
                 + " \"background\": true}", 202);
-        if (!HostProcesses.eventually(10_000, () -> !codeProcesses(id, gvisor).isEmpty())) {
+        if (!HostProcesses.eventually(10_000, () -> !codeProcesses(target, id).isEmpty())) {
             throw new IOException("no process of sandbox " + id + " was seen on the host, so the check would prove nothing");
         }
         happened.append("left ").append(DIRECTORIES).append(" directories in /workspace/output and a running sleep");
-        // The host sees gVisor's tasks only through their Sentry, which lives on while the outputs are collected.
-        Duration margin = gvisor ? MARGIN.plus(COLLECTION_DEADLINE) : MARGIN;
-        String whose = gvisor ? "the host processes of its gVisor kernel (which runs its processes)" : "its processes";
+        // The host sees gVisor's tasks or a guest's processes only through their kernel's host processes, which live on
+        // while the outputs are collected.
+        boolean ownKernel = target.tier().ownKernel();
+        Duration margin = ownKernel ? MARGIN.plus(COLLECTION_DEADLINE) : MARGIN;
+        String whose = ownKernel ? "the host processes of " + target.tier().kernel() + " (which runs its processes)" : "its processes";
         long waitMillis = Math.max(0, Duration.between(Instant.now(), expires.plus(margin)).toMillis());
-        if (HostProcesses.eventually(waitMillis, () -> codeProcesses(id, gvisor).isEmpty())) {
+        if (HostProcesses.eventually(waitMillis, () -> codeProcesses(target, id).isEmpty())) {
             happened.append("; ").append(whose).append(" were dead within ").append(margin.toSeconds()).append(" s of its lifetime's end");
         } else {
             problems.add(whose + " of the expired sandbox still ran " + margin.toSeconds() + " s after its lifetime ended: "
-                    + HostProcesses.describe(codeProcesses(id, gvisor)));
+                    + HostProcesses.describe(codeProcesses(target, id)));
         }
-        if (!HostProcesses.eventually(60_000, () -> leaks.find(id).isEmpty())) {
-            problems.add("the expired sandbox was not gone 60 s after its lifetime ended: " + leaks.find(id));
+        if (!HostProcesses.eventually(60_000, () -> target.leftovers(id).isEmpty())) {
+            problems.add("the expired sandbox was not gone 60 s after its lifetime ended: " + target.leftovers(id));
         }
         JsonNode manifest = rest.outputs(id);
         String cut = manifest == null ? "" : manifest.path("cut").toString();
@@ -98,13 +99,13 @@ final class OutputTreeScenario {
     }
 
     /**
-     * The sandbox's processes on the host other than its agent; under gVisor, the host processes of
-     * the Sentry that runs them (the host cannot tell the code's tasks apart).
+     * The sandbox's processes on the host other than its agent; under gVisor or in a guest, the host
+     * processes of the kernel that runs them (the host cannot tell the code's processes apart).
      */
-    private static List<HostProcesses.HostProcess> codeProcesses(String id, boolean gvisor) {
-        if (gvisor) {
-            return HostProcesses.inSandboxes(id);
+    private static List<HostProcesses.HostProcess> codeProcesses(VerifyTarget target, String id) {
+        if (target.tier().ownKernel()) {
+            return HostProcesses.inSandboxes(target, id);
         }
-        return HostProcesses.inSandboxes(id).stream().filter(p -> !p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
+        return HostProcesses.inSandboxes(target, id).stream().filter(p -> !p.cmdline().startsWith("/.airlock/airlock-agent")).toList();
     }
 }

@@ -2,7 +2,6 @@ package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.HostFiles;
-import dev.airlock.oci.OciDriverConfig;
 
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
@@ -23,11 +22,11 @@ import java.util.stream.Stream;
  */
 final class Recovery {
 
-    private final OciDriverConfig base;
+    private final VerifyTarget base;
     private final DiskFullScenario diskFull = new DiskFullScenario();
 
-    /** @param base the runtime and host ids to use; the state directory is replaced by a temporary one */
-    Recovery(OciDriverConfig base) {
+    /** @param base the tier and driver settings to use; the state directory is replaced by a temporary one */
+    Recovery(VerifyTarget base) {
         this.base = base;
     }
 
@@ -43,10 +42,11 @@ final class Recovery {
         }
         // If verify is interrupted mid-scenario: unmount what it mounted, and remove the temporary
         // directory unless an engine's state is still in it (the agents then kill their processes).
+        VerifyTarget target = base.withStateDir(tmp.resolve("s"));
         Path dir = tmp;
         Thread atExit = new Thread(() -> {
             diskFull.unmountAtExit();
-            try (Stream<Path> engines = Files.list(dir.resolve("s").resolve("engines"))) {
+            try (Stream<Path> engines = Files.list(target.stateRoot().resolve("engines"))) {
                 if (engines.findAny().isPresent()) {
                     return;
                 }
@@ -57,14 +57,13 @@ final class Recovery {
         }, "airlock-verify-recovery-exit");
         Runtime.getRuntime().addShutdownHook(atExit);
         try {
-            OciDriverConfig config = base.withStateRoot(tmp.resolve("s"));
             return switch (scenario) {
-                case "killed-engine" -> KilledEngineScenario.run(config);
-                case "killed-agent" -> KilledAgentScenario.run(config);
-                case "agent-flood" -> AgentFloodScenario.run(config);
-                case "disk-full" -> diskFull.run(config);
-                case "output-tree" -> OutputTreeScenario.run(config);
-                case "egress-flood" -> EgressFloodScenario.run(config);
+                case "killed-engine" -> KilledEngineScenario.run(target);
+                case "killed-agent" -> KilledAgentScenario.run(target);
+                case "agent-flood" -> AgentFloodScenario.run(target);
+                case "disk-full" -> diskFull.run(target);
+                case "output-tree" -> OutputTreeScenario.run(target);
+                case "egress-flood" -> EgressFloodScenario.run(target);
                 default -> Outcome.error("unknown scenario " + scenario);
             };
         } catch (IOException e) {

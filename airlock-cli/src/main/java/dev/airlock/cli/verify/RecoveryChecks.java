@@ -2,9 +2,6 @@ package dev.airlock.cli.verify;
 
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Engine;
-import dev.airlock.oci.LeakCheck;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,14 +19,14 @@ final class RecoveryChecks {
     private RecoveryChecks() {
     }
 
-    /** What {@link LeakCheck} finds of the sandboxes with {@code prefix}, and engine state left in the directory. */
-    static List<String> leftovers(OciDriverConfig config, String prefix) {
+    /** What the tier's leak check finds of the sandboxes with {@code prefix}, and engine state left in the directory. */
+    static List<String> leftovers(VerifyTarget target, String prefix) {
         List<String> problems = new ArrayList<>();
-        List<String> leaks = new LeakCheck(config).find(prefix);
+        List<String> leaks = target.leftovers(prefix);
         if (!leaks.isEmpty()) {
             problems.add("left behind: " + String.join("; ", leaks));
         }
-        Path engines = config.stateRoot().resolve("engines");
+        Path engines = target.stateRoot().resolve("engines");
         if (Files.isDirectory(engines)) {
             try (Stream<Path> s = Files.list(engines)) {
                 List<Path> left = s.toList();
@@ -52,8 +49,8 @@ final class RecoveryChecks {
     }
 
     /** Whatever a scenario left, so the temporary directory can go: a fresh engine reaps dead instances. */
-    static void cleanUp(OciDriverConfig config) {
-        try (Stream<Path> s = Files.list(config.stateRoot().resolve("engines"))) {
+    static void cleanUp(VerifyTarget target) {
+        try (Stream<Path> s = Files.list(target.stateRoot().resolve("engines"))) {
             if (s.findAny().isEmpty()) {
                 return;
             }
@@ -61,7 +58,7 @@ final class RecoveryChecks {
             return;
         }
         try {
-            new Engine(new OciDriver(config)).close();
+            new Engine(target.open()).close();
         } catch (RuntimeException e) {
             // best effort: the temporary directory is removed anyway
         }

@@ -6,12 +6,11 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.Engine;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.Limits;
 import dev.airlock.core.Printable;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
-import dev.airlock.oci.OciDriver;
-import dev.airlock.oci.OciDriverConfig;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -23,19 +22,19 @@ import java.util.function.BiConsumer;
 /**
  * Runs cases against real sandboxes. Sandbox cases go through one {@link Engine} on the configured
  * runtime and state directory, as one-shot runs (the path {@code airlock run} and the REST API
- * take); recovery scenarios each get their own engine on a temporary state directory
+ * take), the same on every isolation tier ({@link VerifyTarget}); recovery scenarios each get their own engine on a temporary state directory
  * ({@link Recovery}), so a server running on this host is never disturbed.
  */
 public final class Verifier {
 
-    private final OciDriverConfig config;
-    /** Whether the sandboxes run under gVisor (runsc): cases with a {@code gvisor} expectation use it. */
-    private final boolean gvisor;
+    private final VerifyTarget target;
+    /** The sandboxes' tier: cases with an expectation of its own ({@code gvisor}, {@code microvm}) use it. */
+    private final VerifyTarget.Tier tier;
 
-    /** @param config the driver configuration to verify, weakenings included */
-    public Verifier(OciDriverConfig config) {
-        this.config = config;
-        this.gvisor = HostProcesses.gvisor(config);
+    /** @param target the tier and driver settings to verify, weakenings included */
+    public Verifier(VerifyTarget target) {
+        this.target = target;
+        this.tier = target.tier();
     }
 
     /**
@@ -46,7 +45,7 @@ public final class Verifier {
     public List<Finding> run(List<VerifyCase> cases, BiConsumer<Integer, Finding> progress) {
         List<Finding> findings = new ArrayList<>();
         boolean needsEngine = cases.stream().anyMatch(c -> c.kind() != VerifyCase.Kind.RECOVERY);
-        Engine engine = needsEngine ? new Engine(new OciDriver(config)) : null;
+        Engine engine = needsEngine ? new Engine(target.open()) : null;
         // Ctrl-C or SIGTERM during verify destroys its sandboxes, as 'airlock run' does.
         Thread hook = engine == null ? null : new Thread(engine::close, "airlock-verify-shutdown");
         if (hook != null) {
@@ -58,7 +57,7 @@ public final class Verifier {
                 Outcome o;
                 try {
                     o = c.kind() == VerifyCase.Kind.RECOVERY
-                            ? new Recovery(config.withWeakenings(java.util.Set.of())).run(c.scenario())
+                            ? new Recovery(target.unweakened()).run(c.scenario())
                             : runCase(engine, c);
                 } catch (AirlockException e) {
                     o = Outcome.error("the case could not run: " + e.getMessage());
@@ -101,7 +100,7 @@ public final class Verifier {
 
     private Outcome runCase(Engine engine, VerifyCase c) {
         VerifyCase.Placeholders p = VerifyCase.Placeholders.fresh();
-        SandboxSpec spec = new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, c.limits(), Map.of());
+        SandboxSpec spec = new SandboxSpec(SandboxSpec.SYSTEM_IMAGE, limits(c), Map.of());
         return switch (c.kind()) {
             case RUN -> judge(c, p, oneShot(engine, c, c.code(), p, spec), "");
             case TWO_RUNS -> {
@@ -121,18 +120,24 @@ public final class Verifier {
                     yield judge(c, p, second, "first sandbox " + a.id() + ": " + observed(first) + "\nsecond sandbox " + b.id() + " (both alive): ");
                 }
             }
-            case OUTLIVE -> gvisor ? outliveUnderGvisor(engine, c, p, spec)
+            case OUTLIVE -> tier.ownKernel() ? outliveUnderOwnKernel(engine, c, p, spec)
                     : outlive(c, p, () -> oneShot(engine, c, c.code(), p, spec), "the run", Verifier::onHost, "on the host");
             case OUTLIVE_EXECUTION -> {
                 try (Sandbox sb = engine.create(spec)) {
-                    // Under gVisor the sandbox's processes are Sentry tasks the host never sees: look inside the live sandbox.
+                    // Under gVisor or in a guest the host never sees the sandbox's processes: look inside the live sandbox.
                     yield outlive(c, p, () -> sb.exec(sb.codeRequest(c.language(), c.program(c.code(), p))),
                             "the execution (in sandbox " + sb.id() + ", which lives on)",
-                            gvisor ? marker -> inSandbox(sb, marker) : Verifier::onHost, gvisor ? "in the sandbox" : "on the host");
+                            tier.ownKernel() ? marker -> inSandbox(sb, marker) : Verifier::onHost,
+                            tier.ownKernel() ? "in the sandbox" : "on the host");
                 }
             }
             case RECOVERY -> throw new IllegalStateException("recovery cases run in Recovery");
         };
+    }
+
+    /** The case's limits, its timeout multiplied by the tier's {@link VerifyTarget#timeScale()}. */
+    private Limits limits(VerifyCase c) {
+        return c.limits().withTimeout(c.limits().timeout().multipliedBy(target.timeScale()));
     }
 
     private static ExecResult oneShot(Engine engine, VerifyCase c, String text, VerifyCase.Placeholders p, SandboxSpec spec) {
@@ -140,8 +145,8 @@ public final class Verifier {
     }
 
     private Outcome judge(VerifyCase c, VerifyCase.Placeholders p, ExecResult r, String before) {
-        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
-        String happened = gvisorNote(c) + before + observed(r);
+        List<String> mismatches = c.expectFor(tier).mismatches(r, p);
+        String happened = tierNote(c) + before + observed(r);
         if (mismatches.isEmpty()) {
             return Outcome.held(happened);
         }
@@ -172,16 +177,15 @@ public final class Verifier {
         String seenAs = String.join("; ", sighting.get());
         ExecResult r;
         try {
-            r = run.get(c.limits().timeout().toMillis() + 60_000, TimeUnit.MILLISECONDS);
+            r = run.get(limits(c).timeout().toMillis() + 60_000, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             return Outcome.error("the run did not end: " + e);
         }
         if (!seen) {
             return Outcome.error("the process '" + marker + "' was never seen " + where + " while the run lived, so its absence "
-                    + "afterwards proves nothing" + (gvisor && where.equals("on the host")
-                    ? " (under gVisor the sandbox's processes are Sentry tasks, never host processes)" : "") + ": " + observed(r));
+                    + "afterwards proves nothing: " + observed(r));
         }
-        List<String> mismatches = c.expectFor(gvisor).mismatches(r, p);
+        List<String> mismatches = c.expectFor(tier).mismatches(r, p);
         boolean gone = HostProcesses.eventually(15_000, () -> probe.apply(marker).isEmpty());
         String happened = "while the run lived, seen " + where + ": " + seenAs + "\n" + what + ": " + observed(r) + "\nafter the run: "
                 + (gone ? "no process '" + marker + "' remains " + where
@@ -194,13 +198,14 @@ public final class Verifier {
     }
 
     /**
-     * A one-shot run that leaves a process behind, under gVisor, where the host sees only the host
-     * processes of the sandbox's Sentry, never its tasks. The run is made the way a one-shot run is
-     * (create, execute, close); the process must be seen inside the sandbox after the execution
-     * ended (else the check proves nothing), and once the sandbox is closed no host process of its
-     * Sentry may remain: no task of it can live on then.
+     * A one-shot run that leaves a process behind, in a tier whose sandbox has a kernel of its own
+     * (gVisor's Sentry, a microVM's guest), where the host sees only that kernel's host processes,
+     * never the sandbox's. The run is made the way a one-shot run is (create, execute, close); the
+     * process must be seen inside the sandbox after the execution ended (else the check proves
+     * nothing), and once the sandbox is closed no host process of its kernel may remain: no process
+     * of it can live on then.
      */
-    private Outcome outliveUnderGvisor(Engine engine, VerifyCase c, VerifyCase.Placeholders p, SandboxSpec spec) {
+    private Outcome outliveUnderOwnKernel(Engine engine, VerifyCase c, VerifyCase.Placeholders p, SandboxSpec spec) {
         String marker = p.apply(c.marker());
         ExecResult r;
         List<String> seen;
@@ -214,11 +219,11 @@ public final class Verifier {
             return Outcome.error("the process '" + marker + "' was not seen in the sandbox after the run, so its absence "
                     + "afterwards proves nothing: " + observed(r));
         }
-        List<String> mismatches = new ArrayList<>(c.expectFor(true).mismatches(r, p));
-        boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(id).isEmpty());
+        List<String> mismatches = new ArrayList<>(c.expectFor(tier).mismatches(r, p));
+        boolean gone = HostProcesses.eventually(15_000, () -> HostProcesses.inSandboxes(target, id).isEmpty());
         String happened = "the run: " + observed(r) + "\nleft in the sandbox after it: " + String.join("; ", seen)
-                + "\nafter the sandbox was closed: " + (gone ? "no host process of its gVisor kernel remains, so none of its tasks lives"
-                : "host processes of its gVisor kernel still run 15s later: " + HostProcesses.describe(HostProcesses.inSandboxes(id)));
+                + "\nafter the sandbox was closed: " + (gone ? "no host process of " + tier.kernel() + " remains, so none of its processes lives"
+                : "host processes of " + tier.kernel() + " still run 15s later: " + HostProcesses.describe(HostProcesses.inSandboxes(target, id)));
         if (!gone) {
             mismatches.add("the sandbox's kernel, and with it the process the run left, outlived the run");
         }
@@ -256,9 +261,10 @@ public final class Verifier {
         }
     }
 
-    /** Says that the case was judged by its gVisor expectation, and why, or nothing. */
-    private String gvisorNote(VerifyCase c) {
-        return gvisor && c.gvisor() != null ? "under gVisor: " + c.gvisor().why() + "\n" : "";
+    /** Says that the case was judged by its tier's own expectation, and why, or nothing. */
+    private String tierNote(VerifyCase c) {
+        VerifyCase.TierExpect own = c.forTier(tier);
+        return own == null ? "" : (tier == VerifyTarget.Tier.GVISOR ? "under gVisor: " : "in a microVM guest: ") + own.why() + "\n";
     }
 
     static String observed(ExecResult r) {

@@ -29,19 +29,31 @@ import java.util.regex.Pattern;
  * @param expect      the outcome that shows the control held
  * @param gvisor      where gVisor (runsc) holds the control in its own way: why, and the outcome that
  *                    shows it held there (used instead of {@code expect} under runsc); null otherwise
+ * @param microvm     the same for the microVM tier (a QEMU guest with its own kernel); null otherwise
  * @param source      where the case came from (built-in, or the file's path)
  */
 public record VerifyCase(String name, String control, String description, String remedy, Kind kind,
                          Language language, boolean prelude, String setup, String code, Limits limits,
-                         String marker, String scenario, Expect expect, Gvisor gvisor, String source) {
+                         String marker, String scenario, Expect expect, TierExpect gvisor, TierExpect microvm,
+                         String source) {
 
-    /** How a control shows it held under gVisor, when that differs from {@link #expect()}. */
-    public record Gvisor(String why, Expect expect) {
+    /** How a control shows it held in one tier, when that differs from {@link #expect()}: why, and the outcome. */
+    public record TierExpect(String why, Expect expect) {
     }
 
-    /** The expectation for a sandbox of the given runtime: the gVisor one under runsc, when the case has one. */
-    Expect expectFor(boolean gvisorRuntime) {
-        return gvisorRuntime && gvisor != null ? gvisor.expect() : expect;
+    /** The tier's own expectation, or null when the case has none for it. */
+    TierExpect forTier(VerifyTarget.Tier tier) {
+        return switch (tier) {
+            case CONTAINER -> null;
+            case GVISOR -> gvisor;
+            case MICROVM -> microvm;
+        };
+    }
+
+    /** The expectation for a sandbox of the given tier: the tier's own, when the case has one. */
+    Expect expectFor(VerifyTarget.Tier tier) {
+        TierExpect own = forTier(tier);
+        return own != null ? own.expect() : expect;
     }
 
     /** How a case runs. */
