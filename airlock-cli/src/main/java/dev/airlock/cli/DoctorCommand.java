@@ -31,7 +31,8 @@ final class DoctorCommand implements Callable<Integer> {
 
     /** The microVM tier as one runtime line: "works (KVM)", "works (emulated: TCG, slow)", or why not. */
     static HostReport.RuntimeCheck microVm(MicroVmProbe probe) {
-        String how = !probe.works() ? "" : MicroVmDriverConfig.KVM.equals(probe.accelerator()) ? "KVM" : "emulated: TCG, slow";
+        String how = !probe.works() ? "" : MicroVmDriverConfig.KVM.equals(probe.accelerator())
+                ? "KVM: give --microvm-accelerator kvm or AIRLOCK_MICROVM_ACCELERATOR=kvm to use it" : "emulated: TCG, slow";
         return new HostReport.RuntimeCheck(EngineOptions.MICROVM, probe.installed(), probe.works(), how, probe.detail(),
                 "microVM: a QEMU guest with its own Linux kernel behind a hypervisor, no network device; the host kernel is not shared");
     }

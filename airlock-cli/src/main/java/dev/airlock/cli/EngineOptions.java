@@ -34,6 +34,11 @@ final class EngineOptions {
             description = "Where sandbox state lives; microvm guests' under DIR/microvm (env AIRLOCK_STATE_DIR; default /run/airlock).")
     Path stateDir = Path.of(System.getenv().getOrDefault("AIRLOCK_STATE_DIR", "/run/airlock"));
 
+    @Option(names = "--microvm-accelerator", paramLabel = "tcg|kvm",
+            description = "How microvm guests run: tcg (software emulation: boots everywhere, slow) or kvm (hardware virtualization,"
+                    + " where 'airlock doctor' says the tier works with KVM) (env AIRLOCK_MICROVM_ACCELERATOR; default tcg).")
+    String microVmAccelerator;
+
     @Mixin
     ImageDirOption images = new ImageDirOption();
 
@@ -70,7 +75,8 @@ final class EngineOptions {
 
     /** The microVM driver's settings: its state under the state directory. */
     MicroVmDriverConfig microVmConfig() {
-        return MicroVmDriverConfig.defaults().withStateRoot(stateDir.resolve(MICROVM));
+        MicroVmDriverConfig config = MicroVmDriverConfig.defaults().withStateRoot(stateDir.resolve(MICROVM));
+        return microVmAccelerator == null ? config : config.withAccelerator(microVmAccelerator);
     }
 
     /** The chosen driver's settings, as a server holds them; {@code dataDir} as for {@link #driverConfig(Path)}. */

@@ -30,6 +30,13 @@ class RunMicroVmTest {
     }
 
     @Test
+    void anUnknownAcceleratorIsRefusedBeforeAnythingBootsSayingWhatToGive() throws Exception {
+        CliProcess cli = CliProcess.run("run", "--runtime", "microvm", "--microvm-accelerator", "hvf", "--lang", "sh", "--code", "true");
+        assertThat(cli.exitCode()).isEqualTo(2);
+        assertThat(cli.stderr()).contains("accelerator 'hvf' is unknown").contains("tcg").contains("kvm");
+    }
+
+    @Test
     void aCommandThatDrivesOnlyOciRuntimesRefusesMicrovmSayingWhatToGive() throws Exception {
         CliProcess cli = CliProcess.run("bench", "--runtime", "microvm", "--quick");
         assertThat(cli.exitCode()).isNotZero();

@@ -349,7 +349,8 @@ public final class MicroVmDriver implements IsolationDriver {
                 reaped.add("QEMU process " + p.pid() + " of instance " + instance);
             }
         });
-        reaped.addAll(VmmJail.reap(config.stateRoot(), instance -> !state.isAlive(instance)));
+        reaped.addAll(VmmJail.reap(config.stateRoot(), instance -> !state.isAlive(instance),
+                instance -> Files.isDirectory(state.instanceDir(instance))));
         for (String instance : state.deadInstances()) {
             state.removeInstance(instance);
             reaped.add("state of instance " + instance);

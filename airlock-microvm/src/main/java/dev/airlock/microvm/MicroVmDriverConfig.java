@@ -25,7 +25,9 @@ import java.util.Set;
  *                     software emulation (TCG) a boot takes several seconds, more on a busy host
  * @param accelerator  {@value #TCG} (software emulation, the default: it boots everywhere) or
  *                     {@value #KVM} (hardware virtualization, where {@code airlock doctor} shows
- *                     that {@code /dev/kvm} boots a guest: some paravirtual KVMs hang the guest)
+ *                     that {@code /dev/kvm} boots a guest: some paravirtual KVMs hang the guest);
+ *                     null: the environment's {@value #ACCELERATOR_ENV}, else {@value #TCG}, so that
+ *                     every engine of a host (a server's tiers, {@code run}, {@code bench}) uses it
  * @param protectedPaths host directories no input may be, lie in or contain, beyond the state root
  *                     (the server's data directory): as for the OCI driver ({@link dev.airlock.core.HostInputs})
  */
@@ -33,6 +35,8 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
 
     public static final String TCG = "tcg";
     public static final String KVM = "kvm";
+    /** The environment variable that sets the default accelerator. */
+    public static final String ACCELERATOR_ENV = "AIRLOCK_MICROVM_ACCELERATOR";
 
     /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
     private static final int UNIX_SOCKET_PATH_MAX = 107;
@@ -51,7 +55,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
             startTimeout = Duration.ofSeconds(60);
         }
         if (accelerator == null) {
-            accelerator = TCG;
+            accelerator = System.getenv().getOrDefault(ACCELERATOR_ENV, TCG);
         }
         protectedPaths = protectedPaths == null ? Set.of() : Set.copyOf(protectedPaths);
         if (!accelerator.equals(TCG) && !accelerator.equals(KVM)) {

@@ -49,7 +49,7 @@ public final class MicroVmLeakCheck {
         });
         VmmJail.allCgroups().stream().filter(c -> c.getFileName().toString().startsWith(prefix))
                 .forEach(c -> leaks.add("microvm: QEMU cgroup " + c));
-        VmmJail.allUidSlots(stateRoot).stream().filter(s -> owner(s).startsWith(prefix))
+        VmmJail.allUidSlots(stateRoot).stream().filter(s -> VmmJail.owner(s).startsWith(prefix))
                 .forEach(s -> leaks.add("microvm: QEMU uid claimed " + s));
         Path engines = stateRoot.resolve("engines");
         if (Files.isDirectory(engines)) {
@@ -68,12 +68,4 @@ public final class MicroVmLeakCheck {
         return leaks;
     }
 
-    /** The sandbox a uid slot was claimed for (its first line); "" when it cannot be read. */
-    private static String owner(Path slot) {
-        try {
-            return Files.readString(slot).strip();
-        } catch (IOException e) {
-            return "";
-        }
-    }
 }

@@ -300,35 +300,56 @@ final class VmmJail {
     }
 
     /**
-     * Removes the cgroups and uid slots of guests whose instance {@code dead} says is gone
-     * (their processes killed first); returns what it removed.
+     * Removes the cgroups and uid slots of guests whose instance {@code dead} says is gone (their
+     * processes killed first); returns what it removed. Guest cgroups are host-wide, but liveness is
+     * known only for this state root's instances ({@code ours}: its directory is here, or a uid slot
+     * here names it): the cgroup of another state root's guest is removed only once it is empty, and
+     * its processes are never touched (that root's own engines and {@code airlock leaks} see to them).
      */
-    static List<String> reap(Path stateRoot, Predicate<String> dead) {
+    static List<String> reap(Path stateRoot, Predicate<String> dead, Predicate<String> ours) {
         List<String> reaped = new ArrayList<>();
+        java.util.Set<String> named = new java.util.HashSet<>();
+        for (Path slot : children(stateRoot.resolve("uids"))) {
+            named.add(instanceOf(owner(slot)));
+        }
         for (Path parent : parents()) {
             for (Path cgroup : children(parent)) {
                 String instance = instanceOf(cgroup.getFileName().toString());
-                if (!instance.isEmpty() && dead.test(instance)) {
+                if (instance.isEmpty() || !dead.test(instance)) {
+                    continue;
+                }
+                if (ours.test(instance) || named.contains(instance)) {
                     thaw(cgroup);
                     killAll(cgroup);
-                    removeCgroup(cgroup);
-                    reaped.add("cgroup " + cgroup);
+                } else if (!readPids(cgroup.resolve("cgroup.procs")).isEmpty()) {
+                    continue;                          // another state root's guest, alive or not: not ours to judge
                 }
+                removeCgroup(cgroup);
+                reaped.add("cgroup " + cgroup);
             }
         }
         for (Path slot : children(stateRoot.resolve("uids"))) {
-            try {
-                String owner = Files.readString(slot, StandardCharsets.US_ASCII).strip();
-                String instance = instanceOf(owner);
-                if (!instance.isEmpty() && dead.test(instance)) {
+            String owner = owner(slot);
+            String instance = instanceOf(owner);
+            if (!instance.isEmpty() && dead.test(instance)) {
+                try {
                     Files.deleteIfExists(slot);
                     reaped.add("QEMU uid " + (UID_BASE + Long.parseLong(slot.getFileName().toString())) + " of " + owner);
+                } catch (IOException | NumberFormatException e) {
+                    // released while we looked, or not ours
                 }
-            } catch (IOException | NumberFormatException e) {
-                // released while we looked, or not ours
             }
         }
         return reaped;
+    }
+
+    /** The sandbox a uid slot was claimed for; "" when it cannot be read. */
+    static String owner(Path slot) {
+        try {
+            return Files.readString(slot, StandardCharsets.US_ASCII).strip();
+        } catch (IOException e) {
+            return "";
+        }
     }
 
     /** Every guest cgroup on this host, alive or not: for leak checks. */

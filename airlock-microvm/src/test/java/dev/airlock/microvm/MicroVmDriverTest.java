@@ -71,6 +71,15 @@ class MicroVmDriverTest {
             assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU uid claimed "));
             assertThat(wouldLeak).anyMatch(l -> l.endsWith("/engines/" + driver.instance()));
 
+            // An engine on another state root (verify's scenarios, a second server) reaps its own dead guests, never this one.
+            Path otherRoot = Files.createTempDirectory("alr");
+            try (MicroVmDriver other = new MicroVmDriver(MicroVmDriverConfig.defaults().withStateRoot(otherRoot))) {
+                assertThat(other.reapOrphans()).noneMatch(l -> l.contains(sandbox.id().value()) || l.contains(driver.instance()));
+            } finally {
+                dev.airlock.core.HostFiles.deleteTree(otherRoot);
+            }
+            assertThat(qemuProcessesOf(dir + "/")).as("the guest lives on").hasSize(1);
+
             long echoStart = System.nanoTime();
             ExecResult echo = exec(sandbox, "echo", "hello");
             long firstEchoMillis = (System.nanoTime() - echoStart) / 1_000_000;
