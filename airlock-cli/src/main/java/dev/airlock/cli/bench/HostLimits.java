@@ -3,6 +3,7 @@ package dev.airlock.cli.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 
 /**
@@ -98,7 +99,9 @@ final class HostLimits {
         if (!Files.isReadable(file)) {
             return -1;
         }
-        String text = Files.readString(file).trim();
+        // line by line: Files.readString of a /proc/sys file gives its first byte alone (JDK 25, this kernel)
+        List<String> lines = Files.readAllLines(file);
+        String text = lines.isEmpty() ? "" : lines.getFirst().trim();
         return text.equals("max") ? -1 : Long.parseLong(text);
     }
 }
