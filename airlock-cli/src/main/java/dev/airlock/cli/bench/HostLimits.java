@@ -1,9 +1,10 @@
 package dev.airlock.cli.bench;
 
+import dev.airlock.core.KernelFiles;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.stream.Stream;
 
 /**
@@ -74,7 +75,7 @@ final class HostLimits {
 
     /** Threads on the whole host: the total of /proc/loadavg's "running/total" field; -1 if unreadable. */
     private static long threadsOnHost() throws IOException {
-        String[] fields = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+        String[] fields = KernelFiles.read(Path.of("/proc/loadavg")).split("\\s+");
         return fields.length > 3 && fields[3].contains("/") ? Long.parseLong(fields[3].substring(fields[3].indexOf('/') + 1)) : -1;
     }
 
@@ -99,9 +100,8 @@ final class HostLimits {
         if (!Files.isReadable(file)) {
             return -1;
         }
-        // line by line: Files.readString of a /proc/sys file gives its first byte alone (JDK 25, this kernel)
-        List<String> lines = Files.readAllLines(file);
-        String text = lines.isEmpty() ? "" : lines.getFirst().trim();
+        // in one read: a sysctl answers a read at a non-zero offset with end-of-file
+        String text = KernelFiles.read(file);
         return text.equals("max") ? -1 : Long.parseLong(text);
     }
 }
