@@ -153,9 +153,12 @@ class BenchCommandTest {
             cases.add("bare: python3 -c pass, " + p + " parallel");
             cases.add("airlock one-shot, warm pool " + p + ": python pass, " + p + " parallel");
         }
+        cases.add("memory: runc run + delete of true, one at a time (baseline)");
         for (int n : new int[]{10, 50}) {
             cases.add("memory: " + n + " idle sandboxes: memory cgroup usage per sandbox");
             cases.add("memory: " + n + " idle sandboxes: host MemAvailable drop per sandbox");
+            cases.add("memory: " + n + " idle sandboxes: create rate, 4 at a time");
+            cases.add("memory: " + n + " idle sandboxes: destroy rate, 4 at a time");
         }
         cases.add("egress: 100 MB download, direct (Java client)");
         cases.add("egress: 100 MB download through EgressProxy (Java client)");
