@@ -22,8 +22,9 @@ import java.util.function.BiConsumer;
 /**
  * Runs cases against real sandboxes. Sandbox cases go through one {@link Engine} on the configured
  * runtime and state directory, as one-shot runs (the path {@code airlock run} and the REST API
- * take), the same on every isolation tier ({@link VerifyTarget}); recovery scenarios each get their own engine on a temporary state directory
- * ({@link Recovery}), so a server running on this host is never disturbed.
+ * take), the same on every isolation tier ({@link VerifyTarget}); recovery scenarios each get
+ * their own engine on a temporary state directory ({@link Recovery}), so a server running on this
+ * host is never disturbed.
  */
 public final class Verifier {
 
