@@ -59,7 +59,7 @@ public final class InterpreterCases {
                     client.exec(sandbox, PYTHON, "-c", KERNEL_IMPORTS + "; import matplotlib");
                 } catch (IllegalStateException e) {
                     notes.add("interpreter: not measured: image " + image + " lacks python3-ipykernel, -jupyter-client or -matplotlib"
-                            + " (airlock image build python-data, then airlock bench --interpreter-image python-data)");
+                            + " (airlock image build python-data, then airlock bench --interpreter-image python-data): " + e.getMessage());
                     return stats;
                 }
                 notes.add("interpreter: measured in a sandbox of image " + image);
