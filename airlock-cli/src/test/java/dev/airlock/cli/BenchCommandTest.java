@@ -125,6 +125,7 @@ class BenchCommandTest {
         }
         cases.addAll(List.of("runc run (same bundle, cold): python3 -c pass",
                 "airlock one-shot, warm pool: python pass",
+                "airlock one-shot, warm pool: python pass, p99",
                 "airlock exec into a sandbox: python3 -c pass",
                 "airlock exec into a sandbox: true",
                 "airlock create from warm pool",

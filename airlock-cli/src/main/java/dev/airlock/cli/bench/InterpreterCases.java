@@ -29,7 +29,15 @@ public final class InterpreterCases {
     /** A small chart: the context returns it as a PNG (inline backend); the one-shot writes the same PNG to memory. */
     static final String CHART = "import matplotlib.pyplot as plt\n"
             + "fig = plt.figure(figsize=(4, 3), dpi=100)\nplt.plot([1, 2, 3], [1, 4, 9])\n";
-    static final String CHART_SAVED = CHART + "import io\nfig.savefig(io.BytesIO(), format='png')\n";
+    /**
+     * What the interpreter's bridge does before a context's kernel imports matplotlib (interpreter.py):
+     * Debian's matplotlib reads /etc/matplotlibrc, which the system image lacks, so it is pointed at
+     * the package's own copy. The one-shots that import matplotlib do the same, to be comparable.
+     */
+    static final String MATPLOTLIB_RC = "import os\nif not os.path.exists('/etc/matplotlibrc')"
+            + " and os.path.exists('/usr/share/matplotlib/mpl-data/matplotlibrc'):\n"
+            + "    os.environ.setdefault('MATPLOTLIBRC', '/usr/share/matplotlib/mpl-data/matplotlibrc')\n";
+    static final String CHART_SAVED = MATPLOTLIB_RC + CHART + "import io\nfig.savefig(io.BytesIO(), format='png')\n";
 
     private InterpreterCases() {
     }
@@ -56,7 +64,7 @@ public final class InterpreterCases {
             String sandbox = client.create(image, 3600);
             try {
                 try {
-                    client.exec(sandbox, PYTHON, "-c", KERNEL_IMPORTS + "; import matplotlib");
+                    client.exec(sandbox, PYTHON, "-c", MATPLOTLIB_RC + KERNEL_IMPORTS + "; import matplotlib");
                 } catch (IllegalStateException e) {
                     notes.add("interpreter: not measured: image " + image + " lacks python3-ipykernel, -jupyter-client or -matplotlib"
                             + " (airlock image build python-data, then airlock bench --interpreter-image python-data): " + e.getMessage());

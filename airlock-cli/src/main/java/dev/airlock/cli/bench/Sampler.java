@@ -28,6 +28,11 @@ public final class Sampler {
 
     /** Times {@code c} in milliseconds; {@code settle} runs before each repetition, untimed. */
     public Stats measure(String name, Case c, Case settle) throws Exception {
+        return Stats.of(Stats.LATENCY, name, "ms", samples(name, c, settle));
+    }
+
+    /** The times of {@code c}, one per measured repetition, in milliseconds, as {@link #measure(String, Case, Case)} takes them. */
+    public double[] samples(String name, Case c, Case settle) throws Exception {
         progress.begin(name, warmup + runs);
         double[] ms = new double[runs];
         for (int i = 0; i < warmup + runs; i++) {
@@ -43,6 +48,6 @@ public final class Sampler {
             progress.step();
         }
         progress.end();
-        return Stats.of(Stats.LATENCY, name, "ms", ms);
+        return ms;
     }
 }

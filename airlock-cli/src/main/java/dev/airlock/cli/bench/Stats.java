@@ -12,9 +12,14 @@ public record Stats(String section, String name, double median, double p10, doub
     public static final String LATENCY = "latency";
 
     public static Stats of(String section, String name, String unit, double[] samples) {
+        return new Stats(section, name, percentile(samples, 0.5), percentile(samples, 0.1), percentile(samples, 0.9), unit, null, null);
+    }
+
+    /** The sample at quantile {@code q} (0 to 1) of {@code samples}, nearest rank from below; the largest at 0.99 of fewer than 100. */
+    public static double percentile(double[] samples, double q) {
         double[] s = samples.clone();
         Arrays.sort(s);
-        return new Stats(section, name, s[s.length / 2], s[s.length / 10], s[Math.min(s.length - 1, s.length * 9 / 10)], unit, null, null);
+        return s[Math.min(s.length - 1, (int) (s.length * q))];
     }
 
     /** The same figures in {@code other} section. */
