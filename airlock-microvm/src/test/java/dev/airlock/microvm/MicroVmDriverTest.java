@@ -71,10 +71,16 @@ class MicroVmDriverTest {
             assertThat(wouldLeak).anyMatch(l -> l.startsWith("microvm: QEMU uid claimed "));
             assertThat(wouldLeak).anyMatch(l -> l.endsWith("/engines/" + driver.instance()));
 
-            // An engine on another state root (verify's scenarios, a second server) reaps its own dead guests, never this one.
+            // An engine on another state root, in another process (verify's scenarios, a second server), reaps its own
+            // dead guests, never this one.
             Path otherRoot = Files.createTempDirectory("alr");
-            try (MicroVmDriver other = new MicroVmDriver(MicroVmDriverConfig.defaults().withStateRoot(otherRoot))) {
-                assertThat(other.reapOrphans()).noneMatch(l -> l.contains(sandbox.id().value()) || l.contains(driver.instance()));
+            try {
+                Process other = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(), "-cp",
+                        System.getProperty("java.class.path"), ReapElsewhere.class.getName(), otherRoot.toString())
+                        .redirectErrorStream(true).start();
+                String reaped = new String(other.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertThat(other.waitFor()).as(reaped).isZero();
+                assertThat(reaped).doesNotContain(sandbox.id().value()).doesNotContain(driver.instance());
             } finally {
                 dev.airlock.core.HostFiles.deleteTree(otherRoot);
             }
