@@ -308,10 +308,11 @@ final class VmmJail {
      */
     static List<String> reap(Path stateRoot, Predicate<String> dead, Predicate<String> ours) {
         List<String> reaped = new ArrayList<>();
+        // each uid slot of this root and the sandbox it was claimed for, read once
+        java.util.Map<Path, String> owners = new java.util.LinkedHashMap<>();
+        children(stateRoot.resolve("uids")).forEach(slot -> owners.put(slot, owner(slot)));
         java.util.Set<String> named = new java.util.HashSet<>();
-        for (Path slot : children(stateRoot.resolve("uids"))) {
-            named.add(instanceOf(owner(slot)));
-        }
+        owners.values().forEach(owner -> named.add(instanceOf(owner)));
         for (Path parent : parents()) {
             for (Path cgroup : children(parent)) {
                 String instance = instanceOf(cgroup.getFileName().toString());
@@ -328,8 +329,9 @@ final class VmmJail {
                 reaped.add("cgroup " + cgroup);
             }
         }
-        for (Path slot : children(stateRoot.resolve("uids"))) {
-            String owner = owner(slot);
+        for (java.util.Map.Entry<Path, String> claimed : owners.entrySet()) {
+            Path slot = claimed.getKey();
+            String owner = claimed.getValue();
             String instance = instanceOf(owner);
             if (!instance.isEmpty() && dead.test(instance)) {
                 try {
