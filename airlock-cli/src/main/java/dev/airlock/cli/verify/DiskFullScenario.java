@@ -22,13 +22,15 @@ import static dev.airlock.cli.verify.RecoveryChecks.leftovers;
 import static dev.airlock.cli.verify.RecoveryChecks.verdict;
 
 /**
- * The disk-full scenario: the state directory's file system is full (a 1 MiB tmpfs mounted by
- * verify and filled; 4 MiB on the microVM tier, whose engine writes its guests' 1.4 MB initramfs
- * there as it starts). Creating a sandbox must fail with a clear error and leave nothing; once space
+ * The disk-full scenario: the state directory's file system is full (a {@value #SIZE} tmpfs mounted
+ * by verify and filled: room for what an engine writes there as it starts, such as the microVM
+ * driver's 1.4 MB initramfs, and no more once filled). Creating a sandbox must fail with a clear error and leave nothing; once space
  * is freed a sandbox must start again. The tmpfs is always unmounted: at the scenario's end, or by
  * {@link #unmountAtExit} if verify is interrupted.
  */
 final class DiskFullScenario {
+
+    private static final String SIZE = "4m";
 
     /** The tmpfs this scenario mounted, while it is mounted. */
     private volatile Path mounted;
@@ -36,15 +38,14 @@ final class DiskFullScenario {
     Outcome run(VerifyTarget target) throws IOException, InterruptedException {
         Path state = target.stateRoot();
         Files.createDirectories(state);
-        String size = target.tier() == VerifyTarget.Tier.MICROVM ? "4m" : "1m";
-        String failed = command("mount", "-t", "tmpfs", "-o", "size=" + size + ",mode=0711", "tmpfs", state.toString());
+        String failed = command("mount", "-t", "tmpfs", "-o", "size=" + SIZE + ",mode=0711", "tmpfs", state.toString());
         if (failed != null) {
-            return Outcome.error("cannot mount a " + size + " tmpfs at " + state + " (verify needs root): " + failed);
+            return Outcome.error("cannot mount a " + SIZE + " tmpfs at " + state + " (verify needs root): " + failed);
         }
         mounted = state;
         try {
             List<String> problems = new ArrayList<>();
-            StringBuilder happened = new StringBuilder("mounted a " + size + " tmpfs as the state directory");
+            StringBuilder happened = new StringBuilder("mounted a " + SIZE + " tmpfs as the state directory");
             try (Engine engine = new Engine(target.open())) {
                 String prefix = "al-" + engine.driver().instance() + "-";
                 // the engine keeps its files on a tmpfs of its own, no larger than what the state directory had free
