@@ -203,6 +203,10 @@ class AgentClientTest {
                 """.formatted(marker, marker)), output);
         awaitAlive(marker + "1");
         awaitAlive(marker + "2");
+        // the markers live before the echo runs: wait for its line, or the kill may come first
+        for (int i = 0; i < 200 && output.stdout().isEmpty(); i++) {
+            Thread.sleep(50);
+        }
 
         process.signal(9);
 

@@ -22,6 +22,11 @@ import java.util.concurrent.Executors;
 public final class Engine implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+    /**
+     * How long the warm pool's refill waits, at most, for the first run of the sandbox it handed
+     * over to end: the refill (a container start) does not compete with that run for the CPU.
+     */
+    public static final java.time.Duration POOL_REFILL_WAITS_AT_MOST = WarmPool.SERVE_WINDOW;
 
     private final IsolationDriver driver;
     private final SandboxBroker broker;
@@ -78,9 +83,12 @@ public final class Engine implements AutoCloseable {
         }
         AttachedSandbox as = pool.take(spec);
         if (as == null) {
-            as = AttachedSandbox.create(driver, broker, spec);
+            return track(new Sandbox(AttachedSandbox.create(driver, broker, spec), spec, this));
         }
-        return track(new Sandbox(as, spec, this));
+        Sandbox sandbox = new Sandbox(as, spec, this);
+        // The refill starts when the run this sandbox serves has ended, not beside it (WarmPool.take).
+        sandbox.whenServed(pool::served);
+        return track(sandbox);
     }
 
     /**

@@ -21,13 +21,20 @@ public final class Execution {
     private final IsolationDriver.DriverSandbox sandbox;
     private final long oomBefore;
     private final long startNanos;
+    private final Runnable ended;
     /** Whether the sandbox's processes were stopped for its end: a SIGKILL then means cancelled. */
     private final java.util.function.BooleanSupplier sandboxStopped;
     private volatile ExecResult result;
 
+    /**
+     * @param ended run once, when the result is made (the sandbox's first run may be what a warm
+     *              pool's refill waits for)
+     */
     Execution(SandboxAgent.AgentProcess process, CappedOutput output, Duration timeout, long memoryLimit,
-              IsolationDriver.DriverSandbox sandbox, long oomBefore, long startNanos, java.util.function.BooleanSupplier sandboxStopped) {
+              IsolationDriver.DriverSandbox sandbox, long oomBefore, long startNanos, java.util.function.BooleanSupplier sandboxStopped,
+              Runnable ended) {
         this.sandboxStopped = sandboxStopped;
+        this.ended = ended;
         this.process = process;
         this.output = output;
         this.timeout = timeout;
@@ -125,6 +132,7 @@ public final class Execution {
             exit = kill();
         }
         result = result(exit, forced, Duration.ofNanos(System.nanoTime() - startNanos));
+        ended.run();
         return result;
     }
 

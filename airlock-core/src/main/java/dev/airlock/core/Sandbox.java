@@ -28,6 +28,8 @@ public final class Sandbox implements AutoCloseable {
     private final Object pauseLock = new Object();
     private volatile boolean paused;
     private volatile NetworkPolicy network;
+    /** What waits for this sandbox's first run to end (a warm pool's refill), or null. */
+    private final java.util.concurrent.atomic.AtomicReference<Runnable> whenServed = new java.util.concurrent.atomic.AtomicReference<>();
 
     Sandbox(AttachedSandbox attached, SandboxSpec spec, Engine engine) {
         this.attached = attached;
@@ -210,7 +212,7 @@ public final class Sandbox implements AutoCloseable {
             // The process started, then the channel broke (the sandbox is being destroyed): the
             // execution reports that as cancelled, with whatever output it produced.
         }
-        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start, stopped::get);
+        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start, stopped::get, this::served);
     }
 
     private Map<String, String> environment(ExecRequest request) {
@@ -337,14 +339,28 @@ public final class Sandbox implements AutoCloseable {
     /** Destroys the sandbox and waits until everything of it is gone. */
     @Override
     public void close() {
+        served();
         if (closed.compareAndSet(false, true)) {
             thawForTeardown();
             engine.destroy(this, attached, true);
         }
     }
 
+    /** Runs {@code action} once, when this sandbox's first execution ends or it is closed, whichever comes first. */
+    void whenServed(Runnable action) {
+        whenServed.set(action);
+    }
+
+    private void served() {
+        Runnable action = whenServed.getAndSet(null);
+        if (action != null) {
+            action.run();
+        }
+    }
+
     /** Destroys the sandbox in the background; {@link Engine#close()} still waits for it. */
     void closeInBackground() {
+        served();
         if (closed.compareAndSet(false, true)) {
             thawForTeardown();
             engine.destroy(this, attached, false);

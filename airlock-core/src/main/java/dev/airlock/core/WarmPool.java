@@ -11,17 +11,24 @@ import java.util.function.Supplier;
 /**
  * Keeps a few never-used sandboxes of one spec running, so that creating one is a hand-over
  * instead of a container start. A pooled sandbox is handed out once and never comes back: after
- * use it is destroyed like any other. One virtual thread refills the pool after each hand-over.
+ * use it is destroyed like any other. One virtual thread refills the pool after each hand-over,
+ * once the sandbox handed over has served its first run ({@link #served}) or {@link #SERVE_WINDOW}
+ * has passed, whichever is first: a refill is a container start, which on a small host would take
+ * the CPU from the very run the pool serves (on two cores it doubled a one-shot's execution).
  */
 final class WarmPool implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(WarmPool.class);
+    /** How long a refill waits, at most, for the run of the sandbox handed over to end. */
+    static final java.time.Duration SERVE_WINDOW = java.time.Duration.ofSeconds(1);
 
     private final Supplier<AttachedSandbox> create;
     private final SandboxSpec spec;
     private final int size;
     private final LinkedBlockingDeque<AttachedSandbox> ready = new LinkedBlockingDeque<>();
     private final Semaphore refill = new Semaphore(0);
+    /** {@link System#nanoTime} of the oldest hand-over whose refill waits; 0: none waits. */
+    private final java.util.concurrent.atomic.AtomicLong handedOverAt = new java.util.concurrent.atomic.AtomicLong();
     private final Thread filler;
     private volatile boolean closed;
 
@@ -54,8 +61,15 @@ final class WarmPool implements AutoCloseable {
             // It died while waiting (killed from outside the engine): never hand out a dead sandbox.
             ds.destroy();
         }
-        refill.release();
+        if (ds != null) {
+            handedOverAt.compareAndSet(0, System.nanoTime());
+        }
         return ds;
+    }
+
+    /** The sandbox handed over has served its first run (or closed): refill now. */
+    void served() {
+        refill.release();
     }
 
     int readyCount() {
@@ -69,8 +83,17 @@ final class WarmPool implements AutoCloseable {
     private void fill() {
         while (!closed) {
             try {
-                refill.tryAcquire(1, TimeUnit.SECONDS);
+                long since = handedOverAt.get();
+                long window = SERVE_WINDOW.toNanos();
+                // Nothing handed over: wake each second to retry a create that failed.
+                long wait = since == 0 ? window : since + window - System.nanoTime();
+                boolean asked = refill.tryAcquire(Math.max(0, wait), TimeUnit.NANOSECONDS);
                 refill.drainPermits();
+                since = handedOverAt.get();
+                if (!asked && since != 0 && System.nanoTime() - since < window) {
+                    continue;   // handed over while this thread slept: its window runs from then
+                }
+                handedOverAt.set(0);
                 while (!closed && ready.size() < size) {
                     ready.addLast(create.get());
                 }
