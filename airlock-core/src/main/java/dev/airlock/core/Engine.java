@@ -86,7 +86,7 @@ public final class Engine implements AutoCloseable {
             return track(new Sandbox(AttachedSandbox.create(driver, broker, spec), spec, this));
         }
         Sandbox sandbox = new Sandbox(as, spec, this);
-        // The refill starts when the run this sandbox serves has ended, not beside it (WarmPool.take).
+        // the pool refills once the run this sandbox serves has ended, not beside it (see WarmPool)
         sandbox.whenServed(pool::served);
         return track(sandbox);
     }
