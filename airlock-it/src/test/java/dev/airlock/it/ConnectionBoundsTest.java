@@ -76,6 +76,111 @@ class ConnectionBoundsTest {
     }
 
     /** Sends {@code head}, then {@code unit} every 500 ms; true when the server closed the connection before {@link #TRICKLE_FOR}. */
+    /**
+     * A refusal sent before its request's body arrived (the body comes 300 ms after the head): the
+     * client gets the refusal, and the connection stays usable for the next request. Without the
+     * drain the server closed such connections, and a body landing as it closed made its kernel
+     * reset the connection, dropping the refusal the client had not read yet.
+     */
+    @Test
+    void aRefusalWhoseBodyCameLateIsAnsweredAndTheConnectionStaysUsable() throws Exception {
+        String mcp = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+        assertLateBodyRefused("POST /mcp", "Authorization: Bearer " + live.token() + "\r\nMcp-Session-Id: never-opened\r\n"
+                + "Accept: application/json, text/event-stream\r\n", mcp, 404);
+        assertLateBodyRefused("POST /mcp", "Authorization: Bearer wrong\r\n", mcp, 401);
+        assertLateBodyRefused("POST /v1/sandboxes", "Authorization: Bearer wrong\r\n", "{}", 401);
+        assertLateBodyRefused("POST /v1/no-such-endpoint", "Authorization: Bearer " + live.token() + "\r\n", "{}", 404);
+    }
+
+    /**
+     * A refused client cannot make the server read a large body: it sends 32 MiB after a wrong token,
+     * and the server stops reading (about 1 MiB, the drain's bound) and closes, so the send fails
+     * part way. The refusal, when it arrives before the close cuts it, says Connection: close.
+     */
+    @Test
+    void aRefusedBodyOverTheDrainBoundIsNotRead() throws Exception {
+        URI uri = live.uri();
+        long declared = 32L << 20;
+        try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {
+            socket.setSoTimeout(30_000);
+            OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/sandboxes HTTP/1.1\r\nHost: " + host(uri) + "\r\nAuthorization: Bearer wrong\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: " + declared + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            java.util.concurrent.CompletableFuture<Long> sent = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                byte[] chunk = new byte[64 * 1024];
+                long n = 0;
+                try {
+                    while (n < declared) {
+                        out.write(chunk);
+                        n += chunk.length;
+                    }
+                } catch (IOException closed) {
+                    // the server stopped reading: what is asserted below
+                }
+                return n;
+            });
+            String head;
+            try {
+                head = readHead(socket.getInputStream());
+            } catch (java.net.SocketException reset) {
+                head = null; // the close cut the refusal: allowed, the bound is what is tested
+            }
+            if (head != null) {
+                assertThat(head).startsWith("HTTP/1.1 401").containsIgnoringCase("Connection: close");
+            }
+            assertThat(sent.get(60, java.util.concurrent.TimeUnit.SECONDS)).as("bytes the server took of the refused body").isLessThan(declared);
+        }
+        assertThat(health()).isEqualTo(200);
+    }
+
+    private static void assertLateBodyRefused(String requestLine, String headers, String body, int status) throws Exception {
+        URI uri = live.uri();
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {
+            socket.setSoTimeout(30_000);
+            OutputStream out = socket.getOutputStream();
+            InputStream in = socket.getInputStream();
+            out.write((requestLine + " HTTP/1.1\r\nHost: " + host(uri) + "\r\nContent-Type: application/json\r\n" + headers
+                    + "Content-Length: " + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            Thread.sleep(300);
+            out.write(bytes);
+            out.flush();
+            String head = readHead(in);
+            assertThat(head).as(requestLine).startsWith("HTTP/1.1 " + status).doesNotContainIgnoringCase("Connection: close");
+            in.readNBytes(contentLength(head));
+            out.write(("GET /health HTTP/1.1\r\nHost: " + host(uri) + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThat(readHead(in)).as("the next request on the connection after " + requestLine).startsWith("HTTP/1.1 200");
+        }
+    }
+
+    private static String host(URI uri) {
+        return uri.getHost() + ":" + uri.getPort();
+    }
+
+    /** The status line and headers of an answer, read byte by byte up to the blank line. */
+    private static String readHead(InputStream in) throws IOException {
+        StringBuilder head = new StringBuilder();
+        while (!head.toString().endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new AssertionError("the server closed the connection after: " + head);
+            }
+            head.append((char) b);
+        }
+        return head.toString();
+    }
+
+    private static int contentLength(String head) {
+        for (String line : head.split("\r\n")) {
+            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                return Integer.parseInt(line.substring("content-length:".length()).trim());
+            }
+        }
+        throw new AssertionError("no Content-Length in: " + head);
+    }
+
     private static boolean trickle(String head, String unit) throws IOException {
         URI uri = live.uri();
         try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {

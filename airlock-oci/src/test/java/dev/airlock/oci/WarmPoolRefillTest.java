@@ -37,11 +37,14 @@ class WarmPoolRefillTest {
                         () -> s.exec(ExecRequest.of("sleep", "0.6"), OutputListener.NONE));
                 // the cgroups of any other sandbox of this engine seen while the run runs, inside the window
                 Set<Path> others = new HashSet<>();
+                int looks = 0;
                 while (!run.isDone() && System.nanoTime() - handedOver < window) {
                     Cgroups.find(prefix).stream().filter(p -> !p.toString().contains(s.id().value())).forEach(others::add);
+                    looks++;
                     Thread.sleep(10);
                 }
                 assertThat(run.get(60, TimeUnit.SECONDS).exitCode()).isZero();
+                assertThat(looks).as("looks at the cgroups during the run, inside the window").isGreaterThan(5);
                 assertThat(others).as("cgroups of other sandboxes while the first run of the one handed over runs").isEmpty();
             }
             assertThat(pooled.awaitQuiet(Duration.ofSeconds(60))).as("the pool refilled once the run ended").isTrue();

@@ -69,16 +69,28 @@ public final class BodyReader {
                 return body.toByteArray();
             }
         }
+        drain(request, MAX_DRAIN, end); // refused for its size whether or not the rest came
+        throw new AirlockException(AirlockException.Kind.TOO_LARGE, tooLarge);
+    }
+
+    /**
+     * Reads and drops what is left of the body of {@code req}: at most {@code max} bytes, waiting at
+     * most {@code wait}. True when the body's end was reached (at once when it was read already).
+     */
+    public static boolean drain(HttpServletRequest req, long max, Duration wait) {
+        return drain(ServletContextRequest.getServletContextRequest(req), max, System.nanoTime() + wait.toNanos());
+    }
+
+    private static boolean drain(Request request, long max, long end) {
         long[] dropped = {0};
         try {
-            pump(request, end, bytes -> {
+            return pump(request, end, bytes -> {
                 dropped[0] += bytes.remaining();
-                return dropped[0] <= MAX_DRAIN;
+                return dropped[0] <= max;
             }, () -> 0);
         } catch (TooSlow | IOException e) {
-            // refused for its size all the same
+            return false;
         }
-        throw new AirlockException(AirlockException.Kind.TOO_LARGE, tooLarge);
     }
 
     /** Feeds the body's chunks to {@code sink} until the last one (true) or until it stops (false). */
