@@ -77,7 +77,7 @@ public final class BodyReader {
      * Reads and drops what is left of the body of {@code req}: at most {@code max} bytes, waiting at
      * most {@code wait}. True when the body's end was reached (at once when it was read already).
      */
-    public static boolean drain(HttpServletRequest req, long max, Duration wait) {
+    static boolean drain(HttpServletRequest req, long max, Duration wait) {
         return drain(ServletContextRequest.getServletContextRequest(req), max, System.nanoTime() + wait.toNanos());
     }
 
