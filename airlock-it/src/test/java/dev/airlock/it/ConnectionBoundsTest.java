@@ -23,7 +23,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A client that holds connections without finishing requests, before any token is checked: a
  * request head trickled a byte at a time (or as endless blank lines) is cut, and hundreds of idle
- * connections beyond the server's limit do not lock an honest client out (ConnectionGuard).
+ * connections beyond the server's limit do not lock an honest client out (ConnectionGuard). A
+ * refusal made before its request's body arrived still reaches the client on a usable connection,
+ * and a refused client cannot make the server read a large body (UnreadBodies).
  */
 class ConnectionBoundsTest {
 
@@ -75,7 +77,6 @@ class ConnectionBoundsTest {
         }
     }
 
-    /** Sends {@code head}, then {@code unit} every 500 ms; true when the server closed the connection before {@link #TRICKLE_FOR}. */
     /**
      * A refusal sent before its request's body arrived (the body comes 300 ms after the head): the
      * client gets the refusal, and the connection stays usable for the next request. Without the
@@ -181,6 +182,7 @@ class ConnectionBoundsTest {
         throw new AssertionError("no Content-Length in: " + head);
     }
 
+    /** Sends {@code head}, then {@code unit} every 500 ms; true when the server closed the connection before {@link #TRICKLE_FOR}. */
     private static boolean trickle(String head, String unit) throws IOException {
         URI uri = live.uri();
         try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {
