@@ -33,6 +33,10 @@ final class UnreadBodies implements Filter {
         chain.doFilter(request, response);
         HttpServletRequest req = (HttpServletRequest) request;
         HttpServletResponse resp = (HttpServletResponse) response;
+        long length = req.getContentLengthLong();
+        if (length == 0 || length < 0 && req.getHeader("Transfer-Encoding") == null) {
+            return; // no body (most requests): nothing to read
+        }
         if (req.isAsyncStarted() || resp.getStatus() == HttpServletResponse.SC_SWITCHING_PROTOCOLS || resp.isCommitted()
                 || "close".equalsIgnoreCase(resp.getHeader("Connection"))
                 || req.getHeader("Expect") != null) {
