@@ -50,7 +50,7 @@ class VerifyDefaultProfileTest {
         assertThat(report.finding("recovery-killed-engine").get("happened").asString())
                 .contains("every process of the sandbox died with it").contains("reaped: container al-");
         assertThat(report.finding("recovery-disk-full").get("happened").asString()).contains("No space left on device");
-        assertThat(report.finding("recovery-killed-agent").get("happened").asString()).contains("ended cancelled");
+        assertThat(report.finding("recovery-killed-agent").get("happened").asString()).contains("ended agent_killed");
         assertThat(report.finding("recovery-agent-flood").get("happened").asString()).contains("ended timed_out").contains("kept 1048576 bytes");
         assertThat(report.finding("limit-timeout-setsid-escape").get("happened").asString())
                 .contains("which lives on): ended timed_out").contains("no process 'sleep ");

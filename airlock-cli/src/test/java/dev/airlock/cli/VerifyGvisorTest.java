@@ -33,7 +33,7 @@ class VerifyGvisorTest {
         assertThat(report.finding("cleanup-outlive-run").get("happened").asString())
                 .contains("no host process of its gVisor kernel remains");
         assertThat(report.finding("recovery-killed-agent").get("happened").asString())
-                .contains("gVisor kernel").contains("ended cancelled");
+                .contains("gVisor kernel").contains("ended agent_killed");
         assertThat(report.finding("recovery-egress-flood").get("happened").asString()).contains("the audit chain verifies");
     }
 }

@@ -45,7 +45,7 @@ class VerifyMicroVmTest {
         assertThat(report.finding("limit-timeout-setsid-escape").get("happened").asString())
                 .contains("ended timed_out").contains("no process 'sleep ").contains("in the sandbox");
         assertThat(report.finding("recovery-killed-agent").get("happened").asString())
-                .contains("the sandbox's QEMU").contains("ended cancelled").contains("nothing is left behind");
+                .contains("the sandbox's QEMU").contains("ended agent_killed").contains("nothing is left behind");
         assertThat(report.finding("recovery-killed-engine").get("happened").asString())
                 .contains("every process of the sandbox died with it").contains("state of instance");
     }

@@ -16,6 +16,8 @@ public enum EndReason {
     CANCELLED,
     /** The program could not be started (not found, not executable). */
     START_FAILED,
+    /** The sandbox's agent (its PID 1) was killed from inside, and the sandbox ended with it; the output before is kept. */
+    AGENT_KILLED,
     /** A reason this client version does not know; read {@link ExecResult#message()}. */
     UNKNOWN;
 

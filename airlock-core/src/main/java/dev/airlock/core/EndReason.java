@@ -13,5 +13,12 @@ public enum EndReason {
     /** A client cancelled, or the sandbox or engine was shut down, while it ran. */
     CANCELLED,
     /** The program could not be started (not found, not executable). */
-    START_FAILED
+    START_FAILED,
+    /**
+     * The sandbox's agent (its PID 1) died under the execution without the host asking, and the
+     * sandbox ended with it: something inside killed it. gVisor's Sentry lets the sandbox's own
+     * processes signal its init, so code that sends SIGKILL to PID 1 ends its sandbox there (the
+     * host's kernel and a guest's drop such signals). The output read before is kept.
+     */
+    AGENT_KILLED
 }

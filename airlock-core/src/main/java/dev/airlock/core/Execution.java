@@ -22,7 +22,10 @@ public final class Execution {
     private final long oomBefore;
     private final long startNanos;
     private final Runnable ended;
-    /** Whether the sandbox's processes were stopped for its end: a SIGKILL then means cancelled. */
+    /**
+     * Whether the host stopped the sandbox's processes or destroyed it: a SIGKILL, or a channel
+     * that breaks, then means cancelled; a channel that breaks otherwise means the agent died.
+     */
     private final java.util.function.BooleanSupplier sandboxStopped;
     private volatile ExecResult result;
 
@@ -125,8 +128,9 @@ public final class Execution {
             forced = EndReason.CANCELLED;
             Thread.currentThread().interrupt();
         } catch (IOException e) {
-            // The channel broke: the sandbox was destroyed or shut down under the execution.
-            forced = EndReason.CANCELLED;
+            // The channel broke: the host destroyed or stopped the sandbox under the execution, or
+            // its agent died with nobody on the host asking.
+            forced = sandboxStopped.getAsBoolean() ? EndReason.CANCELLED : EndReason.AGENT_KILLED;
         }
         if (forced != null) {
             exit = kill();
@@ -160,6 +164,18 @@ public final class Execution {
         }
         if (forced == EndReason.CANCELLED) {
             return new ExecResult(out, err, exitCode(exit), forced, truncated, duration, "cancelled");
+        }
+        if (forced == EndReason.AGENT_KILLED) {
+            if (sandbox.oomKills() > oomBefore) {
+                // Where the sandbox's memory cgroup holds its kernel (gVisor's Sentry), going over
+                // the limit ends the whole sandbox: still out of memory, and said so.
+                return new ExecResult(out, err, 128 + SIGKILL, EndReason.OOM_KILLED, truncated, duration,
+                        "killed by the kernel: the sandbox reached its memory limit of " + Limits.formatBytes(memoryLimit)
+                                + ", and the whole sandbox ended with it");
+            }
+            return new ExecResult(out, err, exitCode(exit), forced, truncated, duration,
+                    "the sandbox ended under the execution: its agent (PID 1) died without the host asking, most likely"
+                            + " killed by a signal the program sent it (gVisor lets a sandbox's processes kill its init); create a new sandbox");
         }
         if (exit.startError() != null) {
             return new ExecResult(out, err, 127, EndReason.START_FAILED, truncated, duration, exit.startError());

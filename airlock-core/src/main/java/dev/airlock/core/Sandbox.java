@@ -212,7 +212,7 @@ public final class Sandbox implements AutoCloseable {
             // The process started, then the channel broke (the sandbox is being destroyed): the
             // execution reports that as cancelled, with whatever output it produced.
         }
-        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start, stopped::get, this::served);
+        return new Execution(process, output, timeout, spec.limits().memoryBytes(), driverSandbox, oomBefore, start, () -> stopped.get() || closed.get(), this::served);
     }
 
     private Map<String, String> environment(ExecRequest request) {

@@ -4,6 +4,7 @@ import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Limits;
 import dev.airlock.core.contract.DriverContract;
 import dev.airlock.core.contract.SandboxKernel;
+import org.junit.jupiter.api.Tag;
 
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
@@ -46,7 +47,11 @@ import java.util.List;
  * <p>The first run (250 cases, 122 failed) prompted the guest init's loopback, bounding-set, /sys,
  * /proc/acpi and mount-level read-only fixes, its seccomp filter, memory and pids cgroup, minimal
  * /dev and runc's /proc masks.
+ *
+ * <p>A tier's contract: {@code bin/test} runs the cases tagged {@code smoke} (about one per concern),
+ * {@code bin/test --full} all of them (CONTRIBUTING.md).
  */
+@Tag("tier-contract")
 class MicroVmContractTest extends DriverContract {
 
     private static final MicroVmDriverConfig CONFIG = MicroVmDriverConfig.defaults();

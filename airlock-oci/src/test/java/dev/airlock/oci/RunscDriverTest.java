@@ -263,8 +263,8 @@ class RunscDriverTest {
 
     /**
      * gVisor's way: the memory limit is the host cgroup of the whole sandbox (Sentry and gofer), so
-     * going over it kills the sandbox, not one process in it; the execution ends cancelled and the
-     * sandbox is gone. A program inside the limit runs normally.
+     * going over it kills the sandbox, not one process in it; the execution ends out of memory, says
+     * that the sandbox went with it, and the sandbox is gone. A program inside the limit runs normally.
      */
     @Test
     void memoryLimitHoldsByEndingTheWholeSandbox() {
@@ -282,7 +282,8 @@ class RunscDriverTest {
                     while True: b.append(bytearray(1 << 20))
                     """.getBytes(StandardCharsets.UTF_8));
             ExecResult bomb = sandbox.exec(ExecRequest.of("/usr/bin/python3", "/tmp/bomb.py").withTimeout(Duration.ofSeconds(60)));
-            assertThat(bomb.endReason()).as(bomb.toString()).isEqualTo(EndReason.CANCELLED);
+            assertThat(bomb.endReason()).as(bomb.toString()).isEqualTo(EndReason.OOM_KILLED);
+            assertThat(bomb.message()).endsWith("and the whole sandbox ended with it");
             assertThat(bomb.stdoutText()).isEqualTo("allocating\n");
             assertThatThrownBy(() -> sandbox.exec(ExecRequest.of("true"))).as("the sandbox died with its Sentry").isNotNull();
         }
@@ -290,7 +291,8 @@ class RunscDriverTest {
 
     /**
      * gVisor's way: the pids limit bounds the Sentry's and gofer's host threads (the limit plus
-     * {@link OciConfig#GVISOR_HOST_THREADS}); a fork bomb exhausts them and the whole sandbox ends.
+     * {@link OciConfig#GVISOR_HOST_THREADS}); a fork bomb exhausts them and the whole sandbox ends
+     * with its agent (agent_killed).
      */
     @Test
     void pidsLimitHoldsByEndingTheWholeSandbox() {
@@ -301,7 +303,7 @@ class RunscDriverTest {
                         time.sleep(30)
                         os._exit(0)
                 """, Limits.DEFAULTS.withPids(16).withTimeout(Duration.ofSeconds(60)));
-        assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.CANCELLED);
+        assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.AGENT_KILLED);
     }
 
     /**

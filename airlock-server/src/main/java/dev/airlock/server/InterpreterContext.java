@@ -30,6 +30,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * One interpreter context: a long-lived IPython kernel inside a sandbox, driven by the bridge
@@ -66,6 +68,8 @@ public final class InterpreterContext {
     private static final Set<String> KEPT_MIME = Set.of("text/plain", "text/html", "text/markdown", "text/latex", "image/png",
             "image/jpeg", "image/svg+xml", "application/json");
     private static final byte[] BRIDGE_SOURCE = bridgeSource();
+    /** How Python says that an import failed; the module is the first word between the quotes (a.b: a package's module). */
+    private static final Pattern MISSING_MODULE = Pattern.compile("No module named '([A-Za-z0-9_.]{1,100})'");
 
     private final String id;
     private final Instant createdAt = Instant.now();
@@ -106,6 +110,13 @@ public final class InterpreterContext {
                 return c;
             }
             c.close();
+            String module = c.lines.missingModule();
+            if (module != null) {
+                throw new AirlockException(Kind.INVALID_ARGUMENT, "the interpreter cannot run in sandbox " + sandbox.id() + ": its image '"
+                        + Printable.of(sandbox.sandbox().spec().image(), 200) + "' has no Python module '" + module + "' (the kernel needs"
+                        + " ipykernel and jupyter_client): use an image that has them (airlock image build python-data makes one), or"
+                        + " add python3-ipykernel and python3-jupyter-client to the packages of your image's recipe");
+            }
             throw new AirlockException(Kind.UNAVAILABLE, "the interpreter could not start in sandbox " + sandbox.id() + ": "
                     + Printable.of(ready.path("message").asString("it ended without saying why"), 2000)
                     + " (the sandbox's image needs python3 with Debian's python3-ipykernel and python3-jupyter-client)");
@@ -316,8 +327,20 @@ public final class InterpreterContext {
             }
         }
 
+        /** The last 1000 characters of the bridge's stderr: a traceback's last line says what went wrong. */
         synchronized String stderrTail() {
-            return Printable.of(new String(stderrTail, 0, stderrLength, StandardCharsets.UTF_8).strip(), 1000);
+            String tail = new String(stderrTail, 0, stderrLength, StandardCharsets.UTF_8).strip();
+            return tail.length() <= 1000 ? Printable.of(tail) : "..." + Printable.of(tail.substring(tail.length() - 997));
+        }
+
+        /** The Python module whose import failed in the bridge ("No module named 'ipykernel'"), or null. */
+        synchronized String missingModule() {
+            Matcher m = MISSING_MODULE.matcher(new String(stderrTail, 0, stderrLength, StandardCharsets.UTF_8));
+            String module = null;
+            while (m.find()) {
+                module = m.group(1);
+            }
+            return module;
         }
     }
 

@@ -24,8 +24,8 @@ import static dev.airlock.cli.verify.RecoveryChecks.verdict;
 /**
  * The killed-agent scenario: the sandbox's PID 1 (the agent) is killed from the host while an
  * execution runs (under gVisor: the sandbox's Sentry, the kernel that runs the agent; on the
- * microVM tier: the guest's QEMU). The execution must end as cancelled, and nothing of the sandbox
- * may remain once it is closed.
+ * microVM tier: the guest's QEMU). The execution must end as agent_killed (nobody on the host asked
+ * for its end: it is not cancelled), and nothing of the sandbox may remain once it is closed.
  */
 final class KilledAgentScenario {
 
@@ -75,8 +75,8 @@ final class KilledAgentScenario {
                 happened.append("killed ").append(victim).append(" (host pid ").append(agentPid).append(") with SIGKILL under a running execution");
                 ExecResult r = exec.get(60, TimeUnit.SECONDS);
                 happened.append("; the execution ").append(Verifier.observed(r));
-                if (r.endReason() != EndReason.CANCELLED) {
-                    problems.add("the execution ended " + VerifyCase.label(r.endReason()) + ", expected cancelled");
+                if (r.endReason() != EndReason.AGENT_KILLED) {
+                    problems.add("the execution ended " + VerifyCase.label(r.endReason()) + ", expected agent_killed");
                 }
             } catch (Exception e) {
                 problems.add("the execution did not end within 60s of the agent's death: " + e);

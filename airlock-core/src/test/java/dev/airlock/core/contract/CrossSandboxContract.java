@@ -4,6 +4,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -57,6 +58,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void liveSandboxesCannotSeeEachOthersFiles() {
         String name = Hostile.token("file");
         try (Sandbox a = engine.create(spec()); Sandbox b = engine.create(spec())) {

@@ -29,6 +29,10 @@ import java.util.List;
  *
  * <p>Each concern carries a tag of its name, so one concern runs alone:
  * {@code mvn -pl airlock-oci -am test -Dtest=RuncContractTest -Dgroups=Pause -Dsurefire.failIfNoSpecifiedTests=false}.
+ * About one case of each concern is tagged {@code smoke}: one that exercises what differs between
+ * tiers (the kernel, the file system path, the egress bridge, the process tree, the teardown). A
+ * driver test tagged {@code tier-contract} runs only those in {@code bin/test}'s fast lane, and every
+ * case in {@code bin/test --full} (CONTRIBUTING.md); the container tier's runs every case in both.
  *
  * <p>Every case runs real hostile code in a real sandbox of the driver. A fake driver is fine for
  * service-level unit tests elsewhere, never here: passing this suite is the proof that a

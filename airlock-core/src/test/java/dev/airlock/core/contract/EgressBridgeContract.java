@@ -6,6 +6,7 @@ import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -58,6 +59,7 @@ public abstract class EgressBridgeContract extends ContractTestBase {
             """;
 
     @Test
+    @Tag("smoke")
     void theAgentBridgesLoopbackToTheBrokersSocket() {
         try (Sandbox sb = engine.create(spec().withNetwork(SOME_NETWORK))) {
             ExecResult r = ok(python(sb, DIAL));

@@ -12,6 +12,7 @@ import dev.airlock.core.RunRequest;
 import dev.airlock.core.RunResult;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -52,6 +53,7 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void exitCodeStdoutAndStderrComeBackSeparately() {
         ExecResult r = python("import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)");
         assertThat(r.stdoutText()).isEqualTo("out\n");
@@ -114,6 +116,7 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void timeoutKillsTheProcessTreeAndKeepsEarlierOutput() {
         ExecResult r = run(Language.SH, "echo before; (sleep 1000 &) ; sleep 1000",
                 Limits.DEFAULTS.withTimeout(Duration.ofMillis(700)));
@@ -147,6 +150,7 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void destroyingASandboxEndsItsRunningExecutionWithItsOutput() throws Exception {
         CountDownLatch started = new CountDownLatch(1);
         Sandbox sandbox = engine.create(spec());

@@ -3,6 +3,7 @@ package dev.airlock.core.contract;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -113,6 +114,7 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void etcPasswdAndGroupHoldNoHostAccounts() throws IOException {
         List<String> hostAccounts = Files.readAllLines(Path.of("/etc/passwd")).stream()
                 .map(l -> l.split(":")[0])
@@ -247,6 +249,7 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
 
     /** The counterpart of the refusals: the three writable places do accept files (the probe itself works). */
     @Test
+    @Tag("smoke")
     void workspaceTmpAndDevShmAreWritable() {
         ExecResult r = ok(python(py("""
                 for d in ["/workspace", "/tmp", "/dev/shm"]:

@@ -5,6 +5,7 @@ import dev.airlock.core.KernelFiles;
 import dev.airlock.core.Limits;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -168,6 +169,7 @@ public abstract class HostInformationContract extends ContractTestBase {
 
     /** meminfo, cpuinfo and stat describe the sandbox's limits; diskstats, swaps and loadavg no host device or load. */
     @Test
+    @Tag("smoke")
     void memoryCpusDisksAndLoadShownAreTheSandboxsNotTheHosts() throws IOException {
         String hostMemTotal = Files.readAllLines(Path.of("/proc/meminfo")).getFirst();
         assertThat(hostMemTotal).doesNotContain(" " + (200 * 1024) + " kB");

@@ -4,6 +4,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.PortConnection;
 import dev.airlock.core.Sandbox;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -80,6 +81,7 @@ public abstract class InboundPortsContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void aPageServedInsideIsReadFromTheHost() throws Exception {
         try (Sandbox sb = engine.create(spec())) {
             sb.writeFile(SITE + "/index.html", "<h1>hello from inside</h1>\n".getBytes(StandardCharsets.UTF_8));

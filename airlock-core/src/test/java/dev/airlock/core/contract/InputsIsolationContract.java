@@ -10,6 +10,7 @@ import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -148,6 +149,7 @@ public abstract class InputsIsolationContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void inputsCannotBeChangedAndTheHostTreeStaysAsItWas() throws IOException {
         try (Sandbox s = engine.create(withInputs())) {
             String out = py(s, """

@@ -1,6 +1,7 @@
 package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecResult;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -37,6 +38,7 @@ public abstract class NetworkIsolationContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void onlyLoopbackExists() {
         ExecResult r = ok(python("""
                 lines = open("/proc/net/dev").read().splitlines()[2:]
@@ -74,6 +76,7 @@ public abstract class NetworkIsolationContract extends ContractTestBase {
      * none of them, and its own 127.0.0.1 is not the host's.
      */
     @Test
+    @Tag("smoke")
     void hostAddressesAreUnreachable() throws IOException {
         List<InetAddress> hostAddresses = new ArrayList<>();
         for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {

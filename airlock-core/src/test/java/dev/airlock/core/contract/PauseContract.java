@@ -6,6 +6,7 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -48,6 +49,7 @@ public abstract class PauseContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void aSpinningProcessMakesNoProgressWhilePausedAndCarriesOnAfter() throws Exception {
         try (Sandbox sb = engine.create(spec())) {
             sb.writeFile("/tmp/spin.py", SPINNER.getBytes(StandardCharsets.UTF_8));

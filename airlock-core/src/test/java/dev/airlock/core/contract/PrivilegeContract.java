@@ -1,6 +1,7 @@
 package dev.airlock.core.contract;
 
 import dev.airlock.core.ExecResult;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -23,6 +24,7 @@ public abstract class PrivilegeContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void processHasNoCapabilitiesNoNewPrivsAndASeccompFilter() {
         ExecResult r = ok(sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status"));
         if (gvisor()) {

@@ -6,6 +6,7 @@ import dev.airlock.core.Execution;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.TerminalSize;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -67,6 +68,7 @@ public abstract class TerminalContract extends ContractTestBase {
     }
 
     @Test
+    @Tag("smoke")
     void anInteractiveShellGetsInputAndResize() throws Exception {
         try (Sandbox sb = engine.create(spec())) {
             Screen screen = new Screen();

@@ -34,7 +34,7 @@ final class ToolResults {
                 "stdout": {"type": "string", "description": "What the program wrote to standard output (UTF-8, capped)"},
                 "stderr": {"type": "string", "description": "What the program wrote to standard error (UTF-8, capped)"},
                 "exitCode": {"type": "integer", "description": "Exit code; 128+N when killed by signal N; 127 when it could not start; -1 when cancelled before it exited"},
-                "endReason": {"type": "string", "enum": ["exited", "signaled", "timed_out", "oom_killed", "cancelled", "start_failed"]},
+                "endReason": {"type": "string", "enum": ["exited", "signaled", "timed_out", "oom_killed", "cancelled", "start_failed", "agent_killed"]},
                 "timedOut": {"type": "boolean"},
                 "oomKilled": {"type": "boolean"},
                 "truncated": {"type": "boolean", "description": "stdout or stderr went over the output limit and was cut"},
@@ -90,6 +90,7 @@ final class ToolResults {
             case CANCELLED -> "The run was cancelled (by the client, or because the sandbox was destroyed) and its processes were killed." + truncated;
             case START_FAILED -> "The program could not start: " + r.message()
                     + ". Check the program name: the sandbox has python3, node, bash, sh, java and the usual Unix tools.";
+            case AGENT_KILLED -> "The run was stopped: " + r.message() + "." + truncated;
         };
     }
 
