@@ -33,6 +33,8 @@ final class ExecCgroups {
     static final long FREEZE_TIMEOUT_MILLIS = 1000;
     /** Freeze-and-kill rounds on v1 before giving up on processes that keep escaping a freeze. */
     static final int FREEZE_ROUNDS = 5;
+    /** Reads of the agent's children list before a held child missing from it is taken for killed (see hostPidOf). */
+    static final int CHILDREN_READS = 20;
 
     /** How an execution's processes are all killed. */
     enum Killer { CGROUP_KILL, FREEZER }
@@ -190,23 +192,30 @@ final class ExecCgroups {
 
     /**
      * The host pid of the agent's child that is {@code sandboxPid} in the sandbox. Children are
-     * listed oldest first and the held one is new, so the list is searched from its end.
+     * listed oldest first and the held one is new, so the list is searched from its end. The kernel's
+     * list can miss a child while others exit (proc(5): reliable only while no child is created or
+     * exits; reading it resumes by position, and an exit shifts the positions): the held child cannot
+     * exit by itself (it waits for the host), so a list without it is read again, up to
+     * {@link #CHILDREN_READS} times, before the child is taken for killed.
      */
     private long hostPidOf(int sandboxPid) {
-        String children;
-        try {
-            children = Files.readString(Path.of("/proc", Long.toString(agentHostPid), "task", Long.toString(agentHostPid), "children"),
-                    StandardCharsets.US_ASCII);
-        } catch (IOException e) {
-            throw AirlockException.unavailable("cannot list the processes of the sandbox's agent (host pid " + agentHostPid + "): "
-                    + e.getMessage() + " (the execution was not started)");
-        }
-        List<String> pids = List.of(children.trim().split("\\s+"));
         String wanted = Integer.toString(sandboxPid);
-        for (int i = pids.size() - 1; i >= 0; i--) {
-            if (!pids.get(i).isEmpty() && wanted.equals(innermostPid(pids.get(i)))) {
-                return Long.parseLong(pids.get(i));
+        for (int read = 0; read < CHILDREN_READS; read++) {
+            String children;
+            try {
+                children = Files.readString(Path.of("/proc", Long.toString(agentHostPid), "task", Long.toString(agentHostPid), "children"),
+                        StandardCharsets.US_ASCII);
+            } catch (IOException e) {
+                throw AirlockException.unavailable("cannot list the processes of the sandbox's agent (host pid " + agentHostPid + "): "
+                        + e.getMessage() + " (the execution was not started)");
             }
+            List<String> pids = List.of(children.trim().split("\\s+"));
+            for (int i = pids.size() - 1; i >= 0; i--) {
+                if (!pids.get(i).isEmpty() && wanted.equals(innermostPid(pids.get(i)))) {
+                    return Long.parseLong(pids.get(i));
+                }
+            }
+            Thread.onSpinWait();
         }
         throw AirlockException.unavailable("the execution's process (pid " + sandboxPid + " in the sandbox) is not a child of the agent: "
                 + "it was killed before it started");

@@ -147,6 +147,34 @@ class ExecutionCgroupTest extends SandboxTestBase {
     }
 
     /**
+     * Placing a held execution in its cgroup finds it in the agent's list of children, which the
+     * kernel can read short while other children exit (issue 37: a background start failed with
+     * "not a child of the agent"). Here each start races with the end of the execution killed just
+     * before it; a thousand in a row must all start, and nothing may be left after.
+     */
+    @Test
+    void backgroundStartsAmidKillsOfEarlierOnesAllStart() {
+        try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
+            List<Execution> running = new ArrayList<>();
+            for (int i = 0; i < 1000; i++) {
+                // every other one ends by itself at once, the rest are killed: either way their ends race with the next starts
+                running.add(sb.start(ExecRequest.of(i % 2 == 0 ? "true" : "sleep", "1000").withTimeout(Duration.ofMinutes(5)), OutputListener.NONE));
+                if (running.size() > 8) {
+                    Execution earliest = running.removeFirst();
+                    earliest.signal(9);
+                    assertThat(earliest.await().endReason()).isIn(EndReason.EXITED, EndReason.SIGNALED);
+                }
+            }
+            running.forEach(e -> e.signal(9));
+            for (Execution e : running) {
+                assertThat(e.await().endReason()).isIn(EndReason.EXITED, EndReason.SIGNALED);
+            }
+            awaitProcessCount(sb, n -> n == 1, "every execution is gone");
+            assertOnlyTheAgentIsLeft(sb);
+        }
+    }
+
+    /**
      * Hosts with cgroup v1 alone get the freezer variant: the execution's freezer cgroup is frozen,
      * everything in it killed, then thawed. Tried here on the v1 freezer beside this host's v2.
      */
