@@ -70,7 +70,7 @@ class VerifyCatalogueTest {
         CliProcess cli = CliProcess.run("verify", "--catalogue", dir.toString());
         assertThat(cli.exitCode()).isEqualTo(2);
         assertThat(cli.stderr()).isEqualTo("airlock: case file " + file + ": field 'expect.endReason' 'finished' is not an end reason: "
-                + "use one of [exited, signaled, timed_out, oom_killed, cancelled, start_failed]\n");
+                + "use one of [exited, signaled, timed_out, oom_killed, cancelled, start_failed, agent_killed]\n");
         assertThat(cli.stdout()).isEmpty();
     }
 

@@ -78,7 +78,7 @@ final class OneShotRuns {
             }
             ExecResult result = steps.send(caller, new Command.Exec(id, new ExecSource.Code(run.language(), run.code()),
                     new Command.ExecOptions(null, null, run.stdin(), run.timeout()), Command.Waiter.listening(run.listener())));
-            if (result.endReason() == EndReason.CANCELLED) {
+            if (result.endReason() == EndReason.CANCELLED || result.endReason() == EndReason.AGENT_KILLED) {   // nothing to collect from
                 return new Command.RunResult(result, List.of());
             }
             return new Command.RunResult(result, collect(caller, id));
