@@ -98,7 +98,7 @@ final class Qemu {
                 // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
                 "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
                 "-serial", "chardev:console",
-                "-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none",
+                "-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none,multidevs=remap",
                 "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
                 "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),

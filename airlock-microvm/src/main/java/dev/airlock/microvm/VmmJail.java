@@ -60,7 +60,10 @@ final class VmmJail {
      * are the kernel and initramfs, {@code $4} the directory QEMU writes, {@code $5} the extra device (or ""),
      * {@code $6} the number of shared files ({@link Share}), each then its directory in the root, its name and its
      * host path. A mount point is a directory for a directory, a file for a file; the bind is read-only and not
-     * recursive (HostInputs refuses an input directory with mounts below it).
+     * recursive (HostInputs refuses an input directory with mounts below it). /usr and the merged-/usr
+     * directories are bound recursively, so a host's mount below them (a GPU driver's, WSL2's) reaches
+     * the guest too; QEMU exports them read-only ({@code readonly=on}) and the guest mounts them
+     * read-only, nosuid and nodev, whatever the host's submount is.
      */
     static final String ROOT_SCRIPT = """
             set -e
@@ -73,10 +76,10 @@ final class VmmJail {
               mount -o bind,ro,nosuid,nodev "$3" "$r/$1/$2"
               shift 3; shares=$((shares - 1))
             done
-            mount -o bind,ro,nosuid,nodev /usr "$r/usr"
+            mount --rbind -o ro,nosuid,nodev /usr "$r/usr"
             for d in bin sbin lib lib64; do
               if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$r/$d"
-              elif [ -d "/$d" ]; then mkdir "$r/$d"; mount -o bind,ro,nosuid,nodev "/$d" "$r/$d"; fi
+              elif [ -d "/$d" ]; then mkdir "$r/$d"; mount --rbind -o ro,nosuid,nodev "/$d" "$r/$d"; fi
             done
             for n in null zero random urandom $extra; do
               touch "$r/dev/$n"; mount -o bind,nosuid "/dev/$n" "$r/dev/$n"

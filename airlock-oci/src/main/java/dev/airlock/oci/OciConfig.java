@@ -23,9 +23,16 @@ final class OciConfig {
     /** One OCI mount entry. */
     record Mount(String destination, String type, String source, List<String> options) {
 
+        /**
+         * A host directory or file, read-only, bound recursively: a host can have mounts below any
+         * directory (driver mounts below /usr, WSL2's /usr/lib/wsl, a separate /usr/local), and a
+         * non-recursive bind of such a directory is refused inside a user namespace (its submounts
+         * are locked). The recursive attributes (rro, rnosuid, rnodev: mount_setattr with
+         * AT_RECURSIVE) make every submount read-only, nosuid and nodev too; plain ro would leave
+         * a read-write submount writable. Under gVisor see {@link OciConfig#RECURSIVE_ATTRIBUTES}.
+         */
         static Mount bindReadOnly(Path source, String destination) {
-            return new Mount(destination, "bind", source.toString(),
-                    List.of("bind", "ro", "nosuid", "nodev"));
+            return new Mount(destination, "bind", source.toString(), List.of("rbind", "ro", "nosuid", "nodev", "rro", "rnosuid", "rnodev"));
         }
 
         /**
@@ -55,6 +62,14 @@ final class OciConfig {
     /** Host ids that sandbox ids 0..{@value #ID_RANGE}-1 map to: unused by any host account. */
     static final long DEFAULT_HOST_ID_BASE = 2_000_000_000L;
     static final int ID_RANGE = 65536;
+
+    /**
+     * The recursive mount attributes of {@link Mount#bindReadOnly}. runsc (this release) refuses
+     * them as unknown; it needs none: its Sentry makes the whole tree of a read-only mount read-only,
+     * whatever the host mounted below it, and never honours a set-id bit or a device node of a gofer
+     * mount.
+     */
+    static final Set<String> RECURSIVE_ATTRIBUTES = Set.of("rro", "rnosuid", "rnodev");
 
     /** Host threads of runsc's Sentry and gofer, added to a sandbox's pids limit under gVisor ({@link #forGvisor}). */
     static final int GVISOR_HOST_THREADS = 128;
@@ -259,6 +274,15 @@ final class OciConfig {
                 rlimit(rlimits, "RLIMIT_NPROC", limit);
             }
         }
+        root.get("mounts").forEach(mount -> {
+            if (mount.get("options") instanceof ArrayNode options) {
+                for (int i = options.size() - 1; i >= 0; i--) {
+                    if (RECURSIVE_ATTRIBUTES.contains(options.get(i).asString())) {
+                        options.remove(i);
+                    }
+                }
+            }
+        });
         if (linux.get("seccomp") instanceof ObjectNode seccomp) {
             // The Sentry answers every refused call with EPERM, whatever errnoRet says (this release
             // ignores it), and glibc falls back from clone3 to clone only on ENOSYS: refused, clone3

@@ -207,6 +207,19 @@ final class OciRuntime {
         }
     }
 
+    /**
+     * What a host that cannot make a bind recursively read-only is told: host directories enter a
+     * sandbox only that way (OciConfig.Mount#bindReadOnly), never with a writable submount.
+     */
+    static final String RECURSIVE_READ_ONLY_NEEDED = ": host directories enter a sandbox recursively read-only, which needs"
+            + " runc 1.1 or newer (the rro, rnosuid and rnodev mount options) on Linux 5.12 or newer (mount_setattr); upgrade"
+            + " them, or use --runtime runsc";
+
+    private static boolean mentionsRecursiveReadOnly(String runtimeError) {
+        return runtimeError.contains("mount_setattr") || runtimeError.contains("MOUNT_ATTR") || runtimeError.contains("recursive")
+                || runtimeError.contains("\"rro\"");
+    }
+
     private long startDetached(SandboxId id, Path bundle, Path log, Path image) {
         Path pidFile = bundle.resolve("init.pid");
         Result r = image == null
@@ -214,8 +227,10 @@ final class OciRuntime {
                 : exec(log, "restore", "--detach", "--image-path", image.toString(), "--pid-file", pidFile.toString(),
                         "--bundle", bundle.toString(), id.value());
         if (r.exitCode != 0) {
-            throw new AirlockException(AirlockException.Kind.UNAVAILABLE,
-                    name + " could not start sandbox " + id + ": " + lastError(log) + " (run 'airlock doctor' to see what this host supports)");
+            String error = lastError(log);
+            throw new AirlockException(AirlockException.Kind.UNAVAILABLE, name + " could not start sandbox " + id + ": " + error
+                    + (mentionsRecursiveReadOnly(error) ? RECURSIVE_READ_ONLY_NEEDED : "")
+                    + " (run 'airlock doctor' to see what this host supports)");
         }
         try {
             return Long.parseLong(Files.readString(pidFile, StandardCharsets.US_ASCII).trim());

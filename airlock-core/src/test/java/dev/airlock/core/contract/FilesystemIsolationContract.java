@@ -33,6 +33,62 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
         super(driver);
     }
 
+    /**
+     * A host with a mount below a directory that sandboxes get from it (a GPU driver below /usr,
+     * WSL2's /usr/lib/wsl, a directory of /etc the system image binds): the sandbox starts, the
+     * submount's files are there, and the submount is read-only, nosuid and nodev inside although it
+     * is a read-write tmpfs on the host (world-writable, so only the read-only flag can stop a write).
+     * A set-uid-root copy of {@code id} on it runs with the sandbox user's ids.
+     */
+    @Test
+    @Tag("smoke")
+    void aReadWriteHostMountBelowUsrOrEtcIsThereReadOnlyAndNosuid() throws Exception {
+        assumeTrue(systemImage(), "only the system image binds the host's /usr and /etc directories");
+        List<Path> below = new ArrayList<>(List.of(Path.of("/usr/share")));
+        if (Files.isDirectory(Path.of("/etc/alternatives")) && !guest()) {
+            below.add(Path.of("/etc/alternatives"));   // bound from the host by the container tiers' system image
+        }
+        List<HostSubmount> mounts = new ArrayList<>();
+        try {
+            for (Path parent : below) {
+                HostSubmount m = HostSubmount.tmpfs(parent.resolve(Hostile.token("submount")));
+                mounts.add(m);
+                Files.writeString(m.dir().resolve("marker"), "from the host's submount\n");
+                Path id = m.dir().resolve("id-setuid");
+                Files.copy(Path.of("/usr/bin/id"), id);
+                Files.setAttribute(id, "unix:mode", 04755);
+            }
+            try (var sb = engine.create(spec())) {
+                for (HostSubmount m : mounts) {
+                    String dir = m.dir().toString();
+                    ExecResult r = ok(python(sb, py("""
+                            print(open("%s/marker").read(), end="")
+                            attempt("write", lambda: open("%s/written", "w"))
+                            attempt("mkdir", lambda: os.mkdir("%s/made"))
+                            import subprocess
+                            print("ids", subprocess.run(["%s/id-setuid", "-u"], capture_output=True, text=True).stdout.strip(), os.getuid())
+                            """.formatted(dir, dir, dir, dir))));
+                    String uid = r.stdoutText().lines().filter(l -> l.startsWith("ids ")).findFirst().orElse("ids ? ?").split(" ")[2];
+                    assertThat(r.stdoutText()).as(dir).isEqualTo("""
+                            from the host's submount
+                            write: EROFS Read-only file system
+                            mkdir: EROFS Read-only file system
+                            ids %s %s
+                            """.formatted(uid, uid));
+                    assertThat(m.dir().resolve("written")).as("nothing reached the host").doesNotExist();
+                    if (sandboxProcessesAreHostProcesses()) {
+                        String mountinfo = ok(exec(sb, "grep", " " + dir + " ", "/proc/self/mountinfo")).stdoutText();
+                        assertThat(mountinfo.split(" ")[5].split(",")).as(mountinfo).contains("ro", "nosuid", "nodev");
+                    }
+                }
+            }
+        } finally {
+            for (HostSubmount m : mounts) {
+                m.close();
+            }
+        }
+    }
+
     @Test
     void sandboxCannotSeeHostRootOrHomeDirectories() {
         // a stored image's /root, /var or /opt are its own; the host's markers are looked for in every image below
