@@ -73,9 +73,14 @@ final class EngineOptions {
         return OciDriverConfig.defaults().withRuntime(ociRuntime).withStateRoot(stateDir);
     }
 
+    /** Where the microVM driver keeps its state: under the state directory. */
+    Path microVmStateRoot() {
+        return stateDir.resolve(MICROVM);
+    }
+
     /** The microVM driver's settings: its state under the state directory. */
     MicroVmDriverConfig microVmConfig() {
-        MicroVmDriverConfig config = MicroVmDriverConfig.defaults().withStateRoot(stateDir.resolve(MICROVM));
+        MicroVmDriverConfig config = MicroVmDriverConfig.defaults().withStateRoot(microVmStateRoot());
         return microVmAccelerator == null ? config : config.withAccelerator(microVmAccelerator);
     }
 
