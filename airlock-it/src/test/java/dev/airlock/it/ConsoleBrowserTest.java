@@ -197,6 +197,67 @@ class ConsoleBrowserTest {
 
     // --- tests ---
 
+    /**
+     * A page served from another port of the same host is another origin, but the browser sends it
+     * the console's SameSite cookie all the same (same site). Such a page, opened by a signed-in
+     * person, tries what an attacker's would (issue 29): sign the browser into the attacker's
+     * client (a no-cors POST of the attacker's token to the sign-in: login CSRF), and drive the
+     * person's terminal (a WebSocket to the attach endpoint of their shell, typing a command). Both
+     * are refused: the browser stays signed in as the person, the socket never opens, the shell
+     * never runs the line.
+     */
+    @Test
+    void aPageOfAnotherLoopbackPortCanNeitherSignTheBrowserInNorDriveItsTerminal() throws Exception {
+        signIn(live.token());
+        String sandbox = createAsLocal("victim");
+        HttpResponse<String> shell = live.raw("POST", "/v1/sandboxes/" + sandbox + "/exec",
+                "{\"command\": [\"sh\"], \"background\": true, \"tty\": true}");
+        assertThat(shell.statusCode()).as(shell.body()).isEqualTo(202);
+        String pid = JSON.readTree(shell.body()).path("id").asString();
+        String server = live.uri().toString();
+        String ws = server.replaceFirst("^http", "ws");
+        String page = """
+                <html><body><pre id="log"></pre><script>
+                const log = m => { document.getElementById('log').textContent += m + '\\n'; };
+                fetch('%s/console/session', { method: 'POST', mode: 'no-cors', credentials: 'include',
+                    headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ token: '%s' }) })
+                  .then(() => log('sign-in sent'), e => log('sign-in failed'));
+                const socket = new WebSocket('%s/v1/sandboxes/%s/processes/%s/attach');
+                socket.onopen = () => { log('socket open'); socket.send('touch /tmp/hijacked\\n'); };
+                socket.onmessage = () => log('socket data');
+                socket.onclose = () => log('socket closed');
+                </script></body></html>
+                """.formatted(server, AGENT, ws, sandbox, pid);
+        com.sun.net.httpserver.HttpServer attacker = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+        attacker.createContext("/", exchange -> {
+            byte[] body = page.getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "text/html; charset=utf-8");
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        attacker.start();
+        String log;
+        try {
+            driver.get("http://" + live.uri().getHost() + ":" + attacker.getAddress().getPort() + "/");
+            waiting().until(d -> {
+                String text = d.findElement(By.id("log")).getText();
+                return text.contains("socket closed") && text.contains("sign-in ");
+            });
+            log = driver.findElement(By.id("log")).getText();
+        } finally {
+            attacker.stop(0);
+        }
+        assertThat(log).as("what the attacker's page saw").doesNotContain("socket open").doesNotContain("socket data");
+
+        driver.get(server + "/");
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("whoami"), "signed in as local"));
+        HttpResponse<String> look = live.raw("POST", "/v1/sandboxes/" + sandbox + "/exec",
+                "{\"command\": [\"sh\", \"-c\", \"test -e /tmp/hijacked && echo typed || echo untouched\"]}");
+        assertThat(JSON.readTree(look.body()).path("stdout").asString()).as(look.body()).isEqualTo("untouched\n");
+    }
+
     @Test
     void aSandboxCreatedOverRestAppearsAndIsDestroyedFromTheConsole() throws IOException {
         signIn(live.token());

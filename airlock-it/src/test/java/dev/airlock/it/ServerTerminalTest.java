@@ -184,7 +184,10 @@ class ServerTerminalTest {
                 assertThat(handshakeStatus(path, OTHER, null)).as("another client's sandbox is as if it did not exist").isEqualTo(404);
                 assertThat(handshakeStatus(path, null, null)).isEqualTo(401);
                 assertThat(handshakeStatus(path, live.token(), "http://evil.example")).as("a foreign Origin").isEqualTo(403);
-                assertThat(handshakeStatus(path, live.token(), "http://localhost:1")).as("a local Origin").isEqualTo(101);
+                assertThat(handshakeStatus(path, live.token(), "http://" + live.uri().getHost() + ":1"))
+                        .as("another port of this host is another origin").isEqualTo(403);
+                assertThat(handshakeStatus(path, live.token(), "http://" + live.uri().getHost() + ":" + live.uri().getPort()))
+                        .as("this server's own origin").isEqualTo(101);
                 assertThat(live.raw("GET", path, null).statusCode()).as("not a WebSocket handshake").isEqualTo(400);
                 assertThatThrownBy(() -> other.get(s.id())).isInstanceOf(NotFoundException.class);
             }

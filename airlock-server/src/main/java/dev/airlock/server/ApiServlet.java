@@ -83,9 +83,17 @@ final class ApiServlet extends HttpServlet {
         if (client == null) {
             return null;
         }
-        String notLocal = LocalOrigin.refusal(req, config.host());
+        String notLocal = LocalOrigin.consoleRefusal(req, config.host());
         if (notLocal != null) {
             error(resp, 403, "forbidden", notLocal, null);
+            throw new CookieRefused();
+        }
+        // A WebSocket is opened with a GET, and a browser's WebSocket can carry no header of the page's
+        // own: the console's terminal sends the session's CSRF token as the query parameter csrf.
+        if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && !s.csrfMatches(req.getParameter("csrf"))) {
+            error(resp, 403, "csrf", "a WebSocket with the console's session cookie must carry the session's CSRF token as its"
+                    + " csrf query parameter (a cross-site page cannot): open the terminal from the console, or connect with"
+                    + " 'Authorization: Bearer <token>' instead of the cookie", null);
             throw new CookieRefused();
         }
         boolean reads = req.getMethod().equals("GET") || req.getMethod().equals("HEAD");
@@ -137,6 +145,9 @@ final class ApiServlet extends HttpServlet {
                 return;
             }
             String endpoint = req.getMethod() + " " + m.template();
+            if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && req.getHeader("Origin") != null) {
+                endpoint += " from " + Json.printable(req.getHeader("Origin"));   // whose page opened it, on the audit log
+            }
             Authenticated auth;
             try {
                 auth = authenticate(req, resp);

@@ -108,7 +108,7 @@ final class ConsoleServlet extends HttpServlet {
 
     /** POST signs in with a token, GET tells the page who is signed in (and its CSRF token), DELETE signs out. */
     private void session(HttpServletRequest req, HttpServletResponse resp) throws IOException {
-        String notLocal = LocalOrigin.refusal(req, bindHost);
+        String notLocal = LocalOrigin.consoleRefusal(req, bindHost);
         if (notLocal != null) {
             error(resp, 403, "forbidden", notLocal);
             return;
@@ -119,7 +119,12 @@ final class ConsoleServlet extends HttpServlet {
                 ConsoleSessions.Session s = sessions.lookup(ConsoleSessions.cookie(req));
                 Client client = s == null ? null : service.policy().clients().get(s.client);
                 if (client == null) {
-                    error(resp, 401, "unauthenticated", "not signed in (or the session expired): sign in with a client token");
+                    // with a fresh sign-in token for the page's sign-in form (ConsoleSessions.SIGN_IN_COOKIE)
+                    String signIn = sessions.signInToken();
+                    resp.addHeader("Set-Cookie", ConsoleSessions.setSignInCookie(signIn));
+                    ObjectNode body = (ObjectNode) Json.MAPPER.readTree(Json.error("unauthenticated",
+                            "not signed in (or the session expired): sign in with a client token"));
+                    send(resp, 401, body.put("signInToken", signIn));
                     return;
                 }
                 send(resp, 200, describe(client, s));
@@ -147,6 +152,12 @@ final class ConsoleServlet extends HttpServlet {
     }
 
     private void signIn(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        if (!ConsoleSessions.signInTokenMatches(req)) {
+            error(resp, 403, "csrf", "a sign-in must carry the sign-in token of the console's page in the " + ConsoleSessions.CSRF_HEADER
+                    + " header (a page of another origin cannot): sign in from the console's page, or call the API with"
+                    + " 'Authorization: Bearer <token>' instead");
+            return;
+        }
         JsonNode body;
         try {
             body = Json.parseObject(BodyReader.read(req, 4096, "a sign-in body is a small JSON object: {\"token\": \"...\"}"), Set.of("token"));

@@ -31,6 +31,13 @@ final class ConsoleSessions {
     static final String COOKIE = "airlock_session";
     /** The header the console's scripts send the session's CSRF token in, on every state-changing request. */
     static final String CSRF_HEADER = "X-Airlock-CSRF";
+    /**
+     * The cookie that holds a sign-in token: the console's page reads the token from the answer to
+     * its first {@code GET /console/session} and sends it back in {@link #CSRF_HEADER} with the
+     * sign-in. A page of another origin can neither read that answer nor set that header, so it
+     * cannot sign a browser into its own client (login CSRF). Nothing of it is kept on the server.
+     */
+    static final String SIGN_IN_COOKIE = "airlock_signin";
     static final int MAX_SESSIONS = 1000;
     static final int MAX_PER_CLIENT = 20;
     static final Duration IDLE = Duration.ofMinutes(30);
@@ -126,6 +133,32 @@ final class ConsoleSessions {
             }
         }
         return null;
+    }
+
+    /** A new sign-in token, for {@link #SIGN_IN_COOKIE} and the page. */
+    String signInToken() {
+        return token();
+    }
+
+    /** The Set-Cookie value that gives the browser the sign-in token {@code token}, for an hour, for the sign-in path only. */
+    static String setSignInCookie(String token) {
+        return SIGN_IN_COOKIE + "=" + token + "; Path=" + ConsoleServlet.SESSION_PATH + "; HttpOnly; SameSite=Strict; Max-Age=3600";
+    }
+
+    /** Whether {@code req} carries a sign-in token in its cookie and the same in {@link #CSRF_HEADER}. */
+    static boolean signInTokenMatches(HttpServletRequest req) {
+        String offered = req.getHeader(CSRF_HEADER);
+        Cookie[] cookies = req.getCookies();
+        if (offered == null || offered.isEmpty() || cookies == null) {
+            return false;
+        }
+        for (Cookie c : cookies) {
+            if (SIGN_IN_COOKIE.equals(c.getName())
+                    && MessageDigest.isEqual(offered.getBytes(StandardCharsets.UTF_8), c.getValue().getBytes(StandardCharsets.UTF_8))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The Set-Cookie value that gives the browser {@code id}; null clears it. */

@@ -113,9 +113,10 @@ public final class InterpreterContext {
             String module = c.lines.missingModule();
             if (module != null) {
                 throw new AirlockException(Kind.INVALID_ARGUMENT, "the interpreter cannot run in sandbox " + sandbox.id() + ": its image '"
-                        + Printable.of(sandbox.sandbox().spec().image(), 200) + "' has no Python module '" + module + "' (the kernel needs"
-                        + " ipykernel and jupyter_client): use an image that has them (airlock image build python-data makes one), or"
-                        + " add python3-ipykernel and python3-jupyter-client to the packages of your image's recipe");
+                        + Printable.of(sandbox.sandbox().spec().image(), 200) + "' has no Python module '" + module + "' (the interpreter needs"
+                        + " Python's standard library, ipykernel and jupyter_client): use an image that has them (airlock image build"
+                        + " python-data makes one), or add python3, python3-ipykernel and python3-jupyter-client to the packages of"
+                        + " your image's recipe");
             }
             throw new AirlockException(Kind.UNAVAILABLE, "the interpreter could not start in sandbox " + sandbox.id() + ": "
                     + Printable.of(ready.path("message").asString("it ended without saying why"), 2000)

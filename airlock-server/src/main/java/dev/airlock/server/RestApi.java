@@ -505,11 +505,11 @@ final class RestApi {
 
     /**
      * Upgrades to a WebSocket on the terminal of a background process (docs/rest-api.md): only
-     * from this server's own Host and a local Origin (as /mcp), and only once the process was
-     * found to have a terminal with room for one more socket.
+     * from this server's own Host and, if an Origin is sent, this server's own origin (as the
+     * console), and only once the process was found to have a terminal with room for one more socket.
      */
     private void attach(RestCall c) throws IOException {
-        String notLocal = LocalOrigin.refusal(c.req, bindHost);
+        String notLocal = LocalOrigin.consoleRefusal(c.req, bindHost);
         if (notLocal != null) {
             throw new AirlockException(Kind.PERMISSION_DENIED, notLocal);
         }

@@ -438,7 +438,7 @@ async function terminal(id) {
     return;
   }
   const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
-  socket = new WebSocket(`${scheme}${location.host}/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/attach`);
+  socket = new WebSocket(`${scheme}${location.host}/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/attach?csrf=${encodeURIComponent(session.csrf)}`);
   socket.binaryType = 'arraybuffer';
   const encoder = new TextEncoder();
   socket.addEventListener('open', () => {
@@ -529,7 +529,11 @@ function signedIn(s) {
 document.getElementById('signin-form').addEventListener('submit', async e => {
   e.preventDefault();
   const token = document.getElementById('token');
-  const r = await fetch('/console/session', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+  // a fresh sign-in token (with its cookie): the server takes a sign-in only with it, which no other origin can read
+  const probe = await fetch('/console/session', { credentials: 'same-origin' });
+  const state = await probe.json().catch(() => ({}));
+  if (probe.ok) { token.value = ''; signedIn(state); return; }
+  const r = await fetch('/console/session', { method: 'POST', headers: { 'Content-Type': 'application/json', [CSRF_HEADER]: state.signInToken || '' },
     credentials: 'same-origin', body: JSON.stringify({ token: token.value }) });
   const json = await r.json().catch(() => ({}));
   token.value = '';
