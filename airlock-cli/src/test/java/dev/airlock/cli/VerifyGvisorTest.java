@@ -3,6 +3,7 @@ package dev.airlock.cli;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -13,7 +14,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code airlock verify --runtime runsc}: every built-in case, attacks and recovery scenarios,
  * holds under gVisor too (judged by a case's gVisor expectation where it has one, which the
  * finding says), and verify exits 0. bin/test installs runsc.
+ *
+ * <p>In the full lane ({@code bin/test --full}): the fast lane runs {@code airlock verify} on runc, and the
+ * gVisor contract's smoke cases.
  */
+@Tag("full")
 class VerifyGvisorTest {
 
     @AfterAll

@@ -3,6 +3,7 @@ package dev.airlock.cli;
 import dev.airlock.microvm.MicroVmDriverConfig;
 import dev.airlock.microvm.MicroVmLeakCheck;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,7 +19,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * guests, one of each way a case runs and the scenarios that look for the guest's host processes
  * (each case boots guests under software emulation here, so the whole catalogue, about 15 minutes,
  * is left to a manual run: {@code bin/airlock verify --runtime microvm}).
+ *
+ * <p>In the full lane ({@code bin/test --full}): the fast lane runs {@code airlock verify} on runc, and the
+ * microVM contract's smoke cases.
  */
+@Tag("full")
 class VerifyMicroVmTest {
 
     /** A run, two runs, an outlive (one-shot and execution), and the scenarios that kill the engine and the guest's QEMU. */

@@ -7,6 +7,7 @@ import dev.airlock.oci.image.ImageRecipe;
 import dev.airlock.oci.image.ImageStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -38,7 +39,11 @@ import static org.assertj.core.api.Assumptions.assumeThat;
  * the cache full it took 641 s (dpkg unpacking and configuring the packages is most of it, then
  * the store's digest of the files), and the two cases after it 27 s. The image is removed
  * afterwards; the package cache stays.
+ *
+ * <p>In the full lane ({@code bin/test --full}): a 1.3 GB image build; the fast lane builds images with
+ * mmdebstrap in ImageBuildTest, BuiltImageContractTest and InterpreterImageTest.
  */
+@Tag("full")
 class PythonDataImageTest {
 
     private static final Path PACKAGE_CACHE = Path.of("/var/tmp/airlock-test-debs");
