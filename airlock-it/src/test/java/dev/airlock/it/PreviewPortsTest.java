@@ -262,6 +262,73 @@ class PreviewPortsTest {
         assertThat(after.body()).doesNotContain("preview page");
     }
 
+    /** Sends {@code count} requests to the slow page of port 8002 of {@code sandboxPath}, each on a socket of its own, unread. */
+    private static List<Socket> slowRequests(String sandboxPath, String token, int count) throws IOException {
+        List<Socket> sockets = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Socket s = new Socket(live.uri().getHost(), live.uri().getPort());
+            sockets.add(s);
+            OutputStream out = s.getOutputStream();
+            out.write(("GET " + sandboxPath + "/ports/8002/slow HTTP/1.1\r\nHost: " + live.uri().getAuthority() + "\r\nAuthorization: Bearer "
+                    + token + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
+        }
+        return sockets;
+    }
+
+    /** The status line of the answer on {@code s}, read within 40 s. */
+    private static String statusLine(Socket s) throws IOException {
+        s.setSoTimeout(40_000);
+        return new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+    }
+
+    /**
+     * Issue 29: one client whose sandboxes answer slowly cannot hold every preview stream of the
+     * server. Its two sandboxes hold 32 streams each, the client's 64; a third sandbox of the same
+     * client is refused at once, while another client's preview is served.
+     */
+    @Test
+    void oneClientsSlowSandboxesCannotHoldEveryStream() throws Exception {
+        List<String> ids = List.of(sandbox(), sandbox(), sandbox());
+        String others = ok(live.raw("POST", "/v1/sandboxes", "{}", OTHER), 201).path("id").asString();
+        List<Socket> slow = new ArrayList<>();
+        try {
+            for (String id : ids) {
+                upload(id, "/workspace/headers_server.py", resource("headers_server.py"));
+                background(id, "exec python3 /workspace/headers_server.py 8002");
+                assertThat(whenListening("/v1/sandboxes/" + id + "/ports/8002/", live.token()).statusCode()).isEqualTo(200);
+            }
+            ok(live.raw("PUT", "/v1/sandboxes/" + others + "/files?path=/workspace/hello.txt", "hello", OTHER), 201);
+            String body = JSON.createObjectNode().put("background", true).set("command",
+                    JSON.createArrayNode().add("python3").add("-m").add("http.server").add("8000").add("-d").add("/workspace")).toString();
+            ok(live.raw("POST", "/v1/sandboxes/" + others + "/exec", body, OTHER), 202);
+            assertThat(whenListening("/v1/sandboxes/" + others + "/ports/8000/hello.txt", OTHER).statusCode()).isEqualTo(200);
+
+            // 65 requests that the servers inside hold for 15 seconds: whichever comes last of them is the client's 65th
+            slow.addAll(slowRequests("/v1/sandboxes/" + ids.get(0), live.token(), 32));
+            slow.addAll(slowRequests("/v1/sandboxes/" + ids.get(1), live.token(), 32));
+            slow.addAll(slowRequests("/v1/sandboxes/" + ids.get(2), live.token(), 1));
+            HttpResponse<String> another = live.raw("GET", "/v1/sandboxes/" + others + "/ports/8000/hello.txt", null, OTHER);
+            assertThat(another.statusCode()).as("another client's preview: " + another.body()).isEqualTo(200);
+            assertThat(another.body()).isEqualTo("hello");
+            List<String> answers = new ArrayList<>();
+            for (Socket s : slow) {
+                answers.add(statusLine(s));
+            }
+            assertThat(answers.stream().filter(a -> a.startsWith("HTTP/1.1 200"))).as("the client's streams let through").hasSize(64);
+            assertThat(answers.stream().filter(a -> !a.startsWith("HTTP/1.1 200"))).as("the client's 65th stream").singleElement()
+                    .satisfies(a -> assertThat(a).startsWith("HTTP/1.1 429").contains("64 for the sandboxes of one client"));
+        } finally {
+            for (Socket s : slow) {
+                s.close();
+            }
+            for (String id : ids) {
+                live.raw("DELETE", "/v1/sandboxes/" + id, null, live.token());
+            }
+            live.raw("DELETE", "/v1/sandboxes/" + others, null, OTHER);
+        }
+    }
+
     @Test
     void the33rdStreamAtOnceIsRefused() throws Exception {
         String id = sandbox();
@@ -272,14 +339,7 @@ class PreviewPortsTest {
             background(id, "exec python3 /workspace/headers_server.py 8002");
             assertThat(whenListening(sb + "/ports/8002/", live.token()).statusCode()).isEqualTo(200);
             // 40 requests that the server inside holds for 15 seconds: 32 are let through, the rest refused at once
-            for (int i = 0; i < 40; i++) {
-                Socket s = new Socket(live.uri().getHost(), live.uri().getPort());
-                slow.add(s);
-                OutputStream out = s.getOutputStream();
-                out.write(("GET " + sb + "/ports/8002/slow HTTP/1.1\r\nHost: " + live.uri().getAuthority() + "\r\nAuthorization: Bearer "
-                        + live.token() + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
-                out.flush();
-            }
+            slow.addAll(slowRequests(sb, live.token(), 40));
             int answered = 0;
             List<String> refused = new ArrayList<>();
             for (Socket s : slow) {

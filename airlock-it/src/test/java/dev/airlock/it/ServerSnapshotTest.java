@@ -76,16 +76,19 @@ class ServerSnapshotTest {
             original.files().write("/workspace/data.txt", "before".getBytes(StandardCharsets.UTF_8));
             original.exec("sh", "-c", "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho ran\\n' > /workspace/bin/run.sh"
                     + " && chmod 755 /workspace/bin/run.sh && echo scratch > /tmp/scratch.txt"
+                    // hostile: a name with a carriage return, a terminal escape sequence, a backslash and a percent sign
+                    + " && printf x > \"$(printf '/tmp/a\\r\\033[31mred\\\\b%%c')\""
                     // hostile: links to a file and to a directory outside /workspace, which a snapshot must not read through
                     + " && ln -s /etc/passwd /workspace/passwd && ln -s /etc /workspace/etc-dir");
             SnapshotInfo snap = original.snapshot();
-            assertThat(snap.files()).as("the three regular files, nothing through the links").isEqualTo(3);
+            assertThat(snap.files()).as("the four regular files, nothing through the links").isEqualTo(4);
             assertThat(snap.digest()).startsWith("sha256:");
             assertThat(snap.sandbox()).isEqualTo(original.id());
             assertThat(live.client.snapshots()).extracting(SnapshotInfo::id).contains(snap.id());
             original.files().write("/workspace/after.txt", "after".getBytes(StandardCharsets.UTF_8));
-            assertThat(archive(snap.id())).containsExactly("tmp/scratch.txt 644 scratch\n", "workspace/bin/run.sh 755 #!/bin/sh\necho ran\n",
-                    "workspace/data.txt 644 before");
+            assertThat(archive(snap.id())).as("names percent-encoded where a terminal would act on them")
+                    .containsExactly("tmp/a%0D%1B[31mred%5Cb%25c 644 x", "tmp/scratch.txt 644 scratch\n",
+                            "workspace/bin/run.sh 755 #!/bin/sh\necho ran\n", "workspace/data.txt 644 before");
 
             List<RemoteSandbox> forks = live.client.fork(snap.id(), 3);
             try {

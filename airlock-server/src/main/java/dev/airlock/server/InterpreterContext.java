@@ -72,6 +72,8 @@ public final class InterpreterContext {
     private static final Pattern MISSING_MODULE = Pattern.compile("No module named '([A-Za-z0-9_.]{1,100})'");
 
     private final String id;
+    /** What every line of this context's bridge carries ("n"): a line without it did not come from the bridge. */
+    private final String nonce = java.util.HexFormat.of().formatHex(randomBytes(16));
     private final Instant createdAt = Instant.now();
     private final ManagedSandbox sandbox;
     private final long budget;
@@ -84,14 +86,23 @@ public final class InterpreterContext {
     private volatile int cells;
     private long nextCell = 1;
 
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+
+    private static byte[] randomBytes(int n) {
+        byte[] b = new byte[n];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
     private InterpreterContext(String id, ManagedSandbox sandbox) {
         this.id = id;
         this.sandbox = sandbox;
         this.budget = sandbox.sandbox().spec().limits().outputBytes();
         this.lines = new Lines((int) Math.min(Integer.MAX_VALUE - LINE_SLACK, budget) + LINE_SLACK);
         sandbox.sandbox().writeFile(BRIDGE, BRIDGE_SOURCE);
+        // the nonce goes on stdin, never on the command line, which any process of the sandbox can read
         ExecRequest request = new ExecRequest(List.of("python3", BRIDGE, DIR + "/" + id, Long.toString(budget)), Map.of(),
-                ExecRequest.DEFAULT_CWD, null, LIFETIME);
+                ExecRequest.DEFAULT_CWD, (nonce + "\n").getBytes(StandardCharsets.US_ASCII), LIFETIME);
         this.bridge = sandbox.sandbox().startAttached(request, lines);
         Thread.ofVirtual().name("airlock-interpreter-" + sandbox.id() + "-" + id).start(this::watch);
     }
@@ -246,6 +257,9 @@ public final class InterpreterContext {
 
     /** One bridge line, parsed on the agent's reader thread: hand it to whom it concerns, never block. */
     private void line(JsonNode line) {
+        if (!nonce.equals(line.path("n").asString(""))) {
+            return;   // not the bridge's: the cell's code cannot know the nonce
+        }
         String type = line.path("type").asString("");
         if (type.equals("ready") || type.equals("failed")) {
             started.complete(line);

@@ -37,11 +37,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * (a WebSocket) is forwarded, and once the sandbox's server answers 101 the bytes are spliced
  * both ways.
  *
- * <p>Bounded: {@value #PER_SANDBOX} streams at once per sandbox and {@value #PER_SERVER} per
- * server (429 with Retry-After beyond); a request body of at most {@value #MAX_BODY} bytes;
- * {@value #MAX_HEADERS} bytes of response headers (502 beyond); {@link #FIRST_BYTE} for the
- * sandbox to start answering (504); {@link #IDLE} without a byte either way ends a stream. Bodies
- * are streamed, never held whole.
+ * <p>Bounded: {@value #PER_SANDBOX} streams at once per sandbox, {@value #PER_CLIENT} per client
+ * (the sandboxes' owner, so that one client's slow sandboxes cannot hold every stream of the
+ * server) and {@value #PER_SERVER} per server (429 with Retry-After beyond); a request body of at
+ * most {@value #MAX_BODY} bytes; {@value #MAX_HEADERS} bytes of response headers (502 beyond);
+ * {@link #FIRST_BYTE} for the sandbox to start answering (504); {@link #IDLE} without a byte either
+ * way ends a stream, and {@link #LIFETIME} ends it whatever it carries (a server that answers a
+ * byte a minute is never idle). Bodies are streamed, never held whole.
  */
 final class PortProxy implements AutoCloseable {
 
@@ -49,11 +51,13 @@ final class PortProxy implements AutoCloseable {
     /** What a preview's answers may do: run scripts, forms, popups, but never as this server's origin. */
     static final String PREVIEW_CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
     static final int PER_SANDBOX = 32;
+    static final int PER_CLIENT = 64;
     static final int PER_SERVER = 256;
     static final long MAX_BODY = 64L << 20;
     static final int MAX_HEADERS = 64 * 1024;
     static final Duration FIRST_BYTE = Duration.ofSeconds(30);
     static final Duration IDLE = Duration.ofMinutes(5);
+    static final Duration LIFETIME = Duration.ofHours(1);
     /** Request headers the sandbox never sees: hop-by-hop ones, and the client's credentials for this server. */
     private static final Set<String> DROPPED_REQUEST = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
             "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host",
@@ -68,6 +72,7 @@ final class PortProxy implements AutoCloseable {
 
     private final AtomicInteger total = new AtomicInteger();
     private final Map<String, AtomicInteger> perSandbox = new ConcurrentHashMap<>();
+    private final Map<String, AtomicInteger> perClient = new ConcurrentHashMap<>();
     private final Set<Stream> streams = ConcurrentHashMap.newKeySet();
     /** Checks the streams' times each second; started with the first stream. */
     private ScheduledExecutorService watchdog;
@@ -100,13 +105,13 @@ final class PortProxy implements AutoCloseable {
      */
     void forward(HttpServletRequest req, HttpServletResponse resp, ManagedSandbox sandbox, int port, String target) throws IOException {
         preview(resp);
-        if (!take(sandbox.id())) {
-            error(resp, 429, "quota_exceeded", "too many preview streams at once: at most " + PER_SANDBOX + " per sandbox and " + PER_SERVER
-                    + " per server; close some (or wait for them to end) and retry");
+        if (!take(sandbox.id(), sandbox.owner())) {
+            error(resp, 429, "quota_exceeded", "too many preview streams at once: at most " + PER_SANDBOX + " per sandbox, " + PER_CLIENT
+                    + " for the sandboxes of one client and " + PER_SERVER + " per server; close some (or wait for them to end) and retry");
             return;
         }
         watch();
-        Stream stream = new Stream(sandbox.id());
+        Stream stream = new Stream(sandbox.id(), sandbox.owner());
         boolean upgraded = false;
         try {
             long length = req.getContentLengthLong();
@@ -251,17 +256,15 @@ final class PortProxy implements AutoCloseable {
         resp.setHeader("Cache-Control", "no-store");
     }
 
-    private boolean take(String sandbox) {
-        if (total.incrementAndGet() > PER_SERVER) {
-            total.decrementAndGet();
+    private synchronized boolean take(String sandbox, String client) {
+        int ofSandbox = perSandbox.getOrDefault(sandbox, new AtomicInteger()).get();
+        int ofClient = perClient.getOrDefault(client, new AtomicInteger()).get();
+        if (total.get() >= PER_SERVER || ofSandbox >= PER_SANDBOX || ofClient >= PER_CLIENT) {
             return false;
         }
-        AtomicInteger mine = perSandbox.computeIfAbsent(sandbox, k -> new AtomicInteger());
-        if (mine.incrementAndGet() > PER_SANDBOX) {
-            mine.decrementAndGet();
-            total.decrementAndGet();
-            return false;
-        }
+        total.incrementAndGet();
+        perSandbox.computeIfAbsent(sandbox, k -> new AtomicInteger()).incrementAndGet();
+        perClient.computeIfAbsent(client, k -> new AtomicInteger()).incrementAndGet();
         return true;
     }
 
@@ -272,8 +275,11 @@ final class PortProxy implements AutoCloseable {
         }
         streams.remove(s);
         s.end();
-        total.decrementAndGet();
-        perSandbox.computeIfPresent(s.sandbox, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
+        synchronized (this) {
+            total.decrementAndGet();
+            perSandbox.computeIfPresent(s.sandbox, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
+            perClient.computeIfPresent(s.client, (k, n) -> n.decrementAndGet() <= 0 ? null : n);
+        }
     }
 
     /** Closes streams whose sandbox did not start answering in time, or that went idle. */
@@ -281,7 +287,7 @@ final class PortProxy implements AutoCloseable {
         long now = System.nanoTime();
         for (Stream s : streams) {
             long quiet = now - s.lastActivity;
-            if ((!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos()) {
+            if ((!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos() || now - s.started > LIFETIME.toNanos()) {
                 s.timedOut.set(true);
                 end(s);
             }
@@ -397,14 +403,17 @@ final class PortProxy implements AutoCloseable {
     /** One forwarded request (or spliced upgrade): its connection and when a byte last moved. */
     static final class Stream {
         final String sandbox;
+        final String client;
+        final long started = System.nanoTime();
         final AtomicBoolean ended = new AtomicBoolean();
         final AtomicBoolean timedOut = new AtomicBoolean();
         volatile PortConnection connection;
         volatile long lastActivity = System.nanoTime();
         volatile boolean answered;
 
-        Stream(String sandbox) {
+        Stream(String sandbox, String client) {
             this.sandbox = sandbox;
+            this.client = client;
         }
 
         void touch() {

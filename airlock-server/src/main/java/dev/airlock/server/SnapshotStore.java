@@ -510,7 +510,7 @@ final class SnapshotStore {
         TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
         tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
         for (JsonNode f : manifest.path("files")) {
-            TarArchiveEntry e = new TarArchiveEntry(f.path("path").asString().substring(1));
+            TarArchiveEntry e = new TarArchiveEntry(archiveName(f.path("path").asString().substring(1)));
             e.setMode(f.path("mode").asInt() & 0777);
             e.setSize(f.path("size").asLong());
             e.setModTime(s.createdAt().toEpochMilli());
@@ -520,6 +520,27 @@ final class SnapshotStore {
         }
         tar.finish();
         tar.flush();
+    }
+
+    /**
+     * A file's name in the archive: its path, with every character that a terminal or another
+     * system could take for something else percent-encoded (its UTF-8 bytes as %XX): C0 and C1
+     * control characters (a carriage return, an escape sequence's ESC or CSI), DEL, the backslash
+     * (a separator elsewhere), and '%' itself, so that the encoding is undone exactly. The names come
+     * from the sandbox: hostile input to whoever lists the archive.
+     */
+    static String archiveName(String path) {
+        StringBuilder b = new StringBuilder(path.length());
+        path.codePoints().forEach(cp -> {
+            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == '\\' || cp == '%') {
+                for (byte octet : new String(Character.toChars(cp)).getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                    b.append('%').append(String.format("%02X", octet & 0xff));
+                }
+            } else {
+                b.appendCodePoint(cp);
+            }
+        });
+        return b.toString();
     }
 
     private JsonNode verifiedManifest(SnapshotView s) {

@@ -13,18 +13,33 @@
 #        {"id": N, "type": "done", "status": "ok"|"error"|"interrupted"|"timeout"|"dead",
 #         "executionCount": C, "truncated": bool, "message": "..."}
 #
-# After "done" with status "dead" (the kernel died) the bridge exits; the server restarts it on
-# request. Every cell's outputs are bounded by argv[2] bytes in all (streams, MIME values and
-# tracebacks); what is over is dropped and the cell is marked truncated. The server bounds what it
-# reads again: nothing here is trusted, the code of the cell runs as the same user.
+# The server's first line on stdin is a nonce; every line out carries it as "n", and the server drops
+# a line without it. The bridge makes itself non-dumpable before anything else, so that the cell's
+# code (the same user) can neither open its descriptors through /proc (its stdout above all) nor
+# read its memory: it cannot learn the nonce nor write the bridge's lines.
+#
+# After "done" with status "dead" (the kernel died, or did not stop when interrupted and was killed)
+# the bridge exits; the server restarts it on request. Every cell's outputs are bounded by argv[2]
+# bytes in all (streams, MIME values and tracebacks); what is over is dropped and the cell is marked
+# truncated. The server bounds what it reads again: nothing here is trusted, the code of the cell
+# runs as the same user.
+import ctypes
 import json
 import os
 import queue
 import re
+import signal
 import sys
 import threading
 import time
 
+PR_SET_DUMPABLE = 4
+UNDUMPABLE = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+NONCE = sys.stdin.readline().strip()
+if not UNDUMPABLE:
+    sys.stdout.write(json.dumps({"type": "failed", "message": "the bridge cannot make itself non-dumpable (prctl errno %d)"
+                                 % ctypes.get_errno(), "n": NONCE}) + "\n")
+    sys.exit(1)
 STATE = sys.argv[1]
 CELL_BUDGET = int(sys.argv[2])
 GRACE_SECONDS = 10.0
@@ -93,6 +108,7 @@ _out = threading.Lock()
 
 
 def emit(message):
+    message["n"] = NONCE
     line = json.dumps(message, separators=(",", ":")) + "\n"
     with _out:
         sys.stdout.write(line)
@@ -146,6 +162,23 @@ class Cell:
               "message": message})
 
 
+def kill_kernel(km):
+    """Ends a kernel that ignores interrupts: its whole process group (jupyter_client starts it in a
+    session of its own), so that nothing of it keeps a CPU once it is declared dead."""
+    process = km.provisioner.process if km.provisioner else None
+    if process is None:
+        return
+    for kill in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
+        try:
+            kill()
+        except OSError:
+            pass
+    try:
+        process.wait(timeout=5)
+    except Exception:  # noqa: BLE001 - it is killed either way; the bridge exits next
+        pass
+
+
 def run(km, kc, cell):
     msg_id = kc.execute(cell.code, store_history=True, allow_stdin=False, stop_on_error=False)
     deadline = time.monotonic() + cell.timeout
@@ -158,7 +191,9 @@ def run(km, kc, cell):
             interrupt_sent = True
             deadline = now + GRACE_SECONDS
         elif interrupt_sent and now > deadline:
-            cell.done("dead", count, "the kernel did not stop within %d s of an interrupt: restart the context" % GRACE_SECONDS)
+            kill_kernel(km)
+            cell.done("dead", count, "the kernel did not stop within %d s of an interrupt and was killed: restart the context;"
+                      " its variables are lost" % GRACE_SECONDS)
             return False
         try:
             msg = kc.get_iopub_msg(timeout=0.2)

@@ -98,7 +98,7 @@ final class ImageArchive {
                     throw AirlockException.invalid("the image has a zstd-compressed layer (" + mediaType + "), which this import"
                             + " does not read: save it with gzip-compressed or plain layers");
                 }
-                layers.add(new Layer(dir.resolve(blobPath(digest)), digest));
+                layers.add(new Layer(member(dir, blobPath(digest)), digest));
             }
             return checkedCount(layers, limits);
         }
@@ -143,10 +143,22 @@ final class ImageArchive {
         return "blobs/sha256/" + digest.substring("sha256:".length());
     }
 
-    /** A file the archive names, which must be a regular file inside it. */
+    /**
+     * A file the archive names, which must be a regular file inside it, reached through no symbolic
+     * link: in a directory import (an OCI layout or an unpacked 'docker save') a link anywhere on
+     * the way ({@code blobs -> /var/lib/...}) would make files from elsewhere on the host the image's.
+     */
     private static Path member(Path dir, String name) {
         List<String> parts = ImageTree.entryComponents(name);
-        Path file = ImageTree.at(dir, parts);
+        Path file = dir;
+        for (String part : parts) {
+            file = file.resolve(part);
+            if (Files.isSymbolicLink(file)) {
+                throw AirlockException.invalid("the archive names '" + Printable.of(name) + "' through the symbolic link '"
+                        + Printable.of(dir.relativize(file).toString()) + "', which an import never follows: give an archive whose"
+                        + " files lie in plain directories (a tar, or the directory 'docker save' or an OCI tool wrote)");
+            }
+        }
         if (parts.isEmpty() || !Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
             throw AirlockException.invalid("the archive names '" + Printable.of(name) + "', which it does not hold");
         }

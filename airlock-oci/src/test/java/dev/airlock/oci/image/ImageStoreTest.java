@@ -160,6 +160,44 @@ class ImageStoreTest {
         }
     }
 
+    /**
+     * A directory import (an OCI layout, an unpacked 'docker save') whose members are reached
+     * through a symbolic link (issue 29: {@code blobs} pointing elsewhere on the host) is refused: the
+     * files there never become the image's. The same layout with plain directories imports.
+     */
+    @Test
+    void aDirectoryImportThroughASymbolicLinkIsRefused() throws IOException {
+        byte[] layer = TestArchives.layer().file("hello", 0644, "from the layer").bytes();
+        Path plain = TestArchives.ociLayout(tmp.resolve("plain"), List.of(layer));
+        assertThat(store.importArchive(plain, "plain").name()).isEqualTo("plain");
+
+        Path linked = TestArchives.ociLayout(tmp.resolve("linked"), List.of(layer));
+        Path elsewhere = tmp.resolve("elsewhere-on-the-host");
+        Files.move(linked.resolve("blobs"), elsewhere);
+        Files.createSymbolicLink(linked.resolve("blobs"), elsewhere);
+        assertThatThrownBy(() -> store.importArchive(linked, "linked")).isInstanceOf(AirlockException.class)
+                .hasMessageContaining("through the symbolic link 'blobs'").hasMessageContaining("never follows");
+
+        // an unpacked 'docker save' whose layer directory (layer0/, as TestArchives names it) is a link
+        Path save = tmp.resolve("save");
+        Files.createDirectories(save);
+        Path docker = TestArchives.dockerSave(tmp.resolve("d.tar"), List.of(layer));
+        try (var in = new org.apache.commons.compress.archivers.tar.TarArchiveInputStream(Files.newInputStream(docker))) {
+            for (var e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
+                Path target = save.resolve(e.getName());
+                Files.createDirectories(target.getParent());
+                if (!e.isDirectory()) {
+                    Files.copy(in, target);
+                }
+            }
+        }
+        Path layerDir = save.resolve("layer0");
+        Files.move(layerDir, tmp.resolve("layer-elsewhere"));
+        Files.createSymbolicLink(layerDir, tmp.resolve("layer-elsewhere"));
+        assertThatThrownBy(() -> store.importArchive(save, "saved")).isInstanceOf(AirlockException.class)
+                .hasMessageContaining("through the symbolic link");
+    }
+
     @Test
     void boundsAndBadInputAreClearErrors() throws IOException {
         ImageStore small = ImageStore.at(tmp.resolve("small"), new ImageLimits(1000, 10, 2, 4096));
