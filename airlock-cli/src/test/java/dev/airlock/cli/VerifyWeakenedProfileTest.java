@@ -3,6 +3,7 @@ package dev.airlock.cli;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.Set;
@@ -13,7 +14,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@code airlock verify --unsafe --unsafe-disable ...} against deliberately weakened sandboxes:
  * verify must notice exactly the controls that were taken away, and nothing else.
+ *
+ * <p>In the full lane ({@code bin/test --full}): it proves verify itself (that it sees a control
+ * taken away); the fast lane runs verify against the default profile.
  */
+@Tag("full")
 class VerifyWeakenedProfileTest {
 
     @AfterAll

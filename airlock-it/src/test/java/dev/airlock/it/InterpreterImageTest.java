@@ -5,6 +5,7 @@ import dev.airlock.oci.image.ImageBuilder;
 import dev.airlock.oci.image.ImageStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -24,7 +25,10 @@ import static org.assertj.core.api.Assumptions.assumeThat;
  * python3-minimal alone) is refused with a message that names the image and the missing module and
  * says how to get one that has it, not as a fault of the host. The packages come from the cache
  * ImageBuildTest fills under /var/tmp, so only the first run on a machine downloads them.
+ *
+ * <p>In the full lane ({@code bin/test --full}), with the other image builds but ImageBuildTest.
  */
+@Tag("full")
 class InterpreterImageTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();

@@ -6,6 +6,7 @@ import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageBuilder;
 import dev.airlock.oci.image.ImageStore;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -30,7 +31,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * from ImageBuildTest's cache under /var/tmp, so only the first run downloads, about 15 MiB) took
  * 167 to 350 s, most of it dpkg; the six concerns about 65 s (about what they take on {@code
  * system}). In all it adds 4 to 7 minutes to the suite.
+ *
+ * <p>In the full lane ({@code bin/test --full}): the fast lane runs the whole contract on runc with the
+ * {@code system} image (RuncContractTest) and builds an image and runs a sandbox of it (ImageBuildTest).
  */
+@Tag("full")
 class BuiltImageContractTest extends OciDriverContract {
 
     private static final Path PACKAGE_CACHE = Path.of("/var/tmp/airlock-test-debs");

@@ -53,7 +53,6 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
-    @Tag("smoke")
     void exitCodeStdoutAndStderrComeBackSeparately() {
         ExecResult r = python("import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)");
         assertThat(r.stdoutText()).isEqualTo("out\n");
@@ -150,7 +149,6 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
-    @Tag("smoke")
     void destroyingASandboxEndsItsRunningExecutionWithItsOutput() throws Exception {
         CountDownLatch started = new CountDownLatch(1);
         Sandbox sandbox = engine.create(spec());

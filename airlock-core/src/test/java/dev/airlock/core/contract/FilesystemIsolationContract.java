@@ -170,7 +170,6 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
     }
 
     @Test
-    @Tag("smoke")
     void etcPasswdAndGroupHoldNoHostAccounts() throws IOException {
         List<String> hostAccounts = Files.readAllLines(Path.of("/etc/passwd")).stream()
                 .map(l -> l.split(":")[0])
@@ -305,7 +304,6 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
 
     /** The counterpart of the refusals: the three writable places do accept files (the probe itself works). */
     @Test
-    @Tag("smoke")
     void workspaceTmpAndDevShmAreWritable() {
         ExecResult r = ok(python(py("""
                 for d in ["/workspace", "/tmp", "/dev/shm"]:

@@ -76,7 +76,6 @@ public abstract class NetworkIsolationContract extends ContractTestBase {
      * none of them, and its own 127.0.0.1 is not the host's.
      */
     @Test
-    @Tag("smoke")
     void hostAddressesAreUnreachable() throws IOException {
         List<InetAddress> hostAddresses = new ArrayList<>();
         for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {

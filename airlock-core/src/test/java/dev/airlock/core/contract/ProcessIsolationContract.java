@@ -35,7 +35,6 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     }
 
     @Test
-    @Tag("smoke")
     void onlyTheSandboxsOwnProcessesAreVisible() {
         long hostPid = ProcessHandle.current().pid();
         ExecResult r = ok(python("""

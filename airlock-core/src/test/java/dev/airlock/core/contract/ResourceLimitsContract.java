@@ -162,7 +162,6 @@ public abstract class ResourceLimitsContract extends ContractTestBase {
     }
 
     @Test
-    @Tag("smoke")
     void fillingTheWritableMountsStopsWithNoSpaceLeftOnDevice() {
         ExecResult r = ok(run(Language.PYTHON, """
                 import os

@@ -129,7 +129,6 @@ public abstract class SyscallFilterContract extends ContractTestBase {
 
     /** clone3 passes its flags in memory the filter cannot inspect: it must look unimplemented. */
     @Test
-    @Tag("smoke")
     void clone3IsReportedAsNotImplemented() {
         ExecResult r = ok(python(py(SETUP + """
                 # A zeroed clone_args (size 88) would be a plain fork; one with CLONE_NEWUSER a new namespace.
