@@ -71,7 +71,12 @@ public final class LeakCheck {
 
     private static final Pattern SANDBOX_ID = Pattern.compile("al-[a-z0-9]{1,16}-[a-f0-9]{16}");
 
-    private List<String> findNow(String prefix) {
+    /**
+     * What sandboxes whose ids start with {@code prefix} have on the host at this moment, without
+     * waiting for anything to go: for a check that expects something to be there (a live sandbox's
+     * mounts, a crashed instance's state), which {@link #find} would wait out to its end.
+     */
+    public List<String> findNow(String prefix) {
         List<String> leaks = new ArrayList<>();
         leaks.addAll(sandboxProcesses(prefix));
         OciRuntime runtime = OciRuntime.locate(config.runtime()) == null ? null : OciRuntime.find(config.runtime());

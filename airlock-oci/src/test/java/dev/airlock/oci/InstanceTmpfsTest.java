@@ -49,7 +49,7 @@ class InstanceTmpfsTest {
             instanceDir = stateRoot.resolve("engines").resolve(engine.driver().instance());
             try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
                 assertThat(InstanceTmpfs.isMountPoint(instanceDir)).isTrue();
-                assertThat(new LeakCheck(config).find(prefix)).as("the live instance's tmpfs").noneMatch(l -> l.startsWith("mount:"));
+                assertThat(new LeakCheck(config).findNow(prefix)).as("the live instance's tmpfs").noneMatch(l -> l.startsWith("mount:"));
             }
         }
         assertThat(InstanceTmpfs.isMountPoint(instanceDir)).isFalse();
@@ -65,7 +65,7 @@ class InstanceTmpfsTest {
         InstanceTmpfs.mount(dead);
         Files.createDirectories(dead.resolve("sandboxes").resolve("al-crashed1-0000000000000000"));
         Files.writeString(dead.resolve("lock"), "");
-        assertThat(new LeakCheck(config).find("al-crashed1-")).anyMatch(l -> l.startsWith("mount:") && l.contains(dead.toString()));
+        assertThat(new LeakCheck(config).findNow("al-crashed1-")).anyMatch(l -> l.startsWith("mount:") && l.contains(dead.toString()));
 
         try (Engine next = new Engine(new OciDriver(config))) {
             assertThat(next.reapedAtStart()).contains("state of instance crashed1");
@@ -112,7 +112,7 @@ class InstanceTmpfsTest {
         assertThat(Files.readString(merged.resolve("kept.txt"))).isEqualTo("kept");
         assertThat(Files.getAttribute(merged.resolve("kept.txt"), "unix:uid")).as("root's file, mapped through the namespace")
                 .isEqualTo((int) base);
-        assertThat(new LeakCheck(config).find("al-crashed2-")).filteredOn(l -> l.startsWith("mount:")).hasSize(4);
+        assertThat(new LeakCheck(config).findNow("al-crashed2-")).filteredOn(l -> l.startsWith("mount:")).hasSize(4);
 
         try (Engine next = new Engine(new OciDriver(config))) {
             assertThat(next.reapedAtStart()).contains("state of instance crashed2");
