@@ -166,10 +166,8 @@ class InterpreterTest {
      */
     @Test
     void aCellCannotReachTheBridgeToForgeResults() throws Exception {
-        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600}"), 201).get("id").asString();
-        String base = "/v1/sandboxes/" + sandbox + "/contexts";
-        String run = base + "/" + json(live.raw("POST", base, null), 201).get("id").asString() + "/run";
-        JsonNode tried = cell(run, """
+        Context context = newContext();
+        JsonNode tried = cell(context.run(), """
                 import os
                 bridge = os.getppid()
                 for path, mode in ((f'/proc/{bridge}/fd/1', 'w'), (f'/proc/{bridge}/mem', 'rb'), (f'/proc/{bridge}/environ', 'rb')):
@@ -181,11 +179,11 @@ class InterpreterTest {
                         print(path.rsplit('/', 1)[1], type(e).__name__)""", 60.0);
         assertThat(tried.get("status").asString()).as(tried.toString()).isEqualTo("ok");
         assertThat(tried.get("stdout").asString()).isEqualTo("1 PermissionError\nmem PermissionError\nenviron PermissionError\n");
-        JsonNode next = cell(run, "6 * 7", null);
+        JsonNode next = cell(context.run(), "6 * 7", null);
         assertThat(next.get("outputs")).hasSize(1);
         assertThat(next.get("outputs").get(0).get("data").get("text/plain").asString()).isEqualTo("42");
         assertThat(next.get("outputs").get(0).get("data").has("text/html")).isFalse();
-        assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
+        assertThat(live.raw("DELETE", "/v1/sandboxes/" + context.sandbox(), null).statusCode()).isEqualTo(204);
     }
 
     /**
@@ -194,10 +192,8 @@ class InterpreterTest {
      */
     @Test
     void aKernelThatIgnoresInterruptsIsKilledWhenDeclaredDead() throws Exception {
-        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600}"), 201).get("id").asString();
-        String base = "/v1/sandboxes/" + sandbox + "/contexts";
-        String run = base + "/" + json(live.raw("POST", base, null), 201).get("id").asString() + "/run";
-        JsonNode spun = cell(run, """
+        Context context = newContext();
+        JsonNode spun = cell(context.run(), """
                 import signal
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 while True:
@@ -205,9 +201,9 @@ class InterpreterTest {
         assertThat(spun.get("status").asString()).as(spun.toString()).isEqualTo("dead");
         assertThat(spun.toString()).contains("was killed");
         String ps = "{\"command\": [\"sh\", \"-c\", \"for p in /proc/[0-9]*; do tr '\\\\0' ' ' < $p/cmdline; echo; done\"]}";
-        JsonNode processes = json(live.raw("POST", "/v1/sandboxes/" + sandbox + "/exec", ps), 200);
+        JsonNode processes = json(live.raw("POST", "/v1/sandboxes/" + context.sandbox() + "/exec", ps), 200);
         assertThat(processes.get("stdout").asString()).as("the sandbox's processes").doesNotContain("ipykernel", "-f /tmp");
-        assertThat(live.raw("DELETE", "/v1/sandboxes/" + sandbox, null).statusCode()).isEqualTo(204);
+        assertThat(live.raw("DELETE", "/v1/sandboxes/" + context.sandbox(), null).statusCode()).isEqualTo(204);
     }
 
     @Test
@@ -286,6 +282,16 @@ class InterpreterTest {
         assertThat(list.path("result").path("structuredContent").path("contexts")).as(list.toString()).hasSize(1);
         JsonNode destroyed = mcp.call(session, 9, "sandbox_destroy", "{\"sandboxId\": \"" + sandbox + "\"}");
         assertThat(destroyed.path("result").path("isError").asBoolean()).isFalse();
+    }
+
+    /** A context in a new sandbox of ten minutes: the sandbox's id and the path that runs the context's cells. */
+    private record Context(String sandbox, String run) {
+    }
+
+    private static Context newContext() throws IOException {
+        String sandbox = json(live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 600}"), 201).get("id").asString();
+        String base = "/v1/sandboxes/" + sandbox + "/contexts";
+        return new Context(sandbox, base + "/" + json(live.raw("POST", base, null), 201).get("id").asString() + "/run");
     }
 
     private static JsonNode cell(String path, String code, Double timeoutSeconds) throws IOException {
