@@ -122,9 +122,8 @@ final class ConsoleServlet extends HttpServlet {
                     // with a fresh sign-in token for the page's sign-in form (ConsoleSessions.SIGN_IN_COOKIE)
                     String signIn = sessions.signInToken();
                     resp.addHeader("Set-Cookie", ConsoleSessions.setSignInCookie(signIn));
-                    ObjectNode body = (ObjectNode) Json.MAPPER.readTree(Json.error("unauthenticated",
-                            "not signed in (or the session expired): sign in with a client token"));
-                    send(resp, 401, body.put("signInToken", signIn));
+                    send(resp, 401, Json.errorNode("unauthenticated", "not signed in (or the session expired): sign in with a client token",
+                            null).put("signInToken", signIn));
                     return;
                 }
                 send(resp, 200, describe(client, s));

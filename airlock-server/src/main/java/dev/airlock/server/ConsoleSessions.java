@@ -124,10 +124,14 @@ final class ConsoleSessions {
 
     /** The session cookie's value in {@code req}, or null. */
     static String cookie(HttpServletRequest req) {
+        return cookie(req, COOKIE);
+    }
+
+    private static String cookie(HttpServletRequest req, String name) {
         Cookie[] cookies = req.getCookies();
         if (cookies != null) {
             for (Cookie c : cookies) {
-                if (COOKIE.equals(c.getName())) {
+                if (name.equals(c.getName())) {
                     return c.getValue();
                 }
             }
@@ -148,17 +152,9 @@ final class ConsoleSessions {
     /** Whether {@code req} carries a sign-in token in its cookie and the same in {@link #CSRF_HEADER}. */
     static boolean signInTokenMatches(HttpServletRequest req) {
         String offered = req.getHeader(CSRF_HEADER);
-        Cookie[] cookies = req.getCookies();
-        if (offered == null || offered.isEmpty() || cookies == null) {
-            return false;
-        }
-        for (Cookie c : cookies) {
-            if (SIGN_IN_COOKIE.equals(c.getName())
-                    && MessageDigest.isEqual(offered.getBytes(StandardCharsets.UTF_8), c.getValue().getBytes(StandardCharsets.UTF_8))) {
-                return true;
-            }
-        }
-        return false;
+        String token = cookie(req, SIGN_IN_COOKIE);
+        return offered != null && !offered.isEmpty() && token != null
+                && MessageDigest.isEqual(offered.getBytes(StandardCharsets.UTF_8), token.getBytes(StandardCharsets.UTF_8));
     }
 
     /** The Set-Cookie value that gives the browser {@code id}; null clears it. */

@@ -390,6 +390,11 @@ final class Json {
 
     /** An error body; a refusal's names the control and rule that made it: {@code {"error": {code, message, control, rule}}}. */
     static byte[] error(String code, String message, dev.airlock.server.control.Refusal refusal) {
+        return errorNode(code, message, refusal).toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** {@link #error(String, String, dev.airlock.server.control.Refusal)} as a tree, for an answer that adds fields beside it. */
+    static ObjectNode errorNode(String code, String message, dev.airlock.server.control.Refusal refusal) {
         ObjectNode n = object();
         ObjectNode e = n.putObject("error");
         e.put("code", code);
@@ -398,7 +403,7 @@ final class Json {
             e.put("control", refusal.control());
             e.put("rule", refusal.rule());
         }
-        return n.toString().getBytes(StandardCharsets.UTF_8);
+        return n;
     }
 
     /** Delegates to {@link Printable#of(String)}, the one implementation; kept so the server's many call sites stay short. */
