@@ -2,8 +2,8 @@ package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Limits;
-import dev.airlock.server.command.LimitChanges;
-import dev.airlock.server.command.LimitField;
+import dev.airlock.server.wire.LimitChanges;
+import dev.airlock.server.wire.LimitField;
 import picocli.CommandLine.Option;
 
 

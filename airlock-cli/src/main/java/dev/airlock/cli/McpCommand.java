@@ -1,13 +1,13 @@
 package dev.airlock.cli;
 
 import dev.airlock.server.SandboxRuntime;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.mcp.McpStdioServer;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Policy;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import dev.airlock.server.policy.Client;
-import dev.airlock.server.policy.Policy;
 
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;

@@ -1,7 +1,7 @@
 package dev.airlock.cli;
 
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

@@ -1,6 +1,6 @@
 package dev.airlock.cli;
 
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 

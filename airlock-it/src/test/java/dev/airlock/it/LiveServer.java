@@ -5,7 +5,7 @@ import dev.airlock.client.SandboxSpec;
 import dev.airlock.oci.LeakCheck;
 import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

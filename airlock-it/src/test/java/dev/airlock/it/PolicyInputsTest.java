@@ -3,7 +3,7 @@ package dev.airlock.it;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -8,7 +8,7 @@ import dev.airlock.client.NotFoundException;
 import dev.airlock.client.RemoteSandbox;
 import dev.airlock.client.SandboxSpec;
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,16 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.console.ConsoleServlet;
+import dev.airlock.server.http.ConnectionGuard;
+import dev.airlock.server.http.ConsoleSessions;
+import dev.airlock.server.http.JsonErrorHandler;
+import dev.airlock.server.http.SecurityHeaders;
+import dev.airlock.server.http.UnreadBodies;
 import dev.airlock.server.mcp.McpHttpEndpoint;
+import dev.airlock.server.rest.ApiServlet;
+import dev.airlock.server.sandbox.SandboxService;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.ee10.websocket.server.config.JettyWebSocketServletContainerInitializer;
@@ -66,7 +75,7 @@ public final class AirlockServer implements AutoCloseable {
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new SecurityHeaders()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
-            mcp = McpHttpEndpoint.mount(context, service, config, authHint(config));
+            mcp = McpHttpEndpoint.mount(context, service, config, config.authHint());
             // WebSocket upgrades (a terminal's attach endpoint), done by the API servlet after its checks
             JettyWebSocketServletContainerInitializer.configure(context, null);
             context.setErrorHandler(new JsonErrorHandler());
@@ -92,12 +101,6 @@ public final class AirlockServer implements AutoCloseable {
         }
     }
 
-    /** What a client without a valid token is told to send. */
-    static String authHint(ServerConfig config) {
-        return config.policyFile() == null
-                ? "send 'Authorization: Bearer <token>' with the token from " + config.dataDir().resolve("token")
-                : "send 'Authorization: Bearer <token>' with a client token of the policy " + config.policyFile();
-    }
 
     private static String hostForUri(String host) {
         return host.contains(":") ? "[" + host + "]" : host;

@@ -1,27 +1,25 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
-import dev.airlock.core.DriverProvider;
-import dev.airlock.core.Engine;
 import dev.airlock.core.Input;
-import dev.airlock.core.IsolationDriver;
-import dev.airlock.core.SandboxSpec;
 import dev.airlock.egress.EgressBroker;
 import dev.airlock.egress.EgressProxy;
 import dev.airlock.egress.EgressRecord;
 import dev.airlock.egress.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.audit.AuditSettings;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.live.EgressLog;
+import dev.airlock.server.live.Tiers;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.PolicyFile;
-import dev.airlock.server.policy.TokenFile;
-import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.policy.Profile;
+import dev.airlock.server.policy.TokenFile;
+import dev.airlock.server.sandbox.SandboxService;
+import dev.airlock.server.sandbox.ServerMetrics;
+import dev.airlock.server.store.SandboxStore;
 
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManager;
-import javax.net.ssl.TrustManagerFactory;
-import javax.net.ssl.X509TrustManager;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
@@ -41,6 +39,10 @@ import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509TrustManager;
 
 /**
  * The service with what it stands on (engine, state database, metrics), without any interface in

@@ -2,6 +2,7 @@ package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostFiles;
+import dev.airlock.server.config.ServerConfig;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;

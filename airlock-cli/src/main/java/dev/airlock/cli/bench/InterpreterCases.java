@@ -2,7 +2,7 @@ package dev.airlock.cli.bench;
 
 import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import tools.jackson.databind.JsonNode;
 
 import java.nio.file.Files;

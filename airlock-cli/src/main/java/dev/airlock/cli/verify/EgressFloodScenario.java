@@ -3,9 +3,9 @@ package dev.airlock.cli.verify;
 import dev.airlock.cli.verify.Verifier.Outcome;
 import dev.airlock.core.Printable;
 import dev.airlock.server.AirlockServer;
-import dev.airlock.server.ServerConfig;
 import dev.airlock.server.audit.AuditReader;
 import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.config.ServerConfig;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 

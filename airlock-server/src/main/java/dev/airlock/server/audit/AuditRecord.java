@@ -6,6 +6,7 @@ import tools.jackson.databind.node.ObjectNode;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -104,5 +105,13 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
         n.put("prevHash", prevHash);
         n.put("hash", hash);
         return JSON.writeValueAsString(n);
+    }
+
+    /** The detail of a {@link #LIFECYCLE} record: what happened to the sandbox, and why (null when no reason is told). */
+    public static Map<String, Object> lifecycle(String event, String reason) {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("event", event);
+        d.put("reason", reason);
+        return d;
     }
 }

@@ -11,10 +11,9 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.egress.EgressRecord;
-import dev.airlock.server.BackgroundProcess;
-import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Operation;
+import org.eclipse.jetty.websocket.api.Session;
 import tools.jackson.databind.JsonNode;
 
 import java.io.IOException;
@@ -149,7 +148,7 @@ public sealed interface Command<R> {
      */
     record Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
                   Map<String, String> labels, Duration ttl, Duration idleTimeout, Language defaultLanguage, String snapshot)
-            implements Command<ManagedSandbox> {
+            implements Command<SandboxView> {
 
         /** A new, empty sandbox. */
         public Create(String profile, String image, UnaryOperator<Limits> limits, Map<String, String> env, NetworkPolicy network,
@@ -189,22 +188,24 @@ public sealed interface Command<R> {
     }
 
     /** The caller's sandboxes whose labels hold every pair of {@code labels}, oldest first. */
-    record ListSandboxes(Map<String, String> labels) implements Command<List<ManagedSandbox>> {
+    record ListSandboxes(Map<String, String> labels) implements Command<List<SandboxView>> {
         public ListSandboxes {
             labels = labels == null ? Map.of() : Map.copyOf(labels);
         }
     }
 
     /** One sandbox, with its network policy and background processes. */
-    record Describe(String sandbox) implements Command<ManagedSandbox> {
+    record Describe(String sandbox) implements Command<SandboxView> {
     }
 
-    /** The sandbox's recent egress records, oldest first. */
+    /** The sandbox's recent egress records, oldest first: at most {@value #KEPT}. */
     record Egress(String sandbox) implements Command<List<EgressRecord>> {
+        /** The most egress records kept per sandbox (in memory, not the audit log). */
+        public static final int KEPT = 1000;
     }
 
     /** The sandbox lives until {@code ttl} from now, within its profile's maximum lifetime. */
-    record ExtendTtl(String sandbox, Duration ttl) implements Command<ManagedSandbox> {
+    record ExtendTtl(String sandbox, Duration ttl) implements Command<SandboxView> {
     }
 
     /**
@@ -212,11 +213,11 @@ public sealed interface Command<R> {
      * files and contexts are refused (409) meanwhile. Its time-to-live keeps running; its idle
      * timeout does not (a paused sandbox is not idle, it is kept).
      */
-    record Pause(String sandbox) implements Command<ManagedSandbox> {
+    record Pause(String sandbox) implements Command<SandboxView> {
     }
 
     /** Thaws a paused sandbox; its idle timeout starts again from now. */
-    record Resume(String sandbox) implements Command<ManagedSandbox> {
+    record Resume(String sandbox) implements Command<SandboxView> {
     }
 
     /**
@@ -258,7 +259,7 @@ public sealed interface Command<R> {
      * (which names the snapshot) through every control, as one create is; all or none: if one is
      * refused, those already made are destroyed.
      */
-    record Fork(Create create, int count) implements Command<List<ManagedSandbox>> {
+    record Fork(Create create, int count) implements Command<List<SandboxView>> {
         /** The most sandboxes one fork makes. */
         public static final int MAX_COUNT = 16;
 
@@ -281,7 +282,7 @@ public sealed interface Command<R> {
     }
 
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
-    record UpdateNetwork(String sandbox, NetworkPolicy network) implements Command<ManagedSandbox> {
+    record UpdateNetwork(String sandbox, NetworkPolicy network) implements Command<SandboxView> {
     }
 
     record Destroy(String sandbox) implements Command<Void> {
@@ -332,7 +333,7 @@ public sealed interface Command<R> {
     }
 
     /** Starts a process that runs on without a request waiting for it; its output goes to files. */
-    record StartProcess(String sandbox, ExecSource source, ExecOptions options) implements Command<BackgroundProcess> {
+    record StartProcess(String sandbox, ExecSource source, ExecOptions options) implements Command<ProcessView> {
         public StartProcess {
             options = options == null ? ExecOptions.NONE : options;
         }
@@ -343,7 +344,7 @@ public sealed interface Command<R> {
      * (not {@link #reachesAnyOwner}), as a file's contents are; {@link Describe} lists processes
      * without their output.
      */
-    record ProcessOutput(String sandbox, String process) implements Command<BackgroundProcess> {
+    record ProcessOutput(String sandbox, String process) implements Command<ProcessView> {
     }
 
     /**
@@ -351,7 +352,7 @@ public sealed interface Command<R> {
      * answer is the socket's endpoint, for the door to upgrade the connection to (the process is
      * checked first: it has a terminal, it runs, it has room for one more socket).
      */
-    record Attach(String sandbox, String process) implements Command<dev.airlock.server.TerminalSocket> {
+    record Attach(String sandbox, String process) implements Command<Session.Listener> {
     }
 
     /**
@@ -362,11 +363,11 @@ public sealed interface Command<R> {
      * The owner's alone (not {@link #reachesAnyOwner}): what a server inside serves is the sandbox's
      * contents.
      */
-    record OpenPort(String sandbox, int port) implements Command<dev.airlock.server.ManagedSandbox> {
+    record OpenPort(String sandbox, int port) implements Command<SandboxView> {
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */
-    record Signal(String sandbox, String process, int signal) implements Command<BackgroundProcess> {
+    record Signal(String sandbox, String process, int signal) implements Command<ProcessView> {
     }
 
     /**
@@ -545,7 +546,7 @@ public sealed interface Command<R> {
     }
 
     /** The last hour of some of those metrics, sampled every ten seconds, for the console's charts. */
-    record MetricsHistory() implements Command<dev.airlock.server.MetricsHistory.Series> {
+    record MetricsHistory() implements Command<MetricsSeries> {
     }
 
     /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */

@@ -3,9 +3,9 @@ package dev.airlock.server.control;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.NetworkPolicy;
-import dev.airlock.server.ManagedSandbox;
-import dev.airlock.server.SandboxSlots;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.live.ManagedSandbox;
+import dev.airlock.server.live.SandboxSlots;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Profile;
 

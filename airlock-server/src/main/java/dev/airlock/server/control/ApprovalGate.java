@@ -7,7 +7,6 @@ import dev.airlock.core.Printable;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.policy.Approval;
-import dev.airlock.server.policy.Approvals;
 import dev.airlock.server.policy.Profile;
 
 import java.util.List;

@@ -2,9 +2,9 @@ package dev.airlock.server.control;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
-import dev.airlock.server.ExecutionRates;
-import dev.airlock.server.SandboxSlots;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.live.ExecutionRates;
+import dev.airlock.server.live.SandboxSlots;
 import dev.airlock.server.policy.Client;
 
 /**

@@ -3,7 +3,6 @@ package dev.airlock.server.control;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Approval;
-import dev.airlock.server.policy.Approvals;
 
 /**
  * An approval is decided by someone other than who asked for it: a client holding

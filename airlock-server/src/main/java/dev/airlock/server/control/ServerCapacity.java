@@ -1,8 +1,8 @@
 package dev.airlock.server.control;
 
 import dev.airlock.core.AirlockException.Kind;
-import dev.airlock.server.SandboxSlots;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.live.SandboxSlots;
 
 /**
  * The server's own limit, {@code --max-sandboxes}: a create takes a server-wide slot last, after

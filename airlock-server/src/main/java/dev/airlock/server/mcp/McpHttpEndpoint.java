@@ -1,11 +1,11 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.server.SandboxService;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.command.CommandApi;
 import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.transport.HttpServletStreamableServerTransportProvider;
-import dev.airlock.server.policy.Client;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServlet;
 import org.eclipse.jetty.ee10.servlet.FilterHolder;
@@ -15,8 +15,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -56,7 +56,7 @@ public final class McpHttpEndpoint implements AutoCloseable {
      *
      * @param authHint what an unauthenticated client is told to send
      */
-    public static McpHttpEndpoint mount(ServletContextHandler context, SandboxService service, ServerConfig config, String authHint) {
+    public static McpHttpEndpoint mount(ServletContextHandler context, CommandApi service, ServerConfig config, String authHint) {
         RunningCalls calls = new RunningCalls();
         SessionSandboxes sessions = new SessionSandboxes(service, true);
         Map<String, HttpServlet> transports = new LinkedHashMap<>();

@@ -2,10 +2,10 @@ package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Printable;
-import dev.airlock.server.BodyReader;
-import dev.airlock.server.LocalOrigin;
-import dev.airlock.server.SandboxService;
+import dev.airlock.server.http.BodyReader;
+import dev.airlock.server.http.LocalOrigin;
 import dev.airlock.server.policy.Client;
+import dev.airlock.server.command.CommandApi;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.Filter;
@@ -27,8 +27,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What stands in front of the SDK's MCP servlet:
@@ -51,13 +51,13 @@ final class McpHttpGuard implements Filter {
     static final String SESSION_HEADER = "Mcp-Session-Id";
 
     private final String bindHost;
-    private final SandboxService service;
+    private final CommandApi service;
     private final Map<String, HttpServlet> transports;
     private final String authHint;
     private final InboundMessages inbound;
     private final SessionSandboxes sessions;
 
-    McpHttpGuard(String bindHost, SandboxService service, Map<String, HttpServlet> transports, String authHint, InboundMessages inbound,
+    McpHttpGuard(String bindHost, CommandApi service, Map<String, HttpServlet> transports, String authHint, InboundMessages inbound,
                  SessionSandboxes sessions) {
         this.bindHost = bindHost;
         this.service = service;

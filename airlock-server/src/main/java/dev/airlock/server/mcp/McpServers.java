@@ -1,8 +1,8 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.server.SandboxService;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.policy.Client;
+import dev.airlock.server.command.CommandApi;
 import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.json.jackson3.JacksonMcpJsonMapper;
 import io.modelcontextprotocol.server.McpAsyncServer;
@@ -42,7 +42,7 @@ final class McpServers {
     private McpServers() {
     }
 
-    static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, SandboxService service,
+    static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, CommandApi service,
                                                      ServerConfig config, SessionSandboxes sessions, RunningCalls calls,
                                                      String transport, Client client) {
         return spec.serverInfo(NAME, VERSION)
@@ -54,7 +54,7 @@ final class McpServers {
     }
 
     /** The server one client sees: only the tools its policy grants. */
-    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, SandboxService service, ServerConfig config,
+    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, CommandApi service, ServerConfig config,
                                 SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
         return configure(spec, service, config, sessions, calls, transport, client).build();
     }

@@ -1,8 +1,8 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.server.SandboxService;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.policy.Client;
+import dev.airlock.server.command.CommandApi;
 import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
@@ -32,7 +32,7 @@ public final class McpStdioServer {
      * Serves {@code client} (the process that started {@code airlock mcp} acts as it) until
      * {@code in} ends, then closes the session and destroys the sandboxes it made.
      */
-    public static void serve(SandboxService service, ServerConfig config, Client client, InputStream in, OutputStream out)
+    public static void serve(CommandApi service, ServerConfig config, Client client, InputStream in, OutputStream out)
             throws InterruptedException {
         RunningCalls calls = new RunningCalls();
         InboundMessages inbound = new InboundMessages(calls);

@@ -7,15 +7,15 @@ import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.SandboxAgent.FileInfo;
-import dev.airlock.server.ManagedSandbox;
-import dev.airlock.server.SandboxService;
-import dev.airlock.server.CappedSink;
 import dev.airlock.server.command.Command;
-import dev.airlock.server.ServerConfig;
 import dev.airlock.server.command.ExecSource;
-import dev.airlock.server.command.LimitChanges;
-import dev.airlock.server.command.LimitField;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.command.SandboxView;
+import dev.airlock.server.output.CappedSink;
 import dev.airlock.server.policy.Client;
+import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.wire.LimitChanges;
+import dev.airlock.server.wire.LimitField;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
 import io.modelcontextprotocol.spec.McpSchema.Content;
@@ -32,7 +32,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * What each tool does, in terms of {@link SandboxService} calls. Arguments are checked here (what
+ * What each tool does, in terms of {@link CommandApi} calls. Arguments are checked here (what
  * a JSON schema cannot say); every limit and lifetime rule is the service's.
  */
 final class SandboxTools {
@@ -43,14 +43,14 @@ final class SandboxTools {
     static final int MAX_LISTED = 1000;
     static final Set<String> LIMIT_FIELDS = Set.of("memory", "cpus", "pids", "timeoutSeconds", "disk", "outputLimit", "fileSize");
 
-    private final SandboxService service;
+    private final CommandApi service;
     private final ServerConfig config;
     private final SessionSandboxes sessions;
     private final RunningCalls calls;
     private final String transport;
     private final Client client;
 
-    SandboxTools(SandboxService service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
+    SandboxTools(CommandApi service, ServerConfig config, SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
         this.transport = transport;
         this.client = client;
         this.service = service;
@@ -64,7 +64,7 @@ final class SandboxTools {
         return transport;
     }
 
-    SandboxService service() {
+    CommandApi service() {
         return service;
     }
 
@@ -117,7 +117,7 @@ final class SandboxTools {
         Duration ttl = endsWithSession ? null : Duration.ofMillis(Math.round(ttlSeconds * 1000));
         // An explicit lifetime is a promise: the sandbox is not cut short for being idle either.
         Duration idle = endsWithSession ? null : ttl;
-        ManagedSandbox s = service.execute(call.caller(), new Command.Create(null, null, limits::applyTo, null, null,
+        SandboxView s = service.execute(call.caller(), new Command.Create(null, null, limits::applyTo, null, null,
                 labels, ttl, idle, null));
         if (endsWithSession) {
             sessions.own(call.session(), s.id());
@@ -128,7 +128,7 @@ final class SandboxTools {
     CallToolResult list(ToolCall call) {
         call.arguments(Set.of());
         List<Map<String, Object>> list = new ArrayList<>();
-        for (ManagedSandbox s : service.execute(call.caller(), new Command.ListSandboxes(Map.of()))) {
+        for (SandboxView s : service.execute(call.caller(), new Command.ListSandboxes(Map.of()))) {
             list.add(describe(s, sessions.owns(call.session(), s.id())));
         }
         return ToolResults.ok(Map.of("sandboxes", list));
@@ -169,10 +169,10 @@ final class SandboxTools {
         if (count != null && count != Math.rint(count)) {
             throw AirlockException.invalid("'count' must be a whole number from 1 to " + Command.Fork.MAX_COUNT);
         }
-        List<ManagedSandbox> made = service.execute(call.caller(), new Command.Fork(
+        List<SandboxView> made = service.execute(call.caller(), new Command.Fork(
                 new Command.Create(null, null, null, null, null, null, null, null, null).from(snapshot), count == null ? 1 : count.intValue()));
         List<Map<String, Object>> list = new ArrayList<>();
-        for (ManagedSandbox s : made) {
+        for (SandboxView s : made) {
             sessions.own(call.session(), s.id());
             list.add(describe(s, true));
         }
@@ -397,8 +397,8 @@ final class SandboxTools {
         throw AirlockException.invalid("sandbox_create: " + field + " must be a number");
     }
 
-    private static Map<String, Object> describe(ManagedSandbox s, boolean endsWithSession) {
-        Limits l = s.sandbox().spec().limits();
+    private static Map<String, Object> describe(SandboxView s, boolean endsWithSession) {
+        Limits l = s.spec().limits();
         Map<String, Object> limits = new LinkedHashMap<>();
         limits.put("memory", Limits.formatBytes(l.memoryBytes()));
         limits.put("cpus", l.cpus());

@@ -1,9 +1,9 @@
 package dev.airlock.server.mcp;
 
 import dev.airlock.core.AirlockException;
-import dev.airlock.server.SandboxService;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Caller;
+import dev.airlock.server.command.CommandApi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +55,7 @@ final class SessionSandboxes implements AutoCloseable {
         volatile Instant lastSeen = Instant.now();
     }
 
-    private final SandboxService service;
+    private final CommandApi service;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
     private final Map<String, Instant> ended = Collections.synchronizedMap(new LinkedHashMap<>() {
         @Override
@@ -66,7 +66,7 @@ final class SessionSandboxes implements AutoCloseable {
     private final Thread sweeper;
     private volatile boolean closed;
 
-    SessionSandboxes(SandboxService service, boolean sweepIdle) {
+    SessionSandboxes(CommandApi service, boolean sweepIdle) {
         this.service = service;
         this.sweeper = sweepIdle ? Thread.ofVirtual().name("airlock-mcp-sessions").start(this::sweepLoop) : null;
     }

@@ -1,12 +1,12 @@
 package dev.airlock.server.mcp;
 
-import dev.airlock.core.Isolation;
 import dev.airlock.core.AirlockException;
-import dev.airlock.server.ServerConfig;
+import dev.airlock.core.Isolation;
 import dev.airlock.server.audit.Audit;
-import dev.airlock.server.SandboxService;
+import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.policy.Profile;
+import dev.airlock.server.command.CommandApi;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -84,7 +84,7 @@ final class ToolCatalog {
     }
 
     private static List<AsyncToolSpecification> all(SandboxTools t, ServerConfig config, Profile profile) {
-        String facts = facts(profile, t.service().tiers().forProfile(profile).driver().isolation());
+        String facts = facts(profile, t.service().isolation(profile));
         return List.of(
                 tool(t, "run_code", "Run code once",
                         "Runs a program once in a fresh, isolated sandbox and returns its output; the sandbox is destroyed afterwards, so"
@@ -327,7 +327,7 @@ final class ToolCatalog {
         Map<String, Object> args = call.rawArguments();
         String sandbox = args != null && args.get("sandboxId") instanceof String id ? id : null;
         String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));
-        SandboxService.Request request = new SandboxService.Request(t.client(), via, t.transport(), call.tool(),
+        CommandApi.Request request = new CommandApi.Request(t.client(), via, t.transport(), call.tool(),
                 OPERATIONS.get(call.tool()), sandbox, digest,
                 t.service().policy().elicitation() ? call.elicitation() : null);
         try {

@@ -51,7 +51,7 @@ public record Approval(String id, String client, Trigger trigger, String rule, S
 
     public enum State { PENDING, APPROVED, DENIED, TIMED_OUT }
 
-    Approval decided(State s, String by, String why) {
+    public Approval decided(State s, String by, String why) {
         return new Approval(id, client, trigger, rule, sandbox, summary, requestedAt, deadline, s, by, Instant.now(), why);
     }
 }

@@ -9,10 +9,9 @@ import dev.airlock.core.NetworkPolicy.Destination;
 import dev.airlock.core.RequestApproval;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.core.YamlField;
-import dev.airlock.server.NetworkJson;
-import dev.airlock.server.command.LimitChanges;
-import dev.airlock.server.command.LimitField;
-
+import dev.airlock.server.wire.LimitChanges;
+import dev.airlock.server.wire.LimitField;
+import dev.airlock.server.wire.NetworkJson;
 import org.snakeyaml.engine.v2.nodes.MappingNode;
 import org.snakeyaml.engine.v2.nodes.NodeTuple;
 import org.snakeyaml.engine.v2.nodes.SequenceNode;

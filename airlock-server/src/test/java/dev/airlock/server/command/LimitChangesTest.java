@@ -2,6 +2,8 @@ package dev.airlock.server.command;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Limits;
+import dev.airlock.server.wire.LimitChanges;
+import dev.airlock.server.wire.LimitField;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;

@@ -1,11 +1,11 @@
 package dev.airlock.server.control;
 
 import dev.airlock.core.AirlockException.Kind;
-import dev.airlock.server.ExecutionRates;
-import dev.airlock.server.SandboxSlots;
-import dev.airlock.server.ServerFixtures;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.ExecSource;
+import dev.airlock.server.live.ExecutionRates;
+import dev.airlock.server.live.SandboxSlots;
+import dev.airlock.server.live.ServerFixtures;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import org.junit.jupiter.api.Test;

@@ -2,8 +2,8 @@ package dev.airlock.server.control;
 
 import dev.airlock.core.Language;
 import dev.airlock.core.NetworkPolicy;
-import dev.airlock.server.ManagedSandbox;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.live.ManagedSandbox;
 import dev.airlock.server.policy.Approval;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;

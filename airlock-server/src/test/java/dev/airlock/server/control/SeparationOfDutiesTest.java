@@ -5,7 +5,6 @@ import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.policy.Approval;
-import dev.airlock.server.policy.Approvals;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;

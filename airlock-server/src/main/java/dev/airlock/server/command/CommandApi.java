@@ -1,0 +1,60 @@
+package dev.airlock.server.command;
+
+import dev.airlock.core.Isolation;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
+
+import java.util.Map;
+
+/**
+ * What a door may ask of the server: whether a client may use an operation at all, then commands,
+ * each run through every control. The sandbox service implements it; a door holds nothing else
+ * of the server (ArchitectureTest keeps it so), so no door can reach a sandbox around a control.
+ */
+public interface CommandApi {
+
+    /** What a door knows of a request when it asks whether it may go on. */
+    record Request(Client client, String via, String iface, String endpoint, Operation operation, String sandbox,
+                   String argsDigest, Caller.Asker asker) {
+    }
+
+    /**
+     * Decides whether {@code r.client()} may use {@code r.operation()}, records the request and the
+     * decision, and returns the caller to {@link #execute} the request's commands as. Throws the
+     * refusal when the policy does not grant it.
+     */
+    Caller authorize(Request r);
+
+    /** Records a request that ended before any decision (a bad body, say), so the audit log has every request. */
+    void recordUndecided(Request r);
+
+    /**
+     * Records a request no client could be found for (a missing or wrong token), folded per source
+     * and window (docs/audit.md).
+     */
+    void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent);
+
+    /** Carries out {@code command} for {@code caller}: every control, then its handler. */
+    <R> R execute(Caller caller, Command<R> command);
+
+    /** Records a lifecycle event of a sandbox that a door made (a preview link), as the current caller. */
+    void recordLifecycle(String sandbox, Map<String, Object> detail);
+
+    /** The policy the server enforces: clients, profiles and their grants. */
+    Policy policy();
+
+    /** Runs {@code listener} whenever an approval is requested or decided; it must return at once. */
+    void onApprovalsChanged(Runnable listener);
+
+    /** Sandboxes held, counting those being destroyed. */
+    int size();
+
+    /** Whether sandbox {@code id} is live (not destroyed, whoever owns it): what ends its preview links. */
+    boolean live(String id);
+
+    /** The tier sandboxes of {@code profile} get on this server. */
+    Isolation isolation(Profile profile);
+}

@@ -1,0 +1,104 @@
+package dev.airlock.server.live;
+
+import dev.airlock.server.policy.Client;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The server's sandbox slots: one reservation mechanism for the server-wide limit
+ * ({@code --max-sandboxes}) and each client's quota. A slot is taken, under one lock, before a
+ * sandbox is created, and given back only when the sandbox is really gone (destroyed and its
+ * runtime released) or its create failed. So concurrent creates cannot together pass a limit, and a
+ * sandbox still being destroyed keeps counting.
+ *
+ * <p>A create takes its client's slot first (before it may wait for an approval) and the server's
+ * slot after the approval, so a create waiting for a person holds no server-wide slot.
+ */
+public final class SandboxSlots {
+
+    private final int serverMax;
+    private final Map<String, Integer> perClient = new HashMap<>();
+    private int server;
+
+    public SandboxSlots(int serverMax) {
+        this.serverMax = serverMax;
+    }
+
+    /** What asking for a slot gave: a slot, or which limit refused it and at what count. */
+    public sealed interface Outcome permits Reserved, ClientQuotaReached, ServerFull {
+    }
+
+    public record Reserved(Slot slot) implements Outcome {
+    }
+
+    public record ClientQuotaReached(int held, int quota) implements Outcome {
+    }
+
+    public record ServerFull(int held, int max) implements Outcome {
+    }
+
+    /** Takes one of {@code client}'s slots (its quota; unlimited when it has none). */
+    public synchronized Outcome reserveForClient(Client client) {
+        int held = perClient.getOrDefault(client.name(), 0);
+        if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
+            return new ClientQuotaReached(held, client.maxSandboxes());
+        }
+        perClient.put(client.name(), held + 1);
+        return new Reserved(new Slot(client.name()));
+    }
+
+    /** Sandboxes held or being created or destroyed, server-wide. */
+    synchronized int held() {
+        return server;
+    }
+
+    private synchronized Outcome takeServer(Slot slot) {
+        if (slot.released) {
+            throw new IllegalStateException("a released slot cannot take a server slot");
+        }
+        if (slot.server) {
+            return new Reserved(slot);
+        }
+        if (server >= serverMax) {
+            return new ServerFull(server, serverMax);
+        }
+        server++;
+        slot.server = true;
+        return new Reserved(slot);
+    }
+
+    private synchronized void release(Slot slot) {
+        if (slot.released) {
+            return;
+        }
+        slot.released = true;
+        if (slot.server) {
+            server--;
+        }
+        perClient.computeIfPresent(slot.client, (k, n) -> n > 1 ? n - 1 : null);
+    }
+
+    /**
+     * One sandbox's place in the counts, from before its create until it is gone. Releasing it
+     * twice is harmless, so every path that ends a sandbox may release it.
+     */
+    public final class Slot {
+        private final String client;
+        private boolean server;   // guarded by SandboxSlots.this
+        private boolean released; // guarded by SandboxSlots.this
+
+        private Slot(String client) {
+            this.client = client;
+        }
+
+        /** Takes the server-wide slot for this client slot: a {@link Reserved} of itself, or {@link ServerFull}. */
+        public Outcome takeServerSlot() {
+            return takeServer(this);
+        }
+
+        public void release() {
+            SandboxSlots.this.release(this);
+        }
+    }
+}

@@ -1,0 +1,285 @@
+package dev.airlock.server.rest;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.server.audit.Audit;
+import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.control.Refused;
+import dev.airlock.server.http.BodyReader;
+import dev.airlock.server.http.ClientDisconnects;
+import dev.airlock.server.http.ConsoleSessions;
+import dev.airlock.server.http.JsonViews;
+import dev.airlock.server.http.LocalOrigin;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
+import dev.airlock.server.wire.Json;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The REST door (docs/rest-api.md): it finds the request's route in the {@link RestApi} table,
+ * authenticates the client, asks the service whether the route's operation is granted (which
+ * records the request and the decision), and lets the route's handler translate the request into
+ * commands. It holds no policy of its own; every refusal is rendered the same way, with the
+ * control and rule that made it.
+ */
+public final class ApiServlet extends HttpServlet {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ApiServlet.class);
+    /** The interface name in audit records and caller names. */
+    static final String VIA = "rest";
+
+    private final CommandApi service;
+    private final ServerConfig config;
+    private final ClientDisconnects disconnects = new ClientDisconnects();
+    private final RestApi api;
+    private final List<RestRoute> routes;
+    private final ConsoleSessions sessions;
+    private final ApprovalEvents approvalEvents;
+
+    public ApiServlet(CommandApi service, ServerConfig config, byte[] openApi, ConsoleSessions sessions) {
+        this.service = service;
+        this.config = config;
+        this.sessions = sessions;
+        this.approvalEvents = new ApprovalEvents();
+        service.onApprovalsChanged(approvalEvents::changed);
+        this.api = new RestApi(new RestCommands(config.maxTtl()), disconnects, service, openApi, approvalEvents, config.host());
+        this.routes = api.routes();
+    }
+
+    @Override
+    public void destroy() {
+        approvalEvents.close();
+        disconnects.close();
+        api.close();
+    }
+
+    /** Who sent a request, and through which door: the bearer token's REST, or the console's cookie. */
+    private record Authenticated(Client client, String via) {
+    }
+
+    /**
+     * The one place a REST request's client is found: an {@code Authorization: Bearer} header, or
+     * else the web console's session cookie. A cookie request must also pass the Host/Origin check
+     * of /mcp ({@link LocalOrigin}) and, unless it only reads (GET, HEAD), carry the session's CSRF
+     * token in {@link ConsoleSessions#CSRF_HEADER}: a page of another site can make a browser send
+     * the cookie, but can neither read that token nor set that header. Null when no client is
+     * found (a 401 follows); a refused cookie request is answered here (403) and throws.
+     */
+    private Authenticated authenticate(HttpServletRequest req, HttpServletResponse resp) throws IOException, CookieRefused {
+        String authorization = req.getHeader("Authorization");
+        String cookie = authorization == null ? ConsoleSessions.cookie(req) : null;
+        if (cookie == null) {
+            Client client = service.policy().authenticate(authorization).orElse(null);
+            return client == null ? null : new Authenticated(client, VIA);
+        }
+        ConsoleSessions.Session s = sessions.lookup(cookie);
+        Client client = s == null ? null : service.policy().clients().get(s.client);
+        if (client == null) {
+            return null;
+        }
+        String notLocal = LocalOrigin.consoleRefusal(req, config.host());
+        if (notLocal != null) {
+            error(resp, 403, "forbidden", notLocal, null);
+            throw new CookieRefused();
+        }
+        // A WebSocket is opened with a GET, and a browser's WebSocket can carry no header of the page's
+        // own: the console's terminal sends the session's CSRF token as the query parameter csrf.
+        if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && !s.csrfMatches(req.getParameter("csrf"))) {
+            error(resp, 403, "csrf", "a WebSocket with the console's session cookie must carry the session's CSRF token as its"
+                    + " csrf query parameter (a cross-site page cannot): open the terminal from the console, or connect with"
+                    + " 'Authorization: Bearer <token>' instead of the cookie", null);
+            throw new CookieRefused();
+        }
+        boolean reads = req.getMethod().equals("GET") || req.getMethod().equals("HEAD");
+        if (!reads && !s.csrfMatches(req.getHeader(ConsoleSessions.CSRF_HEADER))) {
+            error(resp, 403, "csrf", "a " + req.getMethod() + " with the console's session cookie must carry the session's CSRF token in the "
+                    + ConsoleSessions.CSRF_HEADER + " header (a cross-site request cannot): reload the console, or call the API with"
+                    + " 'Authorization: Bearer <token>' instead of the cookie", null);
+            throw new CookieRefused();
+        }
+        return new Authenticated(client, ConsoleSessions.VIA);
+    }
+
+    /** A cookie request refused by {@link #authenticate} (already answered). */
+    private static final class CookieRefused extends Exception {
+        CookieRefused() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** The route a request asked for, its path parameters, and the methods its path allows. */
+    private record Match(RestRoute route, Map<String, String> params, List<String> allowed, String template) {
+    }
+
+    private Match match(String method, List<String> parts) {
+        List<String> allowed = new ArrayList<>();
+        String template = null;
+        for (RestRoute r : routes) {
+            Map<String, String> params = r.match(parts);
+            if (params == null) {
+                continue;
+            }
+            template = template == null ? r.template() : template;
+            if (r.method().equals(method)) {
+                return new Match(r, params, List.of(method), r.template());
+            }
+            allowed.add(r.method());
+        }
+        return new Match(null, Map.of(), allowed, template == null ? unmatched(parts) : template);
+    }
+
+    @Override
+    protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        String path = req.getRequestURI();
+        try {
+            List<String> parts = RestRoute.segments(path);
+            Match m = match(req.getMethod(), parts);
+            if (m.route() != null && m.route().operation() == null) {
+                m.route().handler().handle(new RestCall(req, resp, m.params(), service, null));
+                return;
+            }
+            String endpoint = req.getMethod() + " " + m.template();
+            if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && req.getHeader("Origin") != null) {
+                endpoint += " from " + Json.printable(req.getHeader("Origin"));   // whose page opened it, on the audit log
+            }
+            Authenticated auth;
+            try {
+                auth = authenticate(req, resp);
+            } catch (CookieRefused refused) {
+                return;
+            }
+            if (auth == null) {
+                boolean cookie = req.getHeader("Authorization") == null && ConsoleSessions.cookie(req) != null;
+                service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("Authorization") != null || cookie);
+                resp.setHeader("WWW-Authenticate", "Bearer");
+                error(resp, 401, "unauthenticated", cookie ? "the console session expired or was signed out: sign in again at /"
+                        : "missing or wrong bearer token: " + config.authHint(), null);
+                return;
+            }
+            Client client = auth.client();
+            String via = auth.via();
+            String sandbox = m.params().get("id") != null && m.template().startsWith("/v1/sandboxes/") ? m.params().get("id") : null;
+            String digest;
+            try {
+                digest = argsDigest(req, m.route());
+            } catch (AirlockException e) {
+                // a body that could not be read (too large): still on the log, then refused
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, null));
+                throw e;
+            }
+            if (m.route() == null) {
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, digest));
+                if (!m.allowed().isEmpty()) {
+                    resp.setHeader("Allow", String.join(", ", m.allowed()));
+                    error(resp, 405, "method_not_allowed", "method not allowed here: use " + String.join(", ", m.allowed()), null);
+                    return;
+                }
+                throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
+            }
+            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest));
+            try {
+                m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller));
+            } catch (UncheckedIOException e) {
+                throw e.getCause(); // the client went away mid-answer
+            }
+        } catch (AirlockException e) {
+            if (!resp.isCommitted()) {
+                if (e instanceof BodyReader.TooSlow) {
+                    resp.setHeader("Connection", "close");
+                    error(resp, 408, "request_timeout", e.getMessage(), null);
+                } else {
+                    error(resp, status(e.kind()), code(e.kind()), e.getMessage(), e);
+                }
+            }
+            if (e.kind() == Kind.INTERNAL) {
+                LOG.warn("{} {} failed: {}", req.getMethod(), Json.printable(path), e.getMessage(), e);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("{} {} failed", req.getMethod(), Json.printable(path), e);
+            if (!resp.isCommitted()) {
+                error(resp, 500, "internal", "internal error: " + e, null);
+            }
+        }
+    }
+
+    private static CommandApi.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest) {
+        return new CommandApi.Request(client, via, via, endpoint, operation, sandbox, digest, null);
+    }
+
+    /**
+     * The digest of a request's arguments (query string and JSON body) for its audit record. The
+     * body is read here and kept for the handler; a file upload's content is not read (its size
+     * is in the file record).
+     */
+    private static String argsDigest(HttpServletRequest req, RestRoute route) throws IOException {
+        byte[] body = new byte[0];
+        // a file upload and a request to a preview port stream their bodies: neither is read here
+        boolean upload = route != null && ((route.method().equals("PUT") && route.template().endsWith("/files"))
+                || route.template().endsWith(RestRoute.REST));
+        if (!upload && (req.getMethod().equals("POST") || req.getMethod().equals("PUT"))) {
+            body = RestCall.body(req);
+            req.setAttribute(RestCall.BODY, body);
+        }
+        String query = req.getQueryString() == null ? "" : req.getQueryString();
+        byte[] q = query.getBytes(StandardCharsets.UTF_8);
+        byte[] args = new byte[q.length + 1 + body.length];
+        System.arraycopy(q, 0, args, 0, q.length);
+        args[q.length] = '\n';
+        System.arraycopy(body, 0, args, q.length + 1, body.length);
+        return Audit.digest(args);
+    }
+
+    /** A path no route has, as the audit log files it: long segments (ids, garbage) cut to {@code {...}}. */
+    private static String unmatched(List<String> parts) {
+        StringBuilder b = new StringBuilder();
+        for (String p : parts) {
+            b.append('/').append(p.length() > 32 ? "{...}" : p);
+        }
+        return b.isEmpty() ? "/" : b.toString();
+    }
+
+    /** An error body; a refusal's also names the control and the rule that made it. */
+    private static void error(HttpServletResponse resp, int status, String code, String message, AirlockException e) throws IOException {
+        resp.setStatus(status);
+        resp.setContentType("application/json");
+        resp.getOutputStream().write(JsonViews.error(code, message, e instanceof Refused r ? r.refusal() : null));
+    }
+
+    static int status(Kind kind) {
+        return switch (kind) {
+            case INVALID_ARGUMENT -> 400;
+            case NOT_FOUND -> 404;
+            case CONFLICT -> 409;
+            case PERMISSION_DENIED -> 403;
+            case LIMIT_EXCEEDED -> 429;
+            case TOO_LARGE -> 413;
+            case UNAVAILABLE -> 503;
+            case INTERNAL -> 500;
+        };
+    }
+
+    static String code(Kind kind) {
+        return switch (kind) {
+            case INVALID_ARGUMENT -> "invalid_argument";
+            case NOT_FOUND -> "not_found";
+            case CONFLICT -> "conflict";
+            case PERMISSION_DENIED -> "forbidden";
+            case LIMIT_EXCEEDED -> "quota_exceeded";
+            case TOO_LARGE -> "too_large";
+            case UNAVAILABLE -> "unavailable";
+            case INTERNAL -> "internal";
+        };
+    }
+}

@@ -1,0 +1,535 @@
+package dev.airlock.server.sandbox;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.Isolation;
+import dev.airlock.core.Language;
+import dev.airlock.core.NetworkPolicy;
+import dev.airlock.core.Printable;
+import dev.airlock.server.audit.Audit;
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.command.Command;
+import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.command.SandboxView;
+import dev.airlock.server.command.ExecSource;
+import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.control.Admission;
+import dev.airlock.server.control.ApprovalGate;
+import dev.airlock.server.control.Approvals;
+import dev.airlock.server.control.ClientQuotas;
+import dev.airlock.server.control.ControlChain;
+import dev.airlock.server.control.OperationGrant;
+import dev.airlock.server.control.ProfileCeilings;
+import dev.airlock.server.control.Refusal;
+import dev.airlock.server.control.SeparationOfDuties;
+import dev.airlock.server.control.ServerCapacity;
+import dev.airlock.server.files.FileCommands;
+import dev.airlock.server.interpreter.Interpreters;
+import dev.airlock.server.live.EgressLog;
+import dev.airlock.server.live.ExecutionRates;
+import dev.airlock.server.live.ExecutionRecords;
+import dev.airlock.server.live.ManagedSandbox;
+import dev.airlock.server.live.MetricsHistory;
+import dev.airlock.server.live.SandboxSlots;
+import dev.airlock.server.live.Sandboxes;
+import dev.airlock.server.live.Tiers;
+import dev.airlock.server.output.OutputStore;
+import dev.airlock.server.output.ProcessOutputFiles;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
+import dev.airlock.server.snapshot.SnapshotStore;
+import dev.airlock.server.store.SandboxStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The service behind every door. A door authenticates a request, asks {@link #authorize} whether
+ * its client may use the operation at all, parses its wire format into a {@link Command}, and
+ * hands it to {@link #execute}: there the command is resolved (the sandbox it names, the profile
+ * that bounds it), passes the {@linkplain #controls chain of controls}, and is carried out by the
+ * handler of its concern. So no check can be skipped by choosing a door, and every refusal names
+ * the control and rule that made it.
+ */
+public final class SandboxService implements CommandApi, AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
+    /** How long shutdown waits for the sandboxes' destroys (each collection has its own deadline). */
+    private static final Duration SHUTDOWN_WAIT = Duration.ofMinutes(2);
+
+    private final ServerConfig config;
+    private final Policy policy;
+    private final Approvals approvals;
+    private final Tiers tiers;
+    private final EgressLog egressLog;
+    private final AuditLog audit;
+    private final Sandboxes sandboxes = new Sandboxes();
+    private final OutputStore outputs;
+    private final SnapshotStore snapshots;
+    private final ServerMetrics metrics;
+    private final SandboxTeardown teardown;
+    private final OperationGrant grant;
+    private final ControlChain controls;
+    private final Lifecycle lifecycle;
+    private final Executions executions;
+    private final Interpreters interpreters;
+    private final OneShotRuns runs;
+    private final FileCommands files;
+    private final EgressApprovals egressApprovals;
+    private final Thread expiry;
+    private final MetricsHistory history;
+    private final List<String> reapedAtStart;
+    private volatile boolean closed;
+
+    /** {@code egressLog} is where the engine's egress proxies record (see SandboxRuntime). */
+    public SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
+                   AuditLog audit) {
+        this.config = config;
+        this.policy = policy;
+        this.tiers = tiers;
+        this.egressLog = egressLog;
+        this.audit = audit;
+        this.metrics = metrics;
+        this.approvals = new Approvals(audit, policy.approvalTimeout());
+        this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
+        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"));
+        ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
+                tiers.primary().driver().instance(), tiers::isAlive);
+        this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
+        this.grant = new OperationGrant(policy.source());
+        // Every command passes these, in this order; each is one class with one job (docs/policy.md, "Controls").
+        this.controls = new ControlChain(List.of(
+                grant,
+                new ProfileCeilings(),
+                new ClientQuotas(new SandboxSlots(config.maxSandboxes()), new ExecutionRates()),
+                new ApprovalGate(approvals),
+                new ServerCapacity(),
+                new SeparationOfDuties(approvals)), audit);
+        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed);
+        this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
+        this.interpreters = new Interpreters(tiers, audit);
+        this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
+        this.files = new FileCommands(audit);
+        this.reapedAtStart = forgetOrphans(store);
+        this.egressApprovals = new EgressApprovals(sandboxes, approvals, policy);
+        this.expiry = Thread.ofVirtual().name("airlock-expiry").start(new Expiry(sandboxes, teardown, outputs, () -> closed));
+        metrics.bind(this);
+        this.history = new MetricsHistory(metrics::read);
+    }
+
+    /**
+     * Rows that earlier, dead servers left: their containers were reaped when the engine started;
+     * what remains is to say so and forget them.
+     */
+    private List<String> forgetOrphans(SandboxStore store) {
+        List<String> reaped = new ArrayList<>(tiers.reapedAtStart());
+        for (SandboxStore.Row row : store.leftBy(tiers.primary().driver().instance())) {
+            if (!tiers.isAlive(row.instance())) {
+                store.delete(row.id());
+                audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, row.id(), AuditRecord.lifecycle("reaped",
+                        "created " + row.createdAt() + " by a server that is gone"));
+                reaped.add("sandbox " + row.id() + " (created " + row.createdAt() + " by a server that is gone)");
+                LOG.warn("reaped orphaned sandbox {} created {} by a server that is no longer running", row.id(), row.createdAt());
+            }
+        }
+        return List.copyOf(reaped);
+    }
+
+    public List<String> reapedAtStart() {
+        return reapedAtStart;
+    }
+
+    // --- the door's question: may this client use this operation at all? ---
+
+    /**
+     * Decides whether {@code r.client()} may use {@code r.operation()} (the {@link OperationGrant}
+     * control), records the request and the decision, and returns the caller to {@link #execute}
+     * the request's commands as. Throws the grant's refusal when the policy does not grant it.
+     */
+    @Override
+    public Caller authorize(Request r) {
+        Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
+        String sandbox = recordRequest(r, caller);
+        Refusal refusal = grant.decide(r.client(), r.operation());
+        Map<String, Object> a = refusal == null ? new LinkedHashMap<>() : ControlChain.denial(r.operation().id(), refusal);
+        a.put("interface", r.iface());
+        if (refusal == null) {
+            a.put("operation", r.operation().id());
+            a.put("decision", "allow");
+            a.put("control", OperationGrant.NAME);
+            a.put("rule", OperationGrant.granting(r.client(), r.operation()));
+        }
+        audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
+        if (refusal != null) {
+            metrics.refused();
+            throw refusal.exception();
+        }
+        return caller;
+    }
+
+    /**
+     * Records a request of an authenticated client that never reached an operation (no such
+     * endpoint, a method not allowed, a body that could not be read): so every request is on the
+     * log, not only those that were decided.
+     */
+    @Override
+    public void recordUndecided(Request r) {
+        recordRequest(r, new Caller(r.client(), r.via(), null, null));
+    }
+
+    private String recordRequest(Request r, Caller caller) {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", r.iface());
+        q.put("endpoint", r.endpoint());
+        q.put("operation", r.operation() == null ? null : r.operation().id());
+        q.put("argsDigest", r.argsDigest());
+        // a sandbox the client cannot see is not filed under its id
+        String sandbox = sandboxes.visibleTo(caller, r.sandbox()) ? r.sandbox() : null;
+        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
+        return sandbox;
+    }
+
+    /**
+     * Records a request no client could be found for (a missing or wrong token). Anyone who can
+     * reach the port can repeat it at will, so it is folded per source (interface, address and
+     * whether a token was sent) and window: the first of a window is recorded as a request and a
+     * deny, the rest counted into one deny record when the window closes (docs/audit.md).
+     */
+    @Override
+    public void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent) {
+        String reason = tokenSent ? "wrong" : "missing";
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", iface);
+        q.put("endpoint", endpoint);
+        q.put("source", sourceAddress);
+        String source = iface + " " + sourceAddress + " " + reason;
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", iface);
+        a.put("decision", "deny");
+        a.put("control", "authenticate");
+        a.put("rule", "token");
+        a.put("token", reason);
+        a.put("source", sourceAddress);
+        if (audit.admitRefusal(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
+            audit.record(AuditRecord.REQUEST, via, null, q);
+            audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+        }
+    }
+
+    // --- commands ---
+
+    /**
+     * Carries out {@code command} for {@code caller}: resolves what it names, runs every control
+     * on it, then its handler. The audit records made meanwhile are filed under the caller.
+     */
+    @Override
+    public <R> R execute(Caller caller, Command<R> command) {
+        Objects.requireNonNull(caller, "a command is executed for a caller");
+        return Caller.call(caller, () -> {
+            try (Admission a = admission(caller, command)) {
+                try {
+                    controls.check(a);
+                } catch (dev.airlock.server.control.Refused r) {
+                    metrics.refused();
+                    throw r;
+                }
+                @SuppressWarnings("unchecked")
+                R result = (R) handle(a);
+                return result;
+            }
+        });
+    }
+
+    /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
+    private Admission admission(Caller caller, Command<?> asked) {
+        Command<?> command = asked;
+        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command);
+        Profile profile = s == null ? null : s.profile();
+        Admission.CreatePlan create = null;
+        Admission.NetworkPlan network = null;
+        Language language = null;
+        switch (command) {
+            case Command.Create c -> {
+                Client client = caller.client();
+                if (client == null) {
+                    throw new AirlockException(Kind.INTERNAL, "the server does not create sandboxes on its own");
+                }
+                if (c.snapshot() != null) {
+                    // a restore: the snapshot's profile and image, which the controls then judge as for any create
+                    Command.SnapshotView snap = snapshots.get(c.snapshot(), client.name());
+                    if ((c.profile() != null && !c.profile().equals(snap.profile())) || (c.image() != null && !c.image().equals(snap.image()))) {
+                        throw AirlockException.invalid("a sandbox restored from snapshot " + snap.id() + " gets its profile '" + snap.profile()
+                                + "' and image '" + snap.image() + "': leave out profile and image");
+                    }
+                    c = c.restoring(snap.profile(), snap.image());
+                    command = c;
+                }
+                String chosen = c.profile() == null ? client.profiles().getFirst() : c.profile();
+                profile = client.profiles().contains(chosen) ? policy.profile(chosen) : null;
+                if (profile != null) {
+                    create = plan(profile, c);
+                }
+            }
+            case Command.UpdateNetwork n -> {
+                NetworkPolicy narrowed = profile.keepingDeny(n.network());
+                network = new Admission.NetworkPlan(narrowed, profile.beyondNetwork(narrowed));
+            }
+            case Command.Exec e -> language = language(s, e.source());
+            case Command.StartProcess p -> language = language(s, p.source());
+            case Command.CreateContext c -> language = c.language();
+            case Command.RestartContext r -> language = Language.PYTHON;
+            case Command.RunCell r -> language = Language.PYTHON;
+            default -> {
+            }
+        }
+        return new Admission(caller, command, s, profile, create, network, language, new Admission.Holds());
+    }
+
+    private Admission.CreatePlan plan(Profile p, Command.Create c) {
+        Duration ttl = c.ttl() == null ? min(config.defaultTtl(), p.maxLifetime()) : c.ttl();
+        Duration idle = c.idleTimeout() == null ? config.defaultIdle() : c.idleTimeout();
+        NetworkPolicy network = c.network() == null ? p.network() : p.keepingDeny(c.network());
+        List<String> beyond = c.network() == null ? List.of() : p.beyondNetwork(network);
+        return new Admission.CreatePlan(c.limits().apply(p.limits()), ttl, idle, network, beyond);
+    }
+
+    /** Each create of a fork passes every control on its own; all or none. */
+    private List<SandboxView> fork(Caller caller, Command.Fork f) {
+        List<SandboxView> made = new ArrayList<>();
+        try {
+            for (int i = 0; i < f.count(); i++) {
+                made.add(execute(caller, f.create()));
+            }
+        } catch (RuntimeException e) {
+            for (SandboxView m : made) {
+                try {
+                    execute(caller, new Command.Destroy(m.id()));
+                } catch (RuntimeException gone) {
+                    e.addSuppressed(gone);
+                }
+            }
+            throw e;
+        }
+        return made;
+    }
+
+    /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
+    private static boolean reachesRunningAgent(Command<?> c) {
+        return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+                || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
+    }
+
+    private static Language language(ManagedSandbox s, ExecSource source) {
+        if (!(source instanceof ExecSource.Code code)) {
+            return null;
+        }
+        Language language = code.language() != null ? code.language() : s.defaultLanguage();
+        if (language == null) {
+            throw AirlockException.invalid(ExecSource.missingLanguage());
+        }
+        return language;
+    }
+
+    /** Hands an admitted command to the handler of its concern. */
+    private Object handle(Admission a) {
+        ManagedSandbox s = a.sandbox();
+        if (s != null && reachesRunningAgent(a.command())) {
+            s.sandbox().ensureRunning(); // paused: its agent is frozen and would not answer until it resumes
+        }
+        return switch (a.command()) {
+            case Command.Create c -> lifecycle.create(a, c);
+            case Command.ListSandboxes l -> sandboxes.list(a.caller(), l);
+            case Command.Describe d -> s;
+            case Command.Egress e -> egressLog.of(s.id());
+            case Command.ExtendTtl e -> lifecycle.extend(a, e);
+            case Command.Pause p -> lifecycle.pause(a, true);
+            case Command.TakeSnapshot t -> lifecycle.snapshot(a, t);
+            case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
+            case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));
+            case Command.Fork f -> fork(a.caller(), f);
+            case Command.ReadSnapshotArchive r -> {
+                try {
+                    snapshots.writeArchive(snapshots.get(r.snapshot(), outputOwner(a.caller())), r.sink());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e); // the client went away mid-answer: the door rethrows it
+                }
+                yield null;
+            }
+            case Command.DeleteSnapshot d -> {
+                snapshots.delete(d.snapshot(), outputOwner(a.caller()));
+                audit.record(AuditRecord.LIFECYCLE, null, Lifecycle.snapshotEvent("snapshot-deleted", d.snapshot(), null));
+                yield null;
+            }
+            case Command.Resume r -> lifecycle.pause(a, false);
+            case Command.UpdateNetwork n -> lifecycle.updateNetwork(a);
+            case Command.Destroy d -> {
+                lifecycle.destroy(a);
+                yield null;
+            }
+            case Command.Exec e -> executions.exec(a, e);
+            case Command.StartProcess p -> executions.start(a, p);
+            case Command.Signal g -> executions.signal(a, g);
+            case Command.ProcessOutput p -> s.process(p.process());
+            case Command.Attach t -> executions.attach(a, t);
+            case Command.OpenPort o -> {
+                List<Integer> ports = s.profile().ports();
+                if (!ports.contains(o.port())) {
+                    throw new AirlockException(Kind.PERMISSION_DENIED, "port " + o.port() + " is not a preview port of profile '" + s.profile().name()
+                            + "': " + (ports.isEmpty() ? "it names none" : "it names " + ports.stream().map(String::valueOf)
+                            .collect(java.util.stream.Collectors.joining(", ")))
+                            + " (a profile's 'ports' list in the policy decides which ports inside its sandboxes the owner may reach)");
+                }
+                yield s;
+            }
+            case Command.Run r -> runs.run(a.caller(), r);
+            case Command.WriteFile w -> files.write(s, w);
+            case Command.ReadFile r -> {
+                files.read(s, r);
+                yield null;
+            }
+            case Command.Stat st -> files.stat(s, st.path());
+            case Command.ListFiles l -> files.list(s, l.path());
+            case Command.Mkdir m -> files.mkdir(s, m);
+            case Command.Remove r -> {
+                files.remove(s, r);
+                yield null;
+            }
+            case Command.Rename r -> files.rename(s, r);
+            case Command.ListOutputs l -> outputs.list(outputOwner(a.caller()));
+            case Command.DescribeOutputs d -> outputs.get(d.outputsOf(), outputOwner(a.caller()));
+            case Command.ReadOutput r -> {
+                try {
+                    outputs.read(r.outputsOf(), outputOwner(a.caller()), r.path(), r.sink());
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e); // the client went away mid-answer: the door rethrows it
+                }
+                yield null;
+            }
+            case Command.DeleteOutputs d -> {
+                outputs.delete(d.outputsOf(), outputOwner(a.caller()));
+                audit.record(AuditRecord.LIFECYCLE, d.outputsOf(), AuditRecord.lifecycle("outputs-deleted", null));
+                yield null;
+            }
+            case Command.ListApprovals l -> approvals.pending();
+            case Command.DescribeApproval d -> approvals.get(d.approval());
+            case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
+            case Command.Metrics m -> metrics.scrape();
+            case Command.MetricsHistory m -> history.series();
+            case Command.ReadAudit r -> {
+                try (var reader = auditReader()) {
+                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
+                }
+            }
+            case Command.VerifyAudit v -> {
+                try (var reader = auditReader()) {
+                    yield reader.verify();
+                }
+            }
+            case Command.ListImages l -> tiers.primary().driver().images();
+            case Command.CreateContext c -> interpreters.create(a);
+            case Command.ListContexts l -> interpreters.list(s);
+            case Command.RestartContext r -> interpreters.restart(a, r);
+            case Command.DeleteContext d -> {
+                interpreters.delete(a, d);
+                yield null;
+            }
+            case Command.RunCell r -> interpreters.run(a, r);
+        };
+    }
+
+    /** A reader of the audit log, once what was recorded so far is written. */
+    private dev.airlock.server.audit.AuditReader auditReader() {
+        try {
+            audit.flush(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while the audit log was written");
+        }
+        return dev.airlock.server.audit.AuditReader.open(config.dataDir().resolve("airlock.db"));
+    }
+
+    /** Whose outputs a caller sees: a client its own, the server all. */
+    private static String outputOwner(Caller c) {
+        return c.isServer() ? null : c.client().name();
+    }
+
+    /** Runs {@code listener} whenever an approval is requested or decided; it must return at once. */
+    @Override
+    public void onApprovalsChanged(Runnable listener) {
+        approvals.onChange(listener);
+    }
+
+    /** The policy this service enforces. */
+    @Override
+    public Policy policy() {
+        return policy;
+    }
+
+    /** The audit log every door and this service write to. */
+    public AuditLog audit() {
+        return audit;
+    }
+
+    /** The engines, one per isolation tier this server runs. */
+    public Tiers tiers() {
+        return tiers;
+    }
+
+    @Override
+    public void recordLifecycle(String sandbox, Map<String, Object> detail) {
+        audit.record(AuditRecord.LIFECYCLE, sandbox, detail);
+    }
+
+    @Override
+    public Isolation isolation(Profile profile) {
+        return tiers.forProfile(profile).driver().isolation();
+    }
+
+    /** Sandboxes held, counting those being destroyed. */
+    @Override
+    public int size() {
+        return sandboxes.size();
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    /**
+     * Asks a person whether the egress proxy may forward a request a profile's
+     * {@code approveRequests} rule covers ({@link EgressApprovals}).
+     */
+    public boolean approveRequest(String sandboxId, String method, String host, int port, String target) {
+        return egressApprovals.approve(sandboxId, method, host, port, target);
+    }
+
+    /** Whether sandbox {@code id} is live (not destroyed, whoever owns it): what ends its preview links. */
+    @Override
+    public boolean live(String id) {
+        ManagedSandbox s = sandboxes.find(id);
+        return s != null && !s.destroying();
+    }
+
+    /** Destroys every sandbox, in parallel, and waits for them; the engine and store are closed by their owner. */
+    @Override
+    public void close() {
+        closed = true;
+        expiry.interrupt();
+        history.close();
+        for (ManagedSandbox s : sandboxes.values()) {
+            teardown.destroyInBackground(s, "destroyed", "destroyed at shutdown");
+        }
+        if (!teardown.awaitAll(SHUTDOWN_WAIT)) {
+            LOG.warn("some sandboxes were still being destroyed {} s after shutdown began; the engine closes them", SHUTDOWN_WAIT.toSeconds());
+        }
+    }
+}

@@ -1,0 +1,639 @@
+package dev.airlock.server.snapshot;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.HostFiles;
+import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxAgent.FileInfo;
+import dev.airlock.server.command.Command.SnapshotView;
+import dev.airlock.server.http.JsonViews;
+import dev.airlock.server.live.ManagedSandbox;
+import dev.airlock.server.output.CountingOutputStream;
+import dev.airlock.server.wire.Json;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.DigestInputStream;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Filesystem snapshots of sandboxes: the regular files of {@code /workspace} and {@code /tmp}
+ * (their paths, modes and contents), kept read-only under {@code <data>/snapshots}, content-addressed:
+ * each file's content is a blob named by its SHA-256, shared by every snapshot that holds it, and a
+ * snapshot's digest is the SHA-256 of its manifest (every path, mode, size and blob digest), which is
+ * checked again, with every blob, before each restore. A snapshot records its sandbox's profile, image
+ * and image digest; a sandbox restored from it gets the same, fresh everything else.
+ *
+ * <p>What a sandbox can make the host do here is bounded: the walk looks at {@link #MAX_ENTRIES}
+ * entries, keeps {@link #MAX_FILES} files, at most {@link #MAX_BYTES} bytes and the client's quota, in
+ * {@link #DEADLINE}; a client holds at most {@link #MAX_SNAPSHOTS} snapshots and
+ * {@code quotaBytes} of them (shared blobs count once per snapshot); each expires after its TTL.
+ * Only regular files are kept: the agent's walk never reports directories, symbolic links or
+ * special files, so empty directories and links are not in a snapshot; files that could not be
+ * read are listed under {@code leftOut}.
+ *
+ * <p>A memory snapshot (gVisor only) holds, beside the files, the sandbox's checkpoint image
+ * ({@link dev.airlock.core.Sandbox#checkpoint}): each of its files is a blob too, named in the
+ * manifest under {@code memory}, so it counts in the digest and against the quota, and is checked
+ * as it is copied out for a restore. Elsewhere processes do not survive: a snapshot is of files.
+ *
+ * <p>Where the driver layers {@code /workspace} ({@link dev.airlock.core.IsolationDriver#layersWorkspace},
+ * runc), a restore does not copy the snapshot's {@code /workspace} files into the sandbox: they are
+ * laid out once per snapshot digest under {@code trees/} ({@link #workspaceTree}), checked as they
+ * are, and every sandbox restored from the snapshot meanwhile shares that tree copy-on-write.
+ */
+public final class SnapshotStore {
+
+    /** The directories a snapshot captures. */
+    static final List<String> DIRS = List.of("/workspace", "/tmp");
+    private static final String WORKSPACE = "/workspace";
+    /**
+     * The system property that, when {@code true}, has every restore copy the files of {@code /workspace}
+     * into the sandbox even where the driver could share them copy-on-write: for the benchmark that
+     * compares the two ({@code airlock bench}, section snapshots), not a setting for operators.
+     */
+    public static final String COPY_WORKSPACE = "airlock.snapshot.copyWorkspace";
+    static final int MAX_ENTRIES = 20_000;
+    static final int MAX_FILES = 10_000;
+    static final int MAX_DEPTH = 32;
+    /** The most bytes one snapshot holds. */
+    static final long MAX_BYTES = 2L << 30;
+    /** How long capturing one snapshot may take. */
+    static final Duration DEADLINE = Duration.ofSeconds(60);
+    /** The most snapshots one client holds at once. */
+    static final int MAX_SNAPSHOTS = 64;
+    public static final Duration DEFAULT_TTL = Duration.ofHours(24);
+    private static final SandboxAgent.TreeBounds BOUNDS = new SandboxAgent.TreeBounds(MAX_ENTRIES, MAX_DEPTH, MAX_FILES);
+    private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{16}");
+    private static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
+    private static final String MANIFEST = "manifest.json";
+    private static final String META = "snapshot.json";
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotStore.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path root;
+    private final Path blobs;
+    /** Snapshots' /workspace files as host trees, for drivers that layer /workspace on them ({@link #workspaceTree}). */
+    private final Path trees;
+    /** How many live sandboxes use each tree, by snapshot digest (hex); guarded by itself. */
+    private final Map<String, Integer> treeUsers = new HashMap<>();
+
+    public SnapshotStore(Path root) {
+        this.root = root;
+        this.blobs = root.resolve("blobs");
+        this.trees = root.resolve("trees");
+        try {
+            Files.createDirectories(blobs);
+            HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
+            HostFiles.deleteTree(trees); // no sandbox outlives its server: none uses a tree now
+            Files.createDirectory(trees);
+            Files.setPosixFilePermissions(trees, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            expire();
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot make the snapshot store " + root + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Captures the files of the sandbox {@code sandbox} through its {@code agent} (never following a
+     * link the sandbox made), within its owner's {@code quotaBytes}. Synchronized: captures run one
+     * at a time, so quotas are exact.
+     */
+    public synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes) {
+        return capture(sandbox, agent, ttl, quotaBytes, null);
+    }
+
+    /**
+     * As {@link #capture(ManagedSandbox, SandboxAgent, Duration, long)}, and when {@code checkpoint}
+     * is not null, after the files, it is handed an empty directory to write the sandbox's checkpoint
+     * image into (a memory snapshot); the image's files are kept as blobs, within the same quota.
+     */
+    public synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes,
+                                      java.util.function.Consumer<Path> checkpoint) {
+        String owner = sandbox.owner();
+        expire();
+        List<SnapshotView> held = list(owner);
+        if (held.size() >= MAX_SNAPSHOTS) {
+            throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + owner + "' holds " + held.size()
+                    + " snapshots, the most it may: delete some (DELETE /v1/snapshots/{id})");
+        }
+        long used = held.stream().mapToLong(SnapshotView::bytes).sum();
+        long budget = Math.min(MAX_BYTES, quotaBytes - used);
+        String id = "snap-" + HexFormat.of().formatHex(randomBytes());
+        Path incoming = root.resolve("incoming").resolve(id);
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        ObjectNode manifest = Json.object();
+        ArrayNode entries = manifest.putArray("files");
+        List<String> leftOut = new ArrayList<>();
+        long total = 0;
+        try {
+            Files.createDirectories(incoming);
+            for (String dir : DIRS) {
+                SandboxAgent.Tree tree;
+                try {
+                    tree = agent.walk(dir, BOUNDS);
+                } catch (SandboxAgent.FileOperationException e) {
+                    leftOut.add(dir + ": " + e.getMessage());
+                    continue;
+                }
+                if (tree.entriesCut() || tree.directoriesNotEntered() > 0 || tree.filesLeftOut() > 0) {
+                    throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": " + dir + " holds more than a snapshot"
+                            + " keeps (" + MAX_ENTRIES + " entries, " + MAX_FILES + " files, " + MAX_DEPTH + " levels): remove files first");
+                }
+                List<FileInfo> files = new ArrayList<>(tree.files());
+                files.sort(Comparator.comparing(FileInfo::path));
+                for (FileInfo f : files) {
+                    if (System.nanoTime() > deadline) {
+                        throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": the snapshot took over "
+                                + DEADLINE.toSeconds() + " s: snapshot fewer or smaller files");
+                    }
+                    if (f.path().indexOf('\n') >= 0 || !f.path().startsWith(dir + "/")) {
+                        leftOut.add(Json.printable(f.path()) + ": name not kept");
+                        continue;
+                    }
+                    Path part = incoming.resolve("part");
+                    MessageDigest sha = sha256();
+                    CountingOutputStream counted;
+                    try (OutputStream out = new DigestOutputStream(Files.newOutputStream(part), sha)) {
+                        counted = new CountingOutputStream(out);
+                        agent.readFileNoFollow(f.path(), Math.max(0, budget - total), counted);
+                    } catch (SandboxAgent.FileTooLargeException e) {
+                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
+                    } catch (SandboxAgent.FileOperationException e) {
+                        leftOut.add(Json.printable(f.path()) + ": " + Json.printable(e.getMessage()));
+                        continue;
+                    }
+                    total += counted.count;
+                    String digest = HexFormat.of().formatHex(sha.digest());
+                    keepAsBlob(part, digest);
+                    entries.addObject().put("path", f.path()).put("mode", f.mode() & 07777 & ~06000).put("size", counted.count)
+                            .put("sha256", digest);
+                }
+            }
+            if (checkpoint != null) {
+                Path image = Files.createDirectories(incoming.resolve("checkpoint"));
+                checkpoint.accept(image);
+                ArrayNode memory = manifest.putArray("memory");
+                List<Path> parts;
+                try (var listed = Files.list(image)) {
+                    parts = listed.sorted().toList();
+                }
+                for (Path part : parts) {
+                    long size = Files.size(part);
+                    if (!Files.isRegularFile(part, java.nio.file.LinkOption.NOFOLLOW_LINKS) || size > budget - total) {
+                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
+                    }
+                    total += size;
+                    String digest = digestOf(part);
+                    keepAsBlob(part, digest);
+                    memory.addObject().put("name", part.getFileName().toString()).put("size", size).put("sha256", digest);
+                }
+            }
+            byte[] manifestBytes = manifest.toString().getBytes(StandardCharsets.UTF_8);
+            Instant now = Instant.now();
+            SnapshotView s = new SnapshotView(id, owner, sandbox.id(), sandbox.profile().name(), sandbox.sandbox().spec().image(),
+                    sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), total,
+                    entries.size(), leftOut, now, now.plus(ttl), checkpoint != null);
+            Files.write(incoming.resolve(MANIFEST), manifestBytes);
+            Files.writeString(incoming.resolve(META), JsonViews.snapshot(s).toString()); // read back by read()
+            Files.move(incoming, root.resolve(id), StandardCopyOption.ATOMIC_MOVE);
+            return s;
+        } catch (IOException e) {
+            throw new AirlockException(Kind.INTERNAL, "sandbox " + sandbox.id() + ": could not take a snapshot: " + e.getMessage(), e);
+        } finally {
+            HostFiles.deleteTree(incoming);
+            collectBlobs();
+        }
+    }
+
+    private static AirlockException overQuota(String sandbox, String owner, long used, long quotaBytes, boolean atMax) {
+        return new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox + ": its files are larger than "
+                + (atMax ? "a snapshot holds (" + (MAX_BYTES >> 20) + " MiB)"
+                : "what is left of client '" + owner + "''s snapshot quota (" + (quotaBytes >> 20) + " MiB, " + (used >> 20)
+                + " MiB used; policy: clients." + owner + ".quotas.snapshotMiB)") + ": delete snapshots or files first");
+    }
+
+    /** The snapshots {@code owner} holds (null: every client's), oldest first. */
+    public synchronized List<SnapshotView> list(String owner) {
+        expire();
+        List<SnapshotView> all = new ArrayList<>();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            for (Path dir : dirs) {
+                SnapshotView s = read(dir);
+                if (s != null && (owner == null || owner.equals(s.owner()))) {
+                    all.add(s);
+                }
+            }
+        } catch (IOException e) {
+            throw new AirlockException(Kind.INTERNAL, "cannot list the snapshots in " + root + ": " + e.getMessage(), e);
+        }
+        all.sort(Comparator.comparing(SnapshotView::createdAt));
+        return all;
+    }
+
+    /** The snapshot {@code id} if {@code owner} holds it (null owner: anyone's); another client's is not found. */
+    public synchronized SnapshotView get(String id, String owner) {
+        SnapshotView s = id != null && ID.matcher(id).matches() ? read(root.resolve(id)) : null;
+        if (s == null || (owner != null && !owner.equals(s.owner())) || !Instant.now().isBefore(s.expiresAt())) {
+            throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Json.printable(id) + "': list yours with GET /v1/snapshots");
+        }
+        return s;
+    }
+
+    public synchronized void delete(String id, String owner) {
+        SnapshotView s = get(id, owner);
+        HostFiles.deleteTree(root.resolve(s.id()));
+        collectBlobs();
+    }
+
+    /**
+     * Writes the snapshot's files into a new sandbox through its {@code agent}, checking first that
+     * the manifest still has the snapshot's digest and, as each file is copied, that its content has
+     * its blob's: a tampered snapshot is refused (CONFLICT) and the caller destroys the sandbox.
+     * With {@code workspaceLayered} the sandbox's {@code /workspace} lies on the snapshot's tree
+     * ({@link #workspaceTree}) and only the other files are written.
+     */
+    public void restore(SnapshotView s, SandboxAgent agent, boolean workspaceLayered) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        Set<String> made = new HashSet<>();
+        for (JsonNode f : manifest.path("files")) {
+            String path = f.path("path").asString();
+            String digest = f.path("sha256").asString();
+            if (!DIGEST.matcher(digest).matches() || DIRS.stream().noneMatch(d -> path.startsWith(d + "/")) || path.contains("/../")) {
+                throw tampered(s, "an entry names " + Json.printable(path));
+            }
+            if (workspaceLayered && path.startsWith(WORKSPACE + "/")) {
+                continue; // in the sandbox already, from the snapshot's tree (workspaceTree)
+            }
+            String parent = path.substring(0, path.lastIndexOf('/'));
+            if (made.add(parent)) {
+                agent.mkdir(parent, true);
+            }
+            try {
+                readBlob(s, digest, "the content of " + Json.printable(path),
+                        in -> agent.writeFile(path, in, f.path("size").asLong(), f.path("mode").asInt() & 0777));
+            } catch (SandboxAgent.FileTooLargeException e) {
+                throw tampered(s, "the content of " + Json.printable(path) + " grew");
+            } catch (SandboxAgent.FileOperationException e) {
+                // the new sandbox's own limits (file size, disk) refused it
+                throw AirlockException.invalid("snapshot " + s.id() + ": " + Json.printable(path) + " (" + f.path("size").asLong()
+                        + " bytes) does not fit the new sandbox: " + Json.printable(e.getMessage())
+                        + "; fork with larger limits (fileSize, disk, memory)");
+            }
+        }
+    }
+
+    /**
+     * Copies a memory snapshot's checkpoint image into the empty directory {@code into}, for {@link
+     * dev.airlock.core.Engine#restore}, after checking the manifest against the snapshot's digest and,
+     * as each part is copied, its content against its blob's digest: a tampered snapshot is refused
+     * (CONFLICT) and nothing is restored from it.
+     */
+    public void copyCheckpoint(SnapshotView s, Path into) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        if (!manifest.path("memory").isArray() || manifest.path("memory").isEmpty()) {
+            throw tampered(s, "its manifest names no checkpoint image");
+        }
+        for (JsonNode part : manifest.path("memory")) {
+            String name = part.path("name").asString();
+            String digest = part.path("sha256").asString();
+            if (!DIGEST.matcher(digest).matches() || !name.matches("[A-Za-z0-9._-]{1,64}") || name.startsWith(".")) {
+                throw tampered(s, "a checkpoint part names " + Json.printable(name));
+            }
+            readBlob(s, digest, "the checkpoint part " + name, in -> Files.copy(in, into.resolve(name)));
+        }
+    }
+
+    /**
+     * One sandbox's use of a snapshot's tree ({@link #workspaceTree}); closing it (once) lets the
+     * tree go when no other sandbox uses it.
+     */
+    public final class TreeLease implements AutoCloseable {
+        private final String key;
+        private final Path path;
+        private boolean closed;
+
+        private TreeLease(String key, Path path) {
+            this.key = key;
+            this.path = path;
+        }
+
+        /** The tree: the snapshot's /workspace, read-only, owned by {@link dev.airlock.core.SandboxSpec#WORKSPACE_OWNER}. */
+        public Path path() {
+            return path;
+        }
+
+        @Override
+        public void close() {
+            synchronized (treeUsers) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (treeUsers.merge(key, -1, Integer::sum) <= 0) {
+                    treeUsers.remove(key);
+                    HostFiles.deleteTree(trees.resolve(key));
+                }
+            }
+        }
+    }
+
+    /**
+     * The snapshot's {@code /workspace} files as a host tree, for a sandbox whose driver layers
+     * {@code /workspace} on it copy-on-write ({@link dev.airlock.core.IsolationDriver#layersWorkspace}):
+     * made once per snapshot digest, while the first sandbox needs it, from the blobs, each checked
+     * against its digest as it is copied (a tampered snapshot is refused, CONFLICT); kept while any
+     * sandbox holds a lease on it; removed with the last lease, and at every start. Only regular
+     * files and their directories are made (a snapshot holds nothing else), owned by the canonical
+     * sandbox ids, files read-only to all but their owner's copy-ups in an overlay; under {@code
+     * trees/}, which only host root may enter.
+     */
+    public TreeLease workspaceTree(SnapshotView s) {
+        String key = s.digest().substring("sha256:".length());
+        if (!DIGEST.matcher(key).matches()) {
+            throw tampered(s, "its digest is not a SHA-256");
+        }
+        synchronized (treeUsers) {
+            Path tree = trees.resolve(key);
+            if (!treeUsers.containsKey(key)) {
+                extractWorkspace(s, tree);
+            }
+            treeUsers.merge(key, 1, Integer::sum);
+            return new TreeLease(key, tree);
+        }
+    }
+
+    /** The directories under {@code trees/}: one per snapshot digest in use, for tests and the leak check. */
+    Path treesRoot() {
+        return trees;
+    }
+
+    private void extractWorkspace(SnapshotView s, Path tree) {
+        JsonNode manifest = verifiedManifest(s);
+        Path incoming = trees.resolve("incoming-" + HexFormat.of().formatHex(randomBytes()));
+        try {
+            makeDirectory(incoming);
+            for (JsonNode f : manifest.path("files")) {
+                String path = f.path("path").asString();
+                if (!path.startsWith(WORKSPACE + "/")) {
+                    continue;
+                }
+                String digest = f.path("sha256").asString();
+                String[] names = path.substring(WORKSPACE.length() + 1).split("/", -1);
+                for (String name : names) {
+                    if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('\0') >= 0) {
+                        throw tampered(s, "an entry names " + Json.printable(path));
+                    }
+                }
+                if (!DIGEST.matcher(digest).matches()) {
+                    throw tampered(s, "the entry " + Json.printable(path) + " names no SHA-256");
+                }
+                Path dir = incoming;
+                for (int i = 0; i < names.length - 1; i++) {
+                    dir = dir.resolve(names[i]);
+                    if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                        makeDirectory(dir); // fails if a file of the snapshot has the name: a manifest no sandbox made
+                    }
+                }
+                Path file = dir.resolve(names[names.length - 1]);
+                readBlob(s, digest, "the content of " + Json.printable(path), in -> {
+                    try (OutputStream out = Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                            java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                        in.transferTo(out);
+                    }
+                });
+                own(file, f.path("mode").asInt() & 0777);
+            }
+            Files.move(incoming, tree, StandardCopyOption.ATOMIC_MOVE);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            throw tampered(s, "it names " + Json.printable(e.getFile()) + " twice, or as a file and a directory");
+        } catch (IOException e) {
+            throw new AirlockException(Kind.UNAVAILABLE, "snapshot " + s.id() + ": cannot lay out its files for the restore: " + e.getMessage(), e);
+        } finally {
+            HostFiles.deleteTree(incoming);
+        }
+    }
+
+    /** What reads a blob's content as it is checked ({@link #readBlob}). */
+    @FunctionalInterface
+    private interface BlobReader {
+        void read(InputStream content) throws IOException;
+    }
+
+    /**
+     * Gives {@code reader} the content of the blob {@code digest}, checking it against the digest as
+     * it is read: a missing or changed blob ({@code what}, for the message) is a tampered snapshot
+     * (CONFLICT). The one way a restore, a fork's tree, a checkpoint copy and an archive read blobs.
+     */
+    private void readBlob(SnapshotView s, String digest, String what, BlobReader reader) throws IOException {
+        MessageDigest sha = sha256();
+        try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
+            reader.read(in);
+        } catch (java.nio.file.NoSuchFileException | java.nio.file.InvalidPathException e) {
+            throw tampered(s, what + " is missing");
+        }
+        if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
+            throw tampered(s, what + " changed");
+        }
+    }
+
+    private static void makeDirectory(Path dir) throws IOException {
+        Files.createDirectory(dir);
+        own(dir, 0755);
+    }
+
+    /** Gives {@code p} the canonical sandbox owner and {@code mode}. */
+    private static void own(Path p, int mode) throws IOException {
+        Files.setAttribute(p, "unix:uid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        Files.setAttribute(p, "unix:gid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        Files.setAttribute(p, "unix:mode", mode, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+    }
+
+    /** A directory for one restore's copy of a checkpoint image, removed with the store's half-made work. */
+    public Path scratch() throws IOException {
+        return Files.createDirectories(root.resolve("incoming").resolve("restore-" + HexFormat.of().formatHex(randomBytes())));
+    }
+
+    /** Moves {@code part}, whose SHA-256 is {@code digest}, into the blob store read-only; a blob already there is kept and the part dropped. */
+    private void keepAsBlob(Path part, String digest) throws IOException {
+        Path blob = blobs.resolve(digest);
+        if (Files.exists(blob)) {
+            Files.delete(part);
+        } else {
+            Files.move(part, blob, StandardCopyOption.ATOMIC_MOVE);
+            blob.toFile().setReadOnly();
+        }
+    }
+
+    private static String digestOf(Path file) throws IOException {
+        MessageDigest sha = sha256();
+        try (InputStream in = new DigestInputStream(Files.newInputStream(file), sha)) {
+            in.transferTo(OutputStream.nullOutputStream());
+        }
+        return HexFormat.of().formatHex(sha.digest());
+    }
+
+    /**
+     * Writes the snapshot's files to {@code out} as a tar archive (paths relative to /, their modes),
+     * after checking the manifest and every file's content against their digests: nothing is
+     * written for an altered snapshot.
+     */
+    public void writeArchive(SnapshotView s, OutputStream out) throws IOException {
+        JsonNode manifest = verifiedManifest(s);
+        for (JsonNode f : manifest.path("files")) {
+            readBlob(s, f.path("sha256").asString(), "the content of " + Json.printable(f.path("path").asString()),
+                    in -> in.transferTo(OutputStream.nullOutputStream()));
+        }
+        TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
+        tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
+        for (JsonNode f : manifest.path("files")) {
+            TarArchiveEntry e = new TarArchiveEntry(archiveName(f.path("path").asString().substring(1)));
+            e.setMode(f.path("mode").asInt() & 0777);
+            e.setSize(f.path("size").asLong());
+            e.setModTime(s.createdAt().toEpochMilli());
+            tar.putArchiveEntry(e);
+            Files.copy(blobs.resolve(f.path("sha256").asString()), tar);
+            tar.closeArchiveEntry();
+        }
+        tar.finish();
+        tar.flush();
+    }
+
+    /**
+     * A file's name in the archive: its path, with every character that a terminal or another
+     * system could take for something else percent-encoded (its UTF-8 bytes as %XX): C0 and C1
+     * control characters (a carriage return, an escape sequence's ESC or CSI), DEL, the backslash
+     * (a separator elsewhere), and '%' itself, so that the encoding is undone exactly. The names come
+     * from the sandbox: hostile input to whoever lists the archive.
+     */
+    static String archiveName(String path) {
+        StringBuilder b = new StringBuilder(path.length());
+        path.codePoints().forEach(cp -> {
+            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == '\\' || cp == '%') {
+                for (byte octet : new String(Character.toChars(cp)).getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                    b.append('%').append(String.format("%02X", octet & 0xff));
+                }
+            } else {
+                b.appendCodePoint(cp);
+            }
+        });
+        return b.toString();
+    }
+
+    private JsonNode verifiedManifest(SnapshotView s) {
+        try {
+            byte[] bytes = Files.readAllBytes(root.resolve(s.id()).resolve(MANIFEST));
+            if (!("sha256:" + HexFormat.of().formatHex(sha256().digest(bytes))).equals(s.digest())) {
+                throw tampered(s, "its manifest changed");
+            }
+            return Json.MAPPER.readTree(bytes);
+        } catch (IOException e) {
+            throw tampered(s, "its manifest cannot be read: " + e.getMessage());
+        }
+    }
+
+    private static AirlockException tampered(SnapshotView s, String what) {
+        return new AirlockException(Kind.CONFLICT, "snapshot " + s.id() + " (" + s.digest() + ") was altered on the host and is"
+                + " not restored: " + what + "; delete it and take a new one");
+    }
+
+    /** Removes the snapshots whose TTL ran out. */
+    private void expire() {
+        Instant now = Instant.now();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            boolean removed = false;
+            for (Path dir : dirs) {
+                SnapshotView s = read(dir);
+                if (s == null || !now.isBefore(s.expiresAt())) {
+                    HostFiles.deleteTree(dir);
+                    removed = true;
+                }
+            }
+            if (removed) {
+                collectBlobs();
+            }
+        } catch (IOException e) {
+            LOG.warn("cannot expire snapshots in {}: {}", root, e.getMessage());
+        }
+    }
+
+    /** Deletes the blobs no snapshot's manifest names. */
+    private void collectBlobs() {
+        Set<String> named = new HashSet<>();
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
+            for (Path dir : dirs) {
+                JsonNode manifest = Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(MANIFEST)));
+                for (String kind : List.of("files", "memory")) { // a memory snapshot's checkpoint parts are blobs too
+                    for (JsonNode f : manifest.path(kind)) {
+                        named.add(f.path("sha256").asString());
+                    }
+                }
+            }
+            try (DirectoryStream<Path> all = Files.newDirectoryStream(blobs)) {
+                for (Path blob : all) {
+                    if (!named.contains(blob.getFileName().toString())) {
+                        Files.deleteIfExists(blob);
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("cannot collect unused snapshot blobs in {}: {}", blobs, e.getMessage());
+        }
+    }
+
+    private static SnapshotView read(Path dir) {
+        try {
+            JsonNode n = Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(META)));
+            List<String> left = new ArrayList<>();
+            n.path("leftOut").forEach(l -> left.add(l.asString()));
+            return new SnapshotView(n.path("id").asString(), n.path("owner").asString(), n.path("sandbox").asString(),
+                    n.path("profile").asString(), n.path("image").asString(), n.path("imageDigest").isNull() ? null
+                    : n.path("imageDigest").asString(), n.path("digest").asString(), n.path("bytes").asLong(), n.path("files").asInt(),
+                    left, Instant.parse(n.path("createdAt").asString()), Instant.parse(n.path("expiresAt").asString()),
+                    n.path("memory").asBoolean(false));
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static byte[] randomBytes() {
+        byte[] b = new byte[8];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
