@@ -2,6 +2,7 @@ package dev.airlock.microvm;
 
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.EngineInstance;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.HostInputs;
 import dev.airlock.core.Isolation;
@@ -16,7 +17,6 @@ import org.slf4j.LoggerFactory;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -65,7 +65,7 @@ public final class MicroVmDriver implements IsolationDriver {
     private final MicroVmDriverConfig config;
     private final Path qemuBinary;
     private final GuestKernel kernel;
-    private final InstanceDirectory state;
+    private final EngineInstance state;
     private final Path initramfs;
     private final HostInputs hostInputs;
     private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
@@ -104,7 +104,7 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public String instance() {
-        return state.instance();
+        return state.name();
     }
 
     /** The guest kernel's release, such as {@code 6.1.0-57-amd64}. */
@@ -351,10 +351,7 @@ public final class MicroVmDriver implements IsolationDriver {
         });
         reaped.addAll(VmmJail.reap(config.stateRoot(), instance -> !state.isAlive(instance),
                 instance -> Files.isDirectory(state.instanceDir(instance))));
-        for (String instance : state.deadInstances()) {
-            state.removeInstance(instance);
-            reaped.add("state of instance " + instance);
-        }
+        reaped.addAll(state.removeDeadInstances(instance -> List.of()));
         reaped.forEach(line -> LOG.info("reaped orphan {}", line));
         return reaped;
     }
@@ -383,16 +380,6 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public void close() {
-        try {
-            for (MicroVmSandbox sandbox : List.copyOf(live.values())) {
-                try {
-                    sandbox.destroy();
-                } catch (RuntimeException e) {
-                    LOG.warn("could not destroy sandbox {}: {}", sandbox.id(), e.getMessage());
-                }
-            }
-        } finally {
-            state.close();
-        }
+        state.closeAfterDestroying(live.values());
     }
 }

@@ -2,6 +2,7 @@ package dev.airlock.microvm;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.DriverSettings;
+import dev.airlock.core.EngineInstance;
 import dev.airlock.core.Printable;
 
 import java.nio.charset.StandardCharsets;
@@ -41,7 +42,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     /** A unix socket's path holds at most this many bytes (sun_path, less its terminating NUL). */
     private static final int UNIX_SOCKET_PATH_MAX = 107;
     /** The longest path of a socket below the state root: a guest's agent socket, its id at full length. */
-    static final int SOCKET_BELOW_ROOT = ("/engines/" + "i".repeat(InstanceDirectory.NAME_LENGTH) + "/sandboxes/al-"
+    static final int SOCKET_BELOW_ROOT = ("/engines/" + "i".repeat(EngineInstance.NAME_LENGTH) + "/sandboxes/al-"
             + "i".repeat(16) + "-" + "0".repeat(16) + "/" + MicroVmDriver.VMM_DIR + "/" + MicroVmDriver.SOCKET_NAME).length();
 
     public MicroVmDriverConfig {

@@ -1,5 +1,6 @@
 package dev.airlock.oci;
 
+import dev.airlock.core.EngineInstance;
 import dev.airlock.core.HostInputs;
 import dev.airlock.core.KernelFiles;
 import dev.airlock.core.SandboxId;
@@ -56,7 +57,7 @@ public final class LeakCheck {
     public List<String> findOfEndedEngines() {
         return find("al-").stream().filter(line -> {
             Matcher m = SANDBOX_ID.matcher(line);
-            return !m.find() || !StateDirectory.isAlive(config.stateRoot(), SandboxId.instanceOf(m.group()));
+            return !m.find() || !EngineInstance.isAlive(config.stateRoot(), SandboxId.instanceOf(m.group()));
         }).toList();
     }
 
@@ -180,7 +181,7 @@ public final class LeakCheck {
                     continue;
                 }
                 if (point != null && engines.equals(point.getParent())
-                        && StateDirectory.isAlive(config.stateRoot(), point.getFileName().toString())) {
+                        && EngineInstance.isAlive(config.stateRoot(), point.getFileName().toString())) {
                     continue;
                 }
                 found.add("mount: " + line);

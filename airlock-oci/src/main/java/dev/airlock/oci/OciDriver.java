@@ -1,10 +1,11 @@
 package dev.airlock.oci;
 
-import dev.airlock.core.HostInputs;
 import dev.airlock.agent.AgentBinary;
 import dev.airlock.agent.AgentClient;
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.EngineInstance;
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.HostInputs;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 import dev.airlock.core.Printable;
@@ -27,7 +28,6 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -52,7 +52,7 @@ public final class OciDriver implements IsolationDriver {
 
     private final OciDriverConfig config;
     private final OciRuntime runtime;
-    private final StateDirectory state;
+    private final EngineInstance state;
     private final SystemImage systemImage;
     /** Imported and built images; the store is only read here. */
     private final ImageStore images;
@@ -84,9 +84,9 @@ public final class OciDriver implements IsolationDriver {
         this.hostInputs = new HostInputs(keptFromInputs);
         this.images = ImageStore.at(config.imageRoot());
         try {
-            this.systemImage = SystemImage.build(Path.of("/"), state.imageRoot());
+            this.systemImage = SystemImage.build(Path.of("/"), StateDirectory.imageRoot(state));
             Trace.mark("system image laid out");
-            this.agentBinary = AgentBinary.installTo(state.imageRoot().resolve(SystemImage.AGENT_DIR.substring(1)));
+            this.agentBinary = AgentBinary.installTo(StateDirectory.imageRoot(state).resolve(SystemImage.AGENT_DIR.substring(1)));
             Trace.mark("agent installed");
         } catch (IOException | RuntimeException e) {
             state.close();
@@ -110,7 +110,7 @@ public final class OciDriver implements IsolationDriver {
 
     @Override
     public String instance() {
-        return state.instance();
+        return state.name();
     }
 
     OciRuntime runtime() {
@@ -447,8 +447,6 @@ public final class OciDriver implements IsolationDriver {
     @Override
     public List<String> reapOrphans() {
         List<String> reaped = new ArrayList<>();
-        List<String> dead = state.deadInstances();
-        Trace.mark("dead instances found");
         // Containers of every instance that is gone, also one whose state directory went first (a killed engine's).
         for (String container : runtime.list()) {
             String instance = SandboxId.instanceOf(container);
@@ -457,15 +455,15 @@ public final class OciDriver implements IsolationDriver {
             }
         }
         Trace.mark("runtime list read");
-        for (String instance : dead) {
-            String prefix = "al-" + instance + "-";
-            for (Path slot : uidSlots.held(prefix)) {
+        reaped.addAll(state.removeDeadInstances(instance -> {
+            List<String> ranges = new ArrayList<>();
+            for (Path slot : uidSlots.held("al-" + instance + "-")) {
                 HostFiles.deleteTree(slot);
-                reaped.add("host id range " + slot.getFileName());
+                ranges.add("host id range " + slot.getFileName());
             }
-            state.removeInstance(instance);
-            reaped.add("state of instance " + instance);
-        }
+            return ranges;
+        }));
+        Trace.mark("dead instances removed");
         // Cgroups of every instance that is gone, including one whose state was removed while a cgroup
         // still held a process that has since exited (an ended runtime's leftovers outlive its destroy).
         for (Path cgroup : Cgroups.find("al-")) {
@@ -485,17 +483,7 @@ public final class OciDriver implements IsolationDriver {
 
     @Override
     public void close() {
-        try {
-            for (OciSandbox sandbox : List.copyOf(live.values())) {
-                try {
-                    sandbox.destroy();
-                } catch (RuntimeException e) {
-                    LOG.warn("could not destroy sandbox {}: {}", sandbox.id(), e.getMessage());
-                }
-            }
-        } finally {
-            state.close();
-        }
+        state.closeAfterDestroying(live.values());
         Trace.mark("state directory removed");
     }
 }

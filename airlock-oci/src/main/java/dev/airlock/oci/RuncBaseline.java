@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.EngineInstance;
 import dev.airlock.core.Limits;
 
 import java.io.File;
@@ -18,7 +19,7 @@ import java.util.Map;
 public final class RuncBaseline implements AutoCloseable {
 
     private final OciRuntime runtime;
-    private final StateDirectory state;
+    private final EngineInstance state;
     private final Path bundle;
     private final UidSlots uidSlots;
     private final long hostIdBase;
@@ -28,15 +29,15 @@ public final class RuncBaseline implements AutoCloseable {
         this.runtime = OciRuntime.find(config.runtime());
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
-        this.hostIdBase = uidSlots.allocate("al-" + state.instance() + "-baseline");
+        this.hostIdBase = uidSlots.allocate("al-" + state.name() + "-baseline");
         try {
-            SystemImage image = SystemImage.build(Path.of("/"), state.imageRoot());
+            SystemImage image = SystemImage.build(Path.of("/"), StateDirectory.imageRoot(state));
             bundle = state.sandboxDir("baseline");
             runtime.createSandboxDirectory(bundle);
             Path runDir = bundle.resolve("run");
             StateDirectory.createTraversable(runDir);
             byte[] bundleConfig = OciConfig.write(image, Limits.DEFAULTS, command,
-                    Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.instance() + "-baseline"),
+                    Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.name() + "-baseline"),
                     hostIdBase, Seccomp.defaultProfile());
             Files.write(bundle.resolve("config.json"), runtime.adapt(bundleConfig));
         } catch (IOException | RuntimeException e) {
@@ -48,7 +49,7 @@ public final class RuncBaseline implements AutoCloseable {
 
     /** {@code runtime run} in the foreground, then {@code runtime delete}: one cold container. */
     public void runOnce() {
-        String id = "al-" + state.instance() + "-" + String.format("%016x", runs++);
+        String id = "al-" + state.name() + "-" + String.format("%016x", runs++);
         List<String> command = runtime.command("run", "--bundle", bundle.toString(), id);
         try {
             Process p = new ProcessBuilder(command).redirectInput(new File("/dev/null"))
