@@ -2,24 +2,16 @@ package dev.airlock.server.rest;
 
 import dev.airlock.core.PortConnection;
 import dev.airlock.server.command.SandboxView;
-import dev.airlock.server.http.ConsoleSessions;
 import dev.airlock.server.http.JsonViews;
-import dev.airlock.server.wire.Json;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -27,7 +19,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -62,22 +53,10 @@ final class PortProxy implements AutoCloseable {
     static final Duration FIRST_BYTE = Duration.ofSeconds(30);
     static final Duration IDLE = Duration.ofMinutes(5);
     static final Duration LIFETIME = Duration.ofHours(1);
-    /** Request headers the sandbox never sees: hop-by-hop ones, and the client's credentials for this server. */
-    private static final Set<String> DROPPED_REQUEST = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
-            "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host",
-            "cookie", "authorization", ConsoleSessions.CSRF_HEADER.toLowerCase(Locale.ROOT));
-    /** Response headers the client never sees: hop-by-hop ones, cookies, those this server sets itself, and those that act on its origin. */
-    private static final Set<String> DROPPED_RESPONSE = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
-            "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "set-cookie", "set-cookie2",
-            "content-security-policy", "content-security-policy-report-only", "x-frame-options", "x-content-type-options",
-            "referrer-policy", "cache-control", "date", "server", "strict-transport-security",
-            // what would act on this server's origin beyond the page: wiping the console's cookies and storage, widening a service worker's scope
-            "clear-site-data", "service-worker-allowed");
-
     private final AtomicInteger total = new AtomicInteger();
     private final Map<String, AtomicInteger> perSandbox = new ConcurrentHashMap<>();
     private final Map<String, AtomicInteger> perClient = new ConcurrentHashMap<>();
-    private final Set<Stream> streams = ConcurrentHashMap.newKeySet();
+    private final Set<PreviewStream> streams = ConcurrentHashMap.newKeySet();
     /** Checks the streams' times each second; started with the first stream. */
     private ScheduledExecutorService watchdog;
     private boolean closed;
@@ -88,7 +67,7 @@ final class PortProxy implements AutoCloseable {
         if (watchdog != null) {
             watchdog.shutdownNow();
         }
-        streams.forEach(Stream::end);
+        streams.forEach(PreviewStream::end);
     }
 
     private synchronized void watch() {
@@ -115,7 +94,7 @@ final class PortProxy implements AutoCloseable {
             return;
         }
         watch();
-        Stream stream = new Stream(sandbox.id(), sandbox.owner());
+        PreviewStream stream = new PreviewStream(sandbox.id(), sandbox.owner());
         boolean upgraded = false;
         try {
             long length = req.getContentLengthLong();
@@ -147,24 +126,24 @@ final class PortProxy implements AutoCloseable {
             stream.connection = c;
             streams.add(stream);
             String upgrade = req.getHeader("Upgrade");
-            OutputStream toSandbox = new ActivityOutput(c.output(), stream);
-            toSandbox.write(requestHead(req, port, target, upgrade));
+            OutputStream toSandbox = new PreviewStream.ActivityOutput(c.output(), stream);
+            toSandbox.write(PreviewHttp.requestHead(req, port, target, upgrade));
             boolean chunked = length < 0 && req.getHeader("Transfer-Encoding") != null;
             if (length > 0 || chunked) {
-                if (!copyBody(req.getInputStream(), toSandbox, length, chunked)) {
+                if (!PreviewHttp.copyBody(req.getInputStream(), toSandbox, length, chunked)) {
                     error(resp, 413, "too_large", "a request body through a preview port is at most " + MAX_BODY + " bytes");
                     return;
                 }
             }
             toSandbox.flush();
-            InputStream fromSandbox = new ActivityInput(c.input(), stream);
-            ResponseHead head;
+            InputStream fromSandbox = new PreviewStream.ActivityInput(c.input(), stream);
+            PreviewHttp.ResponseHead head;
             try {
-                head = ResponseHead.read(fromSandbox);
+                head = PreviewHttp.ResponseHead.read(fromSandbox);
                 while (head.status() >= 100 && head.status() < 200 && head.status() != 101) {
-                    head = ResponseHead.read(fromSandbox); // 100 Continue and such: the final answer follows
+                    head = PreviewHttp.ResponseHead.read(fromSandbox); // 100 Continue and such: the final answer follows
                 }
-            } catch (BadResponse e) {
+            } catch (PreviewHttp.BadResponse e) {
                 error(resp, 502, "bad_gateway", "the server on port " + port + " in the sandbox sent no valid HTTP answer: " + e.getMessage());
                 return;
             } catch (IOException e) {
@@ -181,7 +160,7 @@ final class PortProxy implements AutoCloseable {
             String prefix = prefix(req.getRequestURI(), target);
             for (String[] h : head.headers()) {
                 String name = h[0].toLowerCase(Locale.ROOT);
-                if (DROPPED_RESPONSE.contains(name) || head.connectionTokens().contains(name)) {
+                if (PreviewHttp.DROPPED_RESPONSE.contains(name) || head.connectionTokens().contains(name)) {
                     continue;
                 }
                 // a redirect to a path of the server inside stays within the preview
@@ -199,7 +178,7 @@ final class PortProxy implements AutoCloseable {
                 // (the servlet API's HttpServletRequest.upgrade gives an input that reads end-of-file at once in this Jetty)
                 org.eclipse.jetty.server.Request core = org.eclipse.jetty.ee10.servlet.ServletContextRequest.getServletContextRequest(req);
                 org.eclipse.jetty.io.EndPoint endPoint = core.getConnectionMetaData().getConnection().getEndPoint();
-                req.setAttribute(org.eclipse.jetty.server.HttpStream.UPGRADE_CONNECTION_ATTRIBUTE, new Splice(endPoint,
+                req.setAttribute(org.eclipse.jetty.server.HttpStream.UPGRADE_CONNECTION_ATTRIBUTE, new PreviewSplice(endPoint,
                         core.getConnectionMetaData().getConnector().getExecutor(), this, stream, fromSandbox, toSandbox));
                 resp.setStatus(101);
                 resp.setHeader("Connection", "Upgrade");
@@ -215,7 +194,7 @@ final class PortProxy implements AutoCloseable {
                 return;
             }
             if (te != null && te.toLowerCase(Locale.ROOT).contains("chunked")) {
-                Chunked.copy(fromSandbox, out);
+                PreviewHttp.Chunked.copy(fromSandbox, out);
             } else if (cl != null) {
                 long n;
                 try {
@@ -225,12 +204,12 @@ final class PortProxy implements AutoCloseable {
                 }
                 if (n >= 0) {
                     resp.setContentLengthLong(n);
-                    copy(fromSandbox, out, n);
+                    PreviewHttp.copy(fromSandbox, out, n);
                 } else {
                     fromSandbox.transferTo(out);
                 }
             } else {
-                copyFlushing(fromSandbox, out);
+                PreviewHttp.copyFlushing(fromSandbox, out);
             }
         } catch (IOException e) {
             // either side went away, or the stream idled out: nothing more can be answered
@@ -273,7 +252,7 @@ final class PortProxy implements AutoCloseable {
     }
 
     /** Ends a stream: its connection closed, its slots given back. Once per stream. */
-    private void end(Stream s) {
+    void end(PreviewStream s) {
         if (!s.ended.compareAndSet(false, true)) {
             return;
         }
@@ -289,102 +268,11 @@ final class PortProxy implements AutoCloseable {
     /** Closes streams whose sandbox did not start answering in time, or that went idle. */
     private void checkTimes() {
         long now = System.nanoTime();
-        for (Stream s : streams) {
+        for (PreviewStream s : streams) {
             long quiet = now - s.lastActivity;
             if ((!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos() || now - s.started > LIFETIME.toNanos()) {
                 s.timedOut.set(true);
                 end(s);
-            }
-        }
-    }
-
-    /** The request line and headers for the sandbox's server. */
-    private static byte[] requestHead(HttpServletRequest req, int port, String target, String upgrade) {
-        StringBuilder b = new StringBuilder();
-        b.append(req.getMethod()).append(' ').append(target).append(" HTTP/1.1\r\n");
-        b.append("Host: localhost:").append(port).append("\r\n");
-        Set<String> connectionTokens = tokens(Collections.list(req.getHeaders("Connection")));
-        for (String name : Collections.list(req.getHeaderNames())) {
-            String lower = name.toLowerCase(Locale.ROOT);
-            if (DROPPED_REQUEST.contains(lower) || connectionTokens.contains(lower)) {
-                continue;
-            }
-            for (String value : Collections.list(req.getHeaders(name))) {
-                b.append(name).append(": ").append(value).append("\r\n");
-            }
-        }
-        long length = req.getContentLengthLong();
-        if (length >= 0) {
-            b.append("Content-Length: ").append(length).append("\r\n");
-        } else if (req.getHeader("Transfer-Encoding") != null) {
-            b.append("Transfer-Encoding: chunked\r\n");
-        }
-        if (upgrade != null) {
-            b.append("Upgrade: ").append(upgrade).append("\r\nConnection: Upgrade\r\n");
-        } else {
-            b.append("Connection: close\r\n");
-        }
-        b.append("\r\n");
-        return b.toString().getBytes(StandardCharsets.ISO_8859_1);
-    }
-
-    private static Set<String> tokens(List<String> values) {
-        Set<String> out = new HashSet<>();
-        for (String v : values) {
-            for (String t : v.split(",")) {
-                if (!t.isBlank()) {
-                    out.add(t.trim().toLowerCase(Locale.ROOT));
-                }
-            }
-        }
-        return out;
-    }
-
-    /** Copies a request body of {@code length} bytes (or chunked, re-chunked); false when it is over {@link #MAX_BODY}. */
-    private static boolean copyBody(InputStream in, OutputStream out, long length, boolean chunked) throws IOException {
-        byte[] buf = new byte[16 * 1024];
-        long sent = 0;
-        int n;
-        while ((length < 0 || sent < length) && (n = in.read(buf, 0, (int) (length < 0 ? buf.length : Math.min(buf.length, length - sent)))) > 0) {
-            sent += n;
-            if (sent > MAX_BODY) {
-                return false;
-            }
-            if (chunked) {
-                out.write((Integer.toHexString(n) + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
-                out.write(buf, 0, n);
-                out.write("\r\n".getBytes(StandardCharsets.ISO_8859_1));
-            } else {
-                out.write(buf, 0, n);
-            }
-        }
-        if (chunked) {
-            out.write("0\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
-        }
-        return true;
-    }
-
-    private static void copy(InputStream in, OutputStream out, long n) throws IOException {
-        byte[] buf = new byte[16 * 1024];
-        long left = n;
-        while (left > 0) {
-            int r = in.read(buf, 0, (int) Math.min(buf.length, left));
-            if (r < 0) {
-                throw new IOException("the server in the sandbox ended its answer " + left + " bytes short of its Content-Length");
-            }
-            out.write(buf, 0, r);
-            left -= r;
-        }
-    }
-
-    /** Copies to the end, flushing what came: an answer without a length may be a stream of events. */
-    private static void copyFlushing(InputStream in, OutputStream out) throws IOException {
-        byte[] buf = new byte[16 * 1024];
-        int r;
-        while ((r = in.read(buf)) >= 0) {
-            out.write(buf, 0, r);
-            if (in.available() == 0) {
-                out.flush();
             }
         }
     }
@@ -404,301 +292,5 @@ final class PortProxy implements AutoCloseable {
         resp.getOutputStream().write(JsonViews.error(code, message));
     }
 
-    /** One forwarded request (or spliced upgrade): its connection and when a byte last moved. */
-    static final class Stream {
-        final String sandbox;
-        final String client;
-        final long started = System.nanoTime();
-        final AtomicBoolean ended = new AtomicBoolean();
-        final AtomicBoolean timedOut = new AtomicBoolean();
-        volatile PortConnection connection;
-        volatile long lastActivity = System.nanoTime();
-        volatile boolean answered;
-
-        Stream(String sandbox, String client) {
-            this.sandbox = sandbox;
-            this.client = client;
-        }
-
-        void touch() {
-            lastActivity = System.nanoTime();
-        }
-
-        void end() {
-            PortConnection c = connection;
-            if (c != null) {
-                c.close();
-            }
-        }
-    }
-
-    /** A header's name, as HTTP defines a token. */
-    private static final java.util.regex.Pattern HEADER_NAME = java.util.regex.Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
-
-    /** The status line and headers of the sandbox server's answer, read within {@link #MAX_HEADERS} bytes. */
-    record ResponseHead(int status, List<String[]> headers) {
-
-        String header(String name) {
-            for (String[] h : headers) {
-                if (h[0].equalsIgnoreCase(name)) {
-                    return h[1];
-                }
-            }
-            return null;
-        }
-
-        Set<String> connectionTokens() {
-            List<String> values = new ArrayList<>();
-            headers.stream().filter(h -> h[0].equalsIgnoreCase("Connection")).forEach(h -> values.add(h[1]));
-            return tokens(values);
-        }
-
-        static ResponseHead read(InputStream in) throws IOException {
-            int[] used = {0};
-            String statusLine = line(in, used);
-            if (statusLine == null) {
-                throw new IOException("closed before answering");
-            }
-            String[] parts = statusLine.split(" ", 3);
-            if (parts.length < 2 || !parts[0].startsWith("HTTP/1.") || !parts[1].matches("[1-5][0-9][0-9]")) {
-                throw new BadResponse("its status line is '" + Json.printable(statusLine.length() > 80 ? statusLine.substring(0, 80) : statusLine) + "'");
-            }
-            List<String[]> headers = new ArrayList<>();
-            String l;
-            while ((l = line(in, used)) != null && !l.isEmpty()) {
-                int colon = l.indexOf(':');
-                if (colon <= 0 || !HEADER_NAME.matcher(l.substring(0, colon)).matches()) {
-                    throw new BadResponse("a header line is malformed: '" + Json.printable(l.length() > 80 ? l.substring(0, 80) : l) + "'");
-                }
-                String value = l.substring(colon + 1).trim();
-                if (value.chars().anyMatch(ch -> (ch < 0x20 && ch != '\t') || ch == 0x7f)) {
-                    throw new BadResponse("header " + Json.printable(l.substring(0, colon)) + " holds a control character");
-                }
-                headers.add(new String[]{l.substring(0, colon), value});
-            }
-            if (l == null) {
-                throw new BadResponse("it closed the connection within its headers");
-            }
-            return new ResponseHead(Integer.parseInt(parts[1]), headers);
-        }
-
-        /** One line without its CRLF; null at the end of the stream before any byte. */
-        private static String line(InputStream in, int[] used) throws IOException {
-            ByteArrayOutputStream b = new ByteArrayOutputStream();
-            int c;
-            while ((c = in.read()) >= 0) {
-                if (++used[0] > MAX_HEADERS) {
-                    throw new BadResponse("its headers are over " + MAX_HEADERS + " bytes");
-                }
-                if (c == '\n') {
-                    byte[] bytes = b.toByteArray();
-                    int len = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
-                    return new String(bytes, 0, len, StandardCharsets.ISO_8859_1);
-                }
-                b.write(c);
-            }
-            if (b.size() > 0) {
-                throw new BadResponse("it closed the connection within a header line");
-            }
-            return null;
-        }
-    }
-
-    /** The sandbox's server answered something that is not HTTP/1.x, or too much of it. */
-    static final class BadResponse extends IOException {
-        BadResponse(String message) {
-            super(message);
-        }
-    }
-
-    /** A chunked body, decoded and written on (the client's connection chunks it again as it needs). */
-    static final class Chunked {
-        static void copy(InputStream in, OutputStream out) throws IOException {
-            int[] used = {0};
-            while (true) {
-                used[0] = 0;
-                String size = ResponseHead.line(in, used);
-                if (size == null) {
-                    throw new IOException("the chunked answer ended without its last chunk");
-                }
-                int semi = size.indexOf(';');
-                long n;
-                try {
-                    n = Long.parseLong((semi >= 0 ? size.substring(0, semi) : size).trim(), 16);
-                } catch (NumberFormatException e) {
-                    throw new BadResponse("a chunk size is not hexadecimal");
-                }
-                if (n < 0) {
-                    throw new BadResponse("a chunk size is negative");
-                }
-                if (n == 0) {
-                    String trailer;
-                    do {
-                        used[0] = 0;
-                        trailer = ResponseHead.line(in, used);
-                    } while (trailer != null && !trailer.isEmpty());
-                    return;
-                }
-                PortProxy.copy(in, out, n);
-                out.flush();
-                used[0] = 0;
-                ResponseHead.line(in, used); // the CRLF after the chunk
-            }
-        }
-    }
-
-    /** Reads from the sandbox, marking the stream active. */
-    private static final class ActivityInput extends java.io.FilterInputStream {
-        private final Stream stream;
-
-        ActivityInput(InputStream in, Stream stream) {
-            super(new java.io.BufferedInputStream(in, 16 * 1024));
-            this.stream = stream;
-        }
-
-        @Override
-        public int read() throws IOException {
-            int c = super.read();
-            stream.touch();
-            return c;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) throws IOException {
-            int n = super.read(b, off, len);
-            stream.touch();
-            return n;
-        }
-    }
-
-    /** Writes to the sandbox, marking the stream active. */
-    private static final class ActivityOutput extends java.io.FilterOutputStream {
-        private final Stream stream;
-
-        ActivityOutput(OutputStream out, Stream stream) {
-            super(out);
-            this.stream = stream;
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            out.write(b, off, len);
-            stream.touch();
-        }
-    }
-
-    /**
-     * The client's connection after a 101: its bytes go to the sandbox's server as Jetty reads
-     * them, and the server's to it from a virtual thread, until either side closes (the other is
-     * then half-closed, so what is in flight still arrives) or the stream idles out.
-     */
-    static final class Splice extends org.eclipse.jetty.io.AbstractConnection implements org.eclipse.jetty.io.Connection.UpgradeTo {
-        private final PortProxy proxy;
-        private final Stream stream;
-        private final InputStream fromSandbox;
-        private final OutputStream toSandbox;
-        private final java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(16 * 1024);
-        private final AtomicInteger open = new AtomicInteger(2);
-        private byte[] early = new byte[0];
-
-        Splice(org.eclipse.jetty.io.EndPoint endPoint, java.util.concurrent.Executor executor, PortProxy proxy, Stream stream,
-               InputStream fromSandbox, OutputStream toSandbox) {
-            super(endPoint, executor);
-            this.proxy = proxy;
-            this.stream = stream;
-            this.fromSandbox = fromSandbox;
-            this.toSandbox = toSandbox;
-        }
-
-        @Override
-        public void onUpgradeTo(java.nio.ByteBuffer prefilled) {
-            if (prefilled != null && prefilled.hasRemaining()) {
-                early = new byte[prefilled.remaining()];
-                prefilled.get(early);
-            }
-        }
-
-        @Override
-        public void onOpen() {
-            super.onOpen();
-            getEndPoint().setIdleTimeout(IDLE.toMillis());
-            Thread.ofVirtual().name("airlock-port-down").start(this::down);
-            Thread.ofVirtual().name("airlock-port-up").start(() -> {
-                try {
-                    if (early.length > 0) {
-                        toSandbox.write(early);
-                        toSandbox.flush();
-                    }
-                    fillInterested();
-                } catch (IOException e) {
-                    fail();
-                }
-            });
-        }
-
-        /** The client sent bytes (Jetty calls this on a thread that may block): on to the sandbox. */
-        @Override
-        public void onFillable() {
-            try {
-                while (true) {
-                    buffer.clear();
-                    buffer.flip();
-                    int n = getEndPoint().fill(buffer);
-                    if (n > 0) {
-                        toSandbox.write(buffer.array(), buffer.arrayOffset() + buffer.position(), buffer.remaining());
-                        toSandbox.flush();
-                    } else if (n == 0) {
-                        fillInterested();
-                        return;
-                    } else {
-                        toSandbox.close(); // the client is done sending: half-close, the answer may still come
-                        done();
-                        return;
-                    }
-                }
-            } catch (IOException e) {
-                fail();
-            }
-        }
-
-        /** The sandbox's bytes to the client, until the sandbox's server closes. */
-        private void down() {
-            byte[] buf = new byte[16 * 1024];
-            try {
-                int n;
-                while ((n = fromSandbox.read(buf)) >= 0) {
-                    org.eclipse.jetty.util.FutureCallback written = new org.eclipse.jetty.util.FutureCallback();
-                    getEndPoint().write(written, java.nio.ByteBuffer.wrap(buf, 0, n));
-                    written.get(IDLE.toMillis(), TimeUnit.MILLISECONDS);
-                    stream.touch();
-                }
-                getEndPoint().shutdownOutput();
-                done();
-            } catch (Exception e) {
-                fail();
-            }
-        }
-
-        private void done() {
-            if (open.decrementAndGet() <= 0) {
-                getEndPoint().close();
-                proxy.end(stream);
-            }
-        }
-
-        private void fail() {
-            open.set(0);
-            stream.end();
-            getEndPoint().close();
-            proxy.end(stream);
-        }
-
-        @Override
-        public void onClose(Throwable cause) {
-            super.onClose(cause);
-            stream.end();
-            proxy.end(stream);
-        }
-    }
 }
 

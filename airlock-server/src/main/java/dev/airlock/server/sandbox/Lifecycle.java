@@ -22,6 +22,7 @@ import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.Profile;
 import dev.airlock.server.snapshot.SnapshotStore;
+import dev.airlock.server.snapshot.WorkspaceTrees;
 import dev.airlock.server.store.SandboxStore;
 import dev.airlock.server.wire.Json;
 import org.slf4j.Logger;
@@ -77,7 +78,7 @@ public final class Lifecycle {
         Engine engine = tiers.forProfile(p);
         Command.SnapshotView snap = request.snapshot() == null ? null : snapshots.get(request.snapshot(), client.name());
         // a file snapshot on a tier that layers /workspace: its files shared copy-on-write from one host tree
-        SnapshotStore.TreeLease tree = snap != null && !snap.memory() && engine.driver().layersWorkspace()
+        WorkspaceTrees.TreeLease tree = snap != null && !snap.memory() && engine.driver().layersWorkspace()
                 && !Boolean.getBoolean(SnapshotStore.COPY_WORKSPACE) ? snapshots.workspaceTree(snap) : null;
         Sandbox sandbox;
         try {

@@ -10,8 +10,6 @@ import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.live.ManagedSandbox;
 import dev.airlock.server.output.CountingOutputStream;
 import dev.airlock.server.wire.Json;
-import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
-import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
@@ -35,11 +33,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -73,7 +69,7 @@ public final class SnapshotStore {
 
     /** The directories a snapshot captures. */
     static final List<String> DIRS = List.of("/workspace", "/tmp");
-    private static final String WORKSPACE = "/workspace";
+    static final String WORKSPACE = "/workspace";
     /**
      * The system property that, when {@code true}, has every restore copy the files of {@code /workspace}
      * into the sandbox even where the driver could share them copy-on-write: for the benchmark that
@@ -92,7 +88,7 @@ public final class SnapshotStore {
     public static final Duration DEFAULT_TTL = Duration.ofHours(24);
     private static final SandboxAgent.TreeBounds BOUNDS = new SandboxAgent.TreeBounds(MAX_ENTRIES, MAX_DEPTH, MAX_FILES);
     private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{16}");
-    private static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
+    static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
     private static final String MANIFEST = "manifest.json";
     private static final String META = "snapshot.json";
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotStore.class);
@@ -101,20 +97,15 @@ public final class SnapshotStore {
     private final Path root;
     private final Path blobs;
     /** Snapshots' /workspace files as host trees, for drivers that layer /workspace on them ({@link #workspaceTree}). */
-    private final Path trees;
-    /** How many live sandboxes use each tree, by snapshot digest (hex); guarded by itself. */
-    private final Map<String, Integer> treeUsers = new HashMap<>();
+    private final WorkspaceTrees trees;
 
     public SnapshotStore(Path root) {
         this.root = root;
         this.blobs = root.resolve("blobs");
-        this.trees = root.resolve("trees");
         try {
             Files.createDirectories(blobs);
             HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
-            HostFiles.deleteTree(trees); // no sandbox outlives its server: none uses a tree now
-            Files.createDirectory(trees);
-            Files.setPosixFilePermissions(trees, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            this.trees = new WorkspaceTrees(root.resolve("trees"), this);
             expire();
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot make the snapshot store " + root + ": " + e.getMessage());
@@ -332,118 +323,26 @@ public final class SnapshotStore {
     }
 
     /**
-     * One sandbox's use of a snapshot's tree ({@link #workspaceTree}); closing it (once) lets the
-     * tree go when no other sandbox uses it.
-     */
-    public final class TreeLease implements AutoCloseable {
-        private final String key;
-        private final Path path;
-        private boolean closed;
-
-        private TreeLease(String key, Path path) {
-            this.key = key;
-            this.path = path;
-        }
-
-        /** The tree: the snapshot's /workspace, read-only, owned by {@link dev.airlock.core.SandboxSpec#WORKSPACE_OWNER}. */
-        public Path path() {
-            return path;
-        }
-
-        @Override
-        public void close() {
-            synchronized (treeUsers) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-                if (treeUsers.merge(key, -1, Integer::sum) <= 0) {
-                    treeUsers.remove(key);
-                    HostFiles.deleteTree(trees.resolve(key));
-                }
-            }
-        }
-    }
-
-    /**
      * The snapshot's {@code /workspace} files as a host tree, for a sandbox whose driver layers
-     * {@code /workspace} on it copy-on-write ({@link dev.airlock.core.IsolationDriver#layersWorkspace}):
-     * made once per snapshot digest, while the first sandbox needs it, from the blobs, each checked
-     * against its digest as it is copied (a tampered snapshot is refused, CONFLICT); kept while any
-     * sandbox holds a lease on it; removed with the last lease, and at every start. Only regular
-     * files and their directories are made (a snapshot holds nothing else), owned by the canonical
-     * sandbox ids, files read-only to all but their owner's copy-ups in an overlay; under {@code
-     * trees/}, which only host root may enter.
+     * {@code /workspace} on it copy-on-write ({@link WorkspaceTrees}); the lease lets it go.
      */
-    public TreeLease workspaceTree(SnapshotView s) {
-        String key = s.digest().substring("sha256:".length());
-        if (!DIGEST.matcher(key).matches()) {
-            throw tampered(s, "its digest is not a SHA-256");
-        }
-        synchronized (treeUsers) {
-            Path tree = trees.resolve(key);
-            if (!treeUsers.containsKey(key)) {
-                extractWorkspace(s, tree);
-            }
-            treeUsers.merge(key, 1, Integer::sum);
-            return new TreeLease(key, tree);
-        }
+    public WorkspaceTrees.TreeLease workspaceTree(SnapshotView s) {
+        return trees.lease(s);
     }
 
-    /** The directories under {@code trees/}: one per snapshot digest in use, for tests and the leak check. */
-    Path treesRoot() {
-        return trees;
+    /** Writes the snapshot's files to {@code out} as a tar archive, once each was checked ({@link SnapshotArchive}). */
+    public void writeArchive(SnapshotView s, OutputStream out) throws IOException {
+        SnapshotArchive.write(this, s, out);
     }
 
-    private void extractWorkspace(SnapshotView s, Path tree) {
-        JsonNode manifest = verifiedManifest(s);
-        Path incoming = trees.resolve("incoming-" + HexFormat.of().formatHex(randomBytes()));
-        try {
-            makeDirectory(incoming);
-            for (JsonNode f : manifest.path("files")) {
-                String path = f.path("path").asString();
-                if (!path.startsWith(WORKSPACE + "/")) {
-                    continue;
-                }
-                String digest = f.path("sha256").asString();
-                String[] names = path.substring(WORKSPACE.length() + 1).split("/", -1);
-                for (String name : names) {
-                    if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('\0') >= 0) {
-                        throw tampered(s, "an entry names " + Json.printable(path));
-                    }
-                }
-                if (!DIGEST.matcher(digest).matches()) {
-                    throw tampered(s, "the entry " + Json.printable(path) + " names no SHA-256");
-                }
-                Path dir = incoming;
-                for (int i = 0; i < names.length - 1; i++) {
-                    dir = dir.resolve(names[i]);
-                    if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                        makeDirectory(dir); // fails if a file of the snapshot has the name: a manifest no sandbox made
-                    }
-                }
-                Path file = dir.resolve(names[names.length - 1]);
-                readBlob(s, digest, "the content of " + Json.printable(path), in -> {
-                    try (OutputStream out = Files.newOutputStream(file, java.nio.file.StandardOpenOption.CREATE_NEW,
-                            java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                        in.transferTo(out);
-                    }
-                });
-                own(file, f.path("mode").asInt() & 0777);
-            }
-            Files.move(incoming, tree, StandardCopyOption.ATOMIC_MOVE);
-        } catch (java.nio.file.FileAlreadyExistsException e) {
-            throw tampered(s, "it names " + Json.printable(e.getFile()) + " twice, or as a file and a directory");
-        } catch (IOException e) {
-            throw new AirlockException(Kind.UNAVAILABLE, "snapshot " + s.id() + ": cannot lay out its files for the restore: " + e.getMessage(), e);
-        } finally {
-            HostFiles.deleteTree(incoming);
-        }
+    /** The blob of content {@code digest} (hex). */
+    Path blob(String digest) {
+        return blobs.resolve(digest);
     }
 
     /** What reads a blob's content as it is checked ({@link #readBlob}). */
     @FunctionalInterface
-    private interface BlobReader {
+    interface BlobReader {
         void read(InputStream content) throws IOException;
     }
 
@@ -452,7 +351,7 @@ public final class SnapshotStore {
      * it is read: a missing or changed blob ({@code what}, for the message) is a tampered snapshot
      * (CONFLICT). The one way a restore, a fork's tree, a checkpoint copy and an archive read blobs.
      */
-    private void readBlob(SnapshotView s, String digest, String what, BlobReader reader) throws IOException {
+    void readBlob(SnapshotView s, String digest, String what, BlobReader reader) throws IOException {
         MessageDigest sha = sha256();
         try (InputStream in = new DigestInputStream(Files.newInputStream(blobs.resolve(digest)), sha)) {
             reader.read(in);
@@ -462,18 +361,6 @@ public final class SnapshotStore {
         if (!HexFormat.of().formatHex(sha.digest()).equals(digest)) {
             throw tampered(s, what + " changed");
         }
-    }
-
-    private static void makeDirectory(Path dir) throws IOException {
-        Files.createDirectory(dir);
-        own(dir, 0755);
-    }
-
-    /** Gives {@code p} the canonical sandbox owner and {@code mode}. */
-    private static void own(Path p, int mode) throws IOException {
-        Files.setAttribute(p, "unix:uid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-        Files.setAttribute(p, "unix:gid", dev.airlock.core.SandboxSpec.WORKSPACE_OWNER, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-        Files.setAttribute(p, "unix:mode", mode, java.nio.file.LinkOption.NOFOLLOW_LINKS);
     }
 
     /** A directory for one restore's copy of a checkpoint image, removed with the store's half-made work. */
@@ -500,54 +387,7 @@ public final class SnapshotStore {
         return HexFormat.of().formatHex(sha.digest());
     }
 
-    /**
-     * Writes the snapshot's files to {@code out} as a tar archive (paths relative to /, their modes),
-     * after checking the manifest and every file's content against their digests: nothing is
-     * written for an altered snapshot.
-     */
-    public void writeArchive(SnapshotView s, OutputStream out) throws IOException {
-        JsonNode manifest = verifiedManifest(s);
-        for (JsonNode f : manifest.path("files")) {
-            readBlob(s, f.path("sha256").asString(), "the content of " + Json.printable(f.path("path").asString()),
-                    in -> in.transferTo(OutputStream.nullOutputStream()));
-        }
-        TarArchiveOutputStream tar = new TarArchiveOutputStream(out);
-        tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
-        for (JsonNode f : manifest.path("files")) {
-            TarArchiveEntry e = new TarArchiveEntry(archiveName(f.path("path").asString().substring(1)));
-            e.setMode(f.path("mode").asInt() & 0777);
-            e.setSize(f.path("size").asLong());
-            e.setModTime(s.createdAt().toEpochMilli());
-            tar.putArchiveEntry(e);
-            Files.copy(blobs.resolve(f.path("sha256").asString()), tar);
-            tar.closeArchiveEntry();
-        }
-        tar.finish();
-        tar.flush();
-    }
-
-    /**
-     * A file's name in the archive: its path, with every character that a terminal or another
-     * system could take for something else percent-encoded (its UTF-8 bytes as %XX): C0 and C1
-     * control characters (a carriage return, an escape sequence's ESC or CSI), DEL, the backslash
-     * (a separator elsewhere), and '%' itself, so that the encoding is undone exactly. The names come
-     * from the sandbox: hostile input to whoever lists the archive.
-     */
-    static String archiveName(String path) {
-        StringBuilder b = new StringBuilder(path.length());
-        path.codePoints().forEach(cp -> {
-            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == '\\' || cp == '%') {
-                for (byte octet : new String(Character.toChars(cp)).getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
-                    b.append('%').append(String.format("%02X", octet & 0xff));
-                }
-            } else {
-                b.appendCodePoint(cp);
-            }
-        });
-        return b.toString();
-    }
-
-    private JsonNode verifiedManifest(SnapshotView s) {
+    JsonNode verifiedManifest(SnapshotView s) {
         try {
             byte[] bytes = Files.readAllBytes(root.resolve(s.id()).resolve(MANIFEST));
             if (!("sha256:" + HexFormat.of().formatHex(sha256().digest(bytes))).equals(s.digest())) {
@@ -559,7 +399,7 @@ public final class SnapshotStore {
         }
     }
 
-    private static AirlockException tampered(SnapshotView s, String what) {
+    static AirlockException tampered(SnapshotView s, String what) {
         return new AirlockException(Kind.CONFLICT, "snapshot " + s.id() + " (" + s.digest() + ") was altered on the host and is"
                 + " not restored: " + what + "; delete it and take a new one");
     }
@@ -623,7 +463,7 @@ public final class SnapshotStore {
         }
     }
 
-    private static byte[] randomBytes() {
+    static byte[] randomBytes() {
         byte[] b = new byte[8];
         RANDOM.nextBytes(b);
         return b;
