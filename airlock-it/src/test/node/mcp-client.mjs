@@ -182,6 +182,15 @@ const scenarios = {
     return summary(await call(client, "run_code", { language: "python", code: PNG_PROGRAM }));
   },
 
+  // a chart as a program makes one: pyplot on the default image, which has no display
+  async chart({ client }) {
+    return summary(await call(client, "run_code", { language: "python", code: [
+      "import matplotlib.pyplot as plt",
+      "plt.plot([1, 2, 3], [2, 4, 1])",
+      "plt.savefig('/workspace/output/chart.png')",
+      "print(plt.get_backend())"].join("\n") }));
+  },
+
   async timeout({ client }) {
     return summary(await call(client, "run_code", { language: "python", code: "import time\nprint('started', flush=True)\ntime.sleep(60)", timeoutSeconds: 2 }));
   },

@@ -36,6 +36,16 @@ class RunCommandTest {
         assertThat(cli.stderr()).isEqualTo("to stderr\n");
     }
 
+    /** The default image has no display and none of the host's /etc but what it takes: matplotlib draws to files. */
+    @Test
+    void matplotlibDrawsAChart() throws Exception {
+        CliProcess cli = CliProcess.run("run", "--lang", "python", "--code", "import io, matplotlib.pyplot as plt;"
+                + " plt.plot([1, 2]); b = io.BytesIO(); plt.savefig(b, format='png'); print(plt.get_backend(), b.getvalue()[:8].hex())");
+        assertThat(cli.exitCode()).as(cli.stderr()).isZero();
+        assertThat(cli.stdout()).isEqualToIgnoringCase("agg 89504e470d0a1a0a\n");
+        assertThat(cli.stderr()).isEmpty();
+    }
+
     @Test
     void runsAProgramFromAFileWithStdin(@TempDir Path dir) throws Exception {
         Path program = dir.resolve("upper.js");

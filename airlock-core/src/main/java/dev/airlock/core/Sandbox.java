@@ -222,6 +222,9 @@ public final class Sandbox implements AutoCloseable {
         env.put("USER", "sandbox");
         env.put("LANG", "C.UTF-8");
         env.put("TMPDIR", "/tmp");
+        // No sandbox has a display: matplotlib draws to files (savefig), with its cache in /tmp, not /workspace
+        env.put("MPLBACKEND", "Agg");
+        env.put("MPLCONFIGDIR", "/tmp/.matplotlib");
         env.putAll(driverSandbox.imageEnvironment());
         if (attached.attachment().bridged()) {
             int egress = SandboxBroker.BRIDGE_PORT;

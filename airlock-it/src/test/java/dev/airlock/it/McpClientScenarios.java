@@ -20,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 abstract class McpClientScenarios {
 
-    static final String[] SCENARIOS = {"listTools", "languages", "runWithInput", "session", "image", "timeout", "failure",
+    static final String[] SCENARIOS = {"listTools", "languages", "runWithInput", "session", "image", "chart", "timeout", "failure",
             "badArguments", "streaming", "abort", "interpreter", "snapshotFork"};
 
     /** The client's report: one entry per scenario. */
@@ -136,6 +136,16 @@ abstract class McpClientScenarios {
         assertThat(content.get(2).get("uri").asString()).isEqualTo("file:///workspace/output/notes.txt");
         assertThat(content.get(2).get("text").asString()).isEqualTo("a red dot\n");
         assertThat(r.at("/structured/files").toString()).contains("dot.png", "image image/png", "notes.txt");
+    }
+
+    @Test
+    void runCodeMakesAMatplotlibChartOnTheDefaultImage() {
+        JsonNode r = scenario("chart");
+        assertThat(r.get("isError").asBoolean()).as(r.toString()).isFalse();
+        assertThat(r.at("/structured/stdout").asString().strip()).as(r.toString()).isEqualToIgnoringCase("agg");
+        JsonNode image = r.get("content").get(1);
+        assertThat(image.get("type").asString()).as(r.toString()).isEqualTo("image");
+        assertThat(image.get("pngSignature").asString()).isEqualTo("89504e470d0a1a0a");
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.airlock.microvm;
 
 import dev.airlock.agent.AgentBinary;
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.HostEtc;
 import dev.airlock.core.HostFiles;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -11,13 +12,11 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -40,11 +39,6 @@ final class GuestImage {
 
     static final int SANDBOX_UID = 1000;
     private static final String INIT_RESOURCE = "/dev/airlock/microvm/airlock-guest-init";
-    /** Host files under /etc that programs need and that hold no secrets; never passwd, shadow, hosts or ssl/private. */
-    private static final List<String> HOST_ETC = List.of(
-            "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ca-certificates",
-            "mime.types", "os-release", "debian_version", "localtime");
-    private static final List<String> HOST_ETC_PREFIXES = List.of("java-", "python3");
     /** The most of the host's /etc copied into the image: a bound on what an odd host could make it hold. */
     private static final long MAX_HOST_ETC_BYTES = 32L << 20;
 
@@ -148,15 +142,7 @@ final class GuestImage {
     }
 
     private static void copyHostEtc(Cpio cpio, Path hostEtc) throws IOException {
-        List<String> names = new ArrayList<>(HOST_ETC);
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(hostEtc)) {
-            for (Path entry : entries) {
-                String name = entry.getFileName().toString();
-                if (HOST_ETC_PREFIXES.stream().anyMatch(name::startsWith) && Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
-                    names.add(name);
-                }
-            }
-        }
+        List<String> names = HostEtc.names(hostEtc);
         long[] budget = {MAX_HOST_ETC_BYTES};
         for (String name : names.stream().sorted().toList()) {
             Path source = hostEtc.resolve(name);

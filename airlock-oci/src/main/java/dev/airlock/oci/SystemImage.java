@@ -1,13 +1,12 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.HostEtc;
 import dev.airlock.oci.image.ImageSkeleton;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
@@ -27,17 +26,6 @@ final class SystemImage implements SandboxRoot {
     static final int SANDBOX_UID = ImageSkeleton.SANDBOX_UID;
     /** Where the agent binary sits in the image (the driver installs it there). */
     static final String AGENT_DIR = "/.airlock";
-
-    /**
-     * Host files under /etc that programs need and that hold no secrets: the alternatives links
-     * (java, editor...), the dynamic linker cache, CA certificates and per-package configuration
-     * that /usr links into (a JDK's conf/security, for one). Never passwd, shadow, resolv.conf,
-     * hosts or ssl/private.
-     */
-    private static final List<String> HOST_ETC = List.of(
-            "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs", "ca-certificates",
-            "mime.types", "os-release", "debian_version", "localtime");
-    private static final List<String> HOST_ETC_PREFIXES = List.of("java-", "python3");
 
     private final Path hostRoot;
     private final Path rootfs;
@@ -84,15 +72,7 @@ final class SystemImage implements SandboxRoot {
 
     private static List<OciConfig.Mount> hostEtcMounts(Path hostRoot, Path rootfs) throws IOException {
         Path hostEtc = hostRoot.resolve("etc");
-        List<String> names = new ArrayList<>(HOST_ETC);
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(hostEtc)) {
-            for (Path entry : entries) {
-                String name = entry.getFileName().toString();
-                if (HOST_ETC_PREFIXES.stream().anyMatch(name::startsWith) && Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
-                    names.add(name);
-                }
-            }
-        }
+        List<String> names = HostEtc.names(hostEtc);
         List<OciConfig.Mount> mounts = new ArrayList<>();
         for (String name : names) {
             Path source = hostEtc.resolve(name);

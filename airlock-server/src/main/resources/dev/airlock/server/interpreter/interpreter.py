@@ -52,6 +52,9 @@ for name, sub in (("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib"), ("J
     os.environ[name] = os.path.join(STATE, sub)
     os.makedirs(os.environ[name], exist_ok=True)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+# Every execution gets MPLBACKEND=Agg (no display); a kernel draws inline instead, which ipykernel
+# chooses only where MPLBACKEND is unset.
+os.environ.pop("MPLBACKEND", None)
 # Debian's matplotlib reads /etc/matplotlibrc, which the system image (the host's /usr) lacks; the
 # same file ships under /usr/share.
 DEBIAN_RC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
