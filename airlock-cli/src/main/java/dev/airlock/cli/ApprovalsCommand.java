@@ -51,7 +51,10 @@ final class ApprovalsCommand {
             try (HttpClient http = HttpClient.newHttpClient()) {
                 r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
             } catch (IOException e) {
-                throw AirlockException.unavailable("cannot reach the server at " + url + ": " + e.getMessage() + " (is 'airlock serve' running?)");
+                String why = e.getMessage() != null ? e.getMessage()
+                        : e instanceof java.net.ConnectException ? "connection refused" : e.getClass().getSimpleName();
+                throw AirlockException.unavailable("cannot reach the server at " + url + ": " + why + " (is 'airlock serve' running?"
+                        + " Give --url for another one)");
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw AirlockException.unavailable("interrupted");

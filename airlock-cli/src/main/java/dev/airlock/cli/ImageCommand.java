@@ -1,9 +1,10 @@
 package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.ImageInfo;
+import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageBuilder;
 import dev.airlock.oci.image.ImageRecipe;
-import dev.airlock.core.ImageInfo;
 import dev.airlock.oci.image.ImageStore;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -141,8 +142,10 @@ final class ImageCommand {
         }
     }
 
-    @Command(name = "ls", mixinStandardHelpOptions = true, description = "List the images.")
+    @Command(name = "ls", mixinStandardHelpOptions = true, description = "List the images, 'system' (the host's /usr) first.")
     static final class Ls implements Callable<Integer> {
+        /** What the REST API's image list says of 'system' too. */
+        static final String SYSTEM_SOURCE = "the host's /usr";
         @Option(names = "--json", description = "Print a JSON array.")
         boolean json;
 
@@ -154,11 +157,14 @@ final class ImageCommand {
             List<ImageInfo> all = ImageStore.at(images.resolve(null)).list();
             if (json) {
                 ArrayNode a = JSON.createArrayNode();
+                a.addObject().put("name", SandboxSpec.SYSTEM_IMAGE).putNull("digest").put("source", SYSTEM_SOURCE);
                 all.forEach(i -> a.add(toJson(i)));
                 System.out.println(a);
                 return 0;
             }
             System.out.printf("%-24s %-19s %10s %8s  %-20s %s%n", "NAME", "DIGEST", "SIZE", "FILES", "CREATED", "SOURCE");
+            // the default image, always there: assembled from the host for each sandbox, so it has no digest, size or date
+            System.out.printf("%-24s %-19s %10s %8s  %-20s %s%n", SandboxSpec.SYSTEM_IMAGE, "-", "-", "-", "-", SYSTEM_SOURCE);
             for (ImageInfo i : all) {
                 System.out.printf("%-24s %-19s %10s %8d  %-20s %s%n", i.name(), i.digest().substring(0, 19),
                         size(i.sizeBytes()), i.files(), i.created().toString().replaceAll("\\.\\d+Z$", "Z"), i.source());

@@ -15,6 +15,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ImageRecipeCommandTest {
 
+    /** The default image is listed though no file of it is stored: 'system', first, as the REST API lists it. */
+    @Test
+    void lsListsTheSystemImageFirst(@TempDir Path dir) throws Exception {
+        CliProcess table = CliProcess.run("image", "ls", "--image-dir", dir.resolve("images").toString());
+        assertThat(table.exitCode()).as(table.stderr()).isZero();
+        assertThat(table.stdout().lines().toList()).hasSize(2);
+        assertThat(table.stdout().lines().toList().get(1)).startsWith("system ").endsWith("the host's /usr");
+        CliProcess json = CliProcess.run("image", "ls", "--json", "--image-dir", dir.resolve("images").toString());
+        assertThat(json.stdout().strip()).isEqualTo("[{\"name\":\"system\",\"digest\":null,\"source\":\"the host's /usr\"}]");
+    }
+
     @Test
     void aBadRecipeIsRefusedWithItsLineAndField(@TempDir Path dir) throws Exception {
         Path recipe = Files.writeString(dir.resolve("tools.yaml"), "packages: [jq]\nfiles:\n  - path: etc/motd\n    content: hi\n");

@@ -210,6 +210,15 @@ class ServerErrorsTest {
         jsonError(live.raw("GET", path, null), 404, "not_found");
     }
 
+    /** Browsers ask for /favicon.ico on their own, without a credential: the console's icon, not a 401 in their console. */
+    @Test
+    void theFaviconIsTheConsolesIconWithoutACredential() {
+        HttpResponse<String> r = live.raw("GET", "/favicon.ico", null, null);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("image/svg+xml");
+        assertThat(r.body()).startsWith("<svg");
+    }
+
     // --- 409 ---
 
     @Test

@@ -72,6 +72,7 @@ public final class AirlockServer implements AutoCloseable {
             ServletHolder console = new ServletHolder("console", new ConsoleServlet(service, sessions, config.host()));
             context.getServletHandler().addServletWithMapping(console, "");
             context.getServletHandler().addServletWithMapping(console, "/console/*");
+            context.getServletHandler().addServletWithMapping(console, ConsoleServlet.FAVICON);
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new SecurityHeaders()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.

@@ -5,7 +5,11 @@ import dev.airlock.core.AirlockException;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
 
 /**
  * The server's data directory (token, state database, outputs), checked once at start, so a
@@ -13,6 +17,10 @@ import java.nio.file.Path;
  * a bare exception from whichever file happens to be written first.
  */
 final class DataDirectory {
+
+    /** The state database: sandboxes, the audit log. */
+    static final String DATABASE = "airlock.db";
+    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
 
     private DataDirectory() {
     }
@@ -28,6 +36,23 @@ final class DataDirectory {
         }
         if (!Files.isWritable(dir)) {
             throw refused(dir, "this process may not write in it (a read-only file system, or its owner and mode)");
+        }
+        restrictDatabase(dir.resolve(DATABASE));
+    }
+
+    /**
+     * Makes the database (audit log, sandbox records) readable by its owner only, before SQLite
+     * opens it: SQLite gives the journal files it makes the database's mode, and a new database
+     * would otherwise get the umask's (world-readable).
+     */
+    private static void restrictDatabase(Path db) {
+        try {
+            if (Files.notExists(db, LinkOption.NOFOLLOW_LINKS)) {
+                Files.createFile(db, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+            }
+            Files.setPosixFilePermissions(db, OWNER_ONLY);
+        } catch (IOException e) {
+            throw refused(db.getParent(), "its database " + db.getFileName() + " cannot be made private to this user (" + e.getMessage() + ")");
         }
     }
 

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -26,6 +27,22 @@ class DataDirectoryTest {
                             + " (or AIRLOCK_DATA_DIR) a directory the server may write, such as /var/lib/airlock");
         } finally {
             Files.deleteIfExists(file);
+        }
+    }
+
+    /** The audit log and sandbox records are the owner's alone, in a new data directory and in one an earlier version left open. */
+    @Test
+    void theDatabaseIsReadableByItsOwnerOnly() throws IOException {
+        Path dir = Files.createTempDirectory("airlock-data-");
+        try {
+            DataDirectory.prepare(dir);
+            Path db = dir.resolve(DataDirectory.DATABASE);
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(db))).isEqualTo("rw-------");
+            Files.setPosixFilePermissions(db, PosixFilePermissions.fromString("rw-r--r--"));
+            DataDirectory.prepare(dir);
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(db))).isEqualTo("rw-------");
+        } finally {
+            HostFiles.deleteTree(dir);
         }
     }
 

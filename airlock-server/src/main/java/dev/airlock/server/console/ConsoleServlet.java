@@ -31,6 +31,8 @@ import java.util.regex.Pattern;
 public final class ConsoleServlet extends HttpServlet {
 
     private static final String RESOURCES = "";
+    /** Where browsers look for a site's icon unasked: the console's icon, served like its pages. */
+    public static final String FAVICON = "/favicon.ico";
     private static final Pattern ASSET = Pattern.compile("[a-z0-9-]+\\.(html|js|css|png|svg)");
     /**
      * Third-party files the pages use, served from their WebJars on the class path (the version
@@ -74,6 +76,7 @@ public final class ConsoleServlet extends HttpServlet {
             return;
         }
         String name = path.equals("/") || path.equals("/console/") || path.equals("/console") ? "index.html"
+                : path.equals(FAVICON) ? "icon.svg" // what browsers ask for on their own, without a credential
                 : path.startsWith("/console/") ? path.substring("/console/".length()) : "";
         if (!ASSET.matcher(name).matches()) {
             error(resp, 404, "not_found", "no such console page: " + Json.printable(path) + " (open / for the console)");

@@ -58,6 +58,9 @@ public final class TokenFile {
                 throw AirlockException.unavailable("token file " + file + " holds no usable token (at least 32 characters): delete it to make a new one");
             }
             return value;
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw AirlockException.unavailable("there is no token file at " + file + ": the server makes it when it first starts with"
+                    + " that data directory; start it, or name the token file of the server you mean");
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot read the token file " + file + ": " + e.getMessage());
         }
