@@ -69,7 +69,7 @@ class ChartsTest {
     }
 
     @Test
-    void anExecutionInASandboxSavesAChartAndLeavesWorkspaceClean() {
+    void anExecutionInASandboxSavesAChartAndKeepsMatplotlibOutOfWorkspace() {
         try (RemoteSandbox sandbox = client.create()) {
             ExecResult r = sandbox.exec(Exec.code(Language.PYTHON, CHART.formatted("/workspace/chart.png")));
 
@@ -78,7 +78,10 @@ class ChartsTest {
             byte[] png = sandbox.files().read("/workspace/chart.png");
             assertThat(HexFormat.of().formatHex(Arrays.copyOf(png, 8))).isEqualTo(PNG_SIGNATURE);
             assertThat(sandbox.files().list("/workspace")).extracting(FileInfo::path)
-                    .as("matplotlib's cache and config stay in /tmp").containsExactly("/workspace/chart.png");
+                    .as("matplotlib's cache and config stay in /tmp").contains("/workspace/chart.png")
+                    .doesNotContain("/workspace/.config", "/workspace/.matplotlib");
+            assertThat(sandbox.files().exists("/workspace/.cache/matplotlib")).isFalse();
+            assertThat(sandbox.files().exists("/tmp/.matplotlib")).isTrue();
         }
     }
 }
