@@ -9,6 +9,7 @@ import dev.airlock.core.Input;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.Sandbox;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.server.audit.Audit;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.command.Command;
@@ -31,6 +32,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
@@ -236,4 +238,21 @@ public final class Lifecycle {
         return s;
     }
 
+    /**
+     * Rows that earlier, dead servers left: their containers were reaped when the engine started;
+     * what remains is to say so and forget them.
+     */
+    List<String> forgetOrphans() {
+        List<String> reaped = new ArrayList<>(tiers.reapedAtStart());
+        for (SandboxStore.Row row : store.leftBy(tiers.primary().driver().instance())) {
+            if (!tiers.isAlive(row.instance())) {
+                store.delete(row.id());
+                audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, row.id(), AuditRecord.lifecycle("reaped",
+                        "created " + row.createdAt() + " by a server that is gone"));
+                reaped.add("sandbox " + row.id() + " (created " + row.createdAt() + " by a server that is gone)");
+                LOG.warn("reaped orphaned sandbox {} created {} by a server that is no longer running", row.id(), row.createdAt());
+            }
+        }
+        return List.copyOf(reaped);
+    }
 }

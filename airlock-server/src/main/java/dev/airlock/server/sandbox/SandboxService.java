@@ -3,16 +3,12 @@ package dev.airlock.server.sandbox;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Isolation;
-import dev.airlock.core.Language;
-import dev.airlock.core.NetworkPolicy;
 import dev.airlock.core.Printable;
-import dev.airlock.server.audit.Audit;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
 import dev.airlock.server.command.SandboxView;
-import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.control.Admission;
 import dev.airlock.server.control.ApprovalGate;
@@ -21,7 +17,6 @@ import dev.airlock.server.control.ClientQuotas;
 import dev.airlock.server.control.ControlChain;
 import dev.airlock.server.control.OperationGrant;
 import dev.airlock.server.control.ProfileCeilings;
-import dev.airlock.server.control.Refusal;
 import dev.airlock.server.control.SeparationOfDuties;
 import dev.airlock.server.control.ServerCapacity;
 import dev.airlock.server.files.FileCommands;
@@ -37,7 +32,6 @@ import dev.airlock.server.live.Tiers;
 import dev.airlock.server.output.OutputStore;
 import dev.airlock.server.output.ProcessOutputFiles;
 import dev.airlock.server.policy.Caller;
-import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.Profile;
 import dev.airlock.server.snapshot.SnapshotStore;
@@ -47,7 +41,6 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -77,7 +70,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     private final SnapshotStore snapshots;
     private final ServerMetrics metrics;
     private final SandboxTeardown teardown;
-    private final OperationGrant grant;
+    private final DoorRequests requests;
+    private final Admissions admissions;
     private final ControlChain controls;
     private final Lifecycle lifecycle;
     private final Executions executions;
@@ -105,7 +99,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
                 tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
-        this.grant = new OperationGrant(policy.source());
+        OperationGrant grant = new OperationGrant(policy.source());
+        this.requests = new DoorRequests(audit, sandboxes, grant, metrics);
         // Every command passes these, in this order; each is one class with one job (docs/policy.md, "Controls").
         this.controls = new ControlChain(List.of(
                 grant,
@@ -114,34 +109,17 @@ public final class SandboxService implements CommandApi, AutoCloseable {
                 new ApprovalGate(approvals),
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);
+        this.admissions = new Admissions(config, policy, sandboxes, snapshots);
         this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed);
         this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
         this.interpreters = new Interpreters(tiers, audit);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());
         this.files = new FileCommands(audit);
-        this.reapedAtStart = forgetOrphans(store);
+        this.reapedAtStart = lifecycle.forgetOrphans();
         this.egressApprovals = new EgressApprovals(sandboxes, approvals, policy);
         this.expiry = Thread.ofVirtual().name("airlock-expiry").start(new Expiry(sandboxes, teardown, outputs, () -> closed));
         metrics.bind(this);
         this.history = new MetricsHistory(metrics::read);
-    }
-
-    /**
-     * Rows that earlier, dead servers left: their containers were reaped when the engine started;
-     * what remains is to say so and forget them.
-     */
-    private List<String> forgetOrphans(SandboxStore store) {
-        List<String> reaped = new ArrayList<>(tiers.reapedAtStart());
-        for (SandboxStore.Row row : store.leftBy(tiers.primary().driver().instance())) {
-            if (!tiers.isAlive(row.instance())) {
-                store.delete(row.id());
-                audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, row.id(), AuditRecord.lifecycle("reaped",
-                        "created " + row.createdAt() + " by a server that is gone"));
-                reaped.add("sandbox " + row.id() + " (created " + row.createdAt() + " by a server that is gone)");
-                LOG.warn("reaped orphaned sandbox {} created {} by a server that is no longer running", row.id(), row.createdAt());
-            }
-        }
-        return List.copyOf(reaped);
     }
 
     public List<String> reapedAtStart() {
@@ -150,79 +128,19 @@ public final class SandboxService implements CommandApi, AutoCloseable {
 
     // --- the door's question: may this client use this operation at all? ---
 
-    /**
-     * Decides whether {@code r.client()} may use {@code r.operation()} (the {@link OperationGrant}
-     * control), records the request and the decision, and returns the caller to {@link #execute}
-     * the request's commands as. Throws the grant's refusal when the policy does not grant it.
-     */
     @Override
     public Caller authorize(Request r) {
-        Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
-        String sandbox = recordRequest(r, caller);
-        Refusal refusal = grant.decide(r.client(), r.operation());
-        Map<String, Object> a = refusal == null ? new LinkedHashMap<>() : ControlChain.denial(r.operation().id(), refusal);
-        a.put("interface", r.iface());
-        if (refusal == null) {
-            a.put("operation", r.operation().id());
-            a.put("decision", "allow");
-            a.put("control", OperationGrant.NAME);
-            a.put("rule", OperationGrant.granting(r.client(), r.operation()));
-        }
-        audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
-        if (refusal != null) {
-            metrics.refused();
-            throw refusal.exception();
-        }
-        return caller;
+        return requests.authorize(r);
     }
 
-    /**
-     * Records a request of an authenticated client that never reached an operation (no such
-     * endpoint, a method not allowed, a body that could not be read): so every request is on the
-     * log, not only those that were decided.
-     */
     @Override
     public void recordUndecided(Request r) {
-        recordRequest(r, new Caller(r.client(), r.via(), null, null));
+        requests.recordUndecided(r);
     }
 
-    private String recordRequest(Request r, Caller caller) {
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("interface", r.iface());
-        q.put("endpoint", r.endpoint());
-        q.put("operation", r.operation() == null ? null : r.operation().id());
-        q.put("argsDigest", r.argsDigest());
-        // a sandbox the client cannot see is not filed under its id
-        String sandbox = sandboxes.visibleTo(caller, r.sandbox()) ? r.sandbox() : null;
-        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
-        return sandbox;
-    }
-
-    /**
-     * Records a request no client could be found for (a missing or wrong token). Anyone who can
-     * reach the port can repeat it at will, so it is folded per source (interface, address and
-     * whether a token was sent) and window: the first of a window is recorded as a request and a
-     * deny, the rest counted into one deny record when the window closes (docs/audit.md).
-     */
     @Override
     public void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent) {
-        String reason = tokenSent ? "wrong" : "missing";
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("interface", iface);
-        q.put("endpoint", endpoint);
-        q.put("source", sourceAddress);
-        String source = iface + " " + sourceAddress + " " + reason;
-        Map<String, Object> a = new LinkedHashMap<>();
-        a.put("interface", iface);
-        a.put("decision", "deny");
-        a.put("control", "authenticate");
-        a.put("rule", "token");
-        a.put("token", reason);
-        a.put("source", sourceAddress);
-        if (audit.admitRefusal(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
-            audit.record(AuditRecord.REQUEST, via, null, q);
-            audit.record(AuditRecord.AUTHORIZATION, via, null, a);
-        }
+        requests.refuseUnauthenticated(via, iface, endpoint, sourceAddress, tokenSent);
     }
 
     // --- commands ---
@@ -235,7 +153,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     public <R> R execute(Caller caller, Command<R> command) {
         Objects.requireNonNull(caller, "a command is executed for a caller");
         return Caller.call(caller, () -> {
-            try (Admission a = admission(caller, command)) {
+            try (Admission a = admissions.admission(caller, command)) {
                 try {
                     controls.check(a);
                 } catch (dev.airlock.server.control.Refused r) {
@@ -247,59 +165,6 @@ public final class SandboxService implements CommandApi, AutoCloseable {
                 return result;
             }
         });
-    }
-
-    /** Resolves what {@code command} names before any control judges it (NOT_FOUND for a sandbox the caller cannot see). */
-    private Admission admission(Caller caller, Command<?> asked) {
-        Command<?> command = asked;
-        ManagedSandbox s = command.sandbox() == null ? null : sandboxes.get(caller, command);
-        Profile profile = s == null ? null : s.profile();
-        Admission.CreatePlan create = null;
-        Admission.NetworkPlan network = null;
-        Language language = null;
-        switch (command) {
-            case Command.Create c -> {
-                Client client = caller.client();
-                if (client == null) {
-                    throw new AirlockException(Kind.INTERNAL, "the server does not create sandboxes on its own");
-                }
-                if (c.snapshot() != null) {
-                    // a restore: the snapshot's profile and image, which the controls then judge as for any create
-                    Command.SnapshotView snap = snapshots.get(c.snapshot(), client.name());
-                    if ((c.profile() != null && !c.profile().equals(snap.profile())) || (c.image() != null && !c.image().equals(snap.image()))) {
-                        throw AirlockException.invalid("a sandbox restored from snapshot " + snap.id() + " gets its profile '" + snap.profile()
-                                + "' and image '" + snap.image() + "': leave out profile and image");
-                    }
-                    c = c.restoring(snap.profile(), snap.image());
-                    command = c;
-                }
-                String chosen = c.profile() == null ? client.profiles().getFirst() : c.profile();
-                profile = client.profiles().contains(chosen) ? policy.profile(chosen) : null;
-                if (profile != null) {
-                    create = plan(profile, c);
-                }
-            }
-            case Command.UpdateNetwork n -> {
-                NetworkPolicy narrowed = profile.keepingDeny(n.network());
-                network = new Admission.NetworkPlan(narrowed, profile.beyondNetwork(narrowed));
-            }
-            case Command.Exec e -> language = language(s, e.source());
-            case Command.StartProcess p -> language = language(s, p.source());
-            case Command.CreateContext c -> language = c.language();
-            case Command.RestartContext r -> language = Language.PYTHON;
-            case Command.RunCell r -> language = Language.PYTHON;
-            default -> {
-            }
-        }
-        return new Admission(caller, command, s, profile, create, network, language, new Admission.Holds());
-    }
-
-    private Admission.CreatePlan plan(Profile p, Command.Create c) {
-        Duration ttl = c.ttl() == null ? min(config.defaultTtl(), p.maxLifetime()) : c.ttl();
-        Duration idle = c.idleTimeout() == null ? config.defaultIdle() : c.idleTimeout();
-        NetworkPolicy network = c.network() == null ? p.network() : p.keepingDeny(c.network());
-        List<String> beyond = c.network() == null ? List.of() : p.beyondNetwork(network);
-        return new Admission.CreatePlan(c.limits().apply(p.limits()), ttl, idle, network, beyond);
     }
 
     /** Each create of a fork passes every control on its own; all or none. */
@@ -326,17 +191,6 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     private static boolean reachesRunningAgent(Command<?> c) {
         return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
                 || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
-    }
-
-    private static Language language(ManagedSandbox s, ExecSource source) {
-        if (!(source instanceof ExecSource.Code code)) {
-            return null;
-        }
-        Language language = code.language() != null ? code.language() : s.defaultLanguage();
-        if (language == null) {
-            throw AirlockException.invalid(ExecSource.missingLanguage());
-        }
-        return language;
     }
 
     /** Hands an admitted command to the handler of its concern. */
@@ -498,10 +352,6 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     @Override
     public int size() {
         return sandboxes.size();
-    }
-
-    private static Duration min(Duration a, Duration b) {
-        return a.compareTo(b) <= 0 ? a : b;
     }
 
     /**

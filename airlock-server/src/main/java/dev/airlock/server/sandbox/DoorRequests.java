@@ -1,0 +1,105 @@
+package dev.airlock.server.sandbox;
+
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.control.ControlChain;
+import dev.airlock.server.control.OperationGrant;
+import dev.airlock.server.control.Refusal;
+import dev.airlock.server.live.Sandboxes;
+import dev.airlock.server.policy.Caller;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The door's question, asked before any command: may this client use this operation at all (the
+ * grant control)? Each request is recorded with its decision, also one that never reached an
+ * operation, and requests without a valid token are folded per source and window (docs/audit.md).
+ */
+final class DoorRequests {
+
+    private final AuditLog audit;
+    private final Sandboxes sandboxes;
+    private final OperationGrant grant;
+    private final ServerMetrics metrics;
+
+    DoorRequests(AuditLog audit, Sandboxes sandboxes, OperationGrant grant, ServerMetrics metrics) {
+        this.audit = audit;
+        this.sandboxes = sandboxes;
+        this.grant = grant;
+        this.metrics = metrics;
+    }
+
+    /**
+     * Decides whether {@code r.client()} may use {@code r.operation()} (the {@link OperationGrant}
+     * control), records the request and the decision, and returns the caller to {@link SandboxService#execute}
+     * the request's commands as. Throws the grant's refusal when the policy does not grant it.
+     */
+    Caller authorize(CommandApi.Request r) {
+        Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
+        String sandbox = recordRequest(r, caller);
+        Refusal refusal = grant.decide(r.client(), r.operation());
+        Map<String, Object> a = refusal == null ? new LinkedHashMap<>() : ControlChain.denial(r.operation().id(), refusal);
+        a.put("interface", r.iface());
+        if (refusal == null) {
+            a.put("operation", r.operation().id());
+            a.put("decision", "allow");
+            a.put("control", OperationGrant.NAME);
+            a.put("rule", OperationGrant.granting(r.client(), r.operation()));
+        }
+        audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
+        if (refusal != null) {
+            metrics.refused();
+            throw refusal.exception();
+        }
+        return caller;
+    }
+
+    /**
+     * Records a request of an authenticated client that never reached an operation (no such
+     * endpoint, a method not allowed, a body that could not be read): so every request is on the
+     * log, not only those that were decided.
+     */
+    void recordUndecided(CommandApi.Request r) {
+        recordRequest(r, new Caller(r.client(), r.via(), null, null));
+    }
+
+    private String recordRequest(CommandApi.Request r, Caller caller) {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", r.iface());
+        q.put("endpoint", r.endpoint());
+        q.put("operation", r.operation() == null ? null : r.operation().id());
+        q.put("argsDigest", r.argsDigest());
+        // a sandbox the client cannot see is not filed under its id
+        String sandbox = sandboxes.visibleTo(caller, r.sandbox()) ? r.sandbox() : null;
+        audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
+        return sandbox;
+    }
+
+    /**
+     * Records a request no client could be found for (a missing or wrong token). Anyone who can
+     * reach the port can repeat it at will, so it is folded per source (interface, address and
+     * whether a token was sent) and window: the first of a window is recorded as a request and a
+     * deny, the rest counted into one deny record when the window closes (docs/audit.md).
+     */
+    void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent) {
+        String reason = tokenSent ? "wrong" : "missing";
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", iface);
+        q.put("endpoint", endpoint);
+        q.put("source", sourceAddress);
+        String source = iface + " " + sourceAddress + " " + reason;
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", iface);
+        a.put("decision", "deny");
+        a.put("control", "authenticate");
+        a.put("rule", "token");
+        a.put("token", reason);
+        a.put("source", sourceAddress);
+        if (audit.admitRefusal(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
+            audit.record(AuditRecord.REQUEST, via, null, q);
+            audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+        }
+    }
+}
