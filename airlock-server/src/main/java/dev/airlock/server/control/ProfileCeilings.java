@@ -30,7 +30,7 @@ public final class ProfileCeilings implements Control {
         switch (a.command()) {
             case Command.Create c -> create(a, c);
             case Command.Exec e -> execution(a.profile(), a.language(), e.options().timeout());
-            case Command.StartProcess s -> execution(a.profile(), a.language(), s.options().timeout());
+            case Command.StartProcess s -> background(a.profile(), a.language(), s.options().timeout());
             case Command.CreateContext c -> execution(a.profile(), a.language(), null);
             case Command.RestartContext r -> execution(a.profile(), a.language(), null);
             case Command.RunCell r -> execution(a.profile(), a.language(), r.timeout());
@@ -74,6 +74,21 @@ public final class ProfileCeilings implements Control {
             throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLimits.timeoutSeconds"), "a timeout of " + timeout.toSeconds()
                     + " s is above profile '" + p.name() + "''s " + p.maxLimits().timeout().toSeconds() + " s (rule "
                     + p.rule("maxLimits.timeoutSeconds") + ")");
+        }
+        if (language != null) {
+            language(p, language);
+        }
+    }
+
+    /**
+     * A background process (a server, a terminal) is long-lived work: it may live as long as its
+     * sandbox, so its ceiling is the profile's lifetime, not the timeout meant for one execution.
+     */
+    private void background(Profile p, Language language, Duration timeout) {
+        if (timeout != null && timeout.compareTo(p.maxLifetime()) > 0) {
+            throw refuse(Kind.PERMISSION_DENIED, p.rule("maxLifetimeSeconds"), "a background process's timeout of " + timeout.toSeconds()
+                    + " s is above profile '" + p.name() + "''s " + p.maxLifetime().toSeconds() + " s, the longest its sandbox may live"
+                    + " (rule " + p.rule("maxLifetimeSeconds") + ")");
         }
         if (language != null) {
             language(p, language);

@@ -20,6 +20,7 @@ import dev.airlock.server.terminal.TerminalSocket;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
@@ -48,7 +49,7 @@ final class Executions {
         if (e.options().tty() != null) {
             throw AirlockException.invalid("a process on a terminal runs in the background: start it as a background process and attach to it");
         }
-        ExecRequest request = request(a, e.source(), e.options());
+        ExecRequest request = request(a, e.source(), e.options(), null);
         s.executionStarted();
         records.started(s, request, null);
         try {
@@ -74,7 +75,9 @@ final class Executions {
      */
     BackgroundProcess start(Admission a, Command.StartProcess command) {
         ManagedSandbox s = a.sandbox();
-        ExecRequest request = request(a, command.source(), command.options());
+        // long-lived work (a server, a terminal) ends with its sandbox, whose lifetime the profile bounds,
+        // not at the timeout meant for one execution; a process may still ask for less
+        ExecRequest request = request(a, command.source(), command.options(), a.profile().maxLifetime());
         BackgroundProcesses processes = s.backgroundProcesses();
         String processId = processes.reserve();
         SpilledOutput output;
@@ -156,7 +159,8 @@ final class Executions {
      * The request that runs {@code source}: a command as given, code written into the sandbox and
      * run with the interpreter of its language (resolved on the admission).
      */
-    private ExecRequest request(Admission a, ExecSource source, Command.ExecOptions o) {
+    /** {@code defaultTimeout}: what an execution that names no timeout gets; null, the sandbox's execution timeout. */
+    private ExecRequest request(Admission a, ExecSource source, Command.ExecOptions o, Duration defaultTimeout) {
         List<String> argv = switch (source) {
             case ExecSource.Command c -> c.argv();
             case ExecSource.Code c -> {
@@ -164,6 +168,6 @@ final class Executions {
                 yield a.sandbox().sandbox().codeRequest(a.language(), c.code()).argv();
             }
         };
-        return new ExecRequest(argv, o.env(), o.cwd(), o.stdin(), o.timeout(), o.tty());
+        return new ExecRequest(argv, o.env(), o.cwd(), o.stdin(), o.timeout() != null ? o.timeout() : defaultTimeout, o.tty());
     }
 }

@@ -381,7 +381,6 @@ async function audit() {
 // The page holds nothing unbounded: xterm.js keeps a fixed scrollback, the socket a message at a time.
 
 const SCROLLBACK = 2000;     // lines xterm.js keeps
-const MAX_SECONDS = 3600;    // the longest shell the page asks for (the profile may allow less)
 let shell = null;            // {close()} of the terminal shown
 
 // xterm.js writes its sizes and colours into <style> elements, which the console's CSP (no inline
@@ -428,10 +427,8 @@ async function terminal(id) {
   // sends once attached, so that its first prompt is not printed before anyone watches.
   const request = { command: ['/bin/sh', '-c', 'read -r _; if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'],
     background: true, tty: true, rows: term.rows, cols: term.cols };
-  const ttl = Math.floor((Date.parse(s.expiresAt) - Date.now()) / 1000);
-  let p;
-  try { p = await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, { ...request, timeoutSeconds: Math.max(1, Math.min(ttl, MAX_SECONDS)) }); }
-  catch (e) { p = await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, request); } // the profile allows less: its default
+  // a background process lives as long as its sandbox unless it asks for less: the shell asks for nothing
+  const p = await api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, request);
   pid = p.id;
   if (closed) { // the page was left while the shell started
     api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}`).catch(() => {});

@@ -190,8 +190,19 @@ class ProfileCeilingsTest {
         Command.ExecOptions slow = new Command.ExecOptions(null, null, null, Duration.ofSeconds(61));
         Command.Exec exec = new Command.Exec(SANDBOX_ID, new ExecSource.Command(List.of("sleep", "61")), slow, null);
         refusedBy(refusal(() -> ceilings.check(onSandbox(caller(exec), exec, s, null))), "profiles.small.maxLimits.timeoutSeconds");
-        Command.StartProcess process = new Command.StartProcess(SANDBOX_ID, new ExecSource.Command(List.of("sleep", "61")), slow);
-        refusedBy(refusal(() -> ceilings.check(onSandbox(caller(process), process, s, null))), "profiles.small.maxLimits.timeoutSeconds");
+    }
+
+    /** A background process (a server, a terminal) may live as long as its sandbox: the profile's lifetime is its ceiling. */
+    @Test
+    void aBackgroundProcessIsBoundedByTheSandboxsLifetimeNotTheExecutionTimeout() {
+        ManagedSandbox s = sandbox(SMALL, Instant.now());
+        Command.StartProcess beyondAnExecution = new Command.StartProcess(SANDBOX_ID, new ExecSource.Command(List.of("sleep", "61")),
+                new Command.ExecOptions(null, null, null, Duration.ofSeconds(61)));
+        assertThatCode(() -> ceilings.check(onSandbox(caller(beyondAnExecution), beyondAnExecution, s, null))).doesNotThrowAnyException();
+        Command.StartProcess beyondTheSandbox = new Command.StartProcess(SANDBOX_ID, new ExecSource.Command(List.of("sleep", "1")),
+                new Command.ExecOptions(null, null, null, SMALL.maxLifetime().plusSeconds(1)));
+        refusedBy(refusal(() -> ceilings.check(onSandbox(caller(beyondTheSandbox), beyondTheSandbox, s, null))),
+                "profiles.small.maxLifetimeSeconds");
     }
 
     @Test
