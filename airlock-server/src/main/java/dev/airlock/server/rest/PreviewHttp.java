@@ -23,9 +23,6 @@ import java.util.Set;
  */
 final class PreviewHttp {
 
-    private PreviewHttp() {
-    }
-
     /** Request headers the sandbox never sees: hop-by-hop ones, and the client's credentials for this server. */
     static final Set<String> DROPPED_REQUEST = Set.of("connection", "keep-alive", "proxy-connection", "proxy-authenticate",
             "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host",
@@ -38,6 +35,9 @@ final class PreviewHttp {
             "referrer-policy", "cache-control", "date", "server", "strict-transport-security",
             // what would act on this server's origin beyond the page: wiping the console's cookies and storage, widening a service worker's scope
             "clear-site-data", "service-worker-allowed");
+
+    private PreviewHttp() {
+    }
 
     /** The request line and headers for the sandbox's server. */
     static byte[] requestHead(HttpServletRequest req, int port, String target, String upgrade) {

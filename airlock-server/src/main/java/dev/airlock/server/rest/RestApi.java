@@ -2,12 +2,9 @@ package dev.airlock.server.rest;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
-import dev.airlock.core.ExecResult;
-import dev.airlock.core.OutputListener;
 import dev.airlock.core.Printable;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
-import dev.airlock.server.command.SandboxView;
 import dev.airlock.server.http.ClientDisconnects;
 import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.http.LocalOrigin;
@@ -17,17 +14,13 @@ import dev.airlock.server.wire.Json;
 import dev.airlock.server.wire.NetworkJson;
 import org.eclipse.jetty.ee10.websocket.server.JettyWebSocketServerContainer;
 import org.eclipse.jetty.websocket.api.Session;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -56,28 +49,16 @@ import static dev.airlock.server.policy.Operation.SANDBOX_SNAPSHOT;
  */
 final class RestApi {
 
-    private static final Logger LOG = LoggerFactory.getLogger(RestApi.class);
-    private static final String NDJSON = "application/x-ndjson";
     private static final String SANDBOX = "/v1/sandboxes/{id}";
     private static final String PROCESS = SANDBOX + "/processes/{pid}";
     private static final String CONTEXT = SANDBOX + "/contexts/{context}";
-    /** The most of a refused upload that is read and dropped before the refusal is sent. */
-    private static final long MAX_DRAIN = 16L << 20;
     private static final Set<String> FORK_FIELDS = java.util.stream.Stream.concat(RestCommands.CREATE_FIELDS.stream(), java.util.stream.Stream.of("count"))
             .collect(java.util.stream.Collectors.toUnmodifiableSet());
 
-    /** The methods a preview port forwards (any other is a 405). */
-    static final List<String> PROXIED_METHODS = List.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
-    static final String PORT_PATH = SANDBOX + "/ports/{port}/" + RestRoute.REST;
-    static final String PREVIEW_PATH = "/preview/{token}/" + RestRoute.REST;
-    /** The door of requests through a preview link, in audit records. */
-    static final String PREVIEW_VIA = "preview";
-
     private final RestCommands commands;
     private final CommandApi service;
-    private final PortProxy ports = new PortProxy();
-    private final PreviewLinks links = new PreviewLinks(java.time.Clock.systemUTC());
-    private final ClientDisconnects disconnects;
+    private final PreviewRoutes previews;
+    private final WaitedExecutions executions;
     /** The address the server listens on: a terminal's WebSocket must name it, or a loopback name, as its Host. */
     private final String bindHost;
     private final List<RestRoute> routes;
@@ -86,8 +67,9 @@ final class RestApi {
             String bindHost) {
         this.commands = commands;
         this.bindHost = bindHost;
-        this.disconnects = disconnects;
+        this.executions = new WaitedExecutions(disconnects);
         this.service = service;
+        this.previews = new PreviewRoutes(service);
         List<RestRoute> table = new java.util.ArrayList<>(List.of(
                 new RestRoute("GET", "/health", null, c -> c.send(200, Json.object().put("status", "ok").put("sandboxes", service.size()))),
                 new RestRoute("GET", "/openapi.json", null, c -> {
@@ -101,7 +83,7 @@ final class RestApi {
                     c.resp.getOutputStream().write(c.execute(new Command.Metrics()).getBytes(StandardCharsets.UTF_8));
                 }),
                 new RestRoute("GET", "/v1/metrics/history", METRICS, c -> c.send(200, JsonViews.metricsHistory(c.execute(new Command.MetricsHistory())))),
-                new RestRoute("POST", "/v1/run", RUN, this::run),
+                new RestRoute("POST", "/v1/run", RUN, executions::run),
                 new RestRoute("GET", "/v1/sandboxes", SANDBOX_READ, this::list),
                 new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),
                 new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
@@ -158,7 +140,7 @@ final class RestApi {
                     c.resp.setHeader("Content-Disposition", "attachment; filename=\"" + c.param("snapshot") + ".tar\"");
                     c.execute(new Command.ReadSnapshotArchive(c.param("snapshot"), c.resp.getOutputStream()));
                 }),
-                new RestRoute("POST", SANDBOX + "/exec", EXEC, this::exec),
+                new RestRoute("POST", SANDBOX + "/exec", EXEC, executions::exec),
                 new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
                     ArrayNode list = Json.MAPPER.createArrayNode();
                     c.execute(new Command.Describe(c.param("id"))).processes().forEach(p -> list.add(JsonViews.process(p, false)));
@@ -190,14 +172,14 @@ final class RestApi {
                     c.send(201, JsonViews.context(c.execute(new Command.CreateContext(c.param("id"),
                             language == null ? null : dev.airlock.core.Language.parse(language)))));
                 }),
-                new RestRoute("POST", CONTEXT + "/run", EXEC, this::runCell),
+                new RestRoute("POST", CONTEXT + "/run", EXEC, executions::runCell),
                 new RestRoute("POST", CONTEXT + "/restart", EXEC,
                         c -> c.send(200, JsonViews.context(c.execute(new Command.RestartContext(c.param("id"), c.param("context")))))),
                 new RestRoute("DELETE", CONTEXT, EXEC, c -> {
                     c.execute(new Command.DeleteContext(c.param("id"), c.param("context")));
                     c.noContent();
                 }),
-                new RestRoute("PUT", SANDBOX + "/files", FILES_WRITE, this::upload),
+                new RestRoute("PUT", SANDBOX + "/files", FILES_WRITE, Uploads::upload),
                 new RestRoute("GET", SANDBOX + "/files", FILES_READ, c -> {
                     // Stat first, so that a missing file is a 404 and not a half-sent body.
                     c.execute(new Command.Stat(c.param("id"), c.first("path")));
@@ -262,87 +244,13 @@ final class RestApi {
                     String path = c.first("path");
                     c.execute(new Command.ReadOutput(c.param("id"), path == null ? "" : path, c.resp.getOutputStream()));
                 })));
-        // preview ports: the link first, so that a POST to .../link makes one rather than reaching the sandbox's /link
-        table.add(new RestRoute("POST", SANDBOX + "/ports/{port}/link", EXEC, this::previewLink));
-        for (String method : PROXIED_METHODS) {
-            table.add(new RestRoute(method, PORT_PATH, EXEC, this::port));
-        }
-        for (String method : PROXIED_METHODS) {
-            table.add(new RestRoute(method, PREVIEW_PATH, null, this::preview));
-        }
+        table.addAll(previews.routes());
         this.routes = List.copyOf(table);
     }
 
     /** Ends the preview streams still open. */
     void close() {
-        ports.close();
-    }
-
-    /** A request to a preview port, forwarded to the server inside the sandbox (docs/rest-api.md, "Preview ports"). */
-    private void port(RestCall c) throws IOException {
-        int port = port(c.param("port"));
-        SandboxView s = c.execute(new Command.OpenPort(c.param("id"), port));
-        ports.forward(c.req, c.resp, s, port, target(c.req, RestRoute.segments(SANDBOX + "/ports/{port}").size()));
-    }
-
-    /** A preview link: a capability URL for that port, as this client, for a browser (docs/security-model.md, "Preview ports"). */
-    private void previewLink(RestCall c) throws IOException {
-        int port = port(c.param("port"));
-        SandboxView s = c.execute(new Command.OpenPort(c.param("id"), port));
-        PreviewLinks.Created made = links.create(c.caller().client().name(), s.id(), port, service::live);
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("event", "preview-link");
-        d.put("port", port);
-        d.put("expiresAt", made.link().expiresAt().toString());
-        dev.airlock.server.policy.Caller.run(c.caller(), () -> service.recordLifecycle(s.id(), d));
-        c.send(201, Json.object().put("url", made.url()).put("port", port).put("expiresAt", made.link().expiresAt().toString()));
-    }
-
-    /**
-     * A request through a preview link: no credential but the link's token, which stands for its
-     * client; each request is decided again as that client (which must still hold {@code exec} and
-     * own the sandbox, so a link ends with its sandbox) and recorded as the {@value #PREVIEW_VIA} door.
-     */
-    private void preview(RestCall c) throws IOException {
-        PreviewLinks.Link link = links.find(c.param("token"));
-        dev.airlock.server.policy.Client client = link == null ? null : service.policy().clients().get(link.client());
-        if (client == null) {
-            throw new AirlockException(Kind.NOT_FOUND, "no such preview link: it expired (links last "
-                    + PreviewLinks.LIFETIME.toMinutes() + " minutes), its sandbox ended, or it was never made;"
-                    + " make a new one with POST /v1/sandboxes/{id}/ports/{port}/link (the console's Open preview)");
-        }
-        String query = c.req.getQueryString() == null ? "" : c.req.getQueryString();
-        var caller = service.authorize(new CommandApi.Request(client, PREVIEW_VIA, PREVIEW_VIA, c.req.getMethod() + " " + PREVIEW_PATH,
-                EXEC, link.sandbox(), dev.airlock.server.audit.Audit.digest((query + "\n").getBytes(StandardCharsets.UTF_8)), null));
-        SandboxView s = service.execute(caller, new Command.OpenPort(link.sandbox(), link.port()));
-        ports.forward(c.req, c.resp, s, link.port(), target(c.req, RestRoute.segments("/preview/{token}").size()));
-    }
-
-    private static int port(String s) {
-        if (s == null || !s.matches("[0-9]{1,5}") || Integer.parseInt(s) < 1 || Integer.parseInt(s) > 65535) {
-            throw AirlockException.invalid("'" + Printable.of(String.valueOf(s)) + "' is not a port: give a number from 1 to 65535, such as 8000");
-        }
-        return Integer.parseInt(s);
-    }
-
-    /**
-     * The request's path after its first {@code skip} segments, as the client sent it (still
-     * percent-encoded), with its query string: what the sandbox's server is asked for.
-     */
-    static String target(jakarta.servlet.http.HttpServletRequest req, int skip) {
-        String uri = req.getRequestURI();
-        int i = 0;
-        for (int seen = 0; seen < skip && i < uri.length(); ) {
-            while (i < uri.length() && uri.charAt(i) == '/') {
-                i++;
-            }
-            while (i < uri.length() && uri.charAt(i) != '/') {
-                i++;
-            }
-            seen++;
-        }
-        String path = i >= uri.length() ? "/" : uri.substring(i);
-        return req.getQueryString() == null ? path : path + "?" + req.getQueryString();
+        previews.close();
     }
 
     /** Every route, in the order they are matched. */
@@ -417,89 +325,6 @@ final class RestApi {
         }
     }
 
-    private void exec(RestCall c) throws IOException {
-        JsonNode body = c.json(RestCommands.EXEC_FIELDS);
-        String id = c.param("id");
-        var source = RestCommands.source(body);
-        var options = RestCommands.options(body);
-        if (Json.bool(body, "background")) {
-            c.send(202, JsonViews.process(c.execute(new Command.StartProcess(id, source, options))));
-            return;
-        }
-        String accept = c.req.getHeader("Accept");
-        if (accept != null && accept.contains(NDJSON)) {
-            c.resp.setStatus(200);
-            c.resp.setContentType(NDJSON);
-            c.execute(new Command.Exec(id, source, options, start -> new NdjsonExecStream().run(start, c.resp.getOutputStream())));
-            return;
-        }
-        // Nothing is written until the process ends, so a client that gives up is noticed by watching its connection:
-        // interrupting this thread cancels the execution (it is killed with everything it started, the result recorded as cancelled).
-        Thread handler = Thread.currentThread();
-        ExecResult result;
-        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
-            result = c.execute(new Command.Exec(id, source, options, Command.Waiter.listening(OutputListener.NONE)));
-            if (watch.disconnected()) {
-                Thread.interrupted();
-                LOG.info("sandbox {}: the client of a plain exec went away; its execution was killed", id);
-                return;
-            }
-        }
-        c.send(200, Json.result(result));
-    }
-
-    /** Runs a cell; as NDJSON (Accept: application/x-ndjson) its outputs stream as they come, then the result. */
-    private void runCell(RestCall c) throws IOException {
-        JsonNode body = c.json(RestCommands.CELL_FIELDS);
-        String id = c.param("id");
-        String context = c.param("context");
-        String code = Json.string(body, "code");
-        java.time.Duration timeout = RestCommands.timeout(body);
-        String accept = c.req.getHeader("Accept");
-        if (accept != null && accept.contains(NDJSON)) {
-            c.resp.setStatus(200);
-            c.resp.setContentType(NDJSON);
-            new NdjsonCellStream().run(listener -> c.execute(new Command.RunCell(id, context, code, timeout, listener)),
-                    c.resp.getOutputStream());
-            return;
-        }
-        Thread handler = Thread.currentThread();
-        dev.airlock.server.command.CellResult result;
-        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
-            result = c.execute(new Command.RunCell(id, context, code, timeout, null));
-            if (watch.disconnected()) {
-                Thread.interrupted();
-                LOG.info("sandbox {}: the client of a cell in context {} went away; the cell was interrupted", id, context);
-                return;
-            }
-        }
-        c.send(200, JsonViews.cell(result));
-    }
-
-    private void run(RestCall c) throws IOException {
-        Command.Run run = RestCommands.run(c.json(RestCommands.RUN_FIELDS));
-        Thread handler = Thread.currentThread();
-        Command.RunResult r;
-        try (ClientDisconnects.Watch watch = disconnects.watch(c.req, handler::interrupt)) {
-            r = c.execute(run);
-            if (watch.disconnected()) {
-                Thread.interrupted();
-                return;
-            }
-        }
-        ObjectNode answer = Json.result(r.result());
-        ArrayNode outputs = answer.putArray("outputs");
-        for (Command.RunOutput o : r.outputs()) {
-            ObjectNode n = outputs.addObject().put("path", o.path()).put("size", o.size());
-            if (o.content() != null) {
-                n.put("contentBase64", Base64.getEncoder().encodeToString(o.content()));
-            } else {
-                n.put("notReturned", o.notReturned());
-            }
-        }
-        c.send(200, answer);
-    }
-
     private void fork(RestCall c) throws IOException {
         ObjectNode body = (ObjectNode) c.json(FORK_FIELDS);
         Double n = body.has("count") ? Json.number(body, "count") : 1.0;
@@ -539,21 +364,6 @@ final class RestApi {
         ProcessOutputFiles.copy(stdout ? output.stdoutFile() : output.stderrFile(), c.resp.getOutputStream());
     }
 
-    private void upload(RestCall c) throws IOException {
-        try (InputStream in = c.req.getInputStream()) {
-            try {
-                c.send(201, Json.file(c.execute(new Command.WriteFile(c.param("id"), c.first("path"), in))));
-            } catch (AirlockException e) {
-                if (e.kind() == Kind.TOO_LARGE) {
-                    // read the rest of the upload (within a bound), so that the client is
-                    // still listening when the 413 comes, instead of seeing a reset
-                    drain(in);
-                }
-                throw e;
-            }
-        }
-    }
-
     private static void decide(RestCall c, boolean approve) throws IOException {
         JsonNode body = c.json(Set.of("reason", "by"));
         String by = Json.string(body, "by");
@@ -561,16 +371,4 @@ final class RestApi {
         c.send(200, JsonViews.approval(c.execute(new Command.Decide(c.param("id"), approve, who, Json.string(body, "reason")))));
     }
 
-    private static void drain(InputStream in) {
-        try {
-            byte[] buf = new byte[64 * 1024];
-            long read = 0;
-            int n;
-            while (read < MAX_DRAIN && (n = in.read(buf)) > 0) {
-                read += n;
-            }
-        } catch (IOException e) {
-            // the client went away: nothing to answer
-        }
-    }
 }
