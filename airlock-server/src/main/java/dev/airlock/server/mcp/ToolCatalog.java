@@ -216,7 +216,7 @@ final class ToolCatalog {
                           },
                           "required": ["sandboxId", "path"]
                         }
-                        """, ENTITY_SCHEMA, annotations(false, false), t::writeFile),
+                        """, ENTITY_SCHEMA, annotations(false, false), t.files()::writeFile),
                 tool(t, "sandbox_read_file", "Read a file from a sandbox",
                         "Returns a file's content from a sandbox: as text if it is UTF-8, else base64 (images also come back as"
                                 + " images). At most 1 MiB: read parts of larger files with sandbox_exec (head, tail, split).",
@@ -229,7 +229,7 @@ final class ToolCatalog {
                           },
                           "required": ["sandboxId", "path"]
                         }
-                        """, ENTITY_SCHEMA, annotations(true, false), t::readFile),
+                        """, ENTITY_SCHEMA, annotations(true, false), t.files()::readFile),
                 tool(t, "sandbox_list_files", "List files in a sandbox",
                         "Lists one directory of a sandbox (not recursive; at most 1000 entries) with each entry's type, size and time."
                                 + " Default: /workspace.",
@@ -242,7 +242,7 @@ final class ToolCatalog {
                           },
                           "required": ["sandboxId"]
                         }
-                        """, ENTITY_SCHEMA, annotations(true, false), t::listFiles),
+                        """, ENTITY_SCHEMA, annotations(true, false), t.files()::listFiles),
                 tool(t, "sandbox_destroy", "Destroy a sandbox",
                         "Destroys a sandbox: kills every process in it and discards all of its files. It cannot be undone.",
                         """
