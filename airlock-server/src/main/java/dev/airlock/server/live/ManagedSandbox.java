@@ -46,7 +46,7 @@ public final class ManagedSandbox implements SandboxView {
     private final Isolation isolation;
 
     public ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
-                   Duration idleTimeout, Language defaultLanguage, Isolation isolation) {
+                          Duration idleTimeout, Language defaultLanguage, Isolation isolation) {
         this.isolation = isolation;
         this.owner = owner;
         this.profile = profile;

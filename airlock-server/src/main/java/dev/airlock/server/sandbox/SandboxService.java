@@ -86,7 +86,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
 
     /** {@code egressLog} is where the engine's egress proxies record (see SandboxRuntime). */
     public SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
-                   AuditLog audit) {
+                          AuditLog audit) {
         this.config = config;
         this.policy = policy;
         this.tiers = tiers;

@@ -127,7 +127,7 @@ public final class SnapshotStore {
      * image into (a memory snapshot); the image's files are kept as blobs, within the same quota.
      */
     public synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes,
-                                      java.util.function.Consumer<Path> checkpoint) {
+                                             java.util.function.Consumer<Path> checkpoint) {
         String owner = sandbox.owner();
         expire();
         List<SnapshotView> held = list(owner);
