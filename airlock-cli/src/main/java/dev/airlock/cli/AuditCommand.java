@@ -3,6 +3,7 @@ package dev.airlock.cli;
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.audit.AuditReader;
 import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.config.ServerConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -55,7 +56,7 @@ final class AuditCommand implements Callable<Integer> {
         if (limit < 0) {
             throw AirlockException.invalid("--limit must be 0 (all) or more");
         }
-        try (AuditReader reader = AuditReader.open(dataDir.resolve("airlock.db"))) {
+        try (AuditReader reader = AuditReader.open(dataDir.resolve(ServerConfig.DATABASE))) {
             List<AuditRecord> records = reader.query(new AuditReader.Query(sandbox, kind, parseSince(since), limit));
             for (AuditRecord r : records) {
                 System.out.println(json ? r.toJsonLine()
@@ -91,7 +92,7 @@ final class AuditCommand implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            try (AuditReader reader = AuditReader.open(dataDir.resolve("airlock.db"))) {
+            try (AuditReader reader = AuditReader.open(dataDir.resolve(ServerConfig.DATABASE))) {
                 AuditReader.Verdict v = reader.verify();
                 if (v.ok()) {
                     System.out.println("audit log intact: " + v.records() + " records, chain verified from seq " + v.fromSeq()

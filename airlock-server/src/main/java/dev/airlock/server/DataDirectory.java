@@ -1,6 +1,7 @@
 package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.server.config.ServerConfig;
 
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
@@ -18,8 +19,6 @@ import java.util.Set;
  */
 final class DataDirectory {
 
-    /** The state database: sandboxes, the audit log. */
-    static final String DATABASE = "airlock.db";
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
 
     private DataDirectory() {
@@ -37,7 +36,7 @@ final class DataDirectory {
         if (!Files.isWritable(dir)) {
             throw refused(dir, "this process may not write in it (a read-only file system, or its owner and mode)");
         }
-        restrictDatabase(dir.resolve(DATABASE));
+        restrictDatabase(dir.resolve(ServerConfig.DATABASE));
     }
 
     /**

@@ -82,11 +82,11 @@ public final class SandboxRuntime implements AutoCloseable {
         refuseInputsTouching(policy, config.dataDir());
         // A CA file that cannot be used stops the start too, not the first credential-bound request.
         SSLContext upstreamTls = upstreamTls(config.egressCa());
-        SandboxStore store = SandboxStore.open(config.dataDir().resolve(DataDirectory.DATABASE));
+        SandboxStore store = SandboxStore.open(config.database());
         Tiers tiers = null;
         AuditLog audit = null;
         try {
-            audit = AuditLog.open(config.dataDir().resolve(DataDirectory.DATABASE), AuditSettings.fromEnvironment(System.getenv()));
+            audit = AuditLog.open(config.database(), AuditSettings.fromEnvironment(System.getenv()));
             AuditLog auditLog = audit;
             // Every sandbox's egress proxy records into the log, and may never reach this server.
             EgressLog egressLog = new EgressLog();

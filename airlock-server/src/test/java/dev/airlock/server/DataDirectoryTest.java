@@ -36,7 +36,7 @@ class DataDirectoryTest {
         Path dir = Files.createTempDirectory("airlock-data-");
         try {
             DataDirectory.prepare(dir);
-            Path db = dir.resolve(DataDirectory.DATABASE);
+            Path db = dir.resolve(ServerConfig.DATABASE);
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(db))).isEqualTo("rw-------");
             Files.setPosixFilePermissions(db, PosixFilePermissions.fromString("rw-r--r--"));
             DataDirectory.prepare(dir);

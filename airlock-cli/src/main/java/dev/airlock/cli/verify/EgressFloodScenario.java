@@ -200,7 +200,7 @@ final class EgressFloodScenario {
         if (firsts + repeats != refused) {
             problems.add("the egress records account for " + (firsts + repeats) + " refusals, the sandbox saw " + refused);
         }
-        try (AuditReader reader = AuditReader.open(data.resolve("airlock.db"))) {
+        try (AuditReader reader = AuditReader.open(data.resolve(ServerConfig.DATABASE))) {
             AuditReader.Verdict v = reader.verify();
             if (v.ok()) {
                 happened.append("; the audit chain verifies (").append(v.records()).append(" records)");
@@ -211,7 +211,7 @@ final class EgressFloodScenario {
     }
 
     private static List<AuditRecord> egressRecords(Path data, String id) {
-        try (AuditReader reader = AuditReader.open(data.resolve("airlock.db"))) {
+        try (AuditReader reader = AuditReader.open(data.resolve(ServerConfig.DATABASE))) {
             return reader.query(new AuditReader.Query(id, AuditRecord.EGRESS, null, 0));
         }
     }

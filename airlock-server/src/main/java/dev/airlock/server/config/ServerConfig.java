@@ -39,6 +39,9 @@ public record ServerConfig(
         Path policyFile,
         Path egressCa) {
 
+    /** The state database's file name in the data directory. */
+    public static final String DATABASE = "airlock.db";
+
     public static final int DEFAULT_PORT = 7700;
 
     public ServerConfig {
@@ -102,5 +105,10 @@ public record ServerConfig(
         return policyFile() == null
                 ? "send 'Authorization: Bearer <token>' with the token from " + dataDir().resolve("token")
                 : "send 'Authorization: Bearer <token>' with a client token of the policy " + policyFile();
+    }
+
+    /** The state database in the data directory: the audit log and the sandboxes this server made. */
+    public Path database() {
+        return dataDir().resolve(DATABASE);
     }
 }

@@ -308,7 +308,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted while the audit log was written");
         }
-        return dev.airlock.server.audit.AuditReader.open(config.dataDir().resolve("airlock.db"));
+        return dev.airlock.server.audit.AuditReader.open(config.database());
     }
 
     /** Whose outputs a caller sees: a client its own, the server all. */
