@@ -368,4 +368,42 @@ class PreviewPortsTest {
             live.raw("DELETE", sb, null, live.token());
         }
     }
+
+    /**
+     * Issue 29: whoever holds a preview link can send thousands of requests a second, with no
+     * credential; each used to add two audit records (about 1 KB), enough to push every client's
+     * oldest records out at the audit cap. They are folded per link and window: the first in full,
+     * the rest counted into one record whose count accounts for every request.
+     */
+    @Test
+    void aScriptHammeringAPreviewLinkAddsAConstantNumberOfRecords() throws Exception {
+        String id = sandbox();
+        String sb = "/v1/sandboxes/" + id;
+        upload(id, "/workspace/site/index.html", "<p>preview page</p>");
+        background(id, "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1");
+        assertThat(whenListening(sb + "/ports/8000/", live.token()).statusCode()).isEqualTo(200);
+        String url = ok(live.raw("POST", sb + "/ports/8000/link", "{}", live.token()), 201).path("url").asString();
+        assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+        int before = live.audit(id, null).size();
+        int requests = 300;
+        for (int i = 0; i < requests; i++) {
+            HttpResponse<String> r = live.raw(i % 2 == 0 ? "GET" : "HEAD", url + (i % 3 == 0 ? "" : "missing-" + i), null, null);
+            assertThat(r.statusCode()).as(r.body()).isIn(200, 404);
+        }
+        List<dev.airlock.server.audit.AuditRecord> after = live.audit(id, null);
+        List<dev.airlock.server.audit.AuditRecord> during = after.subList(before, after.size());
+        // the first request in full (request, authorization); a window may roll over once
+        assertThat(during).as("records added by %d requests through a preview link", requests).hasSizeLessThanOrEqualTo(5);
+
+        assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+        List<JsonNode> allowed = live.audit(id, "authorization").stream().map(r -> JSON.readTree(r.detail()))
+                .filter(d -> d.path("interface").asString().equals("preview")).toList();
+        long firsts = allowed.stream().filter(d -> d.path("aggregated").isMissingNode()).count();
+        long repeats = allowed.stream().mapToLong(d -> d.path("aggregated").path("repeats").asLong()).sum();
+        assertThat(firsts + repeats).as("every request is accounted for, in full or in a count").isEqualTo(requests);
+        assertThat(allowed).allSatisfy(d -> assertThat(d.path("decision").asString()).isEqualTo("allow"));
+        assertThat(allowed.stream().map(d -> d.path("aggregated").path("samples").toString()))
+                .anySatisfy(samples -> assertThat(samples).contains("HEAD /preview/{token}/"));
+        ok(live.raw("DELETE", sb, null, live.token()), 204);
+    }
 }

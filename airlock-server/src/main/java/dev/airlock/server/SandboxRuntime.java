@@ -213,7 +213,7 @@ public final class SandboxRuntime implements AutoCloseable {
             Map<String, Object> base = new LinkedHashMap<>();
             base.put("decision", "deny");
             String sample = r.destination() + ":" + r.port() + " (" + r.rule() + ")";
-            if (!log.admitRefusal("sandbox " + r.sandboxId(), AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), base, sample)) {
+            if (!log.admitRepeat("sandbox " + r.sandboxId(), AuditRecord.EGRESS, "egress-proxy", r.sandboxId(), base, sample)) {
                 return;
             }
         }

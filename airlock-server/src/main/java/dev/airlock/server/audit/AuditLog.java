@@ -29,9 +29,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * Callers enqueue records (cheap: a digest and a map); one writer thread numbers them, chains
  * them and writes them in batches, in order. A full queue makes the caller wait at most
  * {@link #MAX_ENQUEUE_WAIT_MILLIS}; a record that still finds no room is dropped and counted, and
- * the count is written as one record of kind {@code audit} as soon as there is room. Refusals an
- * outsider can repeat at will go through {@link #recordRefusal}, folded per source and window
- * ({@link RefusalWindows}). The writer also prunes by age and count ({@link AuditPruner}).
+ * the count is written as one record of kind {@code audit} as soon as there is room. Requests that
+ * can be repeated at will go through {@link #admitRepeat}, folded per source and window
+ * ({@link RepeatWindows}). The writer also prunes by age and count ({@link AuditPruner}).
  * {@link #close()} writes everything enqueued before it returns.
  */
 public final class AuditLog implements AutoCloseable {
@@ -71,7 +71,7 @@ public final class AuditLog implements AutoCloseable {
     private final BlockingQueue<Entry> queue;
     private final Thread writer;
     private final AuditSettings settings;
-    private final RefusalWindows windows;
+    private final RepeatWindows windows;
     private final AtomicLong dropped = new AtomicLong();
     private volatile boolean closed;
     private long lastSeq;
@@ -94,7 +94,7 @@ public final class AuditLog implements AutoCloseable {
         this.lastSeq = lastSeq;
         this.lastHash = lastHash;
         this.settings = settings;
-        this.windows = new RefusalWindows(settings.window());
+        this.windows = new RepeatWindows(settings.window());
         this.queue = new ArrayBlockingQueue<>(QUEUE);
         this.writer = Thread.ofPlatform().daemon().name("airlock-audit-writer").start(this::writeLoop);
     }
@@ -161,13 +161,14 @@ public final class AuditLog implements AutoCloseable {
     }
 
     /**
-     * A refusal an outsider can repeat at will (a request without a valid token, a refused egress
-     * connection), folded per {@code source} and window. True when it is the first of its window:
-     * the caller records it in full. Otherwise it was counted, with {@code sample} (what differs
-     * between such refusals) among a few distinct ones kept, and one record of {@code kind} with
-     * {@code base} and the count is written when the window closes.
+     * A request that can be repeated at will (a refusal an outsider can send, a refused egress
+     * connection, a request through a preview link, a read the console polls), folded per
+     * {@code source} and window. True when it is the first of its window: the caller records it in
+     * full. Otherwise it was counted, with {@code sample} (what differs between such requests) among
+     * a few distinct ones kept, and one record of {@code kind} with {@code base} and the count is
+     * written when the window closes.
      */
-    public boolean admitRefusal(String source, String kind, String actor, String sandbox, Map<String, Object> base, String sample) {
+    public boolean admitRepeat(String source, String kind, String actor, String sandbox, Map<String, Object> base, String sample) {
         return queue == null || windows.admit(source, Instant.now(), kind, actor, sandbox, base, sample);
     }
 
@@ -251,7 +252,7 @@ public final class AuditLog implements AutoCloseable {
     private List<Pending> ownRecords(boolean closeAll) {
         List<Pending> own = new ArrayList<>();
         Instant now = Instant.now();
-        for (RefusalWindows.Summary s : closeAll ? windows.closeAll(now) : windows.closeDue(now)) {
+        for (RepeatWindows.Summary s : closeAll ? windows.closeAll(now) : windows.closeDue(now)) {
             own.add(new Pending(s.time(), s.kind(), s.actor(), s.sandbox(), AuditRecord.canonicalDetail(s.detail())));
         }
         long lost = dropped.getAndSet(0);

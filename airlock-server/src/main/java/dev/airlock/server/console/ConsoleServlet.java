@@ -195,7 +195,7 @@ public final class ConsoleServlet extends HttpServlet {
     /** A sign-in or sign-out on the audit log: a request of the client, through the console, that needs no operation. */
     private void recordSessionRequest(Client client, String method) {
         service.recordUndecided(new CommandApi.Request(client, ConsoleSessions.VIA, ConsoleSessions.VIA, method + " " + ConsoleSessions.PATH,
-                null, null, null, null));
+                null, null, null, null, null));
     }
 
     /** {@code {client, csrf, operations}}: what the page needs to call the API and which pages to offer. */

@@ -329,7 +329,7 @@ final class ToolCatalog {
         String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));
         CommandApi.Request request = new CommandApi.Request(t.client(), via, t.transport(), call.tool(),
                 OPERATIONS.get(call.tool()), sandbox, digest,
-                t.service().policy().elicitation() ? call.elicitation() : null);
+                t.service().policy().elicitation() ? call.elicitation() : null, null);
         try {
             call.authorizedAs(t.service().authorize(request));
             return handler.apply(call);

@@ -176,11 +176,11 @@ public final class ApiServlet extends HttpServlet {
                 digest = argsDigest(req, m.route());
             } catch (AirlockException e) {
                 // a body that could not be read (too large): still on the log, then refused
-                service.recordUndecided(request(client, via, endpoint, null, sandbox, null));
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, null, null));
                 throw e;
             }
             if (m.route() == null) {
-                service.recordUndecided(request(client, via, endpoint, null, sandbox, digest));
+                service.recordUndecided(request(client, via, endpoint, null, sandbox, digest, null));
                 if (!m.allowed().isEmpty()) {
                     resp.setHeader("Allow", String.join(", ", m.allowed()));
                     error(resp, 405, "method_not_allowed", "method not allowed here: use " + String.join(", ", m.allowed()), null);
@@ -188,7 +188,7 @@ public final class ApiServlet extends HttpServlet {
                 }
                 throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
             }
-            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest));
+            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest, polled(req, client, via, sandbox)));
             try {
                 m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller));
             } catch (UncheckedIOException e) {
@@ -214,8 +214,20 @@ public final class ApiServlet extends HttpServlet {
         }
     }
 
-    private static CommandApi.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest) {
-        return new CommandApi.Request(client, via, via, endpoint, operation, sandbox, digest, null);
+    private static CommandApi.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest,
+                                              String repeats) {
+        return new CommandApi.Request(client, via, via, endpoint, operation, sandbox, digest, null, repeats);
+    }
+
+    /**
+     * What a read of the console repeats: its pages poll (a sandbox's page asks for the sandbox, its
+     * metrics and its processes every few seconds), so plain reads through the console are folded per
+     * client, sandbox and window. Anything else through the console (a change, a terminal's attach) is
+     * recorded one by one; null then.
+     */
+    private static String polled(HttpServletRequest req, Client client, String via, String sandbox) {
+        boolean read = req.getMethod().equals("GET") && req.getHeader("Upgrade") == null;
+        return read && via.equals(ConsoleSessions.VIA) ? via + " " + client.name() + " " + sandbox : null;
     }
 
     /**

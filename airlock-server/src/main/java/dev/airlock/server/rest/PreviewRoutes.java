@@ -86,7 +86,8 @@ final class PreviewRoutes {
     /**
      * A request through a preview link: no credential but the link's token, which stands for its
      * client; each request is decided again as that client (which must still hold {@code exec} and
-     * own the sandbox, so a link ends with its sandbox) and recorded as the {@value #PREVIEW_VIA} door.
+     * own the sandbox, so a link ends with its sandbox) and recorded as the {@value #PREVIEW_VIA} door,
+     * folded per link and window: anyone with the link can send thousands a second.
      */
     private void preview(RestCall c) throws IOException {
         PreviewLinks.Link link = links.find(c.param("token"));
@@ -98,7 +99,8 @@ final class PreviewRoutes {
         }
         String query = c.req.getQueryString() == null ? "" : c.req.getQueryString();
         var caller = service.authorize(new CommandApi.Request(client, PREVIEW_VIA, PREVIEW_VIA, c.req.getMethod() + " " + PREVIEW_PATH,
-                EXEC, link.sandbox(), dev.airlock.server.audit.Audit.digest((query + "\n").getBytes(StandardCharsets.UTF_8)), null));
+                EXEC, link.sandbox(), dev.airlock.server.audit.Audit.digest((query + "\n").getBytes(StandardCharsets.UTF_8)), null,
+                PREVIEW_VIA + " " + link.client() + " " + link.sandbox() + ":" + link.port()));
         SandboxView s = service.execute(caller, new Command.OpenPort(link.sandbox(), link.port()));
         ports.forward(c.req, c.resp, s, link.port(), target(c.req, RestRoute.segments("/preview/{token}").size()));
     }

@@ -15,7 +15,8 @@ import java.util.Map;
 /**
  * The door's question, asked before any command: may this client use this operation at all (the
  * grant control)? Each request is recorded with its decision, also one that never reached an
- * operation, and requests without a valid token are folded per source and window (docs/audit.md).
+ * operation; requests without a valid token, and those a door marks as repeating, are folded per
+ * source and window (docs/audit.md).
  */
 final class DoorRequests {
 
@@ -38,7 +39,7 @@ final class DoorRequests {
      */
     Caller authorize(CommandApi.Request r) {
         Caller caller = new Caller(r.client(), r.via(), r.operation(), r.asker());
-        String sandbox = recordRequest(r, caller);
+        String sandbox = filedUnder(caller, r);
         Refusal refusal = grant.decide(r.client(), r.operation());
         Map<String, Object> a = refusal == null ? new LinkedHashMap<>() : ControlChain.denial(r.operation().id(), refusal);
         a.put("interface", r.iface());
@@ -48,7 +49,11 @@ final class DoorRequests {
             a.put("control", OperationGrant.NAME);
             a.put("rule", OperationGrant.granting(r.client(), r.operation()));
         }
-        audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
+        String source = r.repeats() == null ? null : r.repeats() + " " + a.get("decision");
+        if (source == null || audit.admitRepeat(source, AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a, r.endpoint())) {
+            recordRequest(r, caller, sandbox);
+            audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
+        }
         if (refusal != null) {
             metrics.refused();
             throw refusal.exception();
@@ -62,19 +67,22 @@ final class DoorRequests {
      * log, not only those that were decided.
      */
     void recordUndecided(CommandApi.Request r) {
-        recordRequest(r, new Caller(r.client(), r.via(), null, null));
+        Caller caller = new Caller(r.client(), r.via(), null, null);
+        recordRequest(r, caller, filedUnder(caller, r));
     }
 
-    private String recordRequest(CommandApi.Request r, Caller caller) {
+    /** The sandbox a request's records are filed under: the one it names, unless the client cannot see it. */
+    private String filedUnder(Caller caller, CommandApi.Request r) {
+        return sandboxes.visibleTo(caller, r.sandbox()) ? r.sandbox() : null;
+    }
+
+    private void recordRequest(CommandApi.Request r, Caller caller, String sandbox) {
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("interface", r.iface());
         q.put("endpoint", r.endpoint());
         q.put("operation", r.operation() == null ? null : r.operation().id());
         q.put("argsDigest", r.argsDigest());
-        // a sandbox the client cannot see is not filed under its id
-        String sandbox = sandboxes.visibleTo(caller, r.sandbox()) ? r.sandbox() : null;
         audit.record(AuditRecord.REQUEST, caller.actor(), sandbox, q);
-        return sandbox;
     }
 
     /**
@@ -97,7 +105,7 @@ final class DoorRequests {
         a.put("rule", "token");
         a.put("token", reason);
         a.put("source", sourceAddress);
-        if (audit.admitRefusal(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
+        if (audit.admitRepeat(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
             audit.record(AuditRecord.REQUEST, via, null, q);
             audit.record(AuditRecord.AUTHORIZATION, via, null, a);
         }

@@ -165,7 +165,7 @@ class AuditBoundsTest {
         try (AuditLog log = AuditLog.open(db, AuditSettings.DEFAULTS)) {
             for (int i = 0; i < 5000; i++) {
                 Map<String, Object> base = Map.of("decision", "deny");
-                if (log.admitRefusal("sandbox al-a", AuditRecord.EGRESS, "egress-proxy", "al-a", base, "host" + (i % 40) + ":80")) {
+                if (log.admitRepeat("sandbox al-a", AuditRecord.EGRESS, "egress-proxy", "al-a", base, "host" + (i % 40) + ":80")) {
                     log.record(AuditRecord.EGRESS, "egress-proxy", "al-a", Map.of("decision", "deny", "destination", "host0"));
                 }
             }
@@ -178,8 +178,8 @@ class AuditBoundsTest {
         assertThat(egress).hasSize(2);
         JsonNode a = detail(egress.getLast()).path("aggregated");
         assertThat(a.path("repeats").asLong()).isEqualTo(4999);
-        assertThat(a.path("samples").size()).isEqualTo(RefusalWindows.MAX_SAMPLES);
-        long notSampled = java.util.stream.IntStream.range(1, 5000).filter(i -> i % 40 == 0 || i % 40 > RefusalWindows.MAX_SAMPLES).count();
+        assertThat(a.path("samples").size()).isEqualTo(RepeatWindows.MAX_SAMPLES);
+        long notSampled = java.util.stream.IntStream.range(1, 5000).filter(i -> i % 40 == 0 || i % 40 > RepeatWindows.MAX_SAMPLES).count();
         assertThat(a.path("repeatsNotSampled").asLong()).isEqualTo(notSampled);
         assertThat(verify(db).ok()).isTrue();
     }

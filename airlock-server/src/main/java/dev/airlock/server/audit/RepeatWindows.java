@@ -15,13 +15,14 @@ import java.util.Set;
 import java.util.function.Predicate;
 
 /**
- * Refusals an outsider can repeat at will, folded per source and window: the first refusal of a
- * window is recorded as it is; the rest only counted, with a few distinct samples (endpoints,
- * destinations); when the window closes, one record carries the count. So a flood adds a constant
- * number of records per window, not one per request. Bounded: at most {@link #MAX_SOURCES} open
+ * Requests that can be repeated at will (refusals an outsider can send, a preview link a script
+ * hammers, the console's polling), folded per source and window: the first of a window is recorded
+ * as it is; the rest only counted, with a few distinct samples (endpoints, destinations); when the
+ * window closes, one record carries the count. So a flood adds a constant number of records per
+ * window, not one per request. Bounded: at most {@link #MAX_SOURCES} open
  * windows (further sources share one), {@link #MAX_SAMPLES} samples each.
  */
-final class RefusalWindows {
+final class RepeatWindows {
 
     /** Open windows at once; a source beyond them is counted in one shared window of its kind. */
     static final int MAX_SOURCES = 1024;
@@ -60,14 +61,14 @@ final class RefusalWindows {
     /** Records of windows that closed because their source refused again after them, not yet taken. */
     private final List<Summary> pending = new ArrayList<>();
 
-    RefusalWindows(Duration window) {
+    RepeatWindows(Duration window) {
         this.window = window;
     }
 
     /**
-     * A refusal from {@code source}: true when it opens a window (record it in full now), false when
-     * it was counted. {@code base} is what the closing record says besides the count (the fields
-     * every refusal of the source shares); {@code sample} is what differs (an endpoint, a destination).
+     * A repeatable request from {@code source}: true when it opens a window (record it in full now),
+     * false when it was counted. {@code base} is what the closing record says besides the count (the fields
+     * every request of the source shares); {@code sample} is what differs (an endpoint, a destination).
      */
     synchronized boolean admit(String source, Instant now, String kind, String actor, String sandbox, Map<String, Object> base,
                                String sample) {
