@@ -20,10 +20,12 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
 
     public static final String SYSTEM_IMAGE = "system";
     /**
-     * The uid and gid that own a {@link #workspaceBase()}'s files and directories: the sandbox
-     * user's inside every image; a driver maps it to each sandbox's own host ids.
+     * The host uid and gid that own a {@link #workspaceBase()}'s files and directories: an id no host
+     * account uses (useradd stops at 60000, systemd's container ranges end below 1879048192, the OCI
+     * driver's sandboxes start at 2000000000), so no one on the host owns a shared tree. A driver maps
+     * it to each sandbox's own user (uid 1000 inside every image).
      */
-    public static final int WORKSPACE_OWNER = 1000;
+    public static final int WORKSPACE_OWNER = 1_999_999_999;
     /** What an image may be called: 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit. */
     public static final Pattern IMAGE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");

@@ -99,7 +99,7 @@ class ForkCopyOnWriteTest {
                             .doesNotContain(live.dataDir.toString());
                 }
 
-                // one tree on the host for the three, regular files and directories only, owned by the canonical ids
+                // one tree on the host for the three, regular files and directories only, owned by an id no host account uses
                 try (Stream<Path> t = Files.list(trees())) {
                     assertThat(t.toList()).hasSize(1);
                 }
@@ -109,7 +109,8 @@ class ForkCopyOnWriteTest {
                     for (Path p : all.toList()) {
                         assertThat(Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) || Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))
                                 .as("%s is a regular file or directory", p).isTrue();
-                        assertThat(Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS)).isEqualTo(1000);
+                        assertThat(Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS)).as("no host account's id")
+                                .isEqualTo(dev.airlock.core.SandboxSpec.WORKSPACE_OWNER);
                     }
                 }
                 assertThat(Files.getAttribute(trees(), "unix:mode")).as("only host root enters trees/").isEqualTo(040700);

@@ -193,6 +193,16 @@ public final class OciDriver implements IsolationDriver {
         return start(id, spec, broker, checkpoint);
     }
 
+    /**
+     * A restored sandbox's {@code /workspace}: the snapshot's tree, shared copy-on-write, its owner
+     * idmapped to this sandbox's user through a namespace that maps that one id.
+     */
+    private Path layWorkspace(Path dir, SandboxSpec spec, long hostIdBase) {
+        try (SandboxUserNamespace treeIds = SandboxUserNamespace.forWorkspaceTree(agentBinary, hostIdBase, dir.resolve("runtime.log"))) {
+            return WorkspaceOverlay.mount(dir.resolve(WORKSPACE_DIR), spec.workspaceBase(), treeIds.path(), hostIdBase, spec.limits().diskBytes());
+        }
+    }
+
     /** Creates the sandbox, fresh ({@code checkpoint} null) or restored from a checkpoint image. */
     private DriverSandbox start(SandboxId id, SandboxSpec spec, SandboxBroker broker, Path checkpoint) {
         checkImage(spec, List.of());
@@ -231,9 +241,7 @@ public final class OciDriver implements IsolationDriver {
                 try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
                     Trace.mark("user namespace made");
-                    // a restored sandbox's /workspace: the snapshot's tree, shared copy-on-write, idmapped through this namespace
-                    Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : WorkspaceOverlay.mount(
-                            dir.resolve(WORKSPACE_DIR), spec.workspaceBase(), userNamespace.path(), hostIdBase, spec.limits().diskBytes());
+                    Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : layWorkspace(dir, spec, hostIdBase);
                     byte[] bundle = OciConfig.write(root, spec.limits(),
                             agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);

@@ -2,6 +2,7 @@ package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Printable;
+import dev.airlock.core.SandboxSpec;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -40,6 +41,20 @@ final class SandboxUserNamespace implements AutoCloseable {
      * ids 0..{@value OciConfig#ID_RANGE}-1 to {@code hostIdBase}.. for users and groups alike.
      */
     static SandboxUserNamespace create(Path agentBinary, long hostIdBase, Path log) {
+        return create(agentBinary, hostIdBase, "0 " + hostIdBase + " " + OciConfig.ID_RANGE + "\n", log);
+    }
+
+    /**
+     * A namespace for the idmapped mount of a shared workspace tree ({@link WorkspaceOverlay}): it maps
+     * the trees' owner, {@link SandboxSpec#WORKSPACE_OWNER} (an id no host account uses), and only
+     * it, to the host uid of the sandbox's user, for users and groups alike.
+     */
+    static SandboxUserNamespace forWorkspaceTree(Path agentBinary, long hostIdBase, Path log) {
+        return create(agentBinary, hostIdBase, SandboxSpec.WORKSPACE_OWNER + " " + (hostIdBase + SystemImage.SANDBOX_UID) + " 1\n", log);
+    }
+
+    /** Creates a namespace as host uid {@code hostIdBase} and writes {@code map} as its uid and gid map. */
+    private static SandboxUserNamespace create(Path agentBinary, long hostIdBase, String map, Path log) {
         Process holder;
         try {
             holder = new ProcessBuilder(agentBinary.toString(), "--hold-user-namespace", Long.toString(hostIdBase))
@@ -52,7 +67,6 @@ final class SandboxUserNamespace implements AutoCloseable {
         try {
             ns.awaitReady(log);
             ns.identity = Files.readSymbolicLink(Path.of(ns.path())).toString();
-            String map = "0 " + hostIdBase + " " + OciConfig.ID_RANGE + "\n";
             Path proc = Path.of("/proc", Long.toString(holder.pid()));
             Files.writeString(proc.resolve("uid_map"), map, StandardCharsets.US_ASCII);
             Files.writeString(proc.resolve("gid_map"), map, StandardCharsets.US_ASCII);

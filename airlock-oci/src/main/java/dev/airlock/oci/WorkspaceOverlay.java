@@ -20,9 +20,10 @@ import java.nio.file.attribute.PosixFilePermissions;
 
 /**
  * A restored sandbox's {@code /workspace} as an overlay shared copy-on-write: the snapshot's files,
- * a read-only host tree whose files belong to the canonical ids of a sandbox ({@link
- * SystemImage#SANDBOX_UID}), are its lower layer, seen through an idmapped bind mount that maps
- * those ids through the sandbox's own user namespace to its host ids; its upper layer and overlay
+ * a read-only host tree whose files belong to {@link dev.airlock.core.SandboxSpec#WORKSPACE_OWNER}
+ * (an id no host account uses), are its lower layer, seen through an idmapped bind mount that maps
+ * that id to the host uid of the sandbox's user ({@link SandboxUserNamespace#forWorkspaceTree}),
+ * so inside they are the sandbox user's ({@link SystemImage#SANDBOX_UID}); its upper layer and overlay
  * work directory lie on a tmpfs of the sandbox's disk size. All three are mounted by host root in
  * the host's mount namespace under the sandbox's directory ({@code <dir>/lower}, {@code <dir>/cap},
  * {@code <dir>/merged}), and runc bind-mounts {@code merged} at {@code /workspace}.
@@ -98,7 +99,7 @@ final class WorkspaceOverlay {
     /**
      * Mounts the overlay for one sandbox under {@code dir} and returns {@code merged}: lower {@code
      * tree}, idmapped through the user namespace at {@code userNamespace} (a {@code /proc/<pid>/ns/user}
-     * path whose id maps, sandbox 0.. to host {@code hostIdBase}.., are written), read-only; upper and
+     * path whose id maps are written: the tree's owner to the sandbox user's host uid), read-only; upper and
      * work directories on a tmpfs of {@code capBytes}, the upper owned by the sandbox user's host
      * uid. {@code dir} is made here, owned by the sandbox's host root id ({@code hostIdBase}) with
      * mode {@code rwx------}: the runtime, as that id, reaches {@code merged} to bind it, and no other

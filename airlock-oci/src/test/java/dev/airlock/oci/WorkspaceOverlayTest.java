@@ -21,8 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A sandbox whose {@code /workspace} lies on a read-only host tree ({@link SandboxSpec#workspaceBase()}),
- * as the server makes for a restore from a snapshot: the tree's files (owned by the canonical
- * sandbox uid) are the sandbox user's inside; writes, deletions and chmods go to the sandbox's own
+ * as the server makes for a restore from a snapshot: the tree's files (owned by an id no host
+ * account uses) are the sandbox user's inside; writes, deletions and chmods go to the sandbox's own
  * upper layer and never reach the tree or a sibling; the disk size still bounds new writes; the
  * tree is never writable from inside; destroy leaves no mount.
  */
@@ -58,9 +58,20 @@ class WorkspaceOverlayTest extends SandboxTestBase {
         return ok(exec(sb, "sh", "-c", script)).stdoutText();
     }
 
+    /**
+     * Issue 29: a shared tree was owned by host uid 1000, which is the first real account on most
+     * hosts (who could then own, and change, every fork's files had they a way in). Its owner is an
+     * id no account uses: none of this host's, above every range distributions and systemd hand
+     * out, below every sandbox's host ids.
+     */
     @Test
-    void theServersCanonicalOwnerIsTheSandboxUser() {
-        assertThat(SandboxSpec.WORKSPACE_OWNER).as("the owner of the trees the server makes").isEqualTo(SystemImage.SANDBOX_UID);
+    void theTreesOwnerIsNoHostAccount() throws IOException {
+        int owner = SandboxSpec.WORKSPACE_OWNER;
+        for (String db : List.of("/etc/passwd", "/etc/group")) {
+            assertThat(Files.readAllLines(Path.of(db))).as(db).noneMatch(l -> l.split(":").length > 2 && l.split(":")[2].equals(Integer.toString(owner)));
+        }
+        assertThat((long) owner).isGreaterThanOrEqualTo(1_879_048_192L).isLessThan(OciConfig.DEFAULT_HOST_ID_BASE);
+        assertThat(owner).isNotEqualTo(SystemImage.SANDBOX_UID);
     }
 
     @Test
