@@ -240,8 +240,9 @@ class ConsoleBrowserTest {
         });
         attacker.start();
         String log;
+        String attackerOrigin = "http://" + live.uri().getHost() + ":" + attacker.getAddress().getPort();
         try {
-            driver.get("http://" + live.uri().getHost() + ":" + attacker.getAddress().getPort() + "/");
+            driver.get(attackerOrigin + "/");
             waiting().until(d -> {
                 String text = d.findElement(By.id("log")).getText();
                 return text.contains("socket closed") && text.contains("sign-in ");
@@ -251,6 +252,15 @@ class ConsoleBrowserTest {
             attacker.stop(0);
         }
         assertThat(log).as("what the attacker's page saw").doesNotContain("socket open").doesNotContain("socket data");
+        // the refused attach is on the audit log as the signed-in client's, with the page's origin
+        assertThat(live.audit(null, AuditRecord.AUTHORIZATION)).anySatisfy(r -> {
+            JsonNode d = JSON.readTree(r.detail());
+            assertThat(r.actor()).isEqualTo("local@console");
+            assertThat(d.path("decision").asString()).isEqualTo("deny");
+            assertThat(d.path("control").asString()).isEqualTo("cross-site");
+            assertThat(d.path("rule").asString()).isEqualTo("origin");
+            assertThat(d.path("origin").asString()).isEqualTo(attackerOrigin);
+        });
 
         driver.get(server + "/");
         waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("whoami"), "signed in as local"));
@@ -358,6 +368,10 @@ class ConsoleBrowserTest {
             // the shell is a process of the sandbox, ended, like any other
             JsonNode processes = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/processes", null).body()).path("processes");
             assertThat(processes).anySatisfy(p -> assertThat(p.path("state").asString()).isNotEqualTo("running"));
+            // the attach is on the audit log with the origin of the page that opened it
+            String origin = live.uri().getScheme() + "://" + live.uri().getAuthority();
+            assertThat(live.audit(id, AuditRecord.REQUEST)).anySatisfy(r -> assertThat(JSON.readTree(r.detail()).path("endpoint").asString())
+                    .isEqualTo("GET /v1/sandboxes/{id}/processes/{pid}/attach from " + origin));
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }

@@ -42,6 +42,14 @@ public interface CommandApi {
      */
     void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent);
 
+    /**
+     * Records a request with a console session's cookie that the door refused before any operation
+     * ({@code rule}: an Origin not the server's own, a missing CSRF token). A page of another site can
+     * make a signed-in browser send these at will, so they are folded per client and rule
+     * (docs/audit.md); {@code origin} is the page's, as its browser sent it.
+     */
+    void refuseCrossSite(Client client, String via, String endpoint, String origin, String rule);
+
     /** Carries out {@code command} for {@code caller}: every control, then its handler. */
     <R> R execute(Caller caller, Command<R> command);
 

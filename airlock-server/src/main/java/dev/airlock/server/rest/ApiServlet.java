@@ -92,7 +92,7 @@ public final class ApiServlet extends HttpServlet {
         String notLocal = LocalOrigin.consoleRefusal(req, config.host());
         if (notLocal != null) {
             error(resp, 403, "forbidden", notLocal, null);
-            throw new CookieRefused();
+            throw new CookieRefused(client, "origin");
         }
         // A WebSocket is opened with a GET, and a browser's WebSocket can carry no header of the page's
         // own: the console's terminal sends the session's CSRF token as the query parameter csrf.
@@ -100,22 +100,27 @@ public final class ApiServlet extends HttpServlet {
             error(resp, 403, "csrf", "a WebSocket with the console's session cookie must carry the session's CSRF token as its"
                     + " csrf query parameter (a cross-site page cannot): open the terminal from the console, or connect with"
                     + " 'Authorization: Bearer <token>' instead of the cookie", null);
-            throw new CookieRefused();
+            throw new CookieRefused(client, "csrf");
         }
         boolean reads = req.getMethod().equals("GET") || req.getMethod().equals("HEAD");
         if (!reads && !s.csrfMatches(req.getHeader(ConsoleSessions.CSRF_HEADER))) {
             error(resp, 403, "csrf", "a " + req.getMethod() + " with the console's session cookie must carry the session's CSRF token in the "
                     + ConsoleSessions.CSRF_HEADER + " header (a cross-site request cannot): reload the console, or call the API with"
                     + " 'Authorization: Bearer <token>' instead of the cookie", null);
-            throw new CookieRefused();
+            throw new CookieRefused(client, "csrf");
         }
         return new Authenticated(client, ConsoleSessions.VIA);
     }
 
-    /** A cookie request refused by {@link #authenticate} (already answered). */
+    /** A cookie request of {@code client} refused by {@link #authenticate} (already answered), by {@code rule}. */
     private static final class CookieRefused extends Exception {
-        CookieRefused() {
+        final transient Client client;
+        final String rule;
+
+        CookieRefused(Client client, String rule) {
             super(null, null, false, false);
+            this.client = client;
+            this.rule = rule;
         }
     }
 
@@ -151,13 +156,15 @@ public final class ApiServlet extends HttpServlet {
                 return;
             }
             String endpoint = req.getMethod() + " " + m.template();
-            if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && req.getHeader("Origin") != null) {
-                endpoint += " from " + Json.printable(req.getHeader("Origin"));   // whose page opened it, on the audit log
+            String origin = req.getHeader("Origin") == null ? null : Json.printable(req.getHeader("Origin"));
+            if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && origin != null) {
+                endpoint += " from " + origin;   // whose page opened it, on the audit log
             }
             Authenticated auth;
             try {
                 auth = authenticate(req, resp);
             } catch (CookieRefused refused) {
+                service.refuseCrossSite(refused.client, ConsoleSessions.VIA, req.getMethod() + " " + m.template(), origin, refused.rule);
                 return;
             }
             if (auth == null) {

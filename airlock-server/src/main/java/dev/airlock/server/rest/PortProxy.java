@@ -265,16 +265,25 @@ final class PortProxy implements AutoCloseable {
         }
     }
 
-    /** Closes streams whose sandbox did not start answering in time, or that went idle. */
+    /** Closes streams whose sandbox did not start answering in time, that went idle, or that lived too long. */
     private void checkTimes() {
         long now = System.nanoTime();
         for (PreviewStream s : streams) {
-            long quiet = now - s.lastActivity;
-            if ((!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos() || now - s.started > LIFETIME.toNanos()) {
+            if (overdue(s, now)) {
                 s.timedOut.set(true);
                 end(s);
             }
         }
+    }
+
+    /**
+     * Whether {@code s} is to be ended at {@code now} ({@link System#nanoTime()}): no first byte of
+     * the answer within {@link #FIRST_BYTE}, no byte either way within {@link #IDLE}, or open longer
+     * than {@link #LIFETIME} however busy.
+     */
+    static boolean overdue(PreviewStream s, long now) {
+        long quiet = now - s.lastActivity;
+        return (!s.answered && quiet > FIRST_BYTE.toNanos()) || quiet > IDLE.toNanos() || now - s.started > LIFETIME.toNanos();
     }
 
     private static void error(HttpServletResponse resp, int status, String code, String message) throws IOException {

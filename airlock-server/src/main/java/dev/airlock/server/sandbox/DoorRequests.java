@@ -8,6 +8,7 @@ import dev.airlock.server.control.OperationGrant;
 import dev.airlock.server.control.Refusal;
 import dev.airlock.server.live.Sandboxes;
 import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -19,6 +20,9 @@ import java.util.Map;
  * source and window (docs/audit.md).
  */
 final class DoorRequests {
+
+    /** The control that refuses a console cookie request another site's page could have made. */
+    static final String CROSS_SITE = "cross-site";
 
     private final AuditLog audit;
     private final Sandboxes sandboxes;
@@ -108,6 +112,30 @@ final class DoorRequests {
         if (audit.admitRepeat(source, AuditRecord.AUTHORIZATION, via, null, a, endpoint)) {
             audit.record(AuditRecord.REQUEST, via, null, q);
             audit.record(AuditRecord.AUTHORIZATION, via, null, a);
+        }
+    }
+
+    /**
+     * Records a cookie request refused as cross-site (see {@link CommandApi#refuseCrossSite}): a
+     * request and a deny by control {@value #CROSS_SITE}, with the page's origin, folded per client
+     * and rule; each sample is the endpoint and the origin.
+     */
+    void refuseCrossSite(Client client, String via, String endpoint, String origin, String rule) {
+        Caller caller = new Caller(client, via, null, null);
+        String from = origin == null ? "no Origin" : origin;
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("interface", via);
+        q.put("endpoint", endpoint);
+        q.put("origin", from);
+        Map<String, Object> a = new LinkedHashMap<>();
+        a.put("interface", via);
+        a.put("decision", "deny");
+        a.put("control", CROSS_SITE);
+        a.put("rule", rule);
+        a.put("origin", from);
+        if (audit.admitRepeat(via + " " + client.name() + " " + rule, AuditRecord.AUTHORIZATION, caller.actor(), null, a, endpoint + " from " + from)) {
+            audit.record(AuditRecord.REQUEST, caller.actor(), null, q);
+            audit.record(AuditRecord.AUTHORIZATION, caller.actor(), null, a);
         }
     }
 }

@@ -32,6 +32,7 @@ import dev.airlock.server.live.Tiers;
 import dev.airlock.server.output.OutputStore;
 import dev.airlock.server.output.ProcessOutputFiles;
 import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Policy;
 import dev.airlock.server.policy.Profile;
 import dev.airlock.server.snapshot.SnapshotStore;
@@ -141,6 +142,11 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     @Override
     public void refuseUnauthenticated(String via, String iface, String endpoint, String sourceAddress, boolean tokenSent) {
         requests.refuseUnauthenticated(via, iface, endpoint, sourceAddress, tokenSent);
+    }
+
+    @Override
+    public void refuseCrossSite(Client client, String via, String endpoint, String origin, String rule) {
+        requests.refuseCrossSite(client, via, endpoint, origin, rule);
     }
 
     // --- commands ---
