@@ -1,14 +1,17 @@
 package dev.airlock.oci;
 
+import dev.airlock.agent.AgentBinary;
 import dev.airlock.core.HostInputs;
 import dev.airlock.core.Input;
 import dev.airlock.core.Limits;
+import dev.airlock.core.SandboxBroker;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -297,6 +300,26 @@ final class OciConfig {
             });
         }
         return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+    }
+
+    /** The agent's command line: its limits, its egress bridge when it has one, and the socket it connects to. */
+    static List<String> agentCommand(Limits limits, boolean bridged, String socketName) {
+        List<String> command = new ArrayList<>();
+        command.add(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME);
+        command.addAll(agentLimitArgs(limits));
+        if (bridged) {
+            command.addAll(List.of("--egress-port", String.valueOf(SandboxBroker.BRIDGE_PORT),
+                    "--egress-socket", SandboxBroker.RUN_DIR + "/" + SandboxBroker.BRIDGE_SOCKET));
+        }
+        command.add(SandboxBroker.RUN_DIR + "/" + socketName);
+        return command;
+    }
+
+    /** The agent's environment: a PATH, nothing of the host's. */
+    static Map<String, String> agentEnvironment() {
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("PATH", "/usr/bin:/bin:/usr/sbin:/sbin");
+        return env;
     }
 
     /** The agent options that make it set the sandbox's rlimits itself (RLIMIT_CORE is always 0). */

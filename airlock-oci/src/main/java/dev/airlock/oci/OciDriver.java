@@ -8,7 +8,6 @@ import dev.airlock.core.HostFiles;
 import dev.airlock.core.HostInputs;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
-import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
@@ -19,7 +18,6 @@ import org.slf4j.LoggerFactory;
 import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SelectionKey;
@@ -30,7 +28,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -220,7 +217,7 @@ public final class OciDriver implements IsolationDriver {
             runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);
             // a restored agent connects where its checkpoint told it to (DETACH), a fresh one to agent.sock
-            Path socket = runDir.resolve(checkpoint == null ? SOCKET_NAME : reconnectSocket(checkpoint));
+            Path socket = runDir.resolve(checkpoint == null ? SOCKET_NAME : RunscCheckpoint.reconnectSocket(checkpoint));
             try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
                 listener.bind(UnixDomainSocketAddress.of(socket));
                 // Only the sandbox's user (and host root) may connect.
@@ -243,7 +240,7 @@ public final class OciDriver implements IsolationDriver {
                     Trace.mark("user namespace made");
                     Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : layWorkspace(dir, spec, hostIdBase);
                     byte[] bundle = OciConfig.write(root, spec.limits(),
-                            agentCommand(spec.limits(), bridged), agentEnvironment(), runDir, inputsDir, inputs, procViews,
+                            OciConfig.agentCommand(spec.limits(), bridged, SOCKET_NAME), OciConfig.agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);
                     Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
                     Trace.mark("bundle written");
@@ -256,7 +253,7 @@ public final class OciDriver implements IsolationDriver {
                     }
                 }
                 Trace.mark("user namespace holder ended");
-                SocketChannel channel = acceptOne(listener, id);
+                SocketChannel channel = acceptOne(listener, id, config.startTimeout());
                 // The socket file goes at once: no second channel can ever be opened into the host.
                 Files.deleteIfExists(socket);
                 AgentClient agent = AgentClient.connect(channel, config.startTimeout());
@@ -291,25 +288,14 @@ public final class OciDriver implements IsolationDriver {
         }
     }
 
-    private static List<String> agentCommand(dev.airlock.core.Limits limits, boolean bridged) {
-        List<String> command = new ArrayList<>();
-        command.add(SystemImage.AGENT_DIR + "/" + AgentBinary.FILE_NAME);
-        command.addAll(OciConfig.agentLimitArgs(limits));
-        if (bridged) {
-            command.addAll(List.of("--egress-port", String.valueOf(SandboxBroker.BRIDGE_PORT),
-                    "--egress-socket", SandboxBroker.RUN_DIR + "/" + SandboxBroker.BRIDGE_SOCKET));
-        }
-        command.add("/run/airlock/" + SOCKET_NAME);
-        return command;
-    }
-
-    private SocketChannel acceptOne(ServerSocketChannel listener, SandboxId id) throws IOException {
+    /** The agent's connection to {@code listener}, within {@code timeout}. */
+    static SocketChannel acceptOne(ServerSocketChannel listener, SandboxId id, java.time.Duration timeout) throws IOException {
         listener.configureBlocking(false);
         try (Selector selector = Selector.open()) {
             listener.register(selector, SelectionKey.OP_ACCEPT);
-            if (selector.select(config.startTimeout().toMillis()) == 0) {
+            if (selector.select(timeout.toMillis()) == 0) {
                 throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "sandbox " + id + " started but its agent did not connect within "
-                        + config.startTimeout().toSeconds() + "s");
+                        + timeout.toSeconds() + "s");
             }
             SocketChannel channel = listener.accept();
             channel.configureBlocking(true);
@@ -317,102 +303,13 @@ public final class OciDriver implements IsolationDriver {
         }
     }
 
-    private static Map<String, String> agentEnvironment() {
-        Map<String, String> env = new LinkedHashMap<>();
-        env.put("PATH", "/usr/bin:/bin:/usr/sbin:/sbin");
-        return env;
-    }
 
-    /**
-     * Saves the sandbox's processes with their memory into {@code image} (runsc only) and lets it run
-     * on. runsc cannot save a connected host socket, so the agent first lets go of its channel
-     * (DETACH; refused while an execution runs) and waits to connect again; runsc checkpoint then
-     * stops the container, and it is restored at once from the image, in place (same id, bundle and
-     * run directory), where the agent finds the host listening again. The listener is bound only
-     * after the checkpoint: an agent that connected before it would make the checkpoint fail. Should
-     * a step after DETACH fail, the sandbox is lost (its agent is gone) and the error says so.
-     */
+    /** Saves the sandbox's processes with their memory into {@code image} and lets it run on (runsc only: {@link RunscCheckpoint}). */
     void checkpoint(OciSandbox sandbox, Path image) {
-        SandboxId id = sandbox.id();
         if (!runtime.isGvisor()) {
-            throw AirlockException.unavailable("sandbox " + id + ": " + IsolationDriver.noProcessesSaved(isolation()));
+            throw AirlockException.unavailable("sandbox " + sandbox.id() + ": " + IsolationDriver.noProcessesSaved(isolation()));
         }
-        String socketName = reconnectName();
-        try {
-            sandbox.agentClient().detach(socketName);
-        } catch (IOException e) {
-            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " cannot be checkpointed now: " + e.getMessage()
-                    + " (a checkpoint waits for no execution: let them end first)", e);
-        }
-        Path dir = state.sandboxDir(id.value());
-        Path socket = dir.resolve("run").resolve(socketName);
-        try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            long started = System.nanoTime();
-            runtime.checkpoint(id.value(), image);
-            // where the image's agent will connect: read back by each restore of it (start)
-            Files.writeString(image.resolve(RECONNECT_FILE), socketName);
-            long written = System.nanoTime();
-            listener.bind(UnixDomainSocketAddress.of(socket));
-            runtime.grantSocket(socket, (int) (sandbox.hostIdBase() + SystemImage.SANDBOX_UID));
-            runtime.delete(id.value());
-            long deleted = System.nanoTime();
-            Files.deleteIfExists(dir.resolve("init.pid"));
-            runtime.restoreDetached(id, dir, image, dir.resolve("runtime.log"));
-            long restored = System.nanoTime();
-            SocketChannel channel = acceptOne(listener, id);
-            Files.deleteIfExists(socket);
-            sandbox.reconnected(AgentClient.connect(channel, config.startTimeout()));
-            LOG.info("sandbox {}: checkpointed and running again in {} ms (checkpoint {} ms, {} bytes; delete {} ms; restore {} ms; agent back {} ms)",
-                    id, (System.nanoTime() - started) / 1_000_000, (written - started) / 1_000_000, imageBytes(image),
-                    (deleted - written) / 1_000_000, (restored - deleted) / 1_000_000, (System.nanoTime() - restored) / 1_000_000);
-        } catch (IOException | RuntimeException e) {
-            if (e instanceof InterruptedIOException) {
-                Thread.currentThread().interrupt();
-            }
-            throw AirlockException.unavailable("sandbox " + id + " was lost while it was checkpointed: " + e.getMessage()
-                    + " (destroy it; the checkpoint is not usable)");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw AirlockException.unavailable("sandbox " + id + " was lost: interrupted while it was checkpointed");
-        }
-    }
-
-    /** The file beside runsc's image that names the socket its agent connects to once restored. */
-    static final String RECONNECT_FILE = "airlock-agent-socket";
-    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
-
-    /**
-     * A random socket name for a detached agent to connect to: {@code a} and 10 of a-z0-9 (about 52
-     * bits), as long as the longest socket name the state directory leaves room for ({@code
-     * egress.sock}, StateDirectory.MAX_ROOT_BYTES).
-     */
-    private static String reconnectName() {
-        String alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-        StringBuilder sb = new StringBuilder("a");
-        for (int i = 0; i < 10; i++) {
-            sb.append(alphabet.charAt(RANDOM.nextInt(alphabet.length())));
-        }
-        return sb.toString();
-    }
-
-    /** The socket name a checkpoint image's agent connects to ({@link #RECONNECT_FILE}), checked. */
-    private static String reconnectSocket(Path image) throws IOException {
-        String name = Files.readString(image.resolve(RECONNECT_FILE)).strip();
-        if (!name.matches("a[0-9a-z]{10}")) {
-            throw AirlockException.invalid("the checkpoint image names no agent socket Airlock made: " + Printable.of(name, 80));
-        }
-        return name;
-    }
-
-    /** The bytes of a checkpoint image's files, for the log. */
-    private static long imageBytes(Path image) throws IOException {
-        try (var files = Files.list(image)) {
-            long bytes = 0;
-            for (Path f : files.toList()) {
-                bytes += Files.size(f);
-            }
-            return bytes;
-        }
+        new RunscCheckpoint(runtime, state, config.startTimeout()).take(sandbox, image);
     }
 
     long oomKills(SandboxId id) {
