@@ -20,10 +20,8 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermission;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -49,15 +47,14 @@ import java.util.regex.Pattern;
  *   store.lock            held while the index changes
  * </pre>
  * The directories are mode 0711: a sandbox's runtime passes them as a host id of its own.
- * Identical trees are stored once; a tree no name refers to and no sandbox uses is removed.
+ * Identical trees are stored once; a tree no name refers to and no sandbox uses is removed. The
+ * leases of this process's sandboxes are {@link ImageLeases}.
  */
 public final class ImageStore {
 
     public static final String DEFAULT_ROOT = "/var/lib/airlock/images";
     private static final Pattern HEX = Pattern.compile("[0-9a-f]{64}");
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    /** Images in use by sandboxes of this process: hex digest to its shared lock. */
-    private static final Map<Path, Use> USES = new HashMap<>();
 
     private final Path root;
     private final ImageLimits limits;
@@ -216,10 +213,9 @@ public final class ImageStore {
                 }
                 String hex = hexOf(entry.path("digest").asString());
                 Path lockFile = root.resolve("locks").resolve(hex + ".lock");
-                synchronized (USES) {
-                    Use use = USES.get(lockFile);
-                    if (use != null) {
-                        throw inUse(name, use.count + " sandbox(es) of this process use it");
+                return ImageLeases.whileNoneTaken(lockFile, leases -> {
+                    if (leases > 0) {
+                        throw inUse(name, leases + " sandbox(es) of this process use it");
                     }
                     try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.READ,
                             StandardOpenOption.WRITE)) {
@@ -231,8 +227,8 @@ public final class ImageStore {
                         writeIndex(index);
                         collectGarbage(index, hex);
                     }
-                }
-                return null;
+                    return null;
+                });
             });
         } catch (IOException e) {
             throw AirlockException.internal("cannot remove image '" + name + "': " + e.getMessage(), e);
@@ -283,87 +279,7 @@ public final class ImageStore {
         String digest = inspect(name).digest();
         String hex = hexOf(digest);
         Path rootfs = root.resolve("roots").resolve(hex);
-        requireSearchableByOthers(rootfs);
-        Path lockFile = root.resolve("locks").resolve(hex + ".lock");
-        synchronized (USES) {
-            Use use = USES.get(lockFile);
-            if (use == null) {
-                try {
-                    FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                    FileLock lock;
-                    try {
-                        lock = channel.tryLock(0, 1, true);
-                    } catch (OverlappingFileLockException e) {
-                        lock = null;
-                    }
-                    if (lock == null) {
-                        channel.close();
-                        throw new AirlockException(AirlockException.Kind.CONFLICT, "image '" + name + "' is being removed");
-                    }
-                    use = new Use(channel);
-                } catch (IOException e) {
-                    throw AirlockException.internal("cannot hold image '" + name + "': " + e.getMessage(), e);
-                }
-                // removed or replaced while we waited for the lock: the files may be gone
-                if (!Files.isDirectory(rootfs, LinkOption.NOFOLLOW_LINKS)) {
-                    use.close();
-                    throw notFound(name);
-                }
-                USES.put(lockFile, use);
-            }
-            use.count++;
-        }
-        Map<String, String> environment = ImageRecipe.readEnvironment(rootfs);
-        return new Lease() {
-            private boolean closed;
-
-            public Map<String, String> environment() {
-                return environment;
-            }
-
-            public String name() {
-                return name;
-            }
-
-            public String digest() {
-                return digest;
-            }
-
-            public Path rootfs() {
-                return rootfs;
-            }
-
-            public void close() {
-                synchronized (USES) {
-                    if (closed) {
-                        return;
-                    }
-                    closed = true;
-                    Use u = USES.get(lockFile);
-                    if (u != null && --u.count == 0) {
-                        USES.remove(lockFile);
-                        u.close();
-                    }
-                }
-            }
-        };
-    }
-
-    private static final class Use {
-        final FileChannel channel;
-        int count;
-
-        Use(FileChannel channel) {
-            this.channel = channel;
-        }
-
-        void close() {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // the lock goes with the channel anyway
-            }
-        }
+        return ImageLeases.hold(name, digest, rootfs, root.resolve("locks").resolve(hex + ".lock"), () -> notFound(name));
     }
 
     /**
@@ -390,14 +306,13 @@ public final class ImageStore {
                 Files.deleteIfExists(lockFile);
                 continue;
             }
-            synchronized (USES) {
-                if (USES.containsKey(lockFile)) {
-                    continue;
+            ImageLeases.whileNoneTaken(lockFile, leases -> {
+                if (leases > 0) {
+                    return null;
                 }
                 try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                    FileLock lock = channel.tryLock(0, 1, false);
-                    if (lock == null) {
-                        continue; // still in use by another process: a later change collects it
+                    if (channel.tryLock(0, 1, false) == null) {
+                        return null; // still in use by another process: a later change collects it
                     }
                     Files.deleteIfExists(root.resolve("roots").resolve(hex + ".json"));
                     HostFiles.deleteTree(p);
@@ -405,7 +320,8 @@ public final class ImageStore {
                 } catch (OverlappingFileLockException e) {
                     // held by this process through another channel: in use
                 }
-            }
+                return null;
+            });
         }
     }
 
@@ -467,20 +383,5 @@ public final class ImageStore {
     private static void createTraversable(Path dir) throws IOException {
         Files.createDirectories(dir);
         Files.setAttribute(dir, "unix:mode", 0711);
-    }
-
-    /** Sandboxes run as host ids of their own: every directory above an image's root must let others pass. */
-    private static void requireSearchableByOthers(Path dir) {
-        try {
-            for (Path d = dir.toRealPath(); d != null; d = d.getParent()) {
-                if (!Files.getPosixFilePermissions(d).contains(PosixFilePermission.OTHERS_EXECUTE)) {
-                    throw AirlockException.unavailable("cannot use the image store at " + dir.getParent().getParent() + ": " + d
-                            + " does not let others pass (chmod o+x " + d + "), and sandboxes, which run as host ids of"
-                            + " their own, must pass it to reach the image's files");
-                }
-            }
-        } catch (IOException e) {
-            throw AirlockException.internal("cannot check " + dir + ": " + e.getMessage(), e);
-        }
     }
 }
