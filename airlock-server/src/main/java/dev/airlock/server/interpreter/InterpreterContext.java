@@ -22,11 +22,8 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -62,13 +59,6 @@ public final class InterpreterContext {
     private static final Duration LIFETIME = Duration.ofDays(365);
     /** What a line may hold beyond a cell's output budget (the JSON around the outputs). */
     private static final int LINE_SLACK = 64 * 1024;
-    /**
-     * What each kept event (a stream chunk, an output) costs of a cell's budget beyond its text, so
-     * that a flood of tiny events cannot make the server hold millions of objects.
-     */
-    private static final int EVENT_COST = 64;
-    private static final Set<String> KEPT_MIME = Set.of("text/plain", "text/html", "text/markdown", "text/latex", "image/png",
-            "image/jpeg", "image/svg+xml", "application/json");
     private static final byte[] BRIDGE_SOURCE = bridgeSource();
     /** How Python says that an import failed; the module is the first word between the quotes (a.b: a package's module). */
     private static final Pattern MISSING_MODULE = Pattern.compile("No module named '([A-Za-z0-9_.]{1,100})'");
@@ -83,7 +73,7 @@ public final class InterpreterContext {
     private final Execution bridge;
     private final CompletableFuture<JsonNode> started = new CompletableFuture<>();
     private final ReentrantLock running = new ReentrantLock();
-    private volatile Cell current;
+    private volatile PendingCell current;
     private volatile String deadMessage;
     private volatile int cells;
     private long nextCell = 1;
@@ -174,7 +164,7 @@ public final class InterpreterContext {
                 throw dead();
             }
             long started = System.nanoTime();
-            Cell cell = new Cell(nextCell++, listener, budget);
+            PendingCell cell = new PendingCell(nextCell++, listener, budget);
             current = cell;
             cells++;
             ObjectNode request = Json.object().put("id", cell.number).put("code", code).put("timeoutSeconds", timeout.toMillis() / 1000.0);
@@ -251,7 +241,7 @@ public final class InterpreterContext {
             deadMessage = "the kernel ended: " + why + (lines.stderrTail().isBlank() ? "" : "; it said: " + lines.stderrTail());
         }
         started.complete(Json.object().put("type", "failed").put("message", deadMessage));
-        Cell cell = current;
+        PendingCell cell = current;
         if (cell != null) {
             cell.finish("dead", deadMessage + ": restart the context; its variables are lost");
         }
@@ -267,7 +257,7 @@ public final class InterpreterContext {
             started.complete(line);
             return;
         }
-        Cell cell = current;
+        PendingCell cell = current;
         if (cell == null || !line.path("id").canConvertToLong() || line.path("id").asLong() != cell.number) {
             return; // a stale line of a cell given up on, or noise
         }
@@ -314,7 +304,7 @@ public final class InterpreterContext {
         private void end() {
             if (overlong) {
                 overlong = false;
-                Cell cell = current;
+                PendingCell cell = current;
                 if (cell != null) {
                     cell.truncated = true;
                 }
@@ -358,113 +348,6 @@ public final class InterpreterContext {
                 module = m.group(1);
             }
             return module;
-        }
-    }
-
-    /** One cell's outputs as they arrive, kept within the budget. */
-    private static final class Cell {
-        final long number;
-        final CellResult.Listener listener;
-        final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
-        final StringBuilder stdout = new StringBuilder();
-        final StringBuilder stderr = new StringBuilder();
-        final List<CellResult.Output> outputs = new ArrayList<>();
-        CellResult.CellError error;
-        long left;
-        volatile boolean truncated;
-        volatile String status;
-        volatile String message;
-        Integer executionCount;
-
-        Cell(long number, CellResult.Listener listener, long budget) {
-            this.number = number;
-            this.listener = listener;
-            this.left = budget;
-        }
-
-        synchronized void accept(String type, JsonNode line) {
-            if (done.getCount() == 0) {
-                return;
-            }
-            switch (type) {
-                case "stream" -> {
-                    String text = line.path("text").asString("");
-                    if (!take(text.length())) {
-                        return;
-                    }
-                    boolean err = "stderr".equals(line.path("name").asString(""));
-                    (err ? stderr : stdout).append(text);
-                    listener.stream(err ? "stderr" : "stdout", text);
-                }
-                case "result", "display" -> {
-                    Map<String, JsonNode> data = new LinkedHashMap<>();
-                    long size = 0;
-                    for (Map.Entry<String, JsonNode> e : line.path("data").properties()) {
-                        if (KEPT_MIME.contains(e.getKey()) && (e.getValue().isString() || e.getKey().equals("application/json"))) {
-                            data.put(e.getKey(), e.getValue());
-                            size += e.getValue().isString() ? e.getValue().asString().length() : e.getValue().toString().length();
-                        }
-                    }
-                    if (data.isEmpty() || !take(size)) {
-                        return;
-                    }
-                    CellResult.Output output = new CellResult.Output(type, data);
-                    outputs.add(output);
-                    listener.output(output);
-                }
-                case "error" -> {
-                    List<String> traceback = new ArrayList<>();
-                    line.path("traceback").forEach(t -> traceback.add(t.asString("")));
-                    String name = line.path("ename").asString("");
-                    String value = line.path("evalue").asString("");
-                    if (error != null || !take(name.length() + value.length() + traceback.stream().mapToLong(String::length).sum())) {
-                        return;
-                    }
-                    error = new CellResult.CellError(name, value, traceback);
-                    listener.error(error);
-                }
-                case "done" -> {
-                    if (line.path("truncated").asBoolean(false)) {
-                        truncated = true;
-                    }
-                    if (line.path("executionCount").canConvertToInt()) {
-                        executionCount = line.path("executionCount").asInt();
-                    }
-                    String s = line.path("status").asString("");
-                    String m = line.path("message").isString() ? Printable.of(line.path("message").asString(), 1000) : null;
-                    finish(Set.of("ok", "error", "timeout", "interrupted", "dead").contains(s) ? s : "error", m);
-                }
-                default -> {
-                }
-            }
-        }
-
-        private boolean take(long size) {
-            size += EVENT_COST;
-            if (size > left) {
-                truncated = true;
-                return false;
-            }
-            left -= size;
-            return true;
-        }
-
-        synchronized void finish(String status, String message) {
-            if (done.getCount() == 0) {
-                return;
-            }
-            this.status = status;
-            this.message = message;
-            done.countDown();
-        }
-
-        synchronized CellResult result(String context, Duration duration) {
-            String m = message;
-            if (m == null && status.equals("timeout")) {
-                m = "the cell ran past its timeout and was interrupted (KeyboardInterrupt); the context keeps its state";
-            }
-            return new CellResult(context, status, executionCount, stdout.toString(), stderr.toString(), outputs, error, truncated,
-                    duration, m);
         }
     }
 

@@ -4,17 +4,13 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.SandboxAgent;
-import dev.airlock.core.SandboxAgent.FileInfo;
 import dev.airlock.server.command.Command.SnapshotView;
 import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.live.ManagedSandbox;
-import dev.airlock.server.output.CountingOutputStream;
 import dev.airlock.server.wire.Json;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.node.ArrayNode;
-import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -25,7 +21,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.security.DigestInputStream;
-import java.security.DigestOutputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
@@ -86,7 +81,6 @@ public final class SnapshotStore {
     /** The most snapshots one client holds at once. */
     static final int MAX_SNAPSHOTS = 64;
     public static final Duration DEFAULT_TTL = Duration.ofHours(24);
-    private static final SandboxAgent.TreeBounds BOUNDS = new SandboxAgent.TreeBounds(MAX_ENTRIES, MAX_DEPTH, MAX_FILES);
     private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{16}");
     static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
     private static final String MANIFEST = "manifest.json";
@@ -114,17 +108,10 @@ public final class SnapshotStore {
 
     /**
      * Captures the files of the sandbox {@code sandbox} through its {@code agent} (never following a
-     * link the sandbox made), within its owner's {@code quotaBytes}. Synchronized: captures run one
-     * at a time, so quotas are exact.
-     */
-    public synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes) {
-        return capture(sandbox, agent, ttl, quotaBytes, null);
-    }
-
-    /**
-     * As {@link #capture(ManagedSandbox, SandboxAgent, Duration, long)}, and when {@code checkpoint}
-     * is not null, after the files, it is handed an empty directory to write the sandbox's checkpoint
-     * image into (a memory snapshot); the image's files are kept as blobs, within the same quota.
+     * link the sandbox made), within its owner's {@code quotaBytes}; when {@code checkpoint} is not
+     * null, after the files, it is handed an empty directory to write the sandbox's checkpoint image
+     * into (a memory snapshot), whose files are kept as blobs within the same quota. Synchronized:
+     * captures run one at a time, so quotas are exact.
      */
     public synchronized SnapshotView capture(ManagedSandbox sandbox, SandboxAgent agent, Duration ttl, long quotaBytes,
                                              java.util.function.Consumer<Path> checkpoint) {
@@ -135,83 +122,23 @@ public final class SnapshotStore {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + owner + "' holds " + held.size()
                     + " snapshots, the most it may: delete some (DELETE /v1/snapshots/{id})");
         }
-        long used = held.stream().mapToLong(SnapshotView::bytes).sum();
-        long budget = Math.min(MAX_BYTES, quotaBytes - used);
         String id = "snap-" + HexFormat.of().formatHex(randomBytes());
         Path incoming = root.resolve("incoming").resolve(id);
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        ObjectNode manifest = Json.object();
-        ArrayNode entries = manifest.putArray("files");
-        List<String> leftOut = new ArrayList<>();
-        long total = 0;
+        SnapshotCapture c = new SnapshotCapture(this, sandbox.id(), owner, agent, incoming, held.stream().mapToLong(SnapshotView::bytes).sum(),
+                quotaBytes);
         try {
             Files.createDirectories(incoming);
             for (String dir : DIRS) {
-                SandboxAgent.Tree tree;
-                try {
-                    tree = agent.walk(dir, BOUNDS);
-                } catch (SandboxAgent.FileOperationException e) {
-                    leftOut.add(dir + ": " + e.getMessage());
-                    continue;
-                }
-                if (tree.entriesCut() || tree.directoriesNotEntered() > 0 || tree.filesLeftOut() > 0) {
-                    throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": " + dir + " holds more than a snapshot"
-                            + " keeps (" + MAX_ENTRIES + " entries, " + MAX_FILES + " files, " + MAX_DEPTH + " levels): remove files first");
-                }
-                List<FileInfo> files = new ArrayList<>(tree.files());
-                files.sort(Comparator.comparing(FileInfo::path));
-                for (FileInfo f : files) {
-                    if (System.nanoTime() > deadline) {
-                        throw new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox.id() + ": the snapshot took over "
-                                + DEADLINE.toSeconds() + " s: snapshot fewer or smaller files");
-                    }
-                    if (f.path().indexOf('\n') >= 0 || !f.path().startsWith(dir + "/")) {
-                        leftOut.add(Json.printable(f.path()) + ": name not kept");
-                        continue;
-                    }
-                    Path part = incoming.resolve("part");
-                    MessageDigest sha = sha256();
-                    CountingOutputStream counted;
-                    try (OutputStream out = new DigestOutputStream(Files.newOutputStream(part), sha)) {
-                        counted = new CountingOutputStream(out);
-                        agent.readFileNoFollow(f.path(), Math.max(0, budget - total), counted);
-                    } catch (SandboxAgent.FileTooLargeException e) {
-                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
-                    } catch (SandboxAgent.FileOperationException e) {
-                        leftOut.add(Json.printable(f.path()) + ": " + Json.printable(e.getMessage()));
-                        continue;
-                    }
-                    total += counted.count;
-                    String digest = HexFormat.of().formatHex(sha.digest());
-                    keepAsBlob(part, digest);
-                    entries.addObject().put("path", f.path()).put("mode", f.mode() & 07777 & ~06000).put("size", counted.count)
-                            .put("sha256", digest);
-                }
+                c.files(dir);
             }
             if (checkpoint != null) {
-                Path image = Files.createDirectories(incoming.resolve("checkpoint"));
-                checkpoint.accept(image);
-                ArrayNode memory = manifest.putArray("memory");
-                List<Path> parts;
-                try (var listed = Files.list(image)) {
-                    parts = listed.sorted().toList();
-                }
-                for (Path part : parts) {
-                    long size = Files.size(part);
-                    if (!Files.isRegularFile(part, java.nio.file.LinkOption.NOFOLLOW_LINKS) || size > budget - total) {
-                        throw overQuota(sandbox.id(), owner, used, quotaBytes, budget == MAX_BYTES);
-                    }
-                    total += size;
-                    String digest = digestOf(part);
-                    keepAsBlob(part, digest);
-                    memory.addObject().put("name", part.getFileName().toString()).put("size", size).put("sha256", digest);
-                }
+                c.memory(checkpoint);
             }
-            byte[] manifestBytes = manifest.toString().getBytes(StandardCharsets.UTF_8);
+            byte[] manifestBytes = c.manifest().getBytes(StandardCharsets.UTF_8);
             Instant now = Instant.now();
             SnapshotView s = new SnapshotView(id, owner, sandbox.id(), sandbox.profile().name(), sandbox.sandbox().spec().image(),
-                    sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), total,
-                    entries.size(), leftOut, now, now.plus(ttl), checkpoint != null);
+                    sandbox.sandbox().imageDigest(), "sha256:" + HexFormat.of().formatHex(sha256().digest(manifestBytes)), c.bytes(),
+                    c.fileCount(), c.leftOut(), now, now.plus(ttl), checkpoint != null);
             Files.write(incoming.resolve(MANIFEST), manifestBytes);
             Files.writeString(incoming.resolve(META), JsonViews.snapshot(s).toString()); // read back by read()
             Files.move(incoming, root.resolve(id), StandardCopyOption.ATOMIC_MOVE);
@@ -222,13 +149,6 @@ public final class SnapshotStore {
             HostFiles.deleteTree(incoming);
             collectBlobs();
         }
-    }
-
-    private static AirlockException overQuota(String sandbox, String owner, long used, long quotaBytes, boolean atMax) {
-        return new AirlockException(Kind.LIMIT_EXCEEDED, "sandbox " + sandbox + ": its files are larger than "
-                + (atMax ? "a snapshot holds (" + (MAX_BYTES >> 20) + " MiB)"
-                : "what is left of client '" + owner + "''s snapshot quota (" + (quotaBytes >> 20) + " MiB, " + (used >> 20)
-                + " MiB used; policy: clients." + owner + ".quotas.snapshotMiB)") + ": delete snapshots or files first");
     }
 
     /** The snapshots {@code owner} holds (null: every client's), oldest first. */
@@ -369,7 +289,7 @@ public final class SnapshotStore {
     }
 
     /** Moves {@code part}, whose SHA-256 is {@code digest}, into the blob store read-only; a blob already there is kept and the part dropped. */
-    private void keepAsBlob(Path part, String digest) throws IOException {
+    void keepAsBlob(Path part, String digest) throws IOException {
         Path blob = blobs.resolve(digest);
         if (Files.exists(blob)) {
             Files.delete(part);
@@ -379,7 +299,7 @@ public final class SnapshotStore {
         }
     }
 
-    private static String digestOf(Path file) throws IOException {
+    static String digestOf(Path file) throws IOException {
         MessageDigest sha = sha256();
         try (InputStream in = new DigestInputStream(Files.newInputStream(file), sha)) {
             in.transferTo(OutputStream.nullOutputStream());
@@ -469,7 +389,7 @@ public final class SnapshotStore {
         return b;
     }
 
-    private static MessageDigest sha256() {
+    static MessageDigest sha256() {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {
