@@ -9,10 +9,8 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,10 +48,6 @@ final class VmmJail {
     static final int TCG_CACHE_MIB = 64;
     /** QEMU's threads: vCPUs, the main loop, RCU, and a worker pool that 9p requests grow to 64. */
     static final int VMM_PIDS = 128;
-    private static final long CPU_PERIOD_US = 100_000;
-    private static final Path CGROUP_ROOT = Path.of("/sys/fs/cgroup");
-    private static final long KILL_WAIT_MILLIS = 10_000;
-
     /**
      * Run as root in the new namespaces, before {@code setpriv}: builds QEMU's root on the mount point
      * {@code $1} and pivots into it, then executes the rest of its arguments. {@code $2} and {@code $3}
@@ -121,34 +115,10 @@ final class VmmJail {
         long uid = UID_BASE + Integer.parseInt(slot.getFileName().toString());
         List<Path> made = new ArrayList<>();
         try {
-            long memory = guestMemoryBytes + VMM_OVERHEAD_BYTES;
-            long quota = Math.round(Math.max(1.0, limits.cpus()) * CPU_PERIOD_US);
-            if (isV2()) {
-                Path parent = CGROUP_ROOT.resolve(CGROUP_PARENT);
-                enableControllers(CGROUP_ROOT);
-                Files.createDirectories(parent);
-                enableControllers(parent);
-                Path dir = mkdir(parent.resolve(sandbox), made);
-                write(dir.resolve("memory.max"), Long.toString(memory));
-                write(dir.resolve("memory.swap.max"), "0");
-                write(dir.resolve("pids.max"), Integer.toString(VMM_PIDS));
-                write(dir.resolve("cpu.max"), quota + " " + CPU_PERIOD_US);
-            } else {
-                Path memoryDir = mkdir(v1(("memory")).resolve(CGROUP_PARENT).resolve(sandbox), made);
-                write(memoryDir.resolve("memory.limit_in_bytes"), Long.toString(memory));
-                if (Files.exists(memoryDir.resolve("memory.memsw.limit_in_bytes"))) {
-                    write(memoryDir.resolve("memory.memsw.limit_in_bytes"), Long.toString(memory)); // no swap beyond it
-                }
-                Path pidsDir = mkdir(v1("pids").resolve(CGROUP_PARENT).resolve(sandbox), made);
-                write(pidsDir.resolve("pids.max"), Integer.toString(VMM_PIDS));
-                Path cpuDir = mkdir(v1("cpu").resolve(CGROUP_PARENT).resolve(sandbox), made);
-                write(cpuDir.resolve("cpu.cfs_period_us"), Long.toString(CPU_PERIOD_US));
-                write(cpuDir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
-                mkdir(v1("freezer").resolve(CGROUP_PARENT).resolve(sandbox), made); // for pause; v2 has cgroup.freeze
-            }
+            GuestCgroups.make(sandbox, guestMemoryBytes + VMM_OVERHEAD_BYTES, limits.cpus(), made);
             return new VmmJail(sandbox, uid, slot, List.copyOf(made));
         } catch (IOException | RuntimeException e) {
-            made.reversed().forEach(VmmJail::removeCgroup);
+            made.reversed().forEach(GuestCgroups::removeCgroup);
             HostFiles.deleteTree(slot);
             throw AirlockException.unavailable("cannot make the cgroups of the QEMU of sandbox " + sandbox + ": " + e.getMessage()
                     + " (the microvm driver needs root and the memory, pids, cpu and (v1) freezer cgroup controllers; airlock doctor shows them)");
@@ -223,18 +193,12 @@ final class VmmJail {
     /**
      * Freezes ({@code freeze}) or thaws every process of the jail, QEMU with its guest: a frozen
      * guest is not scheduled at all, its clock included. Waits until the kernel says the whole
-     * cgroup is frozen (at most {@link #KILL_WAIT_MILLIS}).
+     * cgroup is frozen (at most {@link GuestCgroups#KILL_WAIT_MILLIS}).
      */
     void freeze(boolean freeze) {
         try {
             for (Path cgroup : cgroups) {
-                if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
-                    write(cgroup.resolve("cgroup.freeze"), freeze ? "1" : "0");
-                    awaitState(cgroup.resolve("cgroup.events"), freeze ? "frozen 1" : "frozen 0");
-                } else if (Files.exists(cgroup.resolve("freezer.state"))) {
-                    write(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
-                    awaitState(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
-                }
+                GuestCgroups.freeze(cgroup, freeze);
             }
         } catch (IOException e) {
             throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " the QEMU of sandbox " + sandbox
@@ -242,64 +206,12 @@ final class VmmJail {
         }
     }
 
-    /** Waits until {@code file} has a line {@code line}, for at most {@link #KILL_WAIT_MILLIS}. */
-    private static void awaitState(Path file, String line) throws IOException {
-        long deadline = System.currentTimeMillis() + KILL_WAIT_MILLIS;
-        while (!Files.readAllLines(file, StandardCharsets.US_ASCII).contains(line)) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new IOException(file + " did not reach '" + line + "' within " + KILL_WAIT_MILLIS + " ms");
-            }
-            try {
-                Thread.sleep(5);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while waiting for " + file);
-            }
-        }
-    }
-
-    /** Thaws a cgroup that may be frozen, so that SIGKILL reaches its processes; a cgroup without a freezer is left alone. */
-    private static void thaw(Path cgroup) {
-        try {
-            if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
-                write(cgroup.resolve("cgroup.freeze"), "0");
-            } else if (Files.exists(cgroup.resolve("freezer.state"))) {
-                write(cgroup.resolve("freezer.state"), "THAWED");
-            }
-        } catch (IOException e) {
-            LOG.warn("cannot thaw {}: {}", cgroup, e.getMessage());
-        }
-    }
-
     /** SIGKILL to every process of the jail until none is left (bounded), then its cgroups and uid go. */
     void destroy() {
-        cgroups.forEach(VmmJail::thaw);
-        killAll(cgroups.getFirst());
-        cgroups.reversed().forEach(VmmJail::removeCgroup);
+        cgroups.forEach(GuestCgroups::thaw);
+        GuestCgroups.killAll(cgroups.getFirst());
+        cgroups.reversed().forEach(GuestCgroups::removeCgroup);
         HostFiles.deleteTree(slot);
-    }
-
-    /** SIGKILL to every process of {@code cgroup} until none is left, for at most {@link #KILL_WAIT_MILLIS}. */
-    private static void killAll(Path cgroup) {
-        long deadline = System.currentTimeMillis() + KILL_WAIT_MILLIS;
-        Path procs = cgroup.resolve("cgroup.procs");
-        while (true) {
-            List<Long> pids = readPids(procs);
-            if (pids.isEmpty()) {
-                return;
-            }
-            if (System.currentTimeMillis() > deadline) {
-                LOG.warn("processes {} of {} did not end within {} ms of SIGKILL", pids, cgroup, KILL_WAIT_MILLIS);
-                return;
-            }
-            pids.forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
     }
 
     /**
@@ -313,22 +225,22 @@ final class VmmJail {
         List<String> reaped = new ArrayList<>();
         // each uid slot of this root and the sandbox it was claimed for, read once
         java.util.Map<Path, String> owners = new java.util.LinkedHashMap<>();
-        children(stateRoot.resolve("uids")).forEach(slot -> owners.put(slot, owner(slot)));
+        GuestCgroups.children(stateRoot.resolve("uids")).forEach(slot -> owners.put(slot, owner(slot)));
         java.util.Set<String> named = new java.util.HashSet<>();
         owners.values().forEach(owner -> named.add(instanceOf(owner)));
-        for (Path parent : parents()) {
-            for (Path cgroup : children(parent)) {
+        for (Path parent : GuestCgroups.parents()) {
+            for (Path cgroup : GuestCgroups.children(parent)) {
                 String instance = instanceOf(cgroup.getFileName().toString());
                 if (instance.isEmpty() || !dead.test(instance)) {
                     continue;
                 }
                 if (ours.test(instance) || named.contains(instance)) {
-                    thaw(cgroup);
-                    killAll(cgroup);
-                } else if (!readPids(cgroup.resolve("cgroup.procs")).isEmpty()) {
+                    GuestCgroups.thaw(cgroup);
+                    GuestCgroups.killAll(cgroup);
+                } else if (!GuestCgroups.readPids(cgroup.resolve("cgroup.procs")).isEmpty()) {
                     continue;                          // another state root's guest, alive or not: not ours to judge
                 }
-                removeCgroup(cgroup);
+                GuestCgroups.removeCgroup(cgroup);
                 reaped.add("cgroup " + cgroup);
             }
         }
@@ -360,13 +272,13 @@ final class VmmJail {
     /** Every guest cgroup on this host, alive or not: for leak checks. */
     static List<Path> allCgroups() {
         List<Path> all = new ArrayList<>();
-        parents().forEach(p -> all.addAll(children(p)));
+        GuestCgroups.parents().forEach(p -> all.addAll(GuestCgroups.children(p)));
         return all;
     }
 
     /** Every claimed uid slot under {@code stateRoot}. */
     static List<Path> allUidSlots(Path stateRoot) {
-        return children(stateRoot.resolve("uids"));
+        return GuestCgroups.children(stateRoot.resolve("uids"));
     }
 
     /** The engine instance of a sandbox id {@code al-<instance>-<n>}, or "" when it is not one. */
@@ -402,69 +314,4 @@ final class VmmJail {
         throw AirlockException.unavailable("all " + UID_SLOTS + " QEMU uids are in use: destroy guests first");
     }
 
-    private static boolean isV2() {
-        return Files.exists(CGROUP_ROOT.resolve("cgroup.controllers"));
-    }
-
-    private static Path v1(String controller) {
-        return CGROUP_ROOT.resolve(controller);
-    }
-
-    private static List<Path> parents() {
-        return isV2() ? List.of(CGROUP_ROOT.resolve(CGROUP_PARENT))
-                : List.of(v1("memory").resolve(CGROUP_PARENT), v1("pids").resolve(CGROUP_PARENT), v1("cpu").resolve(CGROUP_PARENT),
-                        v1("freezer").resolve(CGROUP_PARENT));
-    }
-
-    private static void enableControllers(Path cgroup) throws IOException {
-        write(cgroup.resolve("cgroup.subtree_control"), "+memory +pids +cpu");
-    }
-
-    private static Path mkdir(Path dir, List<Path> made) throws IOException {
-        Files.createDirectories(dir.getParent());
-        Files.createDirectory(dir);
-        made.add(dir);
-        return dir;
-    }
-
-    private static void write(Path file, String value) throws IOException {
-        Files.writeString(file, value, StandardCharsets.US_ASCII);
-    }
-
-    private static List<Long> readPids(Path procs) {
-        try {
-            return Files.readAllLines(procs, StandardCharsets.US_ASCII).stream().map(String::strip).filter(l -> !l.isEmpty())
-                    .map(Long::parseLong).toList();
-        } catch (NoSuchFileException e) {
-            return List.of();
-        } catch (IOException e) {
-            return List.of();
-        }
-    }
-
-    private static List<Path> children(Path dir) {
-        List<Path> found = new ArrayList<>();
-        if (!Files.isDirectory(dir)) {
-            return found;
-        }
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
-            for (Path entry : entries) {
-                if (entry.getFileName().toString().startsWith("al-") || entry.getFileName().toString().matches("\\d+")) {
-                    found.add(entry);
-                }
-            }
-        } catch (IOException e) {
-            return found;
-        }
-        return found;
-    }
-
-    /** A cgroup directory goes with rmdir only (its files are the kernel's); one already gone is fine. */
-    private static void removeCgroup(Path cgroup) {
-        try {
-            Files.deleteIfExists(cgroup);
-        } catch (IOException e) {
-            LOG.warn("cannot remove cgroup {}: {}", cgroup, e.getMessage());
-        }
-    }
 }
