@@ -7,7 +7,6 @@ import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.Objects;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -45,9 +44,7 @@ final class PortStream implements PortConnection, PendingRequest {
     private boolean abandoned;
 
     /** From the sandbox, not yet read by the caller: at most one window in all. */
-    private final ArrayDeque<byte[]> received = new ArrayDeque<>();
-    private int headOffset;
-    private int receivedBytes;
+    private final Chunks received = new Chunks();
     private boolean inputEnded;
 
     /** Bytes this side may still send the sandbox. */
@@ -190,12 +187,11 @@ final class PortStream implements PortConnection, PendingRequest {
     boolean onData(byte[] bytes) {
         lock.lock();
         try {
-            if (!answered || openErrno != null || inputEnded || receivedBytes + bytes.length > Frame.PORT_WINDOW) {
+            if (!answered || openErrno != null || inputEnded || received.bytes() + bytes.length > Frame.PORT_WINDOW) {
                 return false;
             }
             if (!closed) {
                 received.add(bytes);
-                receivedBytes += bytes.length;
                 changed.signalAll();
             }
             return true;
@@ -323,18 +319,11 @@ final class PortStream implements PortConnection, PendingRequest {
                     if (closed) {
                         throw failure();
                     }
-                    byte[] head = received.peek();
-                    if (head != null) {
-                        int n = Math.min(len, head.length - headOffset);
-                        System.arraycopy(head, headOffset, b, off, n);
-                        headOffset += n;
-                        if (headOffset == head.length) {
-                            received.remove();
-                            headOffset = 0;
-                            receivedBytes -= head.length;
-                            if (!inputEnded && broken == null) {
-                                agent.send(new FrameBuilder(Frame.PORT_CREDIT, "a port stream frame").u32(id).u32(head.length).build());
-                            }
+                    if (received.available() > 0) {
+                        int n = received.take(b, off, len);
+                        int consumed = received.consumedChunk();
+                        if (consumed > 0 && !inputEnded && broken == null) {
+                            agent.send(new FrameBuilder(Frame.PORT_CREDIT, "a port stream frame").u32(id).u32(consumed).build());
                         }
                         return n;
                     }
@@ -355,7 +344,7 @@ final class PortStream implements PortConnection, PendingRequest {
         public int available() {
             lock.lock();
             try {
-                return receivedBytes - headOffset;
+                return received.available();
             } finally {
                 lock.unlock();
             }
