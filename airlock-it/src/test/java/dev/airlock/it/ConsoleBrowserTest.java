@@ -18,6 +18,7 @@ import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -192,6 +193,31 @@ class ConsoleBrowserTest {
         return CompletableFuture.supplyAsync(() -> live.raw("POST", "/v1/sandboxes", "{\"profile\": \"gated\"}"));
     }
 
+    /**
+     * Destroys sandbox {@code id} from its row of the Sandboxes page as a person does: Destroy, then
+     * the armed "Really destroy?" (a first click alone destroys nothing); waits until the row is gone.
+     */
+    private void destroyFrom(String id) {
+        String row = "#sandbox-rows tr[data-id='" + id + "']";
+        waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector(row + " button.destroy"))).click();
+        waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector(row + " button.destroy.armed"))).click();
+        waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.cssSelector(row)));
+    }
+
+    /** The id of the sandbox whose page is shown, from the address. */
+    private String sandboxShown() {
+        String url = driver.getCurrentUrl();
+        return java.net.URLDecoder.decode(url.substring(url.indexOf("#sandbox/") + "#sandbox/".length()), StandardCharsets.UTF_8);
+    }
+
+    /** Runs {@code code} with the sandbox page's Run form, as typed. */
+    private void run(String code) {
+        WebElement field = waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("run-code")));
+        field.clear();
+        field.sendKeys(code);
+        waiting().until(ExpectedConditions.elementToBeClickable(By.id("run"))).click();
+    }
+
     private WebElement pendingRow() {
         return waiting().until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#approval-rows tr[data-id]")));
     }
@@ -283,8 +309,7 @@ class ConsoleBrowserTest {
         waiting().until(ExpectedConditions.presenceOfElementLocated(By.id("file-rows")));
         assertThat(driver.findElement(By.cssSelector("#page h1")).getText()).contains(id);
         open("sandboxes");
-        waiting().until(ExpectedConditions.visibilityOfElementLocated(row)).findElement(By.cssSelector("button.destroy")).click();
-        waiting().until(ExpectedConditions.invisibilityOfElementLocated(row));
+        destroyFrom(id);
         assertThat(live.raw("GET", "/v1/sandboxes/" + id, null).statusCode()).isEqualTo(404);
     }
 
@@ -319,6 +344,98 @@ class ConsoleBrowserTest {
         assertThat(counted).as("polls counted (20 or more, less the first of a window that rolled over)").isGreaterThanOrEqualTo(19);
         assertThat(reads.stream().map(d -> d.path("aggregated").path("samples").toString()))
                 .anySatisfy(samples -> assertThat(samples).contains("GET /v1/sandboxes/{id}/processes", "GET /v1/sandboxes/{id}/egress"));
+    }
+
+    /**
+     * Issue 31: the console acts, not only watches. A person creates a sandbox with a profile and
+     * labels, runs a shell command and Python code in it and sees their output and exit, pauses and
+     * resumes it, snapshots its files, forks a new sandbox from the snapshot (which has the files),
+     * and destroys the fork: the first click on Destroy only asks again.
+     */
+    @Test
+    void aPersonCreatesRunsPausesSnapshotsForksAndDestroysFromTheConsole() throws Exception {
+        signIn(live.token());
+        open("sandboxes");
+        new Select(waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("new-profile")))).selectByValue("default");
+        driver.findElement(By.id("new-labels")).sendKeys("console=made, team=qa");
+        driver.findElement(By.id("new-create")).click();
+        waiting().until(ExpectedConditions.urlContains("#sandbox/al-"));
+        String id = sandboxShown();
+        String fork = null;
+        try {
+            JsonNode made = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body());
+            assertThat(made.path("owner").asString()).isEqualTo("local");
+            assertThat(made.path("labels").path("console").asString()).isEqualTo("made");
+            assertThat(made.path("labels").path("team").asString()).isEqualTo("qa");
+
+            run("echo hello > /workspace/note.txt; echo $((6*7))");
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 0"));
+            assertThat(driver.findElement(By.id("run-output")).getText()).isEqualTo("42");
+            new Select(driver.findElement(By.id("run-language"))).selectByValue("python");
+            run("import sys; print('to stderr', file=sys.stderr); sys.exit(3)");
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 3"));
+            assertThat(driver.findElement(By.id("run-output")).getText()).isEqualTo("to stderr");
+            assertThat(driver.findElement(By.id("run-result")).getAttribute("class")).isEqualTo("error");
+            screenshot("sandbox-run");
+
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("pause"))).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("resume")));
+            assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body()).path("state").asString()).isEqualTo("paused");
+            driver.findElement(By.id("resume")).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("pause")));
+            assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body()).path("state").asString()).isEqualTo("running");
+
+            driver.findElement(By.id("snapshot")).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#snapshot-rows tr[data-id^='snap-'] button.fork"))).click();
+            waiting().until(d -> d.getCurrentUrl().contains("#sandbox/al-") && !d.getCurrentUrl().endsWith(id));
+            fork = sandboxShown();
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.cssSelector("#page h1"), fork));
+            run("cat /workspace/note.txt");
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 0"));
+            assertThat(driver.findElement(By.id("run-output")).getText()).as("the snapshot's file in the fork").isEqualTo("hello");
+
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#sandbox-actions button.destroy"))).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#sandbox-actions button.destroy.armed")));
+            assertThat(live.raw("GET", "/v1/sandboxes/" + fork, null).statusCode()).as("after the first click only").isEqualTo(200);
+            driver.findElement(By.cssSelector("#sandbox-actions button.destroy.armed")).click();
+            waiting().until(ExpectedConditions.urlContains("#sandboxes"));
+            assertThat(live.raw("GET", "/v1/sandboxes/" + fork, null).statusCode()).isEqualTo(404);
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+            if (fork != null) {
+                live.raw("DELETE", "/v1/sandboxes/" + fork, null);
+            }
+        }
+    }
+
+    /**
+     * Issue 31: at 360 px wide (a phone) no page spills sideways: the header wraps and a wide table
+     * scrolls inside itself.
+     */
+    @Test
+    void theConsoleFitsAPhoneScreen() throws IOException {
+        String id = createAsLocal("narrow");
+        try {
+            driver.manage().window().setSize(new org.openqa.selenium.Dimension(360, 800));
+            signIn(live.token());
+            // each page with its data drawn: its widest content is there
+            java.util.Map<String, By> drawn = new java.util.LinkedHashMap<>();
+            drawn.put("overview", By.xpath("//span[@id='count-sandboxes' and text()!='…']"));
+            drawn.put("sandboxes", By.cssSelector("#sandbox-rows tr[data-id='" + id + "']"));
+            drawn.put("sandbox/" + id, By.cssSelector("#file-rows tr, #egress-rows tr"));
+            drawn.put("audit", By.cssSelector("#audit-rows tr"));
+            for (var page : drawn.entrySet()) {
+                String hash = page.getKey();
+                open(hash);
+                waiting().until(ExpectedConditions.presenceOfElementLocated(page.getValue()));
+                long width = ((Number) driver.executeScript("return document.documentElement.scrollWidth;")).longValue();
+                long window = ((Number) driver.executeScript("return window.innerWidth;")).longValue();
+                assertThat(width).as("the width of page %s in a %d px window", hash, window).isLessThanOrEqualTo(window);
+            }
+            screenshot("sandbox-narrow");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
     }
 
     @Test
@@ -555,8 +672,7 @@ class ConsoleBrowserTest {
             shown.findElement(By.linkText(id)).click();
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("sandbox-summary"), "owner agent"));
             open("sandboxes");
-            waiting().until(ExpectedConditions.visibilityOfElementLocated(row)).findElement(By.cssSelector("button.destroy")).click();
-            waiting().until(ExpectedConditions.invisibilityOfElementLocated(row));
+            destroyFrom(id);
             assertThat(live.raw("GET", "/v1/sandboxes/" + id, null, AGENT).statusCode()).isEqualTo(404);
             assertThat(live.audit(id, "lifecycle")).anySatisfy(r -> {
                 assertThat(r.actor()).isEqualTo("operator@console");

@@ -198,13 +198,15 @@ public final class ConsoleServlet extends HttpServlet {
                 null, null, null, null, null));
     }
 
-    /** {@code {client, csrf, operations}}: what the page needs to call the API and which pages to offer. */
+    /** {@code {client, csrf, operations, profiles}}: what the page needs to call the API and which pages and actions to offer. */
     private static ObjectNode describe(Client client, ConsoleSessions.Session s) {
         ObjectNode n = Json.object().put("client", client.name()).put("csrf", s.csrf);
         ArrayNode ops = n.putArray("operations");
         for (Operation o : client.operations()) {
             ops.add(o.id());
         }
+        ArrayNode profiles = n.putArray("profiles"); // the first is the client's default
+        client.profiles().forEach(profiles::add);
         n.put("idleTimeoutSeconds", ConsoleSessions.IDLE.toSeconds());
         n.put("expiresAt", s.created.plus(ConsoleSessions.ABSOLUTE).toString());
         return n;

@@ -149,14 +149,73 @@ async function overview() {
   }, 2000);
 }
 
+/**
+ * A Destroy button that asks once more: the first click arms it ("Really destroy?") for five
+ * seconds, and only a click on the armed button destroys (a sandbox's files are gone for good).
+ * {@code armed} (sandbox id to expiry time) outlives the button: a page that redraws its rows
+ * every few seconds keeps the question asked.
+ */
+function destroyButton(s, armed, done, error) {
+  const isArmed = () => (armed.get(s.id) || 0) > Date.now();
+  const b = el('button', { type: 'button', class: 'destroy' + (isArmed() ? ' armed' : ''), 'data-id': s.id,
+    text: isArmed() ? 'Really destroy?' : 'Destroy', title: 'destroy this sandbox: its processes end and its files are gone for good' });
+  b.addEventListener('click', async () => {
+    if (!isArmed()) {
+      armed.set(s.id, Date.now() + 5000);
+      b.textContent = 'Really destroy?';
+      b.classList.add('armed');
+      setTimeout(() => { if (!isArmed()) { b.textContent = 'Destroy'; b.classList.remove('armed'); } }, 5100);
+      return;
+    }
+    armed.delete(s.id);
+    b.disabled = true;
+    try { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); error.textContent = ''; await done(); }
+    catch (e) { error.textContent = e.message; b.disabled = false; }
+  });
+  return b;
+}
+
+/** Parses "k=v, k2=v2" into labels; throws on an entry without '='. */
+function labels(text) {
+  const out = {};
+  for (const part of text.split(',').map(x => x.trim()).filter(Boolean)) {
+    const at = part.indexOf('=');
+    if (at <= 0) throw new Error(`label '${part}' is not key=value`);
+    out[part.slice(0, at).trim()] = part.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** The New sandbox form: a profile of the client's and labels; opens the new sandbox's page. */
+function newSandboxForm(error) {
+  if (!may('sandbox.create')) return '';
+  const profile = el('select', { id: 'new-profile', title: 'the profile: limits, network and image rules (the first is your default)' },
+    ...session.profiles.map(p => el('option', { value: p, text: p })));
+  const labelField = el('input', { id: 'new-labels', placeholder: 'labels: key=value, ...' });
+  const button = el('button', { type: 'submit', id: 'new-create', text: 'New sandbox' });
+  const status = el('span', { id: 'new-status' });
+  return el('form', { class: 'filters', id: 'new-sandbox', onsubmit: async e => {
+    e.preventDefault();
+    button.disabled = true;
+    status.textContent = 'creating… (a profile with approvals waits for a person here)';
+    try {
+      const s = await api('POST', '/v1/sandboxes', { profile: profile.value, labels: labels(labelField.value) });
+      error.textContent = '';
+      location.hash = 'sandbox/' + encodeURIComponent(s.id);
+    } catch (err) { error.textContent = err.message; }
+    finally { button.disabled = false; status.textContent = ''; }
+  } }, profile, labelField, button, status);
+}
+
 async function sandboxes() {
   const filter = el('input', { id: 'label-filter', placeholder: 'label filter: key=value' });
   const error = el('p', { class: 'error', id: 'sandboxes-error' });
   const body = el('tbody', { id: 'sandbox-rows' });
-  page('Sandboxes', el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
+  page('Sandboxes', newSandboxForm(error), el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
     el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'CPU', 'Memory', 'Labels', '']
       .map(h => el('th', { text: h })))), body));
   const seen = new Map();
+  const armed = new Map();
   const refresh = async () => {
     const q = filter.value.trim() ? '?label=' + encodeURIComponent(filter.value.trim()) : '';
     const list = (await api('GET', '/v1/sandboxes' + q)).sandboxes;
@@ -171,16 +230,43 @@ async function sandboxes() {
         onclick: async () => {
           try { await extend(s); error.textContent = ''; await refresh(); }
           catch (e) { error.textContent = e.message; }
-        } }) : '', ' ', may('sandbox.destroy') ? el('button', { type: 'button', class: 'destroy', 'data-id': s.id, text: 'Destroy',
-        onclick: async () => {
-          try { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); error.textContent = ''; await refresh(); }
-          catch (e) { error.textContent = e.message; }
-        } }) : ''))));
+        } }) : '', ' ', may('sandbox.destroy') ? destroyButton(s, armed, refresh, error) : ''))));
     if (!list.length) body.append(el('tr', {}, el('td', { colspan: '12', text: 'No sandboxes.' })));
   };
   filter.addEventListener('change', () => refresh().catch(e => { error.textContent = e.message; }));
   await refresh().catch(e => { error.textContent = e.message; });
   timer = setInterval(() => refresh().catch(e => { error.textContent = e.message; }), 2000);
+}
+
+/**
+ * The Run form of a sandbox's page: a shell command or Python code, run to its end (at most a
+ * minute, or the profile's timeout), its output and exit shown below; for the owner only.
+ */
+function runForm(base, s, error) {
+  if (!may('exec') || s.owner !== session.client) return '';
+  const language = el('select', { id: 'run-language' }, el('option', { value: 'sh', text: 'shell' }), el('option', { value: 'python', text: 'Python' }));
+  const code = el('textarea', { id: 'run-code', rows: '4', placeholder: 'ls -l /workspace', spellcheck: 'false' });
+  const button = el('button', { type: 'submit', id: 'run', text: 'Run' });
+  const result = el('p', { id: 'run-result' });
+  const out = el('pre', { id: 'run-output', class: 'output', hidden: '' });
+  return el('div', { id: 'run-box' }, el('h2', { text: 'Run' }),
+    el('form', { class: 'run', onsubmit: async e => {
+      e.preventDefault();
+      if (!code.value.trim()) { error.textContent = 'write a command or some code to run first'; return; }
+      button.disabled = true;
+      result.textContent = 'running…';
+      try {
+        const r = await api('POST', base + '/exec', { language: language.value, code: code.value, timeoutSeconds: 60 });
+        const text = r.stdout + (r.stderr ? (r.stdout && !r.stdout.endsWith('\n') ? '\n' : '') + r.stderr : '');
+        out.textContent = text.length > 65536 ? '…' + text.slice(-65536) : text;
+        out.hidden = !text;
+        result.textContent = `${r.endReason}, exit code ${r.exitCode ?? '—'}, ${r.durationMs} ms` + (r.truncated ? ' (output cut at its limit)' : '')
+          + (r.message ? ': ' + r.message : '');
+        result.className = r.exitCode === 0 ? 'ok' : 'error';
+        error.textContent = '';
+      } catch (err) { result.textContent = ''; error.textContent = err.message; }
+      finally { button.disabled = false; }
+    } }, language, code, button), result, out);
 }
 
 /**
@@ -215,11 +301,12 @@ async function sandbox(id) {
   let s = await api('GET', base);
   const seen = new Map();
   const summary = el('p', { id: 'sandbox-summary' });
+  let shownState = null;
   const showSummary = () => {
     summary.textContent = `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago`
       + ` · TTL left ${left(s.expiresAt)} · CPU ${cpu(s, seen)} · memory ${bytes(s.usage?.memoryBytes)}`;
+    if (s.state !== shownState) { shownState = s.state; showActions(); }
   };
-  showSummary();
   const processes = el('tbody', { id: 'process-rows' });
   const files = el('tbody', { id: 'file-rows' });
   const egress = el('tbody', { id: 'egress-rows' });
@@ -229,13 +316,47 @@ async function sandbox(id) {
   const outputTitle = el('h3', { id: 'output-title' });
   const output = el('pre', { id: 'process-output', class: 'output', hidden: '' });
   let watched = null; // the background process whose output is shown
-  page('Sandbox ' + s.id, summary,
-    el('div', { class: 'actions' },
-      may('exec') && s.state === 'running' ? el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' }) : '',
-      ' ',
-      may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min',
-      onclick: async () => { try { s = await extend(s); showSummary(); error.textContent = ''; } catch (e) { error.textContent = e.message; } } }) : ''),
+  const actions = el('div', { class: 'actions', id: 'sandbox-actions' });
+  const armed = new Map();
+  const act = async (call) => {
+    try { s = await call(); showSummary(); error.textContent = ''; } catch (e) { error.textContent = e.message; }
+  };
+  // the actions the client may take in the sandbox's state, drawn again as the state changes
+  const showActions = () => {
+    const own = s.owner === session.client;
+    actions.replaceChildren(
+      may('exec') && own && s.state === 'running' ? el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' }) : '',
+      may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min', onclick: () => act(() => extend(s)) }) : '',
+      may('sandbox.pause') && s.state === 'running' ? el('button', { type: 'button', id: 'pause', text: 'Pause',
+        title: 'freeze every process of the sandbox; its lifetime keeps counting', onclick: () => act(() => api('POST', base + '/pause')) }) : '',
+      may('sandbox.pause') && s.state === 'paused' ? el('button', { type: 'button', id: 'resume', text: 'Resume',
+        onclick: () => act(() => api('POST', base + '/resume')) }) : '',
+      may('sandbox.snapshot') && own && s.state === 'running' ? el('button', { type: 'button', id: 'snapshot', text: 'Snapshot files',
+        title: 'keep the files of /workspace and /tmp, to fork new sandboxes from', onclick: () => takeSnapshot() }) : '',
+      may('sandbox.destroy') ? destroyButton(s, armed, async () => { location.hash = 'sandboxes'; }, error) : '');
+  };
+  const snapshotRows = el('tbody', { id: 'snapshot-rows' });
+  const showSnapshots = async () => {
+    if (!may('sandbox.snapshot') || s.owner !== session.client) return;
+    const list = (await api('GET', '/v1/snapshots')).snapshots.filter(x => x.sandbox === s.id);
+    snapshotRows.replaceChildren(...list.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }),
+      el('td', { text: age(x.createdAt) + ' ago' }), el('td', { text: x.files + ' files, ' + bytes(x.bytes) }),
+      el('td', {}, may('sandbox.create') ? el('button', { type: 'button', class: 'fork', text: 'Fork', title: 'a new sandbox with these files',
+        onclick: async () => {
+          try {
+            const forked = await api('POST', `/v1/snapshots/${encodeURIComponent(x.id)}/fork`, {});
+            location.hash = 'sandbox/' + encodeURIComponent(forked.sandboxes[0].id);
+          } catch (e) { error.textContent = e.message; }
+        } }) : ''))));
+    if (!list.length) snapshotRows.append(el('tr', {}, el('td', { colspan: '4', text: 'No snapshot of this sandbox.' })));
+  };
+  const takeSnapshot = async () => {
+    try { await api('POST', base + '/snapshots', {}); error.textContent = ''; await showSnapshots(); }
+    catch (e) { error.textContent = e.message; }
+  };
+  page('Sandbox ' + s.id, summary, actions,
     error,
+    runForm(base, s, error),
     previewPorts(s, error),
     el('h2', { text: 'Processes' }),
     el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Command', 'Started', 'Output', ''].map(h => el('th', { text: h })))), processes),
@@ -247,7 +368,12 @@ async function sandbox(id) {
     el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', ''].map(h => el('th', { text: h })))), files),
     el('h2', { text: 'Egress' }),
     el('table', {}, el('thead', {}, el('tr', {}, ...['Start', 'Protocol', 'Destination', 'Port', 'Decision', 'Rule', 'Up', 'Down']
-      .map(h => el('th', { text: h })))), egress));
+      .map(h => el('th', { text: h })))), egress),
+    may('sandbox.snapshot') && s.owner === session.client ? el('h2', { text: 'Snapshots' }) : '',
+    may('sandbox.snapshot') && s.owner === session.client
+      ? el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'Taken', 'Holds', ''].map(h => el('th', { text: h })))), snapshotRows) : '');
+  showSummary();
+  showSnapshots().catch(e => { error.textContent = e.message; });
   const list = async () => {
     try {
       const entries = (await api('GET', `${base}/files/list?path=${encodeURIComponent(dir.value)}`)).entries;
