@@ -438,6 +438,40 @@ class ConsoleBrowserTest {
         }
     }
 
+    /**
+     * Issue 31: a page left before its data came (a sandbox's page, a terminal's, left 0 to 2 ms after
+     * it was opened) drew itself later under the next page's menu item, and a terminal page started
+     * its shell all the same. Now the page shown is the one navigated to, every time, and no shell
+     * of such a page runs on.
+     */
+    @Test
+    void aPageLeftBeforeItsDataCameDrawsNothingLater() {
+        String id = createAsLocal("left-early");
+        try {
+            signIn(live.token());
+            open("overview");
+            // the terminal's modules loaded once, so that each try's only wait is the page's fetches, which are counted
+            driver.executeAsyncScript("const done = arguments[arguments.length - 1];"
+                    + " Promise.all([import('/console/xterm.js'), import('/console/addon-fit.js')]).then(() => done(true));");
+            driver.executeScript("window.inflight = 0; const f = window.fetch;"
+                    + " window.fetch = (...a) => { window.inflight++; return f(...a).finally(() => window.inflight--); };");
+            for (int i = 0; i < 12; i++) {
+                String away = (i % 2 == 0 ? "sandbox/" : "terminal/") + id;
+                driver.executeScript("location.hash = arguments[0]; setTimeout(() => { location.hash = 'overview'; }, arguments[1]);", away, i % 3);
+                waiting().until(d -> driver.getCurrentUrl().endsWith("#overview")
+                        && ((Number) driver.executeScript("return window.inflight;")).longValue() == 0);
+                assertThat(driver.findElement(By.cssSelector("#page h1")).getText()).as("try %d, away to %s", i, away).isEqualTo("Overview");
+                assertThat(driver.findElements(By.id("sandbox-summary"))).as("try %d", i).isEmpty();
+                assertThat(driver.findElements(By.id("terminal"))).as("try %d", i).isEmpty();
+            }
+            await().atMost(WAIT).untilAsserted(() -> assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/processes", null).body())
+                    .path("processes")).as("shells of terminal pages left early").noneSatisfy(p ->
+                    assertThat(p.path("state").asString()).isEqualTo("running")));
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
     @Test
     void anotherClientCanNeitherSeeNorTouchTheSandbox() throws Exception {
         String id = createAsLocal("private");

@@ -6,6 +6,7 @@
 const CSRF_HEADER = 'X-Airlock-CSRF';
 let session = null;      // {client, csrf, operations}
 let timer = null;        // the polling of the page shown
+let generation = 0;      // the navigation the page shown belongs to: a page left before its data came draws nothing
 let events = null;       // the approvals event stream
 
 function el(tag, attrs = {}, ...children) {
@@ -84,11 +85,22 @@ function left(iso) {
   return s <= 0 ? 'expired' : s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
 }
 
-function page(title, ...children) {
+/** Thrown where a page that was left meanwhile would draw or poll: {@link route} ignores it. */
+class Stale extends Error {}
+
+/** Draws the page of navigation {@code mine}, unless another navigation came since. */
+function page(mine, title, ...children) {
+  if (mine !== generation) throw new Stale();
   const p = document.getElementById('page');
   p.replaceChildren(el('h1', { text: title }), ...children);
   p.hidden = false;
   return p;
+}
+
+/** Polls {@code fn} every {@code ms} for the page of navigation {@code mine}, unless another navigation came since. */
+function poll(mine, fn, ms) {
+  if (mine !== generation) throw new Stale();
+  timer = setInterval(fn, ms);
 }
 
 function stop() {
@@ -107,11 +119,12 @@ const CHARTS = [
 ];
 
 async function overview() {
+  const mine = generation;
   const sandboxes = el('span', { class: 'count', id: 'count-sandboxes', text: '…' });
   const pending = el('span', { class: 'count', id: 'count-approvals', text: may('approvals') ? '…' : '—' });
   const charts = el('div', { class: 'charts', id: 'charts' });
   const chartError = el('p', { class: 'error', id: 'charts-error' });
-  page('Overview', el('div', { class: 'cards' },
+  page(mine, 'Overview', el('div', { class: 'cards' },
     el('div', { class: 'card' }, el('div', { text: 'Live sandboxes' }), sandboxes),
     el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)),
   may('metrics') ? el('h2', { text: 'The last hour' }) : '', chartError, charts);
@@ -143,7 +156,7 @@ async function overview() {
   };
   await draw().catch(e => { chartError.textContent = e.message; });
   let ticks = 0;
-  timer = setInterval(() => {
+  poll(mine, () => {
     refresh().catch(() => {});
     if (++ticks % 5 === 0) draw().catch(e => { chartError.textContent = e.message; });
   }, 2000);
@@ -208,10 +221,11 @@ function newSandboxForm(error) {
 }
 
 async function sandboxes() {
+  const mine = generation;
   const filter = el('input', { id: 'label-filter', placeholder: 'label filter: key=value' });
   const error = el('p', { class: 'error', id: 'sandboxes-error' });
   const body = el('tbody', { id: 'sandbox-rows' });
-  page('Sandboxes', newSandboxForm(error), el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
+  page(mine, 'Sandboxes', newSandboxForm(error), el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
     el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'CPU', 'Memory', 'Labels', '']
       .map(h => el('th', { text: h })))), body));
   const seen = new Map();
@@ -235,7 +249,7 @@ async function sandboxes() {
   };
   filter.addEventListener('change', () => refresh().catch(e => { error.textContent = e.message; }));
   await refresh().catch(e => { error.textContent = e.message; });
-  timer = setInterval(() => refresh().catch(e => { error.textContent = e.message; }), 2000);
+  poll(mine, () => refresh().catch(e => { error.textContent = e.message; }), 2000);
 }
 
 /**
@@ -297,6 +311,7 @@ function previewPorts(s, error) {
 }
 
 async function sandbox(id) {
+  const mine = generation;
   const base = '/v1/sandboxes/' + encodeURIComponent(id);
   let s = await api('GET', base);
   const seen = new Map();
@@ -354,7 +369,7 @@ async function sandbox(id) {
     try { await api('POST', base + '/snapshots', {}); error.textContent = ''; await showSnapshots(); }
     catch (e) { error.textContent = e.message; }
   };
-  page('Sandbox ' + s.id, summary, actions,
+  page(mine, 'Sandbox ' + s.id, summary, actions,
     error,
     runForm(base, s, error),
     previewPorts(s, error),
@@ -427,14 +442,15 @@ async function sandbox(id) {
     await Promise.all([procs(), egressRecords(), watch()]);
   };
   await Promise.all([list(), procs().catch(e => { error.textContent = e.message; }), egressRecords().catch(e => { error.textContent = e.message; })]);
-  timer = setInterval(() => tick().catch(() => {}), 1000);
+  poll(mine, () => tick().catch(() => {}), 1000);
 }
 
 function approvals() {
+  const mine = generation;
   const error = el('p', { class: 'error', id: 'approvals-error' });
   const body = el('tbody', { id: 'approval-rows' });
   const status = el('p', { id: 'approvals-status', text: 'connecting…' });
-  page('Approvals', status, error,
+  page(mine, 'Approvals', status, error,
     el('table', {}, el('thead', {}, el('tr', {}, ...['Asked', 'Client', 'Sandbox', 'Rule', 'Waiting', 'Reason', ''].map(h => el('th', { text: h })))), body));
   events = new EventSource('/v1/approvals/events');
   events.addEventListener('open', () => { status.textContent = 'live: new requests appear here as they come'; });
@@ -458,6 +474,7 @@ function approvals() {
 }
 
 async function audit() {
+  const mine = generation;
   const field = (id, placeholder) => el('input', { id, placeholder });
   const sandboxF = field('audit-sandbox', 'sandbox'), clientF = field('audit-client', 'client'), kindF = field('audit-kind', 'kind');
   const sinceF = el('input', { id: 'audit-since', type: 'datetime-local', step: '1', title: 'from (local time)' });
@@ -477,11 +494,11 @@ async function audit() {
   };
   let asked = 0; // only the answer to the latest filter is shown, however the answers arrive
   const load = async () => {
-    const mine = ++asked;
+    const ask = ++asked;
     try {
       const q = query();
       const records = (await api('GET', '/v1/audit?' + q)).records;
-      if (mine !== asked) return;
+      if (ask !== asked) return;
       q.set('format', 'jsonl');
       exportLink.href = '/v1/audit?' + q;
       body.replaceChildren(...records.reverse().map(r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }), el('td', { class: 'mono', text: r.time }),
@@ -490,7 +507,7 @@ async function audit() {
       error.textContent = '';
     } catch (e) { error.textContent = e.message; }
   };
-  page('Audit', el('form', { class: 'filters', id: 'audit-filters', onsubmit: e => { e.preventDefault(); load(); } },
+  page(mine, 'Audit', el('form', { class: 'filters', id: 'audit-filters', onsubmit: e => { e.preventDefault(); load(); } },
     sandboxF, clientF, kindF, el('label', { text: 'from ' }, sinceF), el('label', { text: 'until ' }, untilF), el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
   verdict, exportLink, error,
   el('table', {}, el('thead', {}, el('tr', {}, ...['Seq', 'Time', 'Kind', 'Actor', 'Sandbox', 'Detail'].map(h => el('th', { text: h })))), body));
@@ -522,13 +539,14 @@ function adoptStyles(root) {
 }
 
 async function terminal(id) {
+  const mine = generation;
   if (!id) return terminalPicker();
   const { Terminal } = await import('/console/xterm.js');
   const { FitAddon } = await import('/console/addon-fit.js');
   const s = await api('GET', '/v1/sandboxes/' + encodeURIComponent(id));
   const status = el('p', { id: 'terminal-status', text: 'starting a shell…' });
   const box = el('div', { id: 'terminal' });
-  page('Terminal ' + s.id, status, box);
+  page(mine, 'Terminal ' + s.id, status, box);
   const term = new Terminal({ scrollback: SCROLLBACK, cursorBlink: true, fontFamily: 'ui-monospace, monospace', fontSize: 14 });
   const fit = new FitAddon();
   term.loadAddon(fit);
@@ -594,9 +612,10 @@ async function terminal(id) {
 }
 
 async function terminalPicker() {
+  const mine = generation;
   const pick = el('select', { id: 'terminal-sandbox' });
   const error = el('p', { class: 'error', id: 'terminal-error' });
-  page('Terminal', el('p', { text: 'An interactive shell in one of your sandboxes.' }),
+  page(mine, 'Terminal', el('p', { text: 'An interactive shell in one of your sandboxes.' }),
     el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); if (pick.value) location.hash = 'terminal/' + encodeURIComponent(pick.value); } },
       pick, el('button', { type: 'submit', id: 'terminal-open', text: 'Open terminal' })), error);
   const list = (await api('GET', '/v1/sandboxes')).sandboxes.filter(x => x.state === 'running');
@@ -607,6 +626,7 @@ async function terminalPicker() {
 // --- navigation and sign-in ---
 
 async function route() {
+  const mine = ++generation;
   stop();
   if (events) { events.close(); events = null; }
   if (shell) { shell.close(); shell = null; }
@@ -623,12 +643,14 @@ async function route() {
       default: await overview();
     }
   } catch (e) {
-    if (session) page('Error', el('p', { class: 'error', id: 'page-error', text: e.message }));
+    if (e instanceof Stale) return; // left meanwhile: the page now shown is another's
+    if (session && mine === generation) page(mine, 'Error', el('p', { class: 'error', id: 'page-error', text: e.message }));
   }
 }
 
 function showSignIn(message) {
   session = null;
+  generation++; // a page still loading draws nothing over the sign-in
   stop();
   if (events) { events.close(); events = null; }
   if (shell) { shell.close(); shell = null; }
