@@ -631,6 +631,39 @@ class ConsoleBrowserTest {
         JsonNode past = JSON.readTree(withCookie("GET", "/v1/audit?until=2000-01-01T00:00:00Z", null, cookie()).body()).path("records");
         assertThat(past).isEmpty();
         assertThat(withCookie("GET", "/v1/audit?since=yesterday", null, cookie()).statusCode()).isEqualTo(400);
+
+        // pages: following 'next' from the newest page of 7 reads every record once, newest pages first
+        JsonNode everything = JSON.readTree(withCookie("GET", "/v1/audit?limit=10000", null, cookie()).body()).path("records");
+        List<Long> paged = new java.util.ArrayList<>();
+        String before = "";
+        for (int pages = 0; pages < 10_000; pages++) {
+            JsonNode page = JSON.readTree(withCookie("GET", "/v1/audit?limit=7" + before, null, cookie()).body());
+            List<Long> seqs = new java.util.ArrayList<>();
+            page.path("records").forEach(r -> seqs.add(r.path("seq").asLong()));
+            paged.addAll(0, seqs);
+            if (page.path("next").isNull()) {
+                break;
+            }
+            assertThat(seqs).hasSize(7);
+            before = "&before=" + page.path("next").asLong();
+        }
+        List<Long> all7 = new java.util.ArrayList<>();
+        everything.forEach(r -> all7.add(r.path("seq").asLong()));
+        assertThat(paged).as("records read page by page").startsWith(all7.toArray(Long[]::new));
+        assertThat(withCookie("GET", "/v1/audit?before=-3", null, cookie()).statusCode()).isEqualTo(400);
+        // the search: the records that hold the text, wherever in them
+        JsonNode found = JSON.readTree(withCookie("GET", "/v1/audit?q=" + id, null, cookie()).body()).path("records");
+        assertThat(found).isNotEmpty().allSatisfy(r -> assertThat(r.toString()).contains(id));
+        List<String> kinds = new java.util.ArrayList<>();
+        found.forEach(r -> kinds.add(r.path("kind").asString()));
+        assertThat(kinds).contains("lifecycle", "request");
+        assertThat(withCookie("GET", "/v1/audit?q=" + "x".repeat(201), null, cookie()).statusCode()).isEqualTo(400);
+        // the page's search field
+        open("audit");
+        waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#audit-rows tr")));
+        driver.findElement(By.id("audit-text")).sendKeys(id);
+        driver.findElement(By.id("audit-apply")).click();
+        waiting().until(d -> d.findElements(By.cssSelector("#audit-rows tr")).stream().allMatch(r -> r.getText().contains(id)));
     }
 
     @Test

@@ -25,9 +25,9 @@ public final class AuditReader implements AutoCloseable {
      * Which records to read; null fields do not filter. {@code limit} &gt; 0 keeps the newest that
      * many. {@code client} keeps the records filed under that client ({@code <client>@<door>}).
      */
-    public record Query(String sandbox, String kind, Instant since, int limit, String client, Instant until) {
+    public record Query(String sandbox, String kind, Instant since, int limit, String client, Instant until, Long before, String text) {
         public Query(String sandbox, String kind, Instant since, int limit) {
-            this(sandbox, kind, since, limit, null, null);
+            this(sandbox, kind, since, limit, null, null, null, null);
         }
     }
 
@@ -73,7 +73,11 @@ public final class AuditReader implements AutoCloseable {
         }
     }
 
-    /** Matching records, oldest first. */
+    /**
+     * Matching records, oldest first: with a {@code limit}, the newest that many (and with {@code
+     * before}, of those numbered below it: the page before one shown); {@code text} keeps the records
+     * whose actor, sandbox or detail holds it.
+     */
     public List<AuditRecord> query(Query q) {
         StringBuilder where = new StringBuilder(" WHERE 1=1");
         List<String> args = new ArrayList<>();
@@ -97,6 +101,17 @@ public final class AuditReader implements AutoCloseable {
         if (q.until() != null) {
             where.append(" AND time <= ?");
             args.add(AuditLog.TIME.format(q.until()));
+        }
+        if (q.before() != null) {
+            where.append(" AND seq < ?");
+            args.add(Long.toString(q.before()));
+        }
+        if (q.text() != null) {
+            // the text anywhere in the actor, the sandbox or the detail, as typed (no wildcard of its own)
+            where.append(" AND (instr(actor, ?) > 0 OR instr(coalesce(sandbox, ''), ?) > 0 OR instr(detail, ?) > 0)");
+            args.add(q.text());
+            args.add(q.text());
+            args.add(q.text());
         }
         String sql = "SELECT seq, time, kind, actor, sandbox, detail, prev_hash, hash FROM audit" + where
                 + (q.limit() > 0 ? " ORDER BY seq DESC LIMIT " + q.limit() : " ORDER BY seq");

@@ -531,10 +531,12 @@ public sealed interface Command<R> {
      * match all. {@code client} matches records filed under that client (any door). The field is
      * {@code ofSandbox}, not {@code sandbox}: reading a destroyed sandbox's records names no sandbox to resolve.
      */
-    record ReadAudit(String ofSandbox, String client, String kind, java.time.Instant since, java.time.Instant until, int limit)
-            implements Command<List<dev.airlock.server.audit.AuditRecord>> {
+    record ReadAudit(String ofSandbox, String client, String kind, java.time.Instant since, java.time.Instant until, int limit,
+                     Long before, String text) implements Command<List<dev.airlock.server.audit.AuditRecord>> {
         public static final int DEFAULT_LIMIT = 500;
         public static final int MAX_LIMIT = 10_000;
+        /** The longest text a search may look for. */
+        public static final int MAX_TEXT = 200;
     }
 
     /** Checks the audit log's hash chain. */

@@ -292,8 +292,17 @@ final class RestApi {
     /** The audit log's records, filtered; {@code format=jsonl} downloads them as JSON lines. */
     private void audit(RestCall c) throws IOException {
         int limit = limit(c.first("limit"), Command.ReadAudit.DEFAULT_LIMIT, Command.ReadAudit.MAX_LIMIT);
+        String before = blank(c.first("before"));
+        if (before != null && !before.matches("[1-9][0-9]{0,17}")) {
+            throw AirlockException.invalid("query 'before' must be a record's seq (a positive whole number), such as the 'next' of the"
+                    + " page shown, not '" + Printable.of(before, 40) + "'");
+        }
+        String text = c.first("q") == null || c.first("q").isEmpty() ? null : c.first("q");
+        if (text != null && text.length() > Command.ReadAudit.MAX_TEXT) {
+            throw AirlockException.invalid("query 'q' is " + text.length() + " characters: search for at most " + Command.ReadAudit.MAX_TEXT);
+        }
         var records = c.execute(new Command.ReadAudit(blank(c.first("sandbox")), blank(c.first("client")), blank(c.first("kind")),
-                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit));
+                instant(c.first("since"), "since"), instant(c.first("until"), "until"), limit, before == null ? null : Long.valueOf(before), text));
         ArrayNode list = Json.MAPPER.createArrayNode();
         records.forEach(r -> list.add(JsonViews.auditRecord(r)));
         if ("jsonl".equals(c.first("format"))) {
@@ -307,7 +316,11 @@ final class RestApi {
             }
             return;
         }
-        c.send(200, Json.object().set("records", list));
+        ObjectNode page = Json.object();
+        page.set("records", list);
+        // a full page may have older records: 'next' asks for them (before=next); null when this was the oldest
+        page.put("next", records.size() == limit && !records.isEmpty() ? Long.valueOf(records.getFirst().seq()) : null);
+        c.send(200, page);
     }
 
     private static String blank(String s) {

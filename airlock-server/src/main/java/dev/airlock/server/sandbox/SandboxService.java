@@ -286,7 +286,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
             case Command.MetricsHistory m -> history.series();
             case Command.ReadAudit r -> {
                 try (var reader = auditReader()) {
-                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until()));
+                    yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until(),
+                            r.before(), r.text()));
                 }
             }
             case Command.VerifyAudit v -> {

@@ -75,6 +75,12 @@ async function extend(s) {
   return api('POST', '/v1/sandboxes/' + encodeURIComponent(s.id) + '/ttl', { ttlSeconds: remaining + 600 });
 }
 
+/** An instant as this browser's local date and time, to the second (the exact instant in the title). */
+function when(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? (iso ?? '') : new Date(t).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
 function age(iso) {
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   return s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
@@ -422,7 +428,7 @@ async function sandbox(id) {
   const procs = async () => {
     const p = (await api('GET', `${base}/processes`)).processes;
     processes.replaceChildren(...p.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
-      el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: x.startedAt ?? '' }),
+      el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: when(x.startedAt), title: x.startedAt ?? '' }),
       el('td', { text: bytes(x.stdoutBytes) + ' / ' + bytes(x.stderrBytes) }),
       el('td', {}, s.owner === session.client ? el('button', { type: 'button', class: 'show-output', text: 'Show output',
         onclick: () => { watched = x; watch().catch(e => { error.textContent = e.message; }); } }) : ''))));
@@ -430,7 +436,7 @@ async function sandbox(id) {
   };
   const egressRecords = async () => {
     const r = (await api('GET', `${base}/egress?limit=100`)).records;
-    egress.replaceChildren(...r.reverse().map(x => el('tr', {}, el('td', { class: 'mono', text: x.start }), el('td', { text: x.protocol }),
+    egress.replaceChildren(...r.reverse().map(x => el('tr', {}, el('td', { text: when(x.start), title: x.start ?? '' }), el('td', { text: x.protocol }),
       el('td', { class: 'mono', text: x.destination ?? x.address ?? '' }), el('td', { text: x.port }),
       el('td', { class: x.allowed ? 'ok' : 'error', text: x.allowed ? 'allowed' : 'refused' }), el('td', { class: 'mono', text: x.rule ?? '' }),
       el('td', { text: bytes(x.bytesUp) }), el('td', { text: bytes(x.bytesDown) }))));
@@ -477,6 +483,7 @@ async function audit() {
   const mine = generation;
   const field = (id, placeholder) => el('input', { id, placeholder });
   const sandboxF = field('audit-sandbox', 'sandbox'), clientF = field('audit-client', 'client'), kindF = field('audit-kind', 'kind');
+  const textF = field('audit-text', 'text in the record');
   const sinceF = el('input', { id: 'audit-since', type: 'datetime-local', step: '1', title: 'from (local time)' });
   const untilF = el('input', { id: 'audit-until', type: 'datetime-local', step: '1', title: 'until (local time)' });
   const verdict = el('p', { id: 'audit-verdict', text: 'checking the chain…' });
@@ -488,29 +495,43 @@ async function audit() {
     if (sandboxF.value.trim()) q.set('sandbox', sandboxF.value.trim());
     if (clientF.value.trim()) q.set('client', clientF.value.trim());
     if (kindF.value.trim()) q.set('kind', kindF.value.trim());
+    if (textF.value) q.set('q', textF.value);
     if (sinceF.value) q.set('since', new Date(sinceF.value).toISOString());
     if (untilF.value) q.set('until', new Date(untilF.value).toISOString());
     return q;
   };
+  const older = el('button', { type: 'button', id: 'audit-older', text: 'Older records', hidden: '' });
   let asked = 0; // only the answer to the latest filter is shown, however the answers arrive
-  const load = async () => {
+  let next = null; // the seq of the page's oldest record, while there are older ones
+  const row = r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }),
+    el('td', { class: 'mono', text: when(r.time), title: r.time }), el('td', { text: r.kind }), el('td', { text: r.actor ?? '' }),
+    el('td', { class: 'mono', text: r.sandbox ?? '' }), el('td', { class: 'mono', text: JSON.stringify(r.detail) }));
+  // the newest page (more: the page before the oldest shown, added below it)
+  const load = async (more) => {
     const ask = ++asked;
     try {
       const q = query();
-      const records = (await api('GET', '/v1/audit?' + q)).records;
+      if (more) q.set('before', next);
+      const answer = await api('GET', '/v1/audit?' + q);
       if (ask !== asked) return;
-      q.set('format', 'jsonl');
-      exportLink.href = '/v1/audit?' + q;
-      body.replaceChildren(...records.reverse().map(r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }), el('td', { class: 'mono', text: r.time }),
-        el('td', { text: r.kind }), el('td', { text: r.actor ?? '' }), el('td', { class: 'mono', text: r.sandbox ?? '' }),
-        el('td', { class: 'mono', text: JSON.stringify(r.detail) }))));
+      if (!more) {
+        const exported = query();
+        exported.set('format', 'jsonl');
+        exportLink.href = '/v1/audit?' + exported;
+      }
+      const rows = answer.records.reverse().map(row);
+      if (more) body.append(...rows); else body.replaceChildren(...rows);
+      next = answer.next;
+      older.hidden = next == null;
       error.textContent = '';
     } catch (e) { error.textContent = e.message; }
   };
+  older.addEventListener('click', () => load(true));
   page(mine, 'Audit', el('form', { class: 'filters', id: 'audit-filters', onsubmit: e => { e.preventDefault(); load(); } },
-    sandboxF, clientF, kindF, el('label', { text: 'from ' }, sinceF), el('label', { text: 'until ' }, untilF), el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
+    sandboxF, clientF, kindF, textF, el('label', { text: 'from ' }, sinceF), el('label', { text: 'until ' }, untilF), el('button', { type: 'submit', id: 'audit-apply', text: 'Filter' })),
   verdict, exportLink, error,
-  el('table', {}, el('thead', {}, el('tr', {}, ...['Seq', 'Time', 'Kind', 'Actor', 'Sandbox', 'Detail'].map(h => el('th', { text: h })))), body));
+  el('table', {}, el('thead', {}, el('tr', {}, ...['Seq', 'Time', 'Kind', 'Actor', 'Sandbox', 'Detail'].map(h => el('th', { text: h })))), body),
+  older);
   api('GET', '/v1/audit/verify').then(v => {
     verdict.textContent = v.ok ? `Chain verified: ${v.records} records intact` : `Chain BROKEN at seq ${v.brokenSeq}: ${v.problem}`;
     verdict.className = v.ok ? 'ok' : 'error';

@@ -68,7 +68,7 @@ class CommandTest {
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
             new Command.Metrics(),
             new Command.MetricsHistory(),
-            new Command.ReadAudit(null, null, null, null, null, 10),
+            new Command.ReadAudit(null, null, null, null, null, 10, null, null),
             new Command.VerifyAudit(),
             new Command.ListImages(),
             new Command.CreateContext(S, null),
