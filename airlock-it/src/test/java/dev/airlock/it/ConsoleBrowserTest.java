@@ -204,6 +204,13 @@ class ConsoleBrowserTest {
         waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.cssSelector(row)));
     }
 
+    /** The ids of the local client's sandboxes now. */
+    private static java.util.Set<String> sandboxIds() {
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        JSON.readTree(live.raw("GET", "/v1/sandboxes", null).body()).path("sandboxes").forEach(x -> ids.add(x.path("id").asString()));
+        return ids;
+    }
+
     /** The id of the sandbox whose page is shown, from the address. */
     private String sandboxShown() {
         String url = driver.getCurrentUrl();
@@ -368,9 +375,12 @@ class ConsoleBrowserTest {
             assertThat(made.path("labels").path("console").asString()).isEqualTo("made");
             assertThat(made.path("labels").path("team").asString()).isEqualTo("qa");
 
-            run("echo hello > /workspace/note.txt; echo $((6*7))");
+            // the output shows as it comes: the first line while the command still runs
+            run("echo first; sleep 3; echo hello > /workspace/note.txt; echo $((6*7))");
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-output"), "first"));
+            assertThat(driver.findElement(By.id("run-result")).getText()).as("while it runs").isEqualTo("running…");
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 0"));
-            assertThat(driver.findElement(By.id("run-output")).getText()).isEqualTo("42");
+            assertThat(driver.findElement(By.id("run-output")).getText()).isEqualTo("first\n42");
             new Select(driver.findElement(By.id("run-language"))).selectByValue("python");
             run("import sys; print('to stderr', file=sys.stderr); sys.exit(3)");
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 3"));
@@ -386,9 +396,21 @@ class ConsoleBrowserTest {
             assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body()).path("state").asString()).isEqualTo("running");
 
             driver.findElement(By.id("snapshot")).click();
-            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#snapshot-rows tr[data-id^='snap-'] button.fork"))).click();
+            WebElement count = waiting().until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#snapshot-rows tr[data-id^='snap-'] input.fork-count")));
+            count.clear();
+            count.sendKeys("2");
+            java.util.Set<String> before = sandboxIds();
+            driver.findElement(By.cssSelector("#snapshot-rows tr[data-id^='snap-'] button.fork")).click();
             waiting().until(d -> d.getCurrentUrl().contains("#sandbox/al-") && !d.getCurrentUrl().endsWith(id));
             fork = sandboxShown();
+            java.util.Set<String> forks = sandboxIds();
+            forks.removeAll(before);
+            assertThat(forks).as("two forks, the page showing one").hasSize(2).contains(fork);
+            for (String other : forks) {
+                if (!other.equals(fork)) {
+                    live.raw("DELETE", "/v1/sandboxes/" + other, null);
+                }
+            }
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.cssSelector("#page h1"), fork));
             run("cat /workspace/note.txt");
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 0"));
@@ -455,7 +477,7 @@ class ConsoleBrowserTest {
                     + " Promise.all([import('/console/xterm.js'), import('/console/addon-fit.js')]).then(() => done(true));");
             driver.executeScript("window.inflight = 0; const f = window.fetch;"
                     + " window.fetch = (...a) => { window.inflight++; return f(...a).finally(() => window.inflight--); };");
-            for (int i = 0; i < 12; i++) {
+            for (int i = 0; i < 50; i++) {
                 String away = (i % 2 == 0 ? "sandbox/" : "terminal/") + id;
                 driver.executeScript("location.hash = arguments[0]; setTimeout(() => { location.hash = 'overview'; }, arguments[1]);", away, i % 3);
                 waiting().until(d -> driver.getCurrentUrl().endsWith("#overview")
@@ -467,6 +489,75 @@ class ConsoleBrowserTest {
             await().atMost(WAIT).untilAsserted(() -> assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id + "/processes", null).body())
                     .path("processes")).as("shells of terminal pages left early").noneSatisfy(p ->
                     assertThat(p.path("state").asString()).isEqualTo("running")));
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /**
+     * Issue 31: the file browser enters directories and goes back up by its breadcrumbs, downloads a
+     * file, and deletes one only once asked again.
+     */
+    @Test
+    void theFileBrowserEntersDirectoriesDownloadsAndDeletes() throws Exception {
+        String id = createAsLocal("files");
+        try {
+            HttpResponse<String> made = live.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"sh\", \"-c\", \"mkdir -p /workspace/data/deep && echo inside > /workspace/data/deep/f.txt && echo top > /workspace/data/t.txt\"]}");
+            assertThat(JSON.readTree(made.body()).path("exitCode").asInt()).as(made.body()).isZero();
+            signIn(live.token());
+            open("sandbox/" + id);
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#file-rows tr[data-path='/workspace/data'] a.enter"))).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#file-rows tr[data-path='/workspace/data/deep'] a.enter"))).click();
+            WebElement file = waiting().until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#file-rows tr[data-path='/workspace/data/deep/f.txt']")));
+            assertThat(file.getText()).contains("f.txt", "file", "7 B");
+            assertThat(driver.findElement(By.id("file-crumbs")).getText()).isEqualTo("/ workspace / data / deep");
+            String download = file.findElement(By.cssSelector("a.download")).getAttribute("href");
+            HttpResponse<String> got = withCookie("GET", URI.create(download).getRawPath() + "?" + URI.create(download).getRawQuery(), null, cookie());
+            assertThat(got.body()).isEqualTo("inside\n");
+            screenshot("sandbox-files");
+            // up by a breadcrumb, and a file deleted: the first click only asks
+            driver.findElement(By.cssSelector("#file-crumbs a[data-path='/workspace/data']")).click();
+            By top = By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt']");
+            waiting().until(ExpectedConditions.elementToBeClickable(new By.ByCssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file"))).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file.armed")));
+            assertThat(live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/data/t.txt", null).statusCode()).isEqualTo(200);
+            driver.findElement(By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file.armed")).click();
+            waiting().until(ExpectedConditions.invisibilityOfElementLocated(top));
+            assertThat(live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/data/t.txt", null).statusCode()).isEqualTo(404);
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /**
+     * Issue 31: the console follows the system's dark mode; a screenshot of each page is saved in
+     * light and in dark, and an audit record's detail opens to its JSON laid out.
+     */
+    @Test
+    void everyPageInLightAndDark() throws Exception {
+        String id = createAsLocal("themes");
+        try {
+            signIn(live.token());
+            for (String scheme : List.of("light", "dark")) {
+                driver.executeCdpCommand("Emulation.setEmulatedMedia",
+                        java.util.Map.of("features", List.of(java.util.Map.of("name", "prefers-color-scheme", "value", scheme))));
+                for (String hash : List.of("overview", "sandboxes", "sandbox/" + id, "approvals", "audit", "terminal")) {
+                    open(hash);
+                    waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#page h1")));
+                    String background = (String) driver.executeScript("return getComputedStyle(document.body).backgroundColor;");
+                    int[] rgb = java.util.Arrays.stream(background.replaceAll("[^0-9,]", "").split(",")).mapToInt(Integer::parseInt).toArray();
+                    int lightness = (rgb[0] + rgb[1] + rgb[2]) / 3;
+                    assertThat(lightness).as("%s page %s: background %s", scheme, hash, background)
+                            .is(new org.assertj.core.api.Condition<>(l -> scheme.equals("dark") ? l < 64 : l > 192, scheme));
+                    screenshot(hash.replace('/', '-').replaceAll("-al-.*", "") + "-" + scheme);
+                }
+            }
+            open("audit");
+            WebElement first = waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#audit-rows details.detail summary")));
+            first.click();
+            String laidOut = driver.findElement(By.cssSelector("#audit-rows details.detail[open] pre")).getText();
+            assertThat(laidOut).contains("\n  \"");
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }

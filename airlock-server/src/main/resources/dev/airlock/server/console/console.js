@@ -35,6 +35,29 @@ async function api(method, path, body) {
 
 const may = op => session.operations.includes(op);
 
+/**
+ * POSTs {@code body} and reads the answer as JSON lines as they come (an execution's stream:
+ * {"type": "stdout"|"stderr"|"heartbeat"|"result", ...}), handing each to {@code onLine}.
+ */
+async function apiLines(path, body, onLine) {
+  const r = await fetch(path, { method: 'POST', credentials: 'same-origin', body: JSON.stringify(body),
+    headers: { [CSRF_HEADER]: session.csrf, 'Content-Type': 'application/json', Accept: 'application/x-ndjson' } });
+  if (r.status === 401) { showSignIn('The session ended: sign in again.'); throw new Error('signed out'); }
+  if (!r.ok) { const json = await r.json().catch(() => ({})); throw new Error(json.error?.message || ('HTTP ' + r.status)); }
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, at);
+      buffer = buffer.slice(at + 1);
+      if (line.trim()) onLine(JSON.parse(line));
+    }
+  }
+}
+
 /** A GET of the API whose answer is text (a process's output), not JSON. */
 async function apiText(path) {
   const r = await fetch(path, { credentials: 'same-origin' });
@@ -73,6 +96,11 @@ function cpu(s, seen) {
 async function extend(s) {
   const remaining = Math.max(0, Math.round((Date.parse(s.expiresAt) - Date.now()) / 1000));
   return api('POST', '/v1/sandboxes/' + encodeURIComponent(s.id) + '/ttl', { ttlSeconds: remaining + 600 });
+}
+
+/** A record's detail: one line of JSON, which opens to the whole of it laid out. */
+function detail(d) {
+  return el('details', { class: 'detail' }, el('summary', { text: JSON.stringify(d) }), el('pre', { text: JSON.stringify(d, null, 2) }));
 }
 
 /** An instant as this browser's local date and time, to the second (the exact instant in the title). */
@@ -175,20 +203,29 @@ async function overview() {
  * every few seconds keeps the question asked.
  */
 function destroyButton(s, armed, done, error) {
-  const isArmed = () => (armed.get(s.id) || 0) > Date.now();
-  const b = el('button', { type: 'button', class: 'destroy' + (isArmed() ? ' armed' : ''), 'data-id': s.id,
-    text: isArmed() ? 'Really destroy?' : 'Destroy', title: 'destroy this sandbox: its processes end and its files are gone for good' });
+  return confirmButton({ class: 'destroy', 'data-id': s.id, title: 'destroy this sandbox: its processes end and its files are gone for good' },
+    'Destroy', 'Really destroy?', armed, s.id, async () => { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); await done(); }, error);
+}
+
+/**
+ * A button for what cannot be undone: the first click arms it ({@code ask}) for five seconds, and
+ * only a click on the armed button runs {@code action}. {@code armed} (key to expiry) outlives the
+ * button, so a row drawn again keeps the question asked.
+ */
+function confirmButton(attrs, label, ask, armed, key, action, error) {
+  const isArmed = () => (armed.get(key) || 0) > Date.now();
+  const b = el('button', { ...attrs, type: 'button', class: attrs.class + (isArmed() ? ' armed' : ''), text: isArmed() ? ask : label });
   b.addEventListener('click', async () => {
     if (!isArmed()) {
-      armed.set(s.id, Date.now() + 5000);
-      b.textContent = 'Really destroy?';
+      armed.set(key, Date.now() + 5000);
+      b.textContent = ask;
       b.classList.add('armed');
-      setTimeout(() => { if (!isArmed()) { b.textContent = 'Destroy'; b.classList.remove('armed'); } }, 5100);
+      setTimeout(() => { if (!isArmed()) { b.textContent = label; b.classList.remove('armed'); } }, 5100);
       return;
     }
-    armed.delete(s.id);
+    armed.delete(key);
     b.disabled = true;
-    try { await api('DELETE', '/v1/sandboxes/' + encodeURIComponent(s.id)); error.textContent = ''; await done(); }
+    try { await action(); error.textContent = ''; }
     catch (e) { error.textContent = e.message; b.disabled = false; }
   });
   return b;
@@ -258,6 +295,21 @@ async function sandboxes() {
   poll(mine, () => refresh().catch(e => { error.textContent = e.message; }), 2000);
 }
 
+/** Fork N new sandboxes with a snapshot's files; opens the first, the others are on the Sandboxes page. */
+function forkForm(snapshot, error) {
+  const count = el('input', { type: 'number', class: 'fork-count', min: '1', max: '16', value: '1', title: 'how many sandboxes (1 to 16)',
+    'aria-label': 'how many sandboxes to fork' });
+  const button = el('button', { type: 'submit', class: 'fork', text: 'Fork', title: 'new sandboxes with these files' });
+  return el('form', { class: 'fork-form', onsubmit: async e => {
+    e.preventDefault();
+    button.disabled = true;
+    try {
+      const forked = await api('POST', `/v1/snapshots/${encodeURIComponent(snapshot.id)}/fork`, { count: Number(count.value) });
+      location.hash = 'sandbox/' + encodeURIComponent(forked.sandboxes[0].id);
+    } catch (err) { error.textContent = err.message; button.disabled = false; }
+  } }, count, button);
+}
+
 /**
  * The Run form of a sandbox's page: a shell command or Python code, run to its end (at most a
  * minute, or the profile's timeout), its output and exit shown below; for the owner only.
@@ -275,14 +327,23 @@ function runForm(base, s, error) {
       if (!code.value.trim()) { error.textContent = 'write a command or some code to run first'; return; }
       button.disabled = true;
       result.textContent = 'running…';
+      result.className = '';
+      out.textContent = '';
+      out.hidden = true;
+      // the output as it comes (stdout and stderr in the order they came), the page keeping its last 64 KiB
+      let text = '';
       try {
-        const r = await api('POST', base + '/exec', { language: language.value, code: code.value, timeoutSeconds: 60 });
-        const text = r.stdout + (r.stderr ? (r.stdout && !r.stdout.endsWith('\n') ? '\n' : '') + r.stderr : '');
-        out.textContent = text.length > 65536 ? '…' + text.slice(-65536) : text;
-        out.hidden = !text;
-        result.textContent = `${r.endReason}, exit code ${r.exitCode ?? '—'}, ${r.durationMs} ms` + (r.truncated ? ' (output cut at its limit)' : '')
-          + (r.message ? ': ' + r.message : '');
-        result.className = r.exitCode === 0 ? 'ok' : 'error';
+        await apiLines(base + '/exec', { language: language.value, code: code.value, timeoutSeconds: 60 }, m => {
+          if (m.type === 'stdout' || m.type === 'stderr') {
+            text = (text + m.data).slice(-65536);
+            out.textContent = text;
+            out.hidden = false;
+          } else if (m.type === 'result') {
+            result.textContent = `${m.endReason}, exit code ${m.exitCode ?? '—'}, ${m.durationMs} ms` + (m.truncated ? ' (output cut at its limit)' : '')
+              + (m.message ? ': ' + m.message : '');
+            result.className = m.exitCode === 0 ? 'ok' : 'error';
+          }
+        });
         error.textContent = '';
       } catch (err) { result.textContent = ''; error.textContent = err.message; }
       finally { button.disabled = false; }
@@ -362,13 +423,7 @@ async function sandbox(id) {
     const list = (await api('GET', '/v1/snapshots')).snapshots.filter(x => x.sandbox === s.id);
     snapshotRows.replaceChildren(...list.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }),
       el('td', { text: age(x.createdAt) + ' ago' }), el('td', { text: x.files + ' files, ' + bytes(x.bytes) }),
-      el('td', {}, may('sandbox.create') ? el('button', { type: 'button', class: 'fork', text: 'Fork', title: 'a new sandbox with these files',
-        onclick: async () => {
-          try {
-            const forked = await api('POST', `/v1/snapshots/${encodeURIComponent(x.id)}/fork`, {});
-            location.hash = 'sandbox/' + encodeURIComponent(forked.sandboxes[0].id);
-          } catch (e) { error.textContent = e.message; }
-        } }) : ''))));
+      el('td', {}, may('sandbox.create') ? forkForm(x, error) : ''))));
     if (!list.length) snapshotRows.append(el('tr', {}, el('td', { colspan: '4', text: 'No snapshot of this sandbox.' })));
   };
   const takeSnapshot = async () => {
@@ -384,9 +439,10 @@ async function sandbox(id) {
     outputTitle, output,
     el('h2', { text: 'Files' }),
     el('form', { class: 'filters', onsubmit: e => { e.preventDefault(); list(); } }, dir, el('button', { type: 'submit', text: 'List' })),
+    crumbs,
     may('files.write') ? el('form', { class: 'filters', id: 'upload-form', onsubmit: e => { e.preventDefault(); send(); } },
       upload, el('button', { type: 'submit', id: 'upload', text: 'Upload to this directory' })) : '',
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', ''].map(h => el('th', { text: h })))), files),
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Name', 'Type', 'Size', 'Modified', ''].map(h => el('th', { text: h })))), files),
     el('h2', { text: 'Egress' }),
     el('table', {}, el('thead', {}, el('tr', {}, ...['Start', 'Protocol', 'Destination', 'Port', 'Decision', 'Rule', 'Up', 'Down']
       .map(h => el('th', { text: h })))), egress),
@@ -395,13 +451,34 @@ async function sandbox(id) {
       ? el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'Taken', 'Holds', ''].map(h => el('th', { text: h })))), snapshotRows) : '');
   showSummary();
   showSnapshots().catch(e => { error.textContent = e.message; });
+  const crumbs = el('nav', { id: 'file-crumbs', 'aria-label': 'directory' });
+  const deleting = new Map();
+  const enter = path => { dir.value = path; list(); };
+  // the directory shown: its parents as links (breadcrumbs), its entries (a directory opens, a file downloads)
   const list = async () => {
     try {
-      const entries = (await api('GET', `${base}/files/list?path=${encodeURIComponent(dir.value)}`)).entries;
-      files.replaceChildren(...entries.map(f => el('tr', {}, el('td', { class: 'mono', text: f.path || f.name }), el('td', { text: f.type }),
-        el('td', { text: f.size ?? '' }),
-        el('td', {}, f.type === 'file' && s.owner === session.client ? el('a', { href: `${base}/files?path=${encodeURIComponent(f.path || f.name)}`,
-          download: '', text: 'download' }) : ''))));
+      const path = '/' + dir.value.split('/').filter(Boolean).join('/');
+      const entries = (await api('GET', `${base}/files/list?path=${encodeURIComponent(path)}`)).entries
+        .sort((a, b) => (a.type === 'directory') !== (b.type === 'directory') ? (a.type === 'directory' ? -1 : 1) : a.path.localeCompare(b.path));
+      const parts = path.split('/').filter(Boolean);
+      crumbs.replaceChildren(el('a', { href: '#', class: 'crumb', 'data-path': '/', text: '/', onclick: e => { e.preventDefault(); enter('/'); } }),
+        ...parts.flatMap((part, i) => {
+          const to = '/' + parts.slice(0, i + 1).join('/');
+          return [i ? ' / ' : ' ', el('a', { href: '#', class: 'crumb', 'data-path': to, text: part, onclick: e => { e.preventDefault(); enter(to); } })];
+        }));
+      const name = f => f.path.slice(f.path.lastIndexOf('/') + 1);
+      files.replaceChildren(...entries.map(f => el('tr', { 'data-path': f.path },
+        el('td', { class: 'mono' }, f.type === 'directory'
+          ? el('a', { href: '#', class: 'enter', text: name(f) + '/', onclick: e => { e.preventDefault(); enter(f.path); } })
+          : name(f)),
+        el('td', { text: f.type }), el('td', { text: f.type === 'file' ? bytes(f.size) : '' }),
+        el('td', { text: when(f.modifiedAt), title: f.modifiedAt ?? '' }),
+        el('td', {}, f.type === 'file' && s.owner === session.client ? el('a', { href: `${base}/files?path=${encodeURIComponent(f.path)}`,
+          download: '', class: 'download', text: 'download' }) : '', ' ',
+          may('files.write') && s.owner === session.client && f.type !== 'directory' ? confirmButton({ class: 'delete-file' }, 'Delete', 'Really delete?',
+            deleting, f.path, async () => { await api('DELETE', `${base}/files?path=${encodeURIComponent(f.path)}`); await list(); }, error) : ''))));
+      if (!entries.length) files.append(el('tr', {}, el('td', { colspan: '5', text: 'An empty directory.' })));
+      dir.value = path;
       error.textContent = '';
     } catch (e) { error.textContent = e.message; }
   };
@@ -505,7 +582,7 @@ async function audit() {
   let next = null; // the seq of the page's oldest record, while there are older ones
   const row = r => el('tr', { 'data-seq': r.seq }, el('td', { text: r.seq }),
     el('td', { class: 'mono', text: when(r.time), title: r.time }), el('td', { text: r.kind }), el('td', { text: r.actor ?? '' }),
-    el('td', { class: 'mono', text: r.sandbox ?? '' }), el('td', { class: 'mono', text: JSON.stringify(r.detail) }));
+    el('td', { class: 'mono', text: r.sandbox ?? '' }), el('td', { class: 'mono' }, detail(r.detail)));
   // the newest page (more: the page before the oldest shown, added below it)
   const load = async (more) => {
     const ask = ++asked;
