@@ -354,7 +354,8 @@ class ConsoleBrowserTest {
     }
 
     /**
-     * Issue 31: the console acts, not only watches. A person creates a sandbox with a profile and
+     * Issue 31: the console acts, not only watches. A person creates a sandbox with a profile, a
+     * memory limit (one above the profile's ceiling is refused with its rule), a lifetime and
      * labels, runs a shell command and Python code in it and sees their output and exit, pauses and
      * resumes it, snapshots its files, forks a new sandbox from the snapshot (which has the files),
      * and destroys the fork: the first click on Destroy only asks again.
@@ -364,6 +365,14 @@ class ConsoleBrowserTest {
         signIn(live.token());
         open("sandboxes");
         new Select(waiting().until(ExpectedConditions.visibilityOfElementLocated(By.id("new-profile")))).selectByValue("default");
+        // above the profile's ceiling: refused, and the page says by which rule
+        driver.findElement(By.id("new-memory")).sendKeys("4g");
+        driver.findElement(By.id("new-create")).click();
+        waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("sandboxes-error"), "maxLimits"));
+        assertThat(driver.findElement(By.id("sandboxes-error")).getText()).contains("memory");
+        driver.findElement(By.id("new-memory")).clear();
+        driver.findElement(By.id("new-memory")).sendKeys("256m");
+        driver.findElement(By.id("new-ttl")).sendKeys("20");
         driver.findElement(By.id("new-labels")).sendKeys("console=made, team=qa");
         driver.findElement(By.id("new-create")).click();
         waiting().until(ExpectedConditions.urlContains("#sandbox/al-"));
@@ -374,6 +383,10 @@ class ConsoleBrowserTest {
             assertThat(made.path("owner").asString()).isEqualTo("local");
             assertThat(made.path("labels").path("console").asString()).isEqualTo("made");
             assertThat(made.path("labels").path("team").asString()).isEqualTo("qa");
+            assertThat(made.path("limits").path("memoryBytes").asLong()).isEqualTo(256L << 20);
+            long lifetime = java.time.Duration.between(java.time.Instant.parse(made.path("createdAt").asString()),
+                    java.time.Instant.parse(made.path("expiresAt").asString())).toSeconds();
+            assertThat(lifetime).as("asked for 20 minutes").isBetween(1190L, 1210L);
 
             // the output shows as it comes: the first line while the command still runs
             run("echo first; sleep 3; echo hello > /workspace/note.txt; echo $((6*7))");

@@ -242,12 +242,21 @@ function labels(text) {
   return out;
 }
 
-/** The New sandbox form: a profile of the client's and labels; opens the new sandbox's page. */
+/**
+ * The New sandbox form: a profile of the client's, an image, limits, a lifetime and labels, each
+ * optional but the profile (the server bounds each by the profile and says which rule refused);
+ * opens the new sandbox's page.
+ */
 function newSandboxForm(error) {
   if (!may('sandbox.create')) return '';
-  const profile = el('select', { id: 'new-profile', title: 'the profile: limits, network and image rules (the first is your default)' },
-    ...session.profiles.map(p => el('option', { value: p, text: p })));
-  const labelField = el('input', { id: 'new-labels', placeholder: 'labels: key=value, ...' });
+  const profile = el('select', { id: 'new-profile', title: 'the profile: limits, network and image rules (the first is your default)',
+    'aria-label': 'profile' }, ...session.profiles.map(p => el('option', { value: p, text: p })));
+  const image = el('select', { id: 'new-image', 'aria-label': 'image' }, el('option', { value: '', text: "the profile's image" }));
+  api('GET', '/v1/images').then(r => image.append(...r.images.map(i => el('option', { value: i.name, text: i.name })))).catch(() => {});
+  const memory = el('input', { id: 'new-memory', size: '8', placeholder: 'memory: 512m', 'aria-label': 'memory, such as 512m' });
+  const cpus = el('input', { id: 'new-cpus', size: '6', placeholder: 'CPUs: 1', 'aria-label': 'CPUs' });
+  const ttl = el('input', { id: 'new-ttl', type: 'number', min: '1', placeholder: 'minutes: 10', 'aria-label': 'lifetime in minutes' });
+  const labelField = el('input', { id: 'new-labels', placeholder: 'labels: key=value, ...', 'aria-label': 'labels' });
   const button = el('button', { type: 'submit', id: 'new-create', text: 'New sandbox' });
   const status = el('span', { id: 'new-status' });
   return el('form', { class: 'filters', id: 'new-sandbox', onsubmit: async e => {
@@ -255,12 +264,19 @@ function newSandboxForm(error) {
     button.disabled = true;
     status.textContent = 'creating… (a profile with approvals waits for a person here)';
     try {
-      const s = await api('POST', '/v1/sandboxes', { profile: profile.value, labels: labels(labelField.value) });
+      const body = { profile: profile.value, labels: labels(labelField.value) };
+      if (image.value) body.image = image.value;
+      const limits = {};
+      if (memory.value.trim()) limits.memory = memory.value.trim();
+      if (cpus.value.trim()) limits.cpus = Number(cpus.value.trim());
+      if (Object.keys(limits).length) body.limits = limits;
+      if (ttl.value) body.ttlSeconds = Math.round(Number(ttl.value) * 60);
+      const s = await api('POST', '/v1/sandboxes', body);
       error.textContent = '';
       location.hash = 'sandbox/' + encodeURIComponent(s.id);
     } catch (err) { error.textContent = err.message; }
     finally { button.disabled = false; status.textContent = ''; }
-  } }, profile, labelField, button, status);
+  } }, profile, image, memory, cpus, ttl, labelField, button, status);
 }
 
 async function sandboxes() {
