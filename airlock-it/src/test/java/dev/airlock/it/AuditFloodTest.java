@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Floods an outsider or a sandbox can aim at the audit log: a client without a token hammering
  * the server, and sandboxed code trying thousands of refused connections. Each adds a constant
  * number of records per window (the first refusal in full, the rest as one count), not one per
- * attempt; the counts add up; the chain verifies; /health answers within a second throughout.
+ * attempt; the counts add up; the chain verifies; /health keeps answering throughout ({@link HealthWatch}).
  */
 class AuditFloodTest {
 
@@ -82,8 +82,7 @@ class AuditFloodTest {
             for (Future<?> f : done) {
                 f.get();
             }
-            health.close();
-            assertThat(health.slowestMillis()).as("slowest /health under the flood, ms").isLessThan(1000);
+            health.assertKeptAnswering();
         }
         assertThat(refused).hasValue(threads * perThread);
         int during = all(null).size() - before;
@@ -129,8 +128,7 @@ class AuditFloodTest {
                     JSON.writeValueAsString(java.util.Map.of("language", "python", "code", flood, "timeoutSeconds", 30)));
             JsonNode result = JSON.readTree(r.body());
             assertThat(result.path("stdout").asString().trim()).as(r.body()).isEqualTo(Integer.toString(attempts));
-            health.close();
-            assertThat(health.slowestMillis()).as("slowest /health under the flood, ms").isLessThan(1000);
+            health.assertKeptAnswering();
         }
         await(() -> !live.audit(id, AuditRecord.EGRESS).isEmpty());
         List<AuditRecord> during = live.audit(id, AuditRecord.EGRESS);

@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -46,41 +45,6 @@ class OutputCollectionHostileTest {
     static void stop() {
         if (live != null) {
             live.close();
-        }
-    }
-
-    /** Watches GET /health every 100 ms from another thread and keeps the slowest answer. */
-    private static final class HealthWatch implements AutoCloseable {
-        private final AtomicBoolean stop = new AtomicBoolean();
-        private final AtomicLong slowestMillis = new AtomicLong();
-        private final AtomicInteger failures = new AtomicInteger();
-        private final Thread thread = Thread.ofVirtual().start(this::watch);
-
-        private void watch() {
-            while (!stop.get()) {
-                long start = System.nanoTime();
-                try {
-                    if (live.raw("GET", "/health", null).statusCode() != 200) {
-                        failures.incrementAndGet();
-                    }
-                } catch (RuntimeException e) {
-                    failures.incrementAndGet();
-                }
-                slowestMillis.accumulateAndGet((System.nanoTime() - start) / 1_000_000, Math::max);
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }
-
-        @Override
-        public void close() throws InterruptedException {
-            stop.set(true);
-            thread.join();
-            assertThat(failures.get()).as("failed /health requests").isZero();
-            assertThat(slowestMillis.get()).as("slowest /health answer in ms").isLessThan(1000);
         }
     }
 
@@ -151,12 +115,13 @@ class OutputCollectionHostileTest {
                 }
             }
         });
-        try (HealthWatch health = new HealthWatch()) {
+        try (HealthWatch health = new HealthWatch(live.uri())) {
             await().atMost(Duration.between(Instant.now(), hogExpires.plus(MARGIN))).pollInterval(Duration.ofMillis(100))
                     .untilAsserted(() -> assertThat(codeProcesses(hogOnHost)).as("the hog's processes, dead by its TTL").isEmpty());
             await().atMost(Duration.between(Instant.now(), victimExpires.plus(MARGIN))).pollInterval(Duration.ofMillis(100))
                     .untilAsserted(() -> assertThat(remainsById(victimOnHost)).as("the victim, expired on time").isEmpty());
             await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(remainsById(hogOnHost)).isEmpty());
+            health.assertKeptAnswering();
         } finally {
             stop.set(true);
             third.join();
@@ -174,7 +139,7 @@ class OutputCollectionHostileTest {
     @Test
     void directoriesSwappedForLinksToWideTreesDuringCollectionAreNeverFollowed() throws Exception {
         long heapBefore = usedHeapAfterGc();
-        try (HealthWatch health = new HealthWatch()) {
+        try (HealthWatch health = new HealthWatch(live.uri())) {
             for (int round = 0; round < 3; round++) {
                 RemoteSandbox s = live.client.create(SandboxSpec.builder().ttl(Duration.ofMinutes(2)).build());
                 ok(s.exec("sh", "-c", """
@@ -199,6 +164,7 @@ class OutputCollectionHostileTest {
                         .allSatisfy(p -> assertThat(p).matches("[dx]\\d+/mine-\\d+\\.txt"));
                 assertThat(manifest.path("skipped").toString()).doesNotContain("usr", "bin/", "etc/");
             }
+            health.assertKeptAnswering();
         }
         assertThat(usedHeapAfterGc() - heapBefore).as("heap growth in bytes").isLessThan(64L << 20);
     }
