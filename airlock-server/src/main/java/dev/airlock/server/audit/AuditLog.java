@@ -169,7 +169,13 @@ public final class AuditLog implements AutoCloseable {
      * written when the window closes.
      */
     public boolean admitRepeat(String source, String kind, String actor, String sandbox, Map<String, Object> base, String sample) {
-        return queue == null || windows.admit(source, Instant.now(), kind, actor, sandbox, base, sample);
+        return admitRepeat(source, null, kind, actor, sandbox, base, sample);
+    }
+
+    /** As {@link #admitRepeat(String, String, String, String, Map, String)}, with a window of {@code window} (null: the log's). */
+    public boolean admitRepeat(String source, java.time.Duration window, String kind, String actor, String sandbox, Map<String, Object> base,
+                               String sample) {
+        return queue == null || windows.admit(source, Instant.now(), window, kind, actor, sandbox, base, sample);
     }
 
     /** Records dropped because the queue stayed full (since the last count was written). */

@@ -37,6 +37,7 @@ final class RepeatWindows {
 
     private static final class Window {
         final Instant start;
+        final Duration length;
         final String kind;
         final String actor;
         final String sandbox;
@@ -47,8 +48,13 @@ final class RepeatWindows {
         Instant first;
         Instant last;
 
-        Window(Instant start, String kind, String actor, String sandbox, Map<String, Object> base) {
+        boolean closedBy(Instant now) {
+            return !now.isBefore(start.plus(length));
+        }
+
+        Window(Instant start, Duration length, String kind, String actor, String sandbox, Map<String, Object> base) {
             this.start = start;
+            this.length = length;
             this.kind = kind;
             this.actor = actor;
             this.sandbox = sandbox;
@@ -69,9 +75,11 @@ final class RepeatWindows {
      * A repeatable request from {@code source}: true when it opens a window (record it in full now),
      * false when it was counted. {@code base} is what the closing record says besides the count (the fields
      * every request of the source shares); {@code sample} is what differs (an endpoint, a destination).
+     * A window opened now lasts {@code length} (null: this log's window).
      */
-    synchronized boolean admit(String source, Instant now, String kind, String actor, String sandbox, Map<String, Object> base,
-                               String sample) {
+    synchronized boolean admit(String source, Instant now, Duration length, String kind, String actor, String sandbox,
+                               Map<String, Object> base, String sample) {
+        Duration span = length == null ? window : length;
         String key = kind + "\0" + source;
         Window w = open.get(key);
         if (w == null && open.size() >= MAX_SOURCES) {
@@ -80,15 +88,15 @@ final class RepeatWindows {
             if (w == null) {
                 Map<String, Object> shared = new LinkedHashMap<>(base);
                 shared.put("source", "other sources (more than " + MAX_SOURCES + " at once)");
-                open.put(key, new Window(now, kind, actor, null, shared));
+                open.put(key, new Window(now, span, kind, actor, null, shared));
                 return true;
             }
         }
-        if (w == null || !now.isBefore(w.start.plus(window))) {
+        if (w == null || w.closedBy(now)) {
             if (w != null && w.repeats > 0) {
                 pending.add(summary(w, now));
             }
-            open.put(key, new Window(now, kind, actor, sandbox, base));
+            open.put(key, new Window(now, span, kind, actor, sandbox, base));
             return true;
         }
         w.repeats++;
@@ -109,7 +117,7 @@ final class RepeatWindows {
 
     /** The records of every window closed by {@code now} (and forgets those windows). */
     synchronized List<Summary> closeDue(Instant now) {
-        return close(w -> !now.isBefore(w.start.plus(window)), now);
+        return close(w -> w.closedBy(now), now);
     }
 
     /** The records of every open window, closing them all (at shutdown, and for tests). */
@@ -141,7 +149,7 @@ final class RepeatWindows {
         Map<String, Object> a = new LinkedHashMap<>();
         a.put("repeats", w.repeats);
         a.put("windowStart", AuditLog.TIME.format(w.start));
-        a.put("windowSeconds", window.toSeconds());
+        a.put("windowSeconds", w.length.toSeconds());
         a.put("firstRepeat", AuditLog.TIME.format(w.first));
         a.put("lastRepeat", AuditLog.TIME.format(w.last));
         a.put("samples", List.copyOf(w.samples));

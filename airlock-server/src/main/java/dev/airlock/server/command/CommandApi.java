@@ -17,13 +17,17 @@ import java.util.Map;
 public interface CommandApi {
 
     /**
-     * What a door knows of a request when it asks whether it may go on. {@code repeats} names what
-     * the request repeats when it is one of a stream anyone can make at will (a request through a
-     * preview link, a read the console polls): its records are folded per that source and window
+     * What a door knows of a request when it asks whether it may go on. {@code repeats} says what
+     * the request repeats when it is one of a stream made at will (a request through a preview link,
+     * a read the console's refresh makes): its records are folded per that source and window
      * (docs/audit.md, "Folded requests"); null records it alone.
      */
     record Request(Client client, String via, String iface, String endpoint, Operation operation, String sandbox,
-                   String argsDigest, Caller.Asker asker, String repeats) {
+                   String argsDigest, Caller.Asker asker, Repeats repeats) {
+    }
+
+    /** The source a repeated request is folded under, and its window (null: the audit log's). */
+    record Repeats(String source, java.time.Duration window) {
     }
 
     /**

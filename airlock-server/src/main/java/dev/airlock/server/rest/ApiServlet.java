@@ -36,6 +36,11 @@ import java.util.Map;
  */
 public final class ApiServlet extends HttpServlet {
 
+    /** The header the console's refresh marks its reads with: folded on the audit log ({@link #polled}). */
+    static final String POLL_HEADER = "X-Airlock-Poll";
+    /** How long one window of a console page's refresh reads lasts: an hour of an open page adds three records. */
+    static final java.time.Duration POLLED_READS_WINDOW = java.time.Duration.ofHours(1);
+
     private static final Logger LOG = LoggerFactory.getLogger(ApiServlet.class);
     /** The interface name in audit records and caller names. */
     static final String VIA = "rest";
@@ -222,19 +227,21 @@ public final class ApiServlet extends HttpServlet {
     }
 
     private static CommandApi.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest,
-                                              String repeats) {
+                                              CommandApi.Repeats repeats) {
         return new CommandApi.Request(client, via, via, endpoint, operation, sandbox, digest, null, repeats);
     }
 
     /**
-     * What a read of the console repeats: its pages poll (a sandbox's page asks for the sandbox, its
-     * metrics and its processes every few seconds), so plain reads through the console are folded per
-     * client, sandbox and window. Anything else through the console (a change, a terminal's attach) is
-     * recorded one by one; null then.
+     * What a read of the console's refresh repeats: its pages poll (a sandbox's page asks for the
+     * sandbox, its processes and its egress every second) and mark those reads with {@value
+     * #POLL_HEADER}, so they are folded per client and sandbox for {@link #POLLED_READS_WINDOW}.
+     * Anything else through the console (a page opened, a download, a change, a terminal's attach)
+     * is recorded one by one; null then.
      */
-    private static String polled(HttpServletRequest req, Client client, String via, String sandbox) {
-        boolean read = req.getMethod().equals("GET") && req.getHeader("Upgrade") == null;
-        return read && via.equals(ConsoleSessions.VIA) ? via + " " + client.name() + " " + sandbox : null;
+    private static CommandApi.Repeats polled(HttpServletRequest req, Client client, String via, String sandbox) {
+        boolean refresh = req.getMethod().equals("GET") && req.getHeader("Upgrade") == null && "1".equals(req.getHeader(POLL_HEADER));
+        return refresh && via.equals(ConsoleSessions.VIA)
+                ? new CommandApi.Repeats(via + " poll " + client.name() + " " + sandbox, POLLED_READS_WINDOW) : null;
     }
 
     /**

@@ -100,7 +100,7 @@ final class PreviewRoutes {
         String query = c.req.getQueryString() == null ? "" : c.req.getQueryString();
         var caller = service.authorize(new CommandApi.Request(client, PREVIEW_VIA, PREVIEW_VIA, c.req.getMethod() + " " + PREVIEW_PATH,
                 EXEC, link.sandbox(), dev.airlock.server.audit.Audit.digest((query + "\n").getBytes(StandardCharsets.UTF_8)), null,
-                PREVIEW_VIA + " " + link.client() + " " + link.sandbox() + ":" + link.port()));
+                new CommandApi.Repeats(PREVIEW_VIA + " " + link.client() + " " + link.sandbox() + ":" + link.port(), null)));
         SandboxView s = service.execute(caller, new Command.OpenPort(link.sandbox(), link.port()));
         ports.forward(c.req, c.resp, s, link.port(), target(c.req, RestRoute.segments("/preview/{token}").size()));
     }

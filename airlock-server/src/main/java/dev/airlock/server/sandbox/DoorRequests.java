@@ -53,8 +53,8 @@ final class DoorRequests {
             a.put("control", OperationGrant.NAME);
             a.put("rule", OperationGrant.granting(r.client(), r.operation()));
         }
-        String source = r.repeats() == null ? null : r.repeats() + " " + a.get("decision");
-        if (source == null || audit.admitRepeat(source, AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a, r.endpoint())) {
+        if (r.repeats() == null || audit.admitRepeat(r.repeats().source() + " " + a.get("decision"), r.repeats().window(),
+                AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a, r.endpoint())) {
             recordRequest(r, caller, sandbox);
             audit.record(AuditRecord.AUTHORIZATION, caller.actor(), sandbox, a);
         }

@@ -4,6 +4,7 @@
 // set as textContent, never as HTML.
 
 const CSRF_HEADER = 'X-Airlock-CSRF';
+const POLL_HEADER = 'X-Airlock-Poll';
 let session = null;      // {client, csrf, operations}
 let timer = null;        // the polling of the page shown
 let generation = 0;      // the navigation the page shown belongs to: a page left before its data came draws nothing
@@ -20,9 +21,13 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-/** Calls the REST API; throws an Error with the server's message when it refuses. */
-async function api(method, path, body) {
+/**
+ * Calls the REST API; throws an Error with the server's message when it refuses. {@code poll} marks
+ * a read the page's refresh makes: the audit log folds those (docs/audit.md, "Folded requests").
+ */
+async function api(method, path, body, poll = false) {
   const headers = {};
+  if (poll) headers[POLL_HEADER] = '1';
   if (method !== 'GET') headers[CSRF_HEADER] = session.csrf;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const r = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
@@ -58,9 +63,9 @@ async function apiLines(path, body, onLine) {
   }
 }
 
-/** A GET of the API whose answer is text (a process's output), not JSON. */
-async function apiText(path) {
-  const r = await fetch(path, { credentials: 'same-origin' });
+/** A GET of the API whose answer is text (a process's output), not JSON; {@code poll} as for {@link api}. */
+async function apiText(path, poll = false) {
+  const r = await fetch(path, { credentials: 'same-origin', headers: poll ? { [POLL_HEADER]: '1' } : {} });
   if (r.status === 401) { showSignIn('The session ended: sign in again.'); throw new Error('signed out'); }
   if (!r.ok) { const json = await r.json().catch(() => ({})); throw new Error(json.error?.message || ('HTTP ' + r.status)); }
   return r.text();
@@ -162,15 +167,15 @@ async function overview() {
     el('div', { class: 'card' }, el('div', { text: 'Live sandboxes' }), sandboxes),
     el('div', { class: 'card' }, el('div', { text: 'Pending approvals' }), pending)),
   may('metrics') ? el('h2', { text: 'The last hour' }) : '', chartError, charts);
-  const refresh = async () => {
-    if (may('sandbox.read')) sandboxes.textContent = (await api('GET', '/v1/sandboxes')).sandboxes.length;
-    if (may('approvals')) pending.textContent = (await api('GET', '/v1/approvals')).approvals.length;
+  const refresh = async (poll) => {
+    if (may('sandbox.read')) sandboxes.textContent = (await api('GET', '/v1/sandboxes', undefined, poll)).sandboxes.length;
+    if (may('approvals')) pending.textContent = (await api('GET', '/v1/approvals', undefined, poll)).approvals.length;
   };
   await refresh();
   let plots = null;
-  const draw = async () => {
+  const draw = async (poll) => {
     if (!may('metrics')) return;
-    const h = await api('GET', '/v1/metrics/history');
+    const h = await api('GET', '/v1/metrics/history', undefined, poll);
     if (!plots) {
       const { default: uPlot } = await import('/console/vendor/uplot.js');
       plots = CHARTS.map(([id, title, key, fmt]) => {
@@ -191,8 +196,8 @@ async function overview() {
   await draw().catch(e => { chartError.textContent = e.message; });
   let ticks = 0;
   poll(mine, () => {
-    refresh().catch(() => {});
-    if (++ticks % 5 === 0) draw().catch(e => { chartError.textContent = e.message; });
+    refresh(true).catch(() => {});
+    if (++ticks % 5 === 0) draw(true).catch(e => { chartError.textContent = e.message; });
   }, 2000);
 }
 
@@ -289,9 +294,9 @@ async function sandboxes() {
       .map(h => el('th', { text: h })))), body));
   const seen = new Map();
   const armed = new Map();
-  const refresh = async () => {
+  const refresh = async (poll) => {
     const q = filter.value.trim() ? '?label=' + encodeURIComponent(filter.value.trim()) : '';
-    const list = (await api('GET', '/v1/sandboxes' + q)).sandboxes;
+    const list = (await api('GET', '/v1/sandboxes' + q, undefined, poll)).sandboxes;
     body.replaceChildren(...list.map(s => el('tr', { 'data-id': s.id },
       el('td', {}, el('a', { href: '#sandbox/' + encodeURIComponent(s.id), class: 'mono', text: s.id })),
       el('td', { text: s.state }), el('td', { text: s.owner }), el('td', { text: s.profile }), el('td', { text: s.isolation }),
@@ -308,7 +313,7 @@ async function sandboxes() {
   };
   filter.addEventListener('change', () => refresh().catch(e => { error.textContent = e.message; }));
   await refresh().catch(e => { error.textContent = e.message; });
-  poll(mine, () => refresh().catch(e => { error.textContent = e.message; }), 2000);
+  poll(mine, () => refresh(true).catch(e => { error.textContent = e.message; }), 2000);
 }
 
 /** Fork N new sandboxes with a snapshot's files; opens the first, the others are on the Sandboxes page. */
@@ -510,16 +515,16 @@ async function sandbox(id) {
       await list();
     } catch (e) { error.textContent = e.message; }
   };
-  const watch = async () => {
+  const watch = async (poll) => {
     if (!watched) return;
     // the whole of it is kept within the sandbox's output limit; the page shows its last 64 KiB
-    const text = await apiText(`${base}/processes/${encodeURIComponent(watched.id)}/stdout`);
+    const text = await apiText(`${base}/processes/${encodeURIComponent(watched.id)}/stdout`, poll);
     output.textContent = text.length > 65536 ? '…' + text.slice(-65536) : text;
     output.hidden = false;
     outputTitle.textContent = `Output of ${watched.id} (${watched.state === 'running' ? 'live' : 'ended'})`;
   };
-  const procs = async () => {
-    const p = (await api('GET', `${base}/processes`)).processes;
+  const procs = async (poll) => {
+    const p = (await api('GET', `${base}/processes`, undefined, poll)).processes;
     processes.replaceChildren(...p.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
       el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: when(x.startedAt), title: x.startedAt ?? '' }),
       el('td', { text: bytes(x.stdoutBytes) + ' / ' + bytes(x.stderrBytes) }),
@@ -527,18 +532,19 @@ async function sandbox(id) {
         onclick: () => { watched = x; watch().catch(e => { error.textContent = e.message; }); } }) : ''))));
     if (watched) watched = p.find(x => x.id === watched.id) || watched;
   };
-  const egressRecords = async () => {
-    const r = (await api('GET', `${base}/egress?limit=100`)).records;
+  const egressRecords = async (poll) => {
+    const r = (await api('GET', `${base}/egress?limit=100`, undefined, poll)).records;
     egress.replaceChildren(...r.reverse().map(x => el('tr', {}, el('td', { text: when(x.start), title: x.start ?? '' }), el('td', { text: x.protocol }),
       el('td', { class: 'mono', text: x.destination ?? x.address ?? '' }), el('td', { text: x.port }),
       el('td', { class: x.allowed ? 'ok' : 'error', text: x.allowed ? 'allowed' : 'refused' }), el('td', { class: 'mono', text: x.rule ?? '' }),
       el('td', { text: bytes(x.bytesUp) }), el('td', { text: bytes(x.bytesDown) }))));
     if (!r.length) egress.append(el('tr', {}, el('td', { colspan: '8', text: 'No connection attempts.' })));
   };
+  // the page's refresh: its reads are marked as polls (folded on the audit log)
   const tick = async () => {
-    s = await api('GET', base);
+    s = await api('GET', base, undefined, true);
     showSummary();
-    await Promise.all([procs(), egressRecords(), watch()]);
+    await Promise.all([procs(true), egressRecords(true), watch(true)]);
   };
   await Promise.all([list(), procs().catch(e => { error.textContent = e.message; }), egressRecords().catch(e => { error.textContent = e.message; })]);
   poll(mine, () => tick().catch(() => {}), 1000);
