@@ -579,6 +579,59 @@ class ConsoleBrowserTest {
         }
     }
 
+    /**
+     * Issue 31: the Sandboxes table sorts by a column when its heading is clicked, the other way on
+     * a second click, and keeps the order as it refreshes; the Audit page reads a log of 2,000 and
+     * more records page by page with its Older records button.
+     */
+    @Test
+    void sandboxesSortByAColumnAndTheAuditPagesThroughThousandsOfRecords() throws Exception {
+        String a = createAsLocal("sort-a");
+        String b = createAsLocal("sort-b");
+        try {
+            signIn(live.token());
+            open("sandboxes");
+            waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#sandbox-rows tr[data-id='" + b + "']")));
+            List<String> ascending = java.util.stream.Stream.of(a, b).sorted().toList();
+            driver.findElement(By.cssSelector("button.sort[data-sort='Id']")).click();
+            waiting().until(d -> rowOrder(a, b).equals(ascending));
+            driver.findElement(By.cssSelector("button.sort[data-sort='Id']")).click();
+            waiting().until(d -> rowOrder(a, b).equals(ascending.reversed()));
+            Thread.sleep(2500); // a refresh of the list (every 2 s) keeps the order chosen
+            assertThat(rowOrder(a, b)).isEqualTo(ascending.reversed());
+            assertThat(driver.findElement(By.cssSelector("button.sort[data-sort='Id']")).findElement(By.xpath("..")).getAttribute("aria-sort"))
+                    .isEqualTo("descending");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + a, null);
+            live.raw("DELETE", "/v1/sandboxes/" + b, null);
+        }
+        // 2,000 records and more: each read over REST adds a request and its decision
+        for (int i = 0; i < 1000; i++) {
+            live.raw("GET", "/v1/images", null);
+        }
+        live.audit(null, null); // written
+        signIn(OPERATOR);
+        open("audit");
+        By rows = By.cssSelector("#audit-rows tr");
+        waiting().until(d -> d.findElements(rows).size() == 500);
+        for (int page = 2; page <= 4; page++) {
+            int expected = 500 * page;
+            driver.findElement(By.id("audit-older")).click();
+            waiting().until(d -> d.findElements(rows).size() == expected);
+        }
+        List<WebElement> shown = driver.findElements(rows);
+        long newest = Long.parseLong(shown.getFirst().getAttribute("data-seq"));
+        long oldest = Long.parseLong(shown.getLast().getAttribute("data-seq"));
+        assertThat(newest - oldest).as("2,000 records in a row, newest first").isEqualTo(1999);
+    }
+
+    /** The order of the rows of sandboxes {@code ids} on the Sandboxes page. */
+    private List<String> rowOrder(String... ids) {
+        List<String> wanted = List.of(ids);
+        return driver.findElements(By.cssSelector("#sandbox-rows tr[data-id]")).stream().map(r -> r.getAttribute("data-id"))
+                .filter(wanted::contains).toList();
+    }
+
     @Test
     void anotherClientCanNeitherSeeNorTouchTheSandbox() throws Exception {
         String id = createAsLocal("private");

@@ -289,14 +289,37 @@ async function sandboxes() {
   const filter = el('input', { id: 'label-filter', placeholder: 'label filter: key=value' });
   const error = el('p', { class: 'error', id: 'sandboxes-error' });
   const body = el('tbody', { id: 'sandbox-rows' });
+  // the columns a click on their heading sorts by (again: the other way), with the value each sorts by
+  const SORTS = { Id: s => s.id, State: s => s.state, Owner: s => s.owner, Profile: s => s.profile, Image: s => s.image,
+    Age: s => Date.now() - Date.parse(s.createdAt), 'TTL left': s => Date.parse(s.expiresAt), Memory: s => s.usage?.memoryBytes ?? 0 };
+  let sort = { by: 'Age', down: true }; // the oldest first, as they were made
+  let last = [];
+  const heading = h => SORTS[h]
+    ? el('th', { 'aria-sort': 'none' }, el('button', { type: 'button', class: 'sort', 'data-sort': h, text: h, onclick: () => {
+        sort = { by: h, down: sort.by === h ? !sort.down : false };
+        draw(last);
+      } }))
+    : el('th', { text: h });
+  const head = el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'CPU', 'Memory', 'Labels', ''].map(heading));
   page(mine, 'Sandboxes', newSandboxForm(error), el('form', { class: 'filters', onsubmit: e => e.preventDefault() }, filter), error,
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'State', 'Owner', 'Profile', 'Tier', 'Image', 'Age', 'TTL left', 'CPU', 'Memory', 'Labels', '']
-      .map(h => el('th', { text: h })))), body));
+    el('table', {}, el('thead', {}, head), body));
   const seen = new Map();
   const armed = new Map();
   const refresh = async (poll) => {
     const q = filter.value.trim() ? '?label=' + encodeURIComponent(filter.value.trim()) : '';
-    const list = (await api('GET', '/v1/sandboxes' + q, undefined, poll)).sandboxes;
+    draw(last = (await api('GET', '/v1/sandboxes' + q, undefined, poll)).sandboxes);
+  };
+  const draw = unsorted => {
+    const key = SORTS[sort.by];
+    const list = [...unsorted].sort((a, b) => {
+      const x = key(a), y = key(b);
+      const c = typeof x === 'number' ? x - y : String(x).localeCompare(String(y));
+      return sort.down ? -c : c;
+    });
+    for (const th of head.children) {
+      const b = th.querySelector('button.sort');
+      th.setAttribute('aria-sort', b && b.dataset.sort === sort.by ? (sort.down ? 'descending' : 'ascending') : 'none');
+    }
     body.replaceChildren(...list.map(s => el('tr', { 'data-id': s.id },
       el('td', {}, el('a', { href: '#sandbox/' + encodeURIComponent(s.id), class: 'mono', text: s.id })),
       el('td', { text: s.state }), el('td', { text: s.owner }), el('td', { text: s.profile }), el('td', { text: s.isolation }),
