@@ -330,30 +330,34 @@ class ConsoleBrowserTest {
     @Test
     void theConsolesPollingIsFoldedOnTheAuditLog() throws Exception {
         String id = createAsLocal("polled");
-        signIn(live.token());
-        assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
-        int opened = live.audit(id, null).size();
-        open("sandbox/" + id);
-        waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#file-rows tr")));
-        // counts the page's own requests from here on, and waits for 20 of them: the page polling on its own
-        driver.executeScript("window.polls = 0; const f = window.fetch; window.fetch = (...a) => { window.polls++; return f(...a); };");
-        int before = live.audit(id, null).size();
-        assertThat(before - opened).as("the page's first reads, each in full").isGreaterThanOrEqualTo(2 * 4);
-        await().atMost(WAIT).until(() -> ((Number) driver.executeScript("return window.polls;")).longValue() >= 20);
-        List<AuditRecord> all = live.audit(id, null);
-        List<AuditRecord> during = all.subList(before, all.size());
-        assertThat(during).as("records of a sandbox's page polling for seconds").hasSizeLessThanOrEqualTo(2);
+        try {
+            signIn(live.token());
+            assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+            int opened = live.audit(id, null).size();
+            open("sandbox/" + id);
+            waiting().until(ExpectedConditions.presenceOfElementLocated(By.cssSelector("#file-rows tr")));
+            // counts the page's own requests from here on, and waits for 20 of them: the page polling on its own
+            driver.executeScript("window.polls = 0; const f = window.fetch; window.fetch = (...a) => { window.polls++; return f(...a); };");
+            int before = live.audit(id, null).size();
+            assertThat(before - opened).as("the page's first reads, each in full").isGreaterThanOrEqualTo(2 * 4);
+            await().atMost(WAIT).until(() -> ((Number) driver.executeScript("return window.polls;")).longValue() >= 20);
+            List<AuditRecord> all = live.audit(id, null);
+            List<AuditRecord> during = all.subList(before, all.size());
+            assertThat(during).as("records of a sandbox's page polling for seconds").hasSizeLessThanOrEqualTo(2);
 
-        driver.findElement(By.id("extend")).click(); // a change: in full, each time
-        await().atMost(WAIT).until(() -> live.audit(id, "request").stream().anyMatch(r -> r.detail().contains("POST /v1/sandboxes/{id}/ttl")));
-        open("sandboxes"); // leaves the page: its polling stops
-        assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
-        List<JsonNode> reads = live.audit(id, AuditRecord.AUTHORIZATION).stream().map(r -> JSON.readTree(r.detail()))
-                .filter(d -> d.path("interface").asString().equals("console") && d.path("operation").asString().equals("sandbox.read")).toList();
-        JsonNode window = reads.stream().map(d -> d.path("aggregated")).filter(a -> !a.isMissingNode()).findFirst().orElseThrow();
-        assertThat(window.path("windowSeconds").asLong()).as("an hour").isEqualTo(3600);
-        assertThat(window.path("repeats").asLong()).as("polls counted (20 or more, less the first, in full)").isGreaterThanOrEqualTo(19);
-        assertThat(window.path("samples").toString()).contains("GET /v1/sandboxes/{id}/processes", "GET /v1/sandboxes/{id}/egress");
+            driver.findElement(By.id("extend")).click(); // a change: in full, each time
+            await().atMost(WAIT).until(() -> live.audit(id, "request").stream().anyMatch(r -> r.detail().contains("POST /v1/sandboxes/{id}/ttl")));
+            open("sandboxes"); // leaves the page: its polling stops
+            assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+            List<JsonNode> reads = live.audit(id, AuditRecord.AUTHORIZATION).stream().map(r -> JSON.readTree(r.detail()))
+                    .filter(d -> d.path("interface").asString().equals("console") && d.path("operation").asString().equals("sandbox.read")).toList();
+            JsonNode window = reads.stream().map(d -> d.path("aggregated")).filter(a -> !a.isMissingNode()).findFirst().orElseThrow();
+            assertThat(window.path("windowSeconds").asLong()).as("an hour").isEqualTo(3600);
+            assertThat(window.path("repeats").asLong()).as("polls counted (20 or more, less the first, in full)").isGreaterThanOrEqualTo(19);
+            assertThat(window.path("samples").toString()).contains("GET /v1/sandboxes/{id}/processes", "GET /v1/sandboxes/{id}/egress");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
     }
 
     /**

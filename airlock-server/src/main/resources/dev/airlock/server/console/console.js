@@ -437,6 +437,8 @@ async function sandbox(id) {
   const files = el('tbody', { id: 'file-rows' });
   const egress = el('tbody', { id: 'egress-rows' });
   const dir = el('input', { id: 'dir', value: '/workspace' });
+  const crumbs = el('nav', { id: 'file-crumbs', 'aria-label': 'directory' });
+  const deleting = new Map(); // files whose Delete asks again
   const upload = el('input', { id: 'upload-file', type: 'file' });
   const error = el('p', { class: 'error', id: 'sandbox-error' });
   const outputTitle = el('h3', { id: 'output-title' });
@@ -495,8 +497,6 @@ async function sandbox(id) {
       ? el('table', {}, el('thead', {}, el('tr', {}, ...['Id', 'Taken', 'Holds', ''].map(h => el('th', { text: h })))), snapshotRows) : '');
   showSummary();
   showSnapshots().catch(e => { error.textContent = e.message; });
-  const crumbs = el('nav', { id: 'file-crumbs', 'aria-label': 'directory' });
-  const deleting = new Map();
   const enter = path => { dir.value = path; list(); };
   // the directory shown: its parents as links (breadcrumbs), its entries (a directory opens, a file downloads)
   const list = async () => {
