@@ -1,6 +1,7 @@
 package dev.airlock.cli;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.ImageInfo;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageBuilder;
@@ -16,6 +17,7 @@ import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -30,6 +32,9 @@ import java.util.concurrent.Callable;
         subcommands = {ImageCommand.Import.class, ImageCommand.Build.class, ImageCommand.Ls.class, ImageCommand.Inspect.class,
                 ImageCommand.Rm.class})
 final class ImageCommand {
+
+    /** Where, beside the store, builds keep the packages they downloaded: a rebuild fetches only what changed. */
+    static final String PACKAGE_CACHE = "debs";
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -134,7 +139,7 @@ final class ImageCommand {
             System.err.println("building image " + name + " with mmdebstrap (log: " + log + ") ...");
             ImageStore store = ImageStore.at(images.resolve(null));
             // downloaded packages are kept beside the store: a rebuild fetches only what changed
-            ImageInfo info = new ImageBuilder(store, Duration.ofMinutes(timeoutMinutes), store.root().resolve("debs"))
+            ImageInfo info = new ImageBuilder(store, Duration.ofMinutes(timeoutMinutes), store.root().resolve(PACKAGE_CACHE))
                     .build(name, chosen, log, recipeName);
             Files.deleteIfExists(log);
             printAdded("built", info);
@@ -188,7 +193,8 @@ final class ImageCommand {
         }
     }
 
-    @Command(name = "rm", mixinStandardHelpOptions = true, description = "Remove an image; refused while a sandbox uses it.")
+    @Command(name = "rm", mixinStandardHelpOptions = true, description = {"Remove an image; refused while a sandbox uses it.",
+            "With the last image goes the package cache that builds keep beside the store (" + PACKAGE_CACHE + ")."})
     static final class Rm implements Callable<Integer> {
         @Parameters(index = "0", paramLabel = "NAME")
         String name;
@@ -198,8 +204,24 @@ final class ImageCommand {
 
         @Override
         public Integer call() {
-            ImageStore.at(images.resolve(null)).remove(name);
+            ImageStore store = ImageStore.at(images.resolve(null));
+            store.remove(name);
             System.out.println("removed image " + name);
+            Path cache = store.root().resolve(PACKAGE_CACHE);
+            if (store.list().isEmpty() && Files.isDirectory(cache, LinkOption.NOFOLLOW_LINKS)) {
+                long bytes = bytesUnder(cache);
+                HostFiles.deleteTree(cache);
+                System.out.println("removed the package cache " + cache + " (" + (bytes >> 20) + " MiB): no image is left to rebuild");
+            }
+            return 0;
+        }
+    }
+
+    /** The bytes of the regular files under {@code dir} (for a message: 0 where it cannot be read). */
+    private static long bytesUnder(Path dir) {
+        try (var files = Files.walk(dir)) {
+            return files.filter(f -> Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)).mapToLong(f -> f.toFile().length()).sum();
+        } catch (IOException | java.io.UncheckedIOException e) {
             return 0;
         }
     }
