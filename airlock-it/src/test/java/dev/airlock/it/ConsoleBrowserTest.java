@@ -614,6 +614,7 @@ class ConsoleBrowserTest {
             live.raw("GET", "/v1/images", null);
         }
         live.audit(null, null); // written
+        driver.findElement(By.id("signout")).click();
         signIn(OPERATOR);
         open("audit");
         By rows = By.cssSelector("#audit-rows tr");

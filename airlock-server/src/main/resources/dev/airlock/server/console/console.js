@@ -355,8 +355,8 @@ function forkForm(snapshot, error) {
 }
 
 /**
- * The Run form of a sandbox's page: a shell command or Python code, run to its end (at most a
- * minute, or the profile's timeout), its output and exit shown below; for the owner only.
+ * The Run form of a sandbox's page: a shell command or Python code, run to its end (within the
+ * sandbox's timeout), its output shown as it comes and its exit below; for the owner only.
  */
 function runForm(base, s, error) {
   if (!may('exec') || s.owner !== session.client) return '';
@@ -377,7 +377,7 @@ function runForm(base, s, error) {
       // the output as it comes (stdout and stderr in the order they came), the page keeping its last 64 KiB
       let text = '';
       try {
-        await apiLines(base + '/exec', { language: language.value, code: code.value, timeoutSeconds: 60 }, m => {
+        await apiLines(base + '/exec', { language: language.value, code: code.value }, m => {
           if (m.type === 'stdout' || m.type === 'stderr') {
             text = (text + m.data).slice(-65536);
             out.textContent = text;
