@@ -538,12 +538,12 @@ class ConsoleBrowserTest {
             screenshot("sandbox-files");
             // up by a breadcrumb, and a file deleted: the first click only asks
             driver.findElement(By.cssSelector("#file-crumbs a[data-path='/workspace/data']")).click();
-            By top = By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt']");
-            waiting().until(ExpectedConditions.elementToBeClickable(new By.ByCssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file"))).click();
-            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file.armed")));
+            String top = "#file-rows tr[data-path='/workspace/data/t.txt']";
+            waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector(top + " button.delete-file"))).click();
+            WebElement armed = waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector(top + " button.delete-file.armed")));
             assertThat(live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/data/t.txt", null).statusCode()).isEqualTo(200);
-            driver.findElement(By.cssSelector("#file-rows tr[data-path='/workspace/data/t.txt'] button.delete-file.armed")).click();
-            waiting().until(ExpectedConditions.invisibilityOfElementLocated(top));
+            armed.click();
+            waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.cssSelector(top)));
             assertThat(live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/data/t.txt", null).statusCode()).isEqualTo(404);
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
