@@ -226,13 +226,14 @@ public abstract class ProcessIsolationContract extends ContractTestBase {
     /**
      * The timeout of an execution kills everything it started: a setsid'd process and a
      * double-forked daemon in its own session too, not only its process group. The sandbox lives
-     * on, so nothing else would end them.
+     * on, so nothing else would end them. The timeout is scaled by the tier's speed: the escapes
+     * must have started before it (a guest under TCG on a loaded host took longer than 2 s).
      */
     @Test
     void timeoutKillsEverythingTheExecutionStartedWhateverItsSession() {
         String marker = "1004" + (System.nanoTime() % 1_000_000) + ".";
         try (Sandbox sandbox = engine.create(spec())) {
-            ExecResult r = sandbox.exec(ExecRequest.of("sh", "-c", escapes(marker)).withTimeout(Duration.ofSeconds(2)));
+            ExecResult r = sandbox.exec(ExecRequest.of("sh", "-c", escapes(marker)).withTimeout(scaled(Duration.ofSeconds(2))));
 
             assertThat(r.endReason()).as(r.toString()).isEqualTo(EndReason.TIMED_OUT);
             assertThat(r.stdoutText()).as("both escapes ran before the timeout").isEqualTo("started\n");
