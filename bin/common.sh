@@ -66,8 +66,16 @@ airlock_build_if_stale() {
         \( -name '*.java' -o -name '*.c' -o -name '*.sh' -o -name 'pom.xml' -o -name 'package-lock.json' -o -path '*/src/main/resources/*' \) -newer "$AIRLOCK_JAR" -print -quit)" ]; then
     return 0
   fi
-  echo "airlock: building (mvn install, tests skipped) ..." >&2
-  (cd "$AIRLOCK_HOME" && mvn -B -q -Dstyle.color=never install -DskipTests >&2) || { echo "airlock: build failed" >&2; exit 4; }
+  local log="$AIRLOCK_HOME/target/airlock-build.log"
+  mkdir -p "$AIRLOCK_HOME/target"
+  echo "airlock: building (mvn install, tests skipped; a first build takes a few minutes; its log: $log) ..." >&2
+  # one line per module as it starts, the whole of Maven's output in the log
+  if ! (cd "$AIRLOCK_HOME" && set -o pipefail && mvn -B -Dstyle.color=never install -DskipTests 2>&1 | tee "$log" |
+        sed -un 's/^\[INFO\] Building \(Airlock[^:]*\).* \[\([0-9]*\/[0-9]*\)\]$/airlock:   \2 \1/p' >&2); then
+    echo "airlock: build failed; the end of $log:" >&2
+    tail -n 25 "$log" >&2
+    exit 4
+  fi
 }
 
 # The JDK's ahead-of-time cache of the CLI (JEP 483, 514, 515): its classes loaded and linked, and

@@ -9,7 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 if ! cmp -s package-lock.json node_modules/.airlock-installed-lock 2>/dev/null; then
   command -v npm >/dev/null 2>&1 || { echo "console-vendor: npm is missing: install it (Debian: apt-get install npm) to build the console's terminal" >&2; exit 1; }
-  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  echo "console-vendor: fetching xterm.js with npm ci (the versions package-lock.json pins)" >&2
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2   # its summary too: a build's stdout is Maven's
   cp package-lock.json node_modules/.airlock-installed-lock
 fi
 mkdir -p "$out"
