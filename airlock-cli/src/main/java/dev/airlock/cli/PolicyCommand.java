@@ -6,6 +6,7 @@ import dev.airlock.server.policy.PolicyFile;
 import dev.airlock.server.policy.Profile;
 import dev.airlock.server.policy.TokenFile;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Path;
@@ -22,11 +23,18 @@ final class PolicyCommand {
         @Parameters(paramLabel = "FILE")
         Path file;
 
+        @Option(names = "--data-dir", paramLabel = "DIR",
+                description = "The data directory the server will use (env AIRLOCK_DATA_DIR; default /var/lib/airlock): a tokenFile that is"
+                        + " its 'token', not made yet, is fine, since the server makes it at its first start.")
+        Path dataDir = Path.of(System.getenv().getOrDefault("AIRLOCK_DATA_DIR", "/var/lib/airlock"));
+
         @Override
         public Integer call() {
-            Policy p = PolicyFile.load(file);
+            java.util.List<String> notes = new java.util.ArrayList<>();
+            Policy p = PolicyFile.load(file, new PolicyFile.MadeAtStart(dataDir.resolve("token"), notes));
             System.out.println(file + ": valid; approvals wait " + p.approvalTimeout().toSeconds() + " s"
                     + (p.elicitation() ? ", MCP clients are asked through elicitation" : ", only operators decide (elicitation off)"));
+            notes.forEach(n -> System.out.println("  note: " + n));
             for (Profile profile : p.profiles().values()) {
                 System.out.println("  profile " + profile.name() + ": image " + profile.image() + ", network "
                         + (profile.network().isNone() ? "none" : profile.network().allow().size() + " destinations")

@@ -53,6 +53,31 @@ class PolicyCommandTest {
         assertThat(missing.stderr()).contains("cannot read the policy file");
     }
 
+    /**
+     * Issue 31: a policy naming the data directory's token as a client's tokenFile was refused by
+     * check before the first serve, which then made that file. Check takes it as it will be, and says
+     * so; any other missing token file is still refused.
+     */
+    @Test
+    void checkTakesTheDataDirectorysTokenThatServeWillMake(@TempDir Path dir) throws Exception {
+        Path data = dir.resolve("data");
+        Path policy = dir.resolve("policy.yaml");
+        Files.writeString(policy, """
+                profiles:
+                  default: {}
+                clients:
+                  local: {tokenFile: %s, profiles: [default], allow: ["*"]}
+                """.formatted(data.resolve("token")));
+        CliProcess check = CliProcess.run("policy", "check", policy.toString(), "--data-dir", data.toString());
+        assertThat(check.exitCode()).as(check.stderr()).isZero();
+        assertThat(check.stdout()).contains("valid", "note: client 'local': its tokenFile " + data.resolve("token")
+                + " does not exist yet; the server makes it when it first starts with that data directory", "client local");
+
+        CliProcess elsewhere = CliProcess.run("policy", "check", policy.toString(), "--data-dir", dir.resolve("other").toString());
+        assertThat(elsewhere.exitCode()).isNotZero();
+        assertThat(elsewhere.stderr()).contains("there is no token file at " + data.resolve("token"));
+    }
+
     @Test
     void tokenPrintsATokenAndItsHash() throws Exception {
         CliProcess cli = CliProcess.run("policy", "token");

@@ -28,9 +28,9 @@ final class ClientReader {
      * @param profiles the policy's profiles, which the client's must be among
      * @param base     resolves a relative token file; null to take it as given
      */
-    static Client read(String name, YamlField y, Map<String, Profile> profiles, Path base) {
+    static Client read(String name, YamlField y, Map<String, Profile> profiles, Path base, PolicyFile.MadeAtStart madeAtStart) {
         Map<String, YamlField> f = y.map(FIELDS);
-        byte[] hash = tokenHash(y, f.get("tokenSha256"), f.get("tokenFile"), base);
+        byte[] hash = tokenHash(name, y, f.get("tokenSha256"), f.get("tokenFile"), base, madeAtStart);
         List<String> allowedProfiles = new ArrayList<>();
         YamlField ps = f.get("profiles");
         if (ps == null) {
@@ -72,7 +72,7 @@ final class ClientReader {
     }
 
     /** The SHA-256 of the client's token, from exactly one of {@code sha} and {@code file}. */
-    private static byte[] tokenHash(YamlField y, YamlField sha, YamlField file, Path base) {
+    private static byte[] tokenHash(String client, YamlField y, YamlField sha, YamlField file, Path base, PolicyFile.MadeAtStart madeAtStart) {
         if ((sha == null) == (file == null)) {
             throw y.error("give exactly one of 'tokenSha256' (the SHA-256 of the client's token, from 'airlock policy token') or 'tokenFile'"
                     + " (a file holding the token, readable only by its owner)");
@@ -85,6 +85,12 @@ final class ClientReader {
             return HexFormat.of().parseHex(hex);
         }
         Path p = base == null ? Path.of(file.string()) : base.resolve(file.string());
+        if (madeAtStart != null && !java.nio.file.Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                && p.toAbsolutePath().normalize().equals(madeAtStart.file().toAbsolutePath().normalize())) {
+            madeAtStart.notes().add("client '" + client + "': its tokenFile " + p + " does not exist yet; the server makes it when it first"
+                    + " starts with that data directory");
+            return Policy.sha256("not yet made: " + p.toAbsolutePath().normalize()); // stands for the token to come, unique per file
+        }
         return file.check(() -> Policy.sha256(TokenFile.read(p)));
     }
 }

@@ -30,25 +30,45 @@ public final class PolicyFile {
     static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
     private final String source;
+    /** The token file the server makes at its first start, and where to say that it will (null: none such). */
+    private final MadeAtStart madeAtStart;
 
-    private PolicyFile(String source) {
+    private PolicyFile(String source, MadeAtStart madeAtStart) {
         this.source = source;
+        this.madeAtStart = madeAtStart;
+    }
+
+    /**
+     * The token file a server makes at its first start ({@code <data-dir>/token}), for a check made
+     * before it did: a client whose {@code tokenFile} is this file, missing, is noted in {@code notes}
+     * rather than refused.
+     */
+    public record MadeAtStart(Path file, java.util.List<String> notes) {
     }
 
     /** Loads and checks {@code file}. */
     public static Policy load(Path file) {
+        return load(file, null);
+    }
+
+    /**
+     * Loads and checks {@code file} for {@code airlock policy check}: a client's {@code tokenFile}
+     * that is {@code madeAtStart}'s file and does not exist yet (the data directory's token, which
+     * the server makes at its first start) is taken as it will be, and said so in its notes.
+     */
+    public static Policy load(Path file, MadeAtStart madeAtStart) {
         String text;
         try {
             text = Files.readString(file);
         } catch (IOException e) {
             throw AirlockException.invalid("cannot read the policy file " + file + ": " + e.getMessage());
         }
-        return parse(file.toString(), text, file.toAbsolutePath().getParent());
+        return new PolicyFile(file.toString(), madeAtStart).read(text, file.toAbsolutePath().getParent());
     }
 
     /** Parses policy text; {@code base} resolves relative token files. */
     public static Policy parse(String source, String text, Path base) {
-        return new PolicyFile(source).read(text, base);
+        return new PolicyFile(source, null).read(text, base);
     }
 
     private Policy read(String text, Path base) {
@@ -85,7 +105,7 @@ public final class PolicyFile {
         Map<String, Client> clients = new LinkedHashMap<>();
         Map<String, String> tokens = new LinkedHashMap<>();
         clientsNode.named(NAME).forEach((name, y) -> {
-            Client c = ClientReader.read(name, y, profiles, base);
+            Client c = ClientReader.read(name, y, profiles, base, madeAtStart);
             String hex = HexFormat.of().formatHex(c.tokenSha256());
             if (tokens.containsKey(hex)) {
                 throw y.error("client '" + name + "' has the same token as client '" + tokens.get(hex) + "': give each client its own token");
