@@ -71,7 +71,7 @@ airlock_build_if_stale() {
   echo "airlock: building (mvn install, tests skipped; a first build takes a few minutes; its log: $log) ..." >&2
   # one line per module as it starts, the whole of Maven's output in the log
   if ! (cd "$AIRLOCK_HOME" && set -o pipefail && mvn -B -Dstyle.color=never install -DskipTests 2>&1 | tee "$log" |
-        sed -un 's/^\[INFO\] Building \(Airlock[^:]*\).* \[\([0-9]*\/[0-9]*\)\]$/airlock:   \2 \1/p' >&2); then
+        sed -un '/^\[INFO\] Building Airlock/{s/^\[INFO\] Building \(Airlock[^:]*\).* \[\([0-9]*\/[0-9]*\)\]$/airlock:   \2 \1/;s/ *$//;p}' >&2); then
     echo "airlock: build failed; the end of $log:" >&2
     tail -n 25 "$log" >&2
     exit 4
