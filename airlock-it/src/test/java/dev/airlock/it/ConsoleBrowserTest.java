@@ -516,7 +516,7 @@ class ConsoleBrowserTest {
 
     /**
      * Issue 31: the file browser enters directories and goes back up by its breadcrumbs, downloads a
-     * file, and deletes one only once asked again.
+     * file, deletes one only once asked again, and runs a script just uploaded from its row.
      */
     @Test
     void theFileBrowserEntersDirectoriesDownloadsAndDeletes() throws Exception {
@@ -545,6 +545,19 @@ class ConsoleBrowserTest {
             armed.click();
             waiting().until(ExpectedConditions.invisibilityOfElementLocated(By.cssSelector(top)));
             assertThat(live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/data/t.txt", null).statusCode()).isEqualTo(404);
+            // upload a script into the directory shown and run it from its row
+            Path script = Files.createTempFile("console-", ".py");
+            try {
+                Files.writeString(script, "import os\nprint('ran in', os.getcwd())\n");
+                driver.findElement(By.id("upload-file")).sendKeys(script.toAbsolutePath().toString());
+                driver.findElement(By.id("upload")).click();
+                String uploaded = "#file-rows tr[data-path='/workspace/data/" + script.getFileName() + "'] button.run-file";
+                waiting().until(ExpectedConditions.elementToBeClickable(By.cssSelector(uploaded))).click();
+                waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("run-result"), "exit code 0"));
+                assertThat(driver.findElement(By.id("run-output")).getText()).isEqualTo("ran in /workspace/data");
+            } finally {
+                Files.deleteIfExists(script);
+            }
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }

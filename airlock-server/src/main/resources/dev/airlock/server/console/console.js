@@ -355,6 +355,27 @@ function forkForm(snapshot, error) {
 }
 
 /**
+ * A Run button for a script in the file browser (.py with python3, .sh with sh): it puts the
+ * command in the page's Run form and runs it, so that an uploaded script runs in one click.
+ */
+function runFileButton(f) {
+  const runner = f.type === 'file' && (f.path.endsWith('.py') ? 'python3' : f.path.endsWith('.sh') ? 'sh' : null);
+  const form = document.querySelector('#run-box form');
+  if (!runner || !form) return '';
+  return el('button', { type: 'button', class: 'run-file', text: 'Run', title: `${runner} ${f.path}`, onclick: () => {
+    document.getElementById('run-language').value = 'sh';
+    document.getElementById('run-code').value = `cd "$(dirname '${quoted(f.path)}')" && ${runner} '${quoted(f.path)}'`;
+    form.requestSubmit();
+    form.scrollIntoView({ block: 'nearest' });
+  } });
+}
+
+/** {@code text} for the inside of a shell's single quotes. */
+function quoted(text) {
+  return text.replaceAll("'", "'\\''");
+}
+
+/**
  * The Run form of a sandbox's page: a shell command or Python code, run to its end (within the
  * sandbox's timeout), its output shown as it comes and its exit below; for the owner only.
  */
@@ -518,7 +539,7 @@ async function sandbox(id) {
         el('td', { text: f.type }), el('td', { text: f.type === 'file' ? bytes(f.size) : '' }),
         el('td', { text: when(f.modifiedAt), title: f.modifiedAt ?? '' }),
         el('td', {}, f.type === 'file' && s.owner === session.client ? el('a', { href: `${base}/files?path=${encodeURIComponent(f.path)}`,
-          download: '', class: 'download', text: 'download' }) : '', ' ',
+          download: '', class: 'download', text: 'download' }) : '', ' ', runFileButton(f), ' ',
           may('files.write') && s.owner === session.client && f.type !== 'directory' ? confirmButton({ class: 'delete-file' }, 'Delete', 'Really delete?',
             deleting, f.path, async () => { await api('DELETE', `${base}/files?path=${encodeURIComponent(f.path)}`); await list(); }, error) : ''))));
       if (!entries.length) files.append(el('tr', {}, el('td', { colspan: '5', text: 'An empty directory.' })));
