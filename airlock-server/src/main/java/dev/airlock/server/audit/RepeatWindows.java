@@ -19,8 +19,9 @@ import java.util.function.Predicate;
  * hammers, the console's polling), folded per source and window: the first of a window is recorded
  * as it is; the rest only counted, with a few distinct samples (endpoints, destinations); when the
  * window closes, one record carries the count. So a flood adds a constant number of records per
- * window, not one per request. Bounded: at most {@link #MAX_SOURCES} open
- * windows (further sources share one), {@link #MAX_SAMPLES} samples each.
+ * window, not one per request. A window lasts the log's window, or what the caller asks (the
+ * console's refresh: an hour). Bounded: at most {@link #MAX_SOURCES} open windows (further
+ * sources share one), {@link #MAX_SAMPLES} samples each.
  */
 final class RepeatWindows {
 
@@ -48,10 +49,6 @@ final class RepeatWindows {
         Instant first;
         Instant last;
 
-        boolean closedBy(Instant now) {
-            return !now.isBefore(start.plus(length));
-        }
-
         Window(Instant start, Duration length, String kind, String actor, String sandbox, Map<String, Object> base) {
             this.start = start;
             this.length = length;
@@ -60,11 +57,15 @@ final class RepeatWindows {
             this.sandbox = sandbox;
             this.base = base;
         }
+
+        boolean closedBy(Instant now) {
+            return !now.isBefore(start.plus(length));
+        }
     }
 
     private final Duration window;
     private final Map<String, Window> open = new HashMap<>();
-    /** Records of windows that closed because their source refused again after them, not yet taken. */
+    /** Records of windows that closed because their source came again after them, not yet taken. */
     private final List<Summary> pending = new ArrayList<>();
 
     RepeatWindows(Duration window) {
