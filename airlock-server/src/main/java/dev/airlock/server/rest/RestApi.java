@@ -88,7 +88,6 @@ final class RestApi {
                 new RestRoute("GET", "/v1/images", SANDBOX_READ, c -> c.send(200, Json.images(c.execute(new Command.ListImages())))),
                 new RestRoute("POST", "/v1/sandboxes", SANDBOX_CREATE,
                         c -> c.send(201, JsonViews.sandbox(c.execute(commands.create(c.json(RestCommands.CREATE_FIELDS)))))),
-                new RestRoute("GET", SANDBOX, SANDBOX_READ, c -> c.send(200, JsonViews.sandbox(c.execute(new Command.Describe(c.param("id"))), c.caller()))),
                 new RestRoute("DELETE", SANDBOX, SANDBOX_DESTROY, c -> {
                     c.execute(new Command.Destroy(c.param("id")));
                     c.noContent();
@@ -98,13 +97,6 @@ final class RestApi {
                 new RestRoute("PUT", SANDBOX + "/network", NETWORK_UPDATE, c -> {
                     var network = NetworkJson.parse(c.json(NetworkJson.FIELDS));
                     c.send(200, NetworkJson.write(c.execute(new Command.UpdateNetwork(c.param("id"), network)).network()));
-                }),
-                new RestRoute("GET", SANDBOX + "/egress", SANDBOX_READ, c -> {
-                    int limit = limit(c.first("limit"), Command.Egress.KEPT, Command.Egress.KEPT);
-                    ArrayNode list = Json.MAPPER.createArrayNode();
-                    var records = c.execute(new Command.Egress(c.param("id")));
-                    records.subList(Math.max(0, records.size() - limit), records.size()).forEach(r -> list.add(NetworkJson.record(r)));
-                    c.send(200, Json.object().set("records", list));
                 }),
                 new RestRoute("POST", SANDBOX + "/ttl", SANDBOX_EXTEND, c -> {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
@@ -141,11 +133,6 @@ final class RestApi {
                     c.execute(new Command.ReadSnapshotArchive(c.param("snapshot"), c.resp.getOutputStream()));
                 }),
                 new RestRoute("POST", SANDBOX + "/exec", EXEC, executions::exec),
-                new RestRoute("GET", SANDBOX + "/processes", SANDBOX_READ, c -> {
-                    ArrayNode list = Json.MAPPER.createArrayNode();
-                    c.execute(new Command.Describe(c.param("id"))).processes().forEach(p -> list.add(JsonViews.process(p, false)));
-                    c.send(200, Json.object().set("processes", list));
-                }),
                 // one process comes with the head of its output: the owner's, as its stdout and stderr are
                 new RestRoute("GET", PROCESS, SANDBOX_READ,
                         c -> c.send(200, JsonViews.process(c.execute(new Command.ProcessOutput(c.param("id"), c.param("pid")))))),
@@ -244,6 +231,7 @@ final class RestApi {
                     String path = c.first("path");
                     c.execute(new Command.ReadOutput(c.param("id"), path == null ? "" : path, c.resp.getOutputStream()));
                 })));
+        table.addAll(SandboxReads.routes());
         table.addAll(previews.routes());
         this.routes = List.copyOf(table);
     }
@@ -273,7 +261,7 @@ final class RestApi {
     }
 
     /** Query {@code limit}: {@code absent} when not given, else a whole number from 1 to {@code max}. */
-    private static int limit(String l, int absent, int max) {
+    static int limit(String l, int absent, int max) {
         if (l == null) {
             return absent;
         }
@@ -323,7 +311,7 @@ final class RestApi {
         c.send(200, page);
     }
 
-    private static String blank(String s) {
+    static String blank(String s) {
         return s == null || s.isBlank() ? null : s.trim();
     }
 

@@ -445,7 +445,9 @@ function previewPorts(s, error) {
 async function sandbox(id) {
   const mine = generation;
   const base = '/v1/sandboxes/' + encodeURIComponent(id);
-  let s = await api('GET', base);
+  // the sandbox with its processes and newest egress records: one request, at open and on each refresh
+  const watching = base + '?include=processes,egress';
+  let s = await api('GET', watching);
   const seen = new Map();
   const summary = el('p', { id: 'sandbox-summary' });
   let shownState = null;
@@ -567,8 +569,7 @@ async function sandbox(id) {
     output.hidden = false;
     outputTitle.textContent = `Output of ${watched.id} (${watched.state === 'running' ? 'live' : 'ended'})`;
   };
-  const procs = async (poll) => {
-    const p = (await api('GET', `${base}/processes`, undefined, poll)).processes;
+  const procs = p => {
     processes.replaceChildren(...p.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }), el('td', { text: x.state ?? '' }),
       el('td', { class: 'mono', text: Array.isArray(x.command) ? x.command.join(' ') : (x.command ?? '') }), el('td', { text: when(x.startedAt), title: x.startedAt ?? '' }),
       el('td', { text: bytes(x.stdoutBytes) + ' / ' + bytes(x.stderrBytes) }),
@@ -576,8 +577,7 @@ async function sandbox(id) {
         onclick: () => { watched = x; watch().catch(e => { error.textContent = e.message; }); } }) : ''))));
     if (watched) watched = p.find(x => x.id === watched.id) || watched;
   };
-  const egressRecords = async (poll) => {
-    const r = (await api('GET', `${base}/egress?limit=100`, undefined, poll)).records;
+  const egressRecords = r => {
     egress.replaceChildren(...r.reverse().map(x => el('tr', {}, el('td', { text: when(x.start), title: x.start ?? '' }), el('td', { text: x.protocol }),
       el('td', { class: 'mono', text: x.destination ?? x.address ?? '' }), el('td', { text: x.port }),
       el('td', { class: x.allowed ? 'ok' : 'error', text: x.allowed ? 'allowed' : 'refused' }), el('td', { class: 'mono', text: x.rule ?? '' }),
@@ -586,11 +586,15 @@ async function sandbox(id) {
   };
   // the page's refresh: its reads are marked as polls (folded on the audit log)
   const tick = async () => {
-    s = await api('GET', base, undefined, true);
+    s = await api('GET', watching, undefined, true);
     showSummary();
-    await Promise.all([procs(true), egressRecords(true), watch(true)]);
+    procs(s.processes);
+    egressRecords(s.egress);
+    await watch(true);
   };
-  await Promise.all([list(), procs().catch(e => { error.textContent = e.message; }), egressRecords().catch(e => { error.textContent = e.message; })]);
+  procs(s.processes);
+  egressRecords(s.egress);
+  await list();
   poll(mine, () => tick().catch(() => {}), 1000);
 }
 
