@@ -102,6 +102,15 @@ public abstract class ContractTestBase {
         return driver.kernel() == SandboxKernel.HOST ? 65534 : 0;
     }
 
+    /**
+     * The time a walk of a sandbox's whole tree may take: about 30 s through gVisor's gofer, and
+     * minutes through a guest's 9p under software emulation on a loaded host (155 s and over 4 min
+     * were seen). The time is about the walk, not a control.
+     */
+    protected Duration treeWalkTimeout() {
+        return gvisor() ? Duration.ofMinutes(4) : scaled(Duration.ofMinutes(2));
+    }
+
     /** {@code timeout} multiplied by the driver's {@link DriverContract#timeScale()}: for timeouts that are about a control, not speed. */
     protected Duration scaled(Duration timeout) {
         return timeout.multipliedBy(driver.timeScale());

@@ -7,7 +7,6 @@ import dev.airlock.core.SandboxSpec;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import java.time.Duration;
 
 import static dev.airlock.core.contract.Hostile.PRELUDE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -68,7 +67,6 @@ public abstract class CrossSandboxContract extends ContractTestBase {
                     print(all(os.path.exists(os.path.join(d, "%s")) for d in ["/tmp", "/workspace", "/dev/shm"]))
                     """.formatted(name, name)).stdoutText();
             assertThat(wrote).isEqualTo("True\n");
-            // A walk of the whole tree takes about 30 s through gVisor's gofer: minutes, not the default 30 s.
             String seen = ok(b.exec(ExecRequest.of("python3", "-c", PRELUDE + """
                     hits = []
                     for root, dirs, files in os.walk("/"):
@@ -76,7 +74,7 @@ public abstract class CrossSandboxContract extends ContractTestBase {
                             dirs[:] = [d for d in dirs if d != "proc"]
                         hits += [os.path.join(root, n) for n in dirs + files if "%s" in n]
                     print(hits)
-                    """.formatted(name)).withTimeout(Duration.ofMinutes(4)))).stdoutText();
+                    """.formatted(name)).withTimeout(treeWalkTimeout()))).stdoutText();
             assertThat(seen).isEqualTo("[]\n");
         }
     }

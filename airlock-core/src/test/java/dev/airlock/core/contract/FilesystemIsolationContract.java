@@ -132,10 +132,7 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
                 markers.add(marker);
             }
             String paths = String.join(", ", markers.stream().map(m -> "\"" + m + "\"").toList());
-            // A walk of the whole tree takes about 30 s through gVisor's gofer, and longer through a guest's 9p
-            // under software emulation (155 s once on a loaded two-core host): the time is about the walk, not a
-            // control, so it gets minutes on every tier
-            Duration timeout = gvisor() ? Duration.ofMinutes(4) : scaled(Duration.ofMinutes(2));
+            Duration timeout = treeWalkTimeout();
             ExecResult r = ok(run(Language.PYTHON, py("""
                     paths = [%s]
                     names = [os.path.basename(p) for p in paths]

@@ -115,9 +115,9 @@ public abstract class InputsIsolationContract extends ContractTestBase {
         return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body))).stdoutText();
     }
 
-    /** Like {@link #py}, with minutes to finish: a walk of the whole tree through gVisor's gofer takes longer than the default 30 s. */
-    private static String pyWalk(Sandbox sandbox, String body) {
-        return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body).withTimeout(Duration.ofMinutes(4)))).stdoutText();
+    /** Like {@link #py}, with the time a walk of the whole tree takes ({@link #treeWalkTimeout()}). */
+    private String pyWalk(Sandbox sandbox, String body) {
+        return ok(sandbox.exec(ExecRequest.of("python3", "-c", PRELUDE + body).withTimeout(treeWalkTimeout()))).stdoutText();
     }
 
     @Test
