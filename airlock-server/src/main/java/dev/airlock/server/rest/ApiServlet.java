@@ -40,6 +40,9 @@ public final class ApiServlet extends HttpServlet {
     static final String POLL_HEADER = "X-Airlock-Poll";
     /** How long one window of a console page's refresh reads lasts: an hour of an open page adds three records. */
     static final java.time.Duration POLLED_READS_WINDOW = java.time.Duration.ofHours(1);
+    /** The reads the console's pages poll, the only ones the mark folds: never a download, a file listing or an attach. */
+    static final java.util.Set<String> POLLED_READS = java.util.Set.of("/v1/sandboxes", "/v1/sandboxes/{id}", "/v1/approvals",
+            "/v1/metrics/history", "/v1/sandboxes/{id}/processes/{pid}/stdout");
 
     private static final Logger LOG = LoggerFactory.getLogger(ApiServlet.class);
     /** The interface name in audit records and caller names. */
@@ -200,7 +203,7 @@ public final class ApiServlet extends HttpServlet {
                 }
                 throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
             }
-            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest, polled(req, client, via, sandbox)));
+            var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest, polled(req, m.template(), client, via, sandbox)));
             try {
                 m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller));
             } catch (UncheckedIOException e) {
@@ -238,8 +241,9 @@ public final class ApiServlet extends HttpServlet {
      * Anything else through the console (a page opened, a download, a change, a terminal's attach)
      * is recorded one by one; null then.
      */
-    private static CommandApi.Repeats polled(HttpServletRequest req, Client client, String via, String sandbox) {
-        boolean refresh = req.getMethod().equals("GET") && req.getHeader("Upgrade") == null && "1".equals(req.getHeader(POLL_HEADER));
+    private static CommandApi.Repeats polled(HttpServletRequest req, String template, Client client, String via, String sandbox) {
+        boolean refresh = req.getMethod().equals("GET") && POLLED_READS.contains(template) && req.getHeader("Upgrade") == null
+                && "1".equals(req.getHeader(POLL_HEADER));
         return refresh && via.equals(ConsoleSessions.VIA)
                 ? new CommandApi.Repeats(via + " poll " + client.name() + " " + sandbox, POLLED_READS_WINDOW) : null;
     }
