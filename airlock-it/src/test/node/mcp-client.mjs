@@ -205,6 +205,7 @@ const scenarios = {
       unknownArgument: summary(await call(client, "run_code", { language: "python", code: "print(1)", network: true })),
       missingSandbox: summary(await call(client, "sandbox_exec", { sandboxId: "al-does-not-exist", command: ["true"] })),
       commandAndCode: summary(await call(client, "sandbox_exec", { sandboxId: "al-x", command: ["true"], language: "python", code: "1" })),
+      unknownTool: await call(client, "sandbox_frobnicate", {}).then((r) => ({ result: summary(r) }), (e) => ({ rejected: String(e) })),
     };
   },
 

@@ -236,8 +236,8 @@ class AuthorizationTest {
         Map<String, String> env = Map.of("MCP_TRANSPORT", "http", "MCP_URL", live.uri() + "/mcp");
         JsonNode reader = McpNode.client(with(env, READER), "toolNames", "forbiddenRunCode");
         assertThat(reader.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("sandbox_list");
-        // the SDK answers as for a tool that does not exist: nothing tells the client what it lacks
-        assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool");
+        // answered as a tool that does not exist (named, as the client asked for it): nothing tells the client what it lacks
+        assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool: run_code (tools/list names");
         JsonNode agent = McpNode.client(with(env, AGENT), "toolNames");
         assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run", "run_code",
                 "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");

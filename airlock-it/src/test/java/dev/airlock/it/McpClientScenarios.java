@@ -177,6 +177,9 @@ abstract class McpClientScenarios {
         assertThat(r.at("/missingSandbox/isError").asBoolean()).isTrue();
         assertThat(r.at("/missingSandbox/content/0/text").asString()).contains("al-does-not-exist", "does not exist");
         assertThat(r.at("/commandAndCode/content/0/text").asString()).contains("either 'command' or 'language' with 'code'");
+        // a tool the server does not have is a protocol error that names it
+        assertThat(r.at("/unknownTool/rejected").asString()).as(r.path("unknownTool").toString())
+                .contains("Unknown tool: sandbox_frobnicate", "tools/list");
     }
 
     @Test
