@@ -6,6 +6,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.openqa.selenium.By;
@@ -691,11 +692,21 @@ class ConsoleBrowserTest {
         String id = createAsLocal("terminal");
         try {
             signIn(live.token());
+            driver.executeScript("window.cspViolations = []; document.addEventListener('securitypolicyviolation',"
+                    + " e => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample));");
             open("sandbox/" + id);
             waiting().until(ExpectedConditions.elementToBeClickable(By.id("open-terminal"))).click();
             waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("terminal-status"), "Ctrl-D"));
             // the shell's first prompt is on the screen: it started once the page was attached
             waiting().until(d -> screen().lines().anyMatch(l -> l.strip().endsWith("$") || l.strip().endsWith("#")));
+            // xterm.js's own <style> elements apply (stamped with the page's nonce), and nothing broke the page's CSP
+            assertThat((Long) driver.executeScript("return document.querySelectorAll('#terminal style').length;")).isPositive();
+            assertThat((Long) driver.executeScript("return [...document.querySelectorAll('#terminal style')].filter(s => s.sheet === null).length;"))
+                    .as("xterm.js style elements the CSP refused").isZero();
+            assertThat((List<?>) driver.executeScript("return window.cspViolations;")).as("CSP violations").isEmpty();
+            // a <style> made from markup has no nonce: still refused
+            assertThat((Boolean) driver.executeScript("const d = document.createElement('div'); d.innerHTML = '<style>body { color: red }</style>';"
+                    + " document.body.append(d); const applied = d.firstChild.sheet !== null; d.remove(); return applied;")).isFalse();
             WebElement keys = driver.findElement(By.cssSelector("#terminal textarea"));
             keys.sendKeys("echo $((6*7))" + Keys.ENTER);
             // the answer on a line of its own: the command line itself does not contain it
@@ -711,6 +722,37 @@ class ConsoleBrowserTest {
             String origin = live.uri().getScheme() + "://" + live.uri().getAuthority();
             assertThat(live.audit(id, AuditRecord.REQUEST)).anySatisfy(r -> assertThat(JSON.readTree(r.detail()).path("endpoint").asString())
                     .isEqualTo("GET /v1/sandboxes/{id}/processes/{pid}/attach from " + origin));
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /**
+     * Issue 31: a console terminal on a profile with default limits stays open ten minutes, left
+     * alone (the per-execution timeout of 30 s does not apply to it; the page's keep-alive holds the
+     * socket), and still runs what is typed then. Ten minutes of waiting: the full lane's.
+     */
+    @Test
+    @Tag("full")
+    void aTerminalLeftAloneTenMinutesStillRunsCommands() throws Exception {
+        HttpResponse<String> r = live.raw("POST", "/v1/sandboxes", "{\"ttlSeconds\": 1200, \"labels\": {\"console\": \"long-terminal\"}}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+        String id = JSON.readTree(r.body()).path("id").asString();
+        try {
+            signIn(live.token());
+            open("terminal/" + id);
+            waiting().until(ExpectedConditions.textToBePresentInElementLocated(By.id("terminal-status"), "Ctrl-D"));
+            waiting().until(d -> screen().lines().anyMatch(l -> l.strip().endsWith("$") || l.strip().endsWith("#")));
+            long until = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+            while (System.nanoTime() < until) {
+                Thread.sleep(Duration.ofSeconds(30));
+                assertThat(driver.findElement(By.id("terminal-status")).getText()).as("the terminal, while left alone").contains("Ctrl-D");
+            }
+            WebElement keys = driver.findElement(By.cssSelector("#terminal textarea"));
+            keys.sendKeys("echo $((6*7))" + Keys.ENTER);
+            waiting().until(d -> screen().lines().anyMatch(l -> l.strip().equals("42")));
+            keys.sendKeys("exit" + Keys.ENTER);
+            waiting().until(d -> screen().contains("[process exited 0]"));
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }
@@ -887,6 +929,11 @@ class ConsoleBrowserTest {
         HttpResponse<String> page = http.send(HttpRequest.newBuilder(URI.create(local + "/")).build(), HttpResponse.BodyHandlers.ofString());
         assertThat(page.headers().firstValue("Content-Security-Policy")).hasValueSatisfying(v -> assertThat(v).contains("default-src 'self'",
                 "frame-ancestors 'none'").doesNotContain("unsafe-inline"));
+        // its <style> elements apply with this response's nonce only, on the page's link for its script: a new one each time
+        String nonce = page.headers().firstValue("Content-Security-Policy").orElseThrow().replaceAll(".*style-src 'self' 'nonce-([A-Za-z0-9_-]{22})';.*", "$1");
+        assertThat(page.body()).contains("nonce=\"" + nonce + "\"");
+        HttpResponse<String> again = http.send(HttpRequest.newBuilder(URI.create(local + "/")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(again.headers().firstValue("Content-Security-Policy").orElseThrow()).contains("'nonce-").doesNotContain(nonce);
         assertThat(page.headers().firstValue("X-Frame-Options")).hasValue("DENY");
         assertThat(page.headers().firstValue("X-Content-Type-Options")).hasValue("nosniff");
     }

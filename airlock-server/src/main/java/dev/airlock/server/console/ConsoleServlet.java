@@ -6,6 +6,7 @@ import dev.airlock.server.http.BodyReader;
 import dev.airlock.server.http.ConsoleSessions;
 import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.http.LocalOrigin;
+import dev.airlock.server.http.SecurityHeaders;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.wire.Json;
@@ -18,6 +19,9 @@ import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.Base64;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -41,6 +45,9 @@ public final class ConsoleServlet extends HttpServlet {
     private static final Map<String, String> VENDOR = Map.of(
             "uplot.js", webJar("uplot", "dist/uPlot.esm.js"),
             "uplot.css", webJar("uplot", "dist/uPlot.min.css"));
+    /** Where index.html has its style nonce, replaced in each response by {@link #page}. */
+    private static final String NONCE_MARK = "STYLE-NONCE";
+    private static final SecureRandom NONCES = new SecureRandom();
     private static final Map<String, String> TYPES = Map.of("html", "text/html; charset=utf-8", "js", "text/javascript; charset=utf-8",
             "css", "text/css; charset=utf-8", "png", "image/png", "svg", "image/svg+xml");
 
@@ -82,7 +89,30 @@ public final class ConsoleServlet extends HttpServlet {
             error(resp, 404, "not_found", "no such console page: " + Json.printable(path) + " (open / for the console)");
             return;
         }
+        if (name.equals("index.html")) {
+            page(resp);
+            return;
+        }
         serve(resp, ConsoleServlet.class.getResourceAsStream(RESOURCES + name), name, path);
+    }
+
+    /**
+     * The console's page, with a style nonce of its own (16 random bytes) in its CSP and on its
+     * style sheet's link, where the page's script reads it ({@link SecurityHeaders#consolePage}).
+     */
+    private static void page(HttpServletResponse resp) throws IOException {
+        byte[] random = new byte[16];
+        NONCES.nextBytes(random);
+        String nonce = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+        String html;
+        try (InputStream in = ConsoleServlet.class.getResourceAsStream(RESOURCES + "index.html")) {
+            html = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        resp.setStatus(200);
+        resp.setContentType(TYPES.get("html"));
+        resp.setHeader("Cache-Control", "no-store");
+        resp.setHeader("Content-Security-Policy", SecurityHeaders.consolePage(nonce));
+        resp.getOutputStream().write(html.replace(NONCE_MARK, nonce).getBytes(StandardCharsets.UTF_8));
     }
 
     /** Sends one file of the jar, typed by its name's extension; 404 when it is not there. */

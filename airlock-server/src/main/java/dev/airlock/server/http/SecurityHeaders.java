@@ -23,6 +23,19 @@ public final class SecurityHeaders implements Filter {
             + " object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
     static final String API_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox";
 
+    /**
+     * The policy of the console's page itself: as every console file's, but a {@code <style>}
+     * element applies when it carries {@code styleNonce}, this response's (xterm.js writes its sizes
+     * and colours into such elements; the page stamps the nonce on each as it is made). Inline
+     * {@code style} attributes and styles without the nonce stay refused.
+     */
+    public static String consolePage(String styleNonce) {
+        if (!styleNonce.matches("[A-Za-z0-9_-]{16,}")) {
+            throw new IllegalArgumentException("a style nonce is 16 or more base64url characters");
+        }
+        return CONSOLE_CSP.replace("style-src 'self';", "style-src 'self' 'nonce-" + styleNonce + "';");
+    }
+
     @Override
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain) throws IOException, ServletException {
         HttpServletRequest req = (HttpServletRequest) request;

@@ -694,17 +694,16 @@ async function audit() {
 const SCROLLBACK = 2000;     // lines xterm.js keeps
 let shell = null;            // {close()} of the terminal shown
 
-// xterm.js writes its sizes and colours into <style> elements, which the console's CSP (no inline
-// style) does not apply; the same rules go into a constructed style sheet, which it does.
-function adoptStyles(root) {
-  const sheet = new CSSStyleSheet();
-  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-  const copy = () => sheet.replaceSync([...root.querySelectorAll('style')].map(x => x.textContent).join('\n'));
-  const observer = new MutationObserver(copy);
-  observer.observe(root, { subtree: true, childList: true, characterData: true });
-  copy();
-  return () => { observer.disconnect(); document.adoptedStyleSheets = document.adoptedStyleSheets.filter(x => x !== sheet); };
-}
+// xterm.js writes its sizes and colours into <style> elements it makes itself. The page's CSP
+// applies a <style> only with this response's nonce (on the style sheet's link in index.html):
+// stamped here on each as it is made, before it is inserted, which is when the browser checks it.
+const STYLE_NONCE = document.querySelector('link[nonce]')?.nonce ?? '';
+const makeElement = Document.prototype.createElement;
+Document.prototype.createElement = function (name, options) {
+  const e = makeElement.call(this, name, options);
+  if (STYLE_NONCE && String(name).toLowerCase() === 'style') e.setAttribute('nonce', STYLE_NONCE);
+  return e;
+};
 
 async function terminal(id) {
   const mine = generation;
@@ -718,7 +717,6 @@ async function terminal(id) {
   const term = new Terminal({ scrollback: SCROLLBACK, cursorBlink: true, fontFamily: 'ui-monospace, monospace', fontSize: 14 });
   const fit = new FitAddon();
   term.loadAddon(fit);
-  const unstyle = adoptStyles(box);
   term.open(box);
   fit.fit();
   let socket = null, pid = null, ended = false, closed = false, keepAlive = null;
@@ -732,7 +730,6 @@ async function terminal(id) {
       // the shell would run on detached until its timeout: leaving the page ends it
       if (pid && !ended) api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}`).catch(() => {});
       term.dispose();
-      unstyle();
     }
   };
   // bash if the image has it, else sh; interactive either way. It starts at the first line the page
