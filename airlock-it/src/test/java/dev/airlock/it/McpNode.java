@@ -16,8 +16,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The real MCP clients from npm (src/test/node: the TypeScript SDK, the Inspector CLI, the
- * conformance suite), installed with {@code npm ci} from the committed lock file into
+ * The real clients from npm (src/test/node: MCP's TypeScript SDK, the Inspector CLI, the
+ * conformance suite; E2B's TypeScript SDKs), installed with {@code npm ci} from the committed lock file into
  * target/mcp-node on first use, and run with Node.
  */
 final class McpNode {
@@ -32,7 +32,7 @@ final class McpNode {
     /** Installs the locked packages once (again only when the lock file changes) and copies the scripts. */
     static synchronized Path install() throws IOException, InterruptedException {
         Files.createDirectories(HOME);
-        for (String name : List.of("package.json", "package-lock.json", "mcp-client.mjs", "auth-proxy.mjs")) {
+        for (String name : List.of("package.json", "package-lock.json", "mcp-client.mjs", "auth-proxy.mjs", "e2b-client.mjs")) {
             Files.copy(SOURCES.resolve(name), HOME.resolve(name), StandardCopyOption.REPLACE_EXISTING);
         }
         Path marker = HOME.resolve("node_modules/.airlock-lock");

@@ -3,6 +3,7 @@ package dev.airlock.server;
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.console.ConsoleServlet;
+import dev.airlock.server.e2b.E2bDoor;
 import dev.airlock.server.http.ConnectionGuard;
 import dev.airlock.server.http.ConsoleSessions;
 import dev.airlock.server.http.JsonErrorHandler;
@@ -16,6 +17,7 @@ import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.ee10.websocket.server.config.JettyWebSocketServletContainerInitializer;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.ContextHandlerCollection;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,12 +40,14 @@ public final class AirlockServer implements AutoCloseable {
     private final SandboxRuntime runtime;
     private final McpHttpEndpoint mcp;
     private final URI uri;
-    private final ConnectionGuard guard;
+    private final URI e2bUri;
+    private final List<ConnectionGuard> guards;
     private boolean closed;
 
-    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, ConnectionGuard guard, URI uri) {
+    private AirlockServer(Server jetty, SandboxRuntime runtime, McpHttpEndpoint mcp, List<ConnectionGuard> guards, URI uri, URI e2bUri) {
+        this.e2bUri = e2bUri;
         this.jetty = jetty;
-        this.guard = guard;
+        this.guards = guards;
         this.runtime = runtime;
         this.mcp = mcp;
         this.uri = uri;
@@ -52,7 +56,7 @@ public final class AirlockServer implements AutoCloseable {
     public static AirlockServer start(ServerConfig config) {
         SandboxRuntime runtime = SandboxRuntime.open(config);
         McpHttpEndpoint mcp = null;
-        ConnectionGuard guard = null;
+        List<ConnectionGuard> guards = new java.util.ArrayList<>();
         try {
             SandboxService service = runtime.service();
             QueuedThreadPool threads = new QueuedThreadPool();
@@ -63,7 +67,8 @@ public final class AirlockServer implements AutoCloseable {
             connector.setHost(config.host());
             connector.setPort(config.port());
             jetty.addConnector(connector);
-            guard = ConnectionGuard.apply(jetty, connector);
+            connector.setName("api");
+            guards.add(ConnectionGuard.apply(jetty, connector));
             ServletContextHandler context = new ServletContextHandler();
             context.setContextPath("/");
             // the web console (its pages at / and /console/*; its data through the REST API with a session cookie)
@@ -81,19 +86,23 @@ public final class AirlockServer implements AutoCloseable {
             JettyWebSocketServletContainerInitializer.configure(context, null);
             context.setErrorHandler(new JsonErrorHandler());
             jetty.setErrorHandler(new JsonErrorHandler());
-            jetty.setHandler(context);
+            context.setVirtualHosts(List.of("@api"));
+            E2bListener e2b = config.e2bBindPort() < 0 ? null : e2bDoor(jetty, config, service);
+            if (e2b != null) {
+                guards.add(e2b.guard());
+            }
+            jetty.setHandler(e2b == null ? context : new ContextHandlerCollection(context, e2b.context()));
             jetty.setStopAtShutdown(false);
             jetty.start();
             runtime.listeningOn(connector.getLocalPort());
             URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
-            return new AirlockServer(jetty, runtime, mcp, guard, uri);
+            URI e2bUri = e2b == null ? null : URI.create("http://" + hostForUri(config.host()) + ":" + e2b.connector().getLocalPort());
+            return new AirlockServer(jetty, runtime, mcp, guards, uri, e2bUri);
         } catch (Exception e) {
             if (mcp != null) {
                 mcp.close();
             }
-            if (guard != null) {
-                guard.close();
-            }
+            guards.forEach(ConnectionGuard::close);
             runtime.close();
             if (e instanceof AirlockException ae) {
                 throw ae;
@@ -102,6 +111,36 @@ public final class AirlockServer implements AutoCloseable {
         }
     }
 
+
+    /** The E2B door's port, its bounds, and what it serves. */
+    private record E2bListener(ServerConnector connector, ConnectionGuard guard, ServletContextHandler context) {
+    }
+
+    /**
+     * The E2B door's connector and context (docs/e2b.md): at the root of a port of its own, since
+     * the SDKs build their URLs from the root; the same connection bounds as the API's port.
+     */
+    private static E2bListener e2bDoor(Server jetty, ServerConfig config, SandboxService service) throws IOException {
+        // uploads (POST /files) are multipart: parts over 1 MiB wait on disk, in the data directory, until the request ends
+        java.nio.file.Path uploads = config.dataDir().resolve("e2b-uploads");
+        java.nio.file.Files.createDirectories(uploads);
+        ServerConnector connector = new ServerConnector(jetty);
+        connector.setName("e2b");
+        connector.setHost(config.host());
+        connector.setPort(config.e2bBindPort());
+        jetty.addConnector(connector);
+        ConnectionGuard guard = ConnectionGuard.apply(jetty, connector);
+        ServletContextHandler context = new ServletContextHandler();
+        context.setContextPath("/");
+        context.setVirtualHosts(List.of("@e2b"));
+        ServletHolder door = new ServletHolder("e2b", new E2bDoor(service, config.maxTtl()));
+        door.getRegistration().setMultipartConfig(new jakarta.servlet.MultipartConfigElement(uploads.toString(),
+                E2bDoor.MAX_UPLOAD, E2bDoor.MAX_UPLOAD, 1 << 20));
+        context.addServlet(door, "/*");
+        context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+        context.setErrorHandler(new JsonErrorHandler());
+        return new E2bListener(connector, guard, context);
+    }
 
     private static String hostForUri(String host) {
         return host.contains(":") ? "[" + host + "]" : host;
@@ -118,6 +157,11 @@ public final class AirlockServer implements AutoCloseable {
 
     public URI uri() {
         return uri;
+    }
+
+    /** Where the E2B door listens (E2B_API_URL and E2B_SANDBOX_URL of the SDKs), or null when it is off. */
+    public URI e2bUri() {
+        return e2bUri;
     }
 
     /** The built-in {@code local} client's token ({@code <data>/token}). */
@@ -156,7 +200,7 @@ public final class AirlockServer implements AutoCloseable {
         } catch (Exception e) {
             LOG.warn("HTTP server did not stop cleanly: {}", e.getMessage());
         }
-        guard.close();
+        guards.forEach(ConnectionGuard::close);
         mcp.close();
         runtime.close();
     }

@@ -23,7 +23,7 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
  *
  * <pre>
  *   dev.airlock.server            assembly: builds the service and the doors from the configuration
- *   rest, mcp, console            doors: authenticate, translate a wire format into commands
+ *   rest, mcp, console, e2b       doors: authenticate, translate a wire format into commands
  *   http, wire                    what the doors share: HTTP guards and sessions; JSON fields, limits, network
  *   sandbox                       the service: runs every command through the controls to its handler
  *   files, snapshot, interpreter, terminal   one feature each, used by the service's handlers
@@ -34,7 +34,7 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
 class ArchitectureTest {
 
     private static final String SERVER = "dev.airlock.server";
-    private static final String[] DOORS = {SERVER + ".rest..", SERVER + ".mcp..", SERVER + ".console.."};
+    private static final String[] DOORS = {SERVER + ".rest..", SERVER + ".mcp..", SERVER + ".console..", SERVER + ".e2b.."};
     private static final String[] FEATURES = {SERVER + ".files..", SERVER + ".snapshot..", SERVER + ".interpreter..",
             SERVER + ".terminal.."};
 
@@ -75,6 +75,11 @@ class ArchitectureTest {
     @Test
     void consoleUsesOnlyTheCommandApi() {
         door("console").check(server);
+    }
+
+    @Test
+    void e2bUsesOnlyTheCommandApi() {
+        door("e2b").check(server);
     }
 
     @Test

@@ -1,0 +1,124 @@
+package dev.airlock.it;
+
+import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.e2b.E2bDoor;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * E2B's own TypeScript SDK ({@code e2b} from npm, pinned in src/test/node's lock file, unchanged)
+ * against Airlock's E2B door, pointed at it by the three environment variables a user sets: the
+ * sandbox's life, commands, files, the network, pause and connect, and what must be refused.
+ */
+class E2bSdkTest {
+
+    private static LiveServer live;
+    private static JsonNode report;
+
+    @BeforeAll
+    static void runTheSdk() throws Exception {
+        live = LiveServer.start(c -> c.withPoolSize(0));
+        String url = live.server.e2bUri().toString();
+        Map<String, String> env = Map.of("E2B_API_URL", url, "E2B_SANDBOX_URL", url, "E2B_API_KEY", E2bDoor.apiKey(live.token()));
+        McpNode.install();
+        McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "files", "network",
+                "pauseAndConnect", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
+        assertThat(r.exitCode()).as(r.stderr()).isZero();
+        report = r.json();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (live != null) {
+            live.close();
+        }
+    }
+
+    private static JsonNode scenario(String name) {
+        JsonNode n = report.get(name);
+        assertThat(n).as("scenario %s ran", name).isNotNull();
+        assertThat(n.has("error")).as("scenario %s failed: %s", name, n.path("error").asString("")).isFalse();
+        return n;
+    }
+
+    @Test
+    void aSandboxIsCreatedFoundByItsMetadataGivenMoreTimeAndKilled() {
+        JsonNode s = scenario("lifecycle");
+        assertThat(s.path("templateId").asString()).isEqualTo("base");
+        assertThat(s.path("metadata").path("suite").asString()).isEqualTo("e2b-door");
+        assertThat(s.path("metadata").has("e2b.template")).as("Airlock's own label stays out of the metadata").isFalse();
+        assertThat(s.path("state").asString()).isEqualTo("running");
+        assertThat(s.path("listed").valueStream().map(JsonNode::asString)).containsExactly(s.path("sandboxId").asString());
+        assertThat(s.path("extendedBySeconds").asLong()).as("300 s, then 600 s from then").isBetween(250L, 320L);
+        assertThat(s.path("running").asBoolean()).isTrue();
+        assertThat(s.path("killed").asBoolean()).isTrue();
+        assertThat(s.path("listedAfter")).isEmpty();
+        // each request is on the audit log, through the E2B door
+        assertThat(live.audit(s.path("sandboxId").asString(), AuditRecord.REQUEST)).extracting(AuditRecord::actor).contains("local@e2b");
+    }
+
+    @Test
+    void commandsStreamTheirOutputTakeEnvsAndCwdFailWithTheSdksErrorAndRunInTheBackground() {
+        JsonNode s = scenario("commands");
+        assertThat(s.path("stdout").asString()).isEqualTo("line 1\nline 2\nline 3\n");
+        assertThat(s.path("chunks").size()).as("streamed as it came: %s", s.path("chunks")).isGreaterThan(1);
+        assertThat(s.path("exitCode").asInt()).isZero();
+        assertThat(s.path("env").asString()).isEqualTo("hello from /tmp as /workspace\n");
+        assertThat(s.path("home").asString()).isEqualTo("/workspace\n");
+        assertThat(s.path("failed").path("kind").asString()).isEqualTo("CommandExitError");
+        assertThat(s.path("failed").path("exitCode").asInt()).isEqualTo(3);
+        assertThat(s.path("failed").path("stderr").asString()).isEqualTo("oops\n");
+        int pid = s.path("backgroundPid").asInt();
+        assertThat(s.path("listed").valueStream().map(JsonNode::asInt)).contains(pid);
+        assertThat(s.path("killed").asBoolean()).isTrue();
+        assertThat(s.path("listedAfter").valueStream().map(JsonNode::asInt)).doesNotContain(pid);
+    }
+
+    @Test
+    void filesAreWrittenReadListedMovedAndRemovedAndAMissingOneIsNotFound() {
+        JsonNode s = scenario("files");
+        assertThat(s.path("writtenPath").asString()).isEqualTo("/workspace/notes/hello.txt");
+        assertThat(s.path("text").asString()).isEqualTo("hello from e2b\n");
+        assertThat(s.path("bytesEqual").asBoolean()).isTrue();
+        assertThat(s.path("made").asBoolean()).isTrue();
+        assertThat(s.path("madeAgain").asBoolean()).as("a directory that is there").isFalse();
+        assertThat(s.path("listing").toString()).contains("\"name\":\"hello.txt\",\"type\":\"file\",\"size\":15", "\"name\":\"sub\",\"type\":\"dir\"");
+        assertThat(s.path("movedPath").asString()).isEqualTo("/workspace/notes/sub/renamed.txt");
+        assertThat(s.path("existsOld").asBoolean()).isFalse();
+        assertThat(s.path("existsNew").asBoolean()).isTrue();
+        assertThat(s.path("seenByShell").asString()).isEqualTo("hello from e2b\n");
+        assertThat(s.path("existsAfterRemove").asBoolean()).isFalse();
+        assertThat(s.path("missing").path("kind").asString()).as(s.path("missing").toString()).isEqualTo("NotFoundError");
+    }
+
+    @Test
+    void aSandboxHasNoNetworkUnlessItsProfileAllowsIt() {
+        JsonNode s = scenario("network");
+        assertThat(s.path("kind").asString()).as(s.toString()).isEqualTo("CommandExitError");
+        assertThat(s.path("stderr").asString()).contains("urlopen error");
+    }
+
+    @Test
+    void aPausedSandboxIsResumedByConnectWithItsFiles() {
+        JsonNode s = scenario("pauseAndConnect");
+        assertThat(s.path("paused").asBoolean()).isTrue();
+        assertThat(s.path("stateWhilePaused").asString()).isEqualTo("paused");
+        assertThat(s.path("sameId").asBoolean()).isTrue();
+        assertThat(s.path("state").asString()).isEqualTo("running");
+        assertThat(s.path("kept").asString()).isEqualTo("still here");
+        assertThat(s.path("echo").asString()).isEqualTo("resumed\n");
+    }
+
+    @Test
+    void aWrongKeyIsTheSdksAuthenticationErrorAndAnUnknownTemplateNamesTheKnownOnes() {
+        assertThat(scenario("wrongKey").path("kind").asString()).as(report.path("wrongKey").toString()).isEqualTo("AuthenticationError");
+        JsonNode template = scenario("unknownTemplate");
+        assertThat(template.path("message").asString()).contains("unknown template 'no-such-template'", "base", "default");
+    }
+}

@@ -1,0 +1,140 @@
+// E2B's own SDK (the `e2b` package from npm, unchanged) driving Airlock's E2B door through scenarios.
+// It reads E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY from the environment, as it does anywhere.
+// Arguments: the scenarios to run. Prints one JSON object {scenario: result | {error}} on stdout.
+import { Sandbox, CommandExitError, NotFoundError, AuthenticationError, SandboxError } from "e2b";
+
+const OPTS = { timeoutMs: 300_000, requestTimeoutMs: 120_000 };
+
+// What an error is, by the SDK's classes: what E2B code catches.
+function kind(e) {
+  for (const [name, cls] of Object.entries({ CommandExitError, NotFoundError, AuthenticationError, SandboxError })) {
+    if (e instanceof cls) return name;
+  }
+  return e?.constructor?.name ?? typeof e;
+}
+
+async function failure(promise) {
+  try {
+    return { resolved: await promise };
+  } catch (e) {
+    return { kind: kind(e), message: String(e?.message ?? e), stderr: e?.stderr, exitCode: e?.exitCode };
+  }
+}
+
+const scenarios = {
+  // create with metadata, read it back, find it by its metadata, set its timeout, kill it
+  async lifecycle() {
+    const sbx = await Sandbox.create({ ...OPTS, metadata: { suite: "e2b-door", run: String(process.pid) } });
+    const info = await sbx.getInfo();
+    const listed = await Sandbox.list({ query: { metadata: { suite: "e2b-door", run: String(process.pid) } } }).nextItems();
+    const before = (await sbx.getInfo()).endAt.getTime();
+    await sbx.setTimeout(600_000);
+    const after = (await sbx.getInfo()).endAt.getTime();
+    const running = await sbx.isRunning();
+    const killed = await sbx.kill();
+    const listedAfter = await Sandbox.list({ query: { metadata: { suite: "e2b-door", run: String(process.pid) } } }).nextItems();
+    return {
+      sandboxId: sbx.sandboxId, templateId: info.templateId, metadata: info.metadata, state: info.state,
+      listed: listed.map((s) => s.sandboxId), extendedBySeconds: Math.round((after - before) / 1000), running, killed,
+      listedAfter: listedAfter.map((s) => s.sandboxId),
+    };
+  },
+
+  // commands: streamed stdout, envs, cwd, a failing command, a background one listed and killed
+  async commands() {
+    const sbx = await Sandbox.create(OPTS);
+    try {
+      const chunks = [];
+      const streamed = await sbx.commands.run("for i in 1 2 3; do echo line $i; sleep 0.3; done", { onStdout: (d) => chunks.push(d) });
+      const env = await sbx.commands.run("echo $GREETING from $(pwd) as $HOME", { envs: { GREETING: "hello" }, cwd: "/tmp" });
+      const home = await sbx.commands.run("pwd");
+      const failed = await failure(sbx.commands.run("echo oops >&2; exit 3"));
+      const background = await sbx.commands.run("sleep 600", { background: true });
+      const listed = (await sbx.commands.list()).map((p) => p.pid);
+      const killed = await sbx.commands.kill(background.pid);
+      const listedAfter = (await sbx.commands.list()).map((p) => p.pid);
+      return {
+        chunks, stdout: streamed.stdout, exitCode: streamed.exitCode, env: env.stdout, home: home.stdout, failed,
+        backgroundPid: background.pid, listed, killed, listedAfter,
+      };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // files: text and binary, list, exists, makeDir, rename, remove, a missing file
+  async files() {
+    const sbx = await Sandbox.create(OPTS);
+    try {
+      const bytes = new Uint8Array(256).map((_, i) => i);
+      const written = await sbx.files.write("notes/hello.txt", "hello from e2b\n");
+      await sbx.files.write("/tmp/bytes.bin", bytes);
+      const text = await sbx.files.read("notes/hello.txt");
+      const back = await sbx.files.read("/tmp/bytes.bin", { format: "bytes" });
+      const made = await sbx.files.makeDir("notes/sub");
+      const madeAgain = await sbx.files.makeDir("notes/sub");
+      const listing = (await sbx.files.list("notes")).map((e) => ({ name: e.name, type: e.type, size: e.size }));
+      const moved = await sbx.files.rename("notes/hello.txt", "notes/sub/renamed.txt");
+      const existsOld = await sbx.files.exists("notes/hello.txt");
+      const existsNew = await sbx.files.exists("notes/sub/renamed.txt");
+      const seenByShell = (await sbx.commands.run("cat notes/sub/renamed.txt")).stdout;
+      await sbx.files.remove("notes/sub");
+      const existsAfterRemove = await sbx.files.exists("notes/sub");
+      const missing = await failure(sbx.files.read("no/such/file.txt"));
+      return {
+        writtenPath: written.path, text, bytesEqual: back.length === 256 && back.every((b, i) => b === i), made, madeAgain,
+        listing, movedPath: moved.path, existsOld, existsNew, seenByShell, existsAfterRemove, missing,
+      };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // no network unless the profile allows it
+  async network() {
+    const sbx = await Sandbox.create(OPTS);
+    try {
+      const r = await failure(sbx.commands.run("python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com', timeout=5)\""));
+      return r;
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // pause, then connect: the same sandbox, its files kept
+  async pauseAndConnect() {
+    const sbx = await Sandbox.create(OPTS);
+    try {
+      await sbx.files.write("kept.txt", "still here");
+      const paused = await sbx.pause();
+      const stateWhilePaused = (await Sandbox.getInfo(sbx.sandboxId)).state;
+      const again = await Sandbox.connect(sbx.sandboxId, OPTS);
+      const state = (await again.getInfo()).state;
+      const kept = await again.files.read("kept.txt");
+      const echo = (await again.commands.run("echo resumed")).stdout;
+      return { paused, stateWhilePaused, sameId: again.sandboxId === sbx.sandboxId, state, kept, echo };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // a wrong key is the SDK's AuthenticationError
+  async wrongKey() {
+    return failure(Sandbox.create({ ...OPTS, apiKey: "e2b_" + "0".repeat(40) }));
+  },
+
+  // a template that is none of the client's profiles: a clear error
+  async unknownTemplate() {
+    return failure(Sandbox.create("no-such-template", OPTS));
+  },
+};
+
+const results = {};
+for (const name of process.argv.slice(2)) {
+  try {
+    results[name] = await scenarios[name]();
+  } catch (e) {
+    results[name] = { error: String(e && e.stack ? e.stack : e) };
+  }
+}
+process.stdout.write(JSON.stringify(results) + "\n");

@@ -1,0 +1,243 @@
+package dev.airlock.server.e2b;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.server.audit.Audit;
+import dev.airlock.server.command.Command;
+import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.control.Refused;
+import dev.airlock.server.http.BodyReader;
+import dev.airlock.server.policy.Caller;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
+import dev.airlock.server.wire.Json;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The E2B door's one servlet (docs/e2b.md). A request that names a sandbox in {@code E2b-Sandbox-Id}
+ * is for that sandbox's daemon ({@link Envd}), authenticated by the sandbox's access token; any
+ * other is for the control plane ({@link E2bSandboxes}), authenticated by the E2B API key. Either
+ * way the client found is asked about the request's operation like any other door's, and its
+ * commands run through every control.
+ */
+public final class E2bDoor extends HttpServlet {
+
+    private static final Logger LOG = LoggerFactory.getLogger(E2bDoor.class);
+    /** The door's name in audit records and callers. */
+    static final String VIA = "e2b";
+    /** The port of envd in a sandbox, as the SDKs address it. */
+    static final String ENVD_PORT = "49983";
+    /** The port of the code interpreter in a sandbox, as the SDKs address it. */
+    static final String INTERPRETER_PORT = "49999";
+    /** The most one upload (POST /files) may hold: the default file size limit of a sandbox. */
+    public static final long MAX_UPLOAD = 64L << 20;
+    /** The most a control-plane or unary request body may hold. */
+    static final int MAX_BODY = 1 << 20;
+
+    private final CommandApi service;
+    private final E2bKeys keys;
+    private final E2bSandboxes sandboxes;
+    private final Envd envd;
+
+    public E2bDoor(CommandApi service, java.time.Duration maxTtl) {
+        this.service = service;
+        this.keys = new E2bKeys(service::policy);
+        this.sandboxes = new E2bSandboxes(keys, maxTtl);
+        this.envd = new Envd();
+    }
+
+    /** The E2B API key of an Airlock token: {@code e2b_} and the token without its {@code alk_} prefix. */
+    public static String apiKey(String token) {
+        return E2bKeys.apiKey(token);
+    }
+
+    /** One request, once its client is known: what a handler asks the service through. */
+    final class Call {
+        final HttpServletRequest req;
+        final HttpServletResponse resp;
+        final Client client;
+        private final String endpoint;
+        private final String sandbox;
+        private byte[] body;
+        private Caller caller;
+
+        Call(HttpServletRequest req, HttpServletResponse resp, Client client, String endpoint, String sandbox) {
+            this.req = req;
+            this.resp = resp;
+            this.client = client;
+            this.endpoint = endpoint;
+            this.sandbox = sandbox;
+        }
+
+        /** The body, read once within {@link #MAX_BODY}. */
+        byte[] body() throws IOException {
+            if (body == null) {
+                body = BodyReader.read(req, MAX_BODY, "request body is over the E2B door's limit of " + MAX_BODY + " bytes");
+            }
+            return body;
+        }
+
+        /**
+         * Asks the service whether this request's operation is granted (recording the request and
+         * the decision, with the digest of its query and body); throws the refusal. Once per request.
+         */
+        void authorize(Operation operation) throws IOException {
+            byte[] args = (req.getQueryString() == null ? "" : req.getQueryString()).getBytes(StandardCharsets.UTF_8);
+            boolean streamsItsBody = operation == Operation.FILES_WRITE;
+            byte[] read = streamsItsBody ? new byte[0] : body();
+            byte[] all = new byte[args.length + 1 + read.length];
+            System.arraycopy(args, 0, all, 0, args.length);
+            all[args.length] = '\n';
+            System.arraycopy(read, 0, all, args.length + 1, read.length);
+            caller = service.authorize(new CommandApi.Request(client, VIA, VIA, endpoint, operation, sandbox, Audit.digest(all), null, null));
+        }
+
+        /** Carries out {@code command} as the authorized caller. */
+        <R> R execute(Command<R> command) {
+            if (caller == null) {
+                throw new IllegalStateException("a command before the request was authorized");
+            }
+            return service.execute(caller, command);
+        }
+
+        void send(int status, tools.jackson.databind.JsonNode json) throws IOException {
+            resp.setStatus(status);
+            resp.setContentType("application/json");
+            resp.getOutputStream().write(json.toString().getBytes(StandardCharsets.UTF_8));
+        }
+
+        /** Records a request no route has, so the audit log has every request. */
+        void undecided() {
+            service.recordUndecided(new CommandApi.Request(client, VIA, VIA, endpoint, null, sandbox, null, null, null));
+        }
+    }
+
+    @Override
+    protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        String sandbox = req.getHeader("E2b-Sandbox-Id");
+        boolean daemon = sandbox != null;
+        String endpoint = req.getMethod() + " " + (daemon ? "envd " : "") + Json.printable(req.getRequestURI(), 120);
+        try {
+            if (daemon) {
+                daemon(req, resp, sandbox, endpoint);
+            } else {
+                controlPlane(req, resp, endpoint);
+            }
+        } catch (UncheckedIOException e) {
+            LOG.debug("{}: the client went away: {}", endpoint, e.getMessage());
+        } catch (AirlockException e) {
+            if (!resp.isCommitted()) {
+                if (daemon && isRpc(req)) {
+                    ConnectRpc.fail(resp, e);
+                } else {
+                    error(resp, status(e), message(e));
+                }
+            }
+            if (e.kind() == Kind.INTERNAL) {
+                LOG.warn("{} failed: {}", endpoint, e.getMessage(), e);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("{} failed", endpoint, e);
+            if (!resp.isCommitted()) {
+                error(resp, 500, "internal error: " + e);
+            }
+        }
+    }
+
+    private void controlPlane(HttpServletRequest req, HttpServletResponse resp, String endpoint) throws IOException {
+        String key = req.getHeader("X-API-Key");
+        Client client = keys.client(key).orElse(null);
+        if (client == null) {
+            service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), key != null);
+            error(resp, 401, key == null
+                    ? "missing API key: set E2B_API_KEY to e2b_ and your Airlock token without its alk_ prefix (airlock e2b env prints it)"
+                    : "wrong API key: an E2B API key here is e2b_ followed by an Airlock client's token without its alk_ prefix"
+                    + " (airlock e2b env prints it)");
+            return;
+        }
+        sandboxes.serve(new Call(req, resp, client, endpoint, E2bSandboxes.sandboxOf(req.getRequestURI())));
+    }
+
+    private void daemon(HttpServletRequest req, HttpServletResponse resp, String sandbox, String endpoint) throws IOException {
+        String port = req.getHeader("E2b-Sandbox-Port");
+        Client client = keys.clientOfAccessToken(sandbox, req.getHeader("X-Access-Token")).orElse(null);
+        if (client == null) {
+            // the same answer whether the sandbox exists or not: a token is what tells
+            service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("X-Access-Token") != null);
+            throw new AirlockException(Kind.PERMISSION_DENIED, "missing or wrong X-Access-Token for sandbox " + Json.printable(sandbox, 64)
+                    + ": connect to the sandbox with the SDK (Sandbox.connect), which gets its access token from the API");
+        }
+        if (req.getRequestURI().equals("/health") && req.getMethod().equals("GET")) {
+            // whether the sandbox's daemon is there, as envd's health says it: 204, or 502 once the sandbox is gone
+            resp.setStatus(service.live(sandbox) ? 204 : 502);
+            return;
+        }
+        if (INTERPRETER_PORT.equals(port)) {
+            throw unsupported("the code interpreter's API (port 49999) is not served by Airlock's E2B door yet:"
+                    + " use Airlock's interpreter contexts (REST /v1/sandboxes/{id}/contexts, or MCP interpreter_run)");
+        }
+        if (port != null && !port.equals(ENVD_PORT)) {
+            throw unsupported("port " + Json.printable(port, 16) + " of a sandbox is not served by Airlock's E2B door: only envd ("
+                    + ENVD_PORT + "); a server in a sandbox is reached through a preview port (docs/rest-api.md)");
+        }
+        envd.serve(new Call(req, resp, client, endpoint, sandbox), sandbox);
+    }
+
+    /** A call the door does not serve: a clear refusal, never a hang. */
+    static AirlockException unsupported(String message) {
+        return new Unsupported(message);
+    }
+
+    /** A refusal of something the E2B door does not implement: 501 on the control plane, {@code unimplemented} in Connect. */
+    static final class Unsupported extends AirlockException {
+        Unsupported(String message) {
+            super(Kind.INVALID_ARGUMENT, message);
+        }
+    }
+
+    private static boolean isRpc(HttpServletRequest req) {
+        String type = req.getContentType();
+        return type != null && (type.startsWith(ConnectRpc.UNARY) || type.startsWith(ConnectRpc.STREAM)) && !req.getRequestURI().equals("/files");
+    }
+
+    private static int status(AirlockException e) {
+        if (e instanceof Unsupported) {
+            return 501;
+        }
+        if (e instanceof BodyReader.TooSlow) {
+            return 408;
+        }
+        return switch (e.kind()) {
+            case INVALID_ARGUMENT -> 400;
+            case NOT_FOUND -> 404;
+            case CONFLICT -> 409;
+            case PERMISSION_DENIED -> 403;
+            case LIMIT_EXCEEDED -> 429;
+            case TOO_LARGE -> 413;
+            case UNAVAILABLE -> 503;
+            case INTERNAL -> 500;
+        };
+    }
+
+    /** The message of a refusal names the control and rule that made it, as every door's does. */
+    static String message(AirlockException e) {
+        return e instanceof Refused r && r.refusal() != null
+                ? e.getMessage() + " (Airlock control " + r.refusal().control() + ", rule " + r.refusal().rule() + ")"
+                : e.getMessage();
+    }
+
+    /** E2B's error body: {@code {"code": <status>, "message": ...}}. */
+    static void error(HttpServletResponse resp, int status, String message) throws IOException {
+        resp.setStatus(status);
+        resp.setContentType("application/json");
+        resp.getOutputStream().write(Json.object().put("code", status).put("message", message).toString().getBytes(StandardCharsets.UTF_8));
+    }
+}

@@ -1,0 +1,268 @@
+package dev.airlock.server.e2b;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.NetworkPolicy;
+import dev.airlock.server.command.Command;
+import dev.airlock.server.command.SandboxView;
+import dev.airlock.server.policy.Client;
+import dev.airlock.server.policy.Operation;
+import dev.airlock.server.wire.Json;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * E2B's control plane ("E2B API", spec/openapi.yml of the E2B repository) on Airlock's commands:
+ * create, describe, list, kill, set the timeout, pause, connect (which resumes a paused sandbox).
+ * A template is one of the client's profiles: {@code base}, the SDKs' default, is the client's
+ * first; any other names a profile of the client. E2B's metadata are the sandbox's labels; the
+ * template asked for is kept in the label {@value #TEMPLATE_LABEL}, which metadata never show.
+ */
+final class E2bSandboxes {
+
+    /** The label that keeps the template a sandbox was created from. */
+    static final String TEMPLATE_LABEL = "e2b.template";
+    /** The SDKs' default template: the client's first profile. */
+    static final String BASE = "base";
+    /** What a create names no timeout for: E2B's own default, 300 seconds. */
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(300);
+
+    private static final Pattern SANDBOX_PATH = Pattern.compile("^/(?:v2/)?sandboxes/([^/]+)(/.*)?$");
+    private static final Set<String> CREATE_FIELDS = Set.of("templateID", "metadata", "envVars", "timeout", "allow_internet_access", "secure",
+            "autoPause", "autoPauseMemory", "autoResume", "network", "mcp", "iam", "volumeMounts");
+    /** Fields of a create the door cannot honour: refused when they ask for anything, never ignored. */
+    private static final List<String> UNSUPPORTED_CREATE = List.of("network", "mcp", "iam", "volumeMounts", "autoResume");
+
+    private final E2bKeys keys;
+    private final Duration maxTtl;
+
+    E2bSandboxes(E2bKeys keys, Duration maxTtl) {
+        this.keys = keys;
+        this.maxTtl = maxTtl;
+    }
+
+    /** The sandbox a control-plane path names, or null. */
+    static String sandboxOf(String path) {
+        Matcher m = SANDBOX_PATH.matcher(path);
+        return m.matches() ? URLDecoder.decode(m.group(1), StandardCharsets.UTF_8) : null;
+    }
+
+    void serve(E2bDoor.Call c) throws IOException {
+        String method = c.req.getMethod();
+        String path = c.req.getRequestURI();
+        Matcher m = SANDBOX_PATH.matcher(path);
+        String id = m.matches() ? URLDecoder.decode(m.group(1), StandardCharsets.UTF_8) : null;
+        String rest = m.matches() && m.group(2) != null ? m.group(2) : "";
+        boolean v2 = path.startsWith("/v2/");
+        if (id == null && (path.equals("/sandboxes") || path.equals("/v2/sandboxes"))) {
+            switch (method) {
+                case "POST" -> create(c);
+                case "GET" -> list(c, v2);
+                default -> notAllowed(c, "GET, POST");
+            }
+            return;
+        }
+        if (id == null) {
+            c.undecided();
+            throw E2bDoor.unsupported("Airlock's E2B door does not serve " + method + " " + Json.printable(path, 120)
+                    + ": it serves sandboxes (create, get, list, kill, timeout, pause, connect) and their envd; templates,"
+                    + " snapshots, volumes and secrets are Airlock's own (its images, snapshots and policy: see docs/e2b.md)");
+        }
+        switch (method + " " + (v2 ? "/v2" : "") + rest) {
+            case "GET " -> {
+                c.authorize(Operation.SANDBOX_READ);
+                c.send(200, detail(c.client, c.execute(new Command.Describe(id))));
+            }
+            case "DELETE " -> {
+                c.authorize(Operation.SANDBOX_DESTROY);
+                c.execute(new Command.Destroy(id));
+                c.resp.setStatus(204);
+            }
+            case "POST /timeout" -> {
+                c.authorize(Operation.SANDBOX_EXTEND);
+                JsonNode body = Json.parseObject(c.body(), Set.of("timeout"));
+                c.execute(new Command.ExtendTtl(id, seconds(body, "timeout", null)));
+                c.resp.setStatus(204);
+            }
+            case "POST /pause" -> {
+                c.authorize(Operation.SANDBOX_PAUSE);
+                SandboxView s = c.execute(new Command.Describe(id));
+                if (s.state().equals("paused")) {
+                    throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " is already paused");
+                }
+                c.execute(new Command.Pause(id));
+                c.resp.setStatus(204);
+            }
+            case "POST /v2/connect", "POST /resume" -> connect(c, id);
+            default -> {
+                c.undecided();
+                throw E2bDoor.unsupported("Airlock's E2B door does not serve " + method + " " + Json.printable(path, 120)
+                        + " (fork, metrics, snapshots, network updates and logs are not mapped yet: see docs/e2b.md for what is)");
+            }
+        }
+    }
+
+    private static void notAllowed(E2bDoor.Call c, String allowed) throws IOException {
+        c.undecided();
+        c.resp.setHeader("Allow", allowed);
+        E2bDoor.error(c.resp, 405, "method not allowed here: use " + allowed);
+    }
+
+    private void create(E2bDoor.Call c) throws IOException {
+        c.authorize(Operation.SANDBOX_CREATE);
+        JsonNode body = Json.parseObject(c.body(), CREATE_FIELDS);
+        for (String field : UNSUPPORTED_CREATE) {
+            JsonNode v = body.get(field);
+            if (v != null && !v.isNull() && !(v.isContainer() && v.isEmpty())) {
+                throw E2bDoor.unsupported("'" + field + "' is not supported by Airlock's E2B door: a sandbox's network, credentials and"
+                        + " inputs come from its profile in Airlock's policy (docs/policy.md); leave '" + field + "' out");
+            }
+        }
+        if (Json.bool(body, "autoPause")) {
+            throw E2bDoor.unsupported("'autoPause' is not supported by Airlock's E2B door: a sandbox ends at its timeout; pause it"
+                    + " with Sandbox.pause() before then");
+        }
+        String template = Json.string(body, "templateID");
+        template = template == null || template.isBlank() ? BASE : template;
+        String profile = profile(c.client, template);
+        Map<String, String> labels = new LinkedHashMap<>(Json.stringMap(body, "metadata"));
+        labels.put(TEMPLATE_LABEL, template);
+        // allow_internet_access can only narrow: false takes the network away, true keeps the profile's
+        NetworkPolicy network = body.has("allow_internet_access") && !body.get("allow_internet_access").isNull()
+                && !Json.bool(body, "allow_internet_access") ? NetworkPolicy.NONE : null;
+        SandboxView s = c.execute(new Command.Create(profile, null, null, Json.stringMap(body, "envVars"), network, labels,
+                seconds(body, "timeout", DEFAULT_TIMEOUT), null, null));
+        c.send(201, sandbox(c.client, s));
+    }
+
+    /** The profile of {@code template} for {@code client}: its first for {@value #BASE}, else the profile of that name it has. */
+    private static String profile(Client client, String template) {
+        if (template.equals(BASE)) {
+            return null;
+        }
+        if (client.profiles().contains(template)) {
+            return template;
+        }
+        throw AirlockException.invalid("unknown template '" + Json.printable(template, 64) + "': a template here is one of your"
+                + " Airlock profiles: " + BASE + " (your first, '" + client.profiles().getFirst() + "'), " + String.join(", ", client.profiles()));
+    }
+
+    private Duration seconds(JsonNode body, String field, Duration absent) {
+        Double s = Json.number(body, field);
+        if (s == null) {
+            return absent;
+        }
+        if (s < 0 || s != Math.rint(s)) {
+            throw AirlockException.invalid("'" + field + "' is a whole number of seconds, not " + s);
+        }
+        return Duration.ofSeconds((long) Math.min(s, maxTtl.toSeconds()));
+    }
+
+    private void list(E2bDoor.Call c, boolean v2) throws IOException {
+        c.authorize(Operation.SANDBOX_READ);
+        Map<String, String> metadata = new LinkedHashMap<>();
+        String query = c.req.getQueryString() == null ? "" : c.req.getQueryString();
+        List<String> states = List.of("running", "paused");
+        for (String pair : query.split("&")) {
+            int eq = pair.indexOf('=');
+            if (eq < 0) {
+                continue;
+            }
+            String key = URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8);
+            String value = URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            if (key.equals("metadata") || key.equals("query")) {
+                // the SDK sends metadata as a query string of its own: key=value&key=value, each part encoded
+                for (String m : value.split("&")) {
+                    int meq = m.indexOf('=');
+                    if (meq > 0) {
+                        metadata.put(URLDecoder.decode(m.substring(0, meq), StandardCharsets.UTF_8),
+                                URLDecoder.decode(m.substring(meq + 1), StandardCharsets.UTF_8));
+                    }
+                }
+            } else if (key.equals("state") && !value.isEmpty()) {
+                states = List.of(value.split(","));
+            }
+        }
+        ArrayNode out = Json.MAPPER.createArrayNode();
+        for (SandboxView s : c.execute(new Command.ListSandboxes(metadata))) {
+            if (states.contains(s.state())) {
+                out.add(listed(s));
+            }
+        }
+        c.resp.setStatus(200);
+        c.resp.setContentType("application/json");
+        c.resp.getOutputStream().write(out.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * E2B's connect: the sandbox, resumed if it was paused, so it is authorized as
+     * {@code sandbox.pause}. Its {@code timeout} is not applied (it would be a second operation,
+     * {@code sandbox.extend}): the sandbox keeps its end, which setTimeout changes.
+     */
+    private void connect(E2bDoor.Call c, String id) throws IOException {
+        c.authorize(Operation.SANDBOX_PAUSE);
+        Json.parseObject(c.body(), Set.of("timeout", "autoPause", "memory"));
+        SandboxView s = c.execute(new Command.Describe(id));
+        if (s.state().equals("paused")) {
+            s = c.execute(new Command.Resume(id));
+        }
+        c.send(200, sandbox(c.client, s));
+    }
+
+    /** A created or connected sandbox, as E2B's {@code Sandbox}: with the access token of its envd. */
+    private ObjectNode sandbox(Client client, SandboxView s) {
+        return Json.object()
+                .put("sandboxID", s.id())
+                .put("templateID", template(s))
+                .put("alias", template(s))
+                .put("clientID", "airlock")
+                .put("envdVersion", Envd.VERSION)
+                .put("envdAccessToken", keys.accessToken(client, s.id()))
+                .putNull("domain");
+    }
+
+    private ObjectNode detail(Client client, SandboxView s) {
+        ObjectNode n = listed(s);
+        n.put("envdAccessToken", keys.accessToken(client, s.id()));
+        n.putNull("domain");
+        return n;
+    }
+
+    private static ObjectNode listed(SandboxView s) {
+        ObjectNode n = Json.object()
+                .put("sandboxID", s.id())
+                .put("templateID", template(s))
+                .put("alias", template(s))
+                .put("clientID", "airlock")
+                .put("startedAt", s.createdAt().toString())
+                .put("endAt", s.expiresAt().toString())
+                .put("state", s.state())
+                .put("cpuCount", Math.max(1, (int) Math.ceil(s.spec().limits().cpus())))
+                .put("memoryMB", s.spec().limits().memoryBytes() >> 20)
+                .put("diskSizeMB", s.spec().limits().diskBytes() >> 20)
+                .put("envdVersion", Envd.VERSION);
+        ObjectNode metadata = n.putObject("metadata");
+        s.labels().forEach((k, v) -> {
+            if (!k.equals(TEMPLATE_LABEL)) {
+                metadata.put(k, v);
+            }
+        });
+        n.putArray("volumeMounts");
+        return n;
+    }
+
+    private static String template(SandboxView s) {
+        return s.labels().getOrDefault(TEMPLATE_LABEL, s.profile().name());
+    }
+}
