@@ -34,7 +34,8 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 /**
  * One forbidden action through every door, and the same refusal from each: a client asks for more
  * memory than its profile allows, and (separately) for a sandbox beyond its quota, over REST, MCP
- * over stdio (a real {@code airlock mcp} process), MCP over Streamable HTTP and the Java SDK. Each
+ * over stdio (a real {@code airlock mcp} process), MCP over Streamable HTTP, the Java SDK and (for
+ * the quota, as E2B's create names no limits) the E2B door. Each
  * door must name the same control and rule (REST in the error body, MCP at the end of the error
  * text, the SDK in its exception), and the audit log must hold exactly one deny per door, equal
  * but for the actor. A door that renders a refusal differently, or records it differently, fails
@@ -179,7 +180,38 @@ class CrossDoorRefusalTest {
             assertThat(notGranted.getMessage()).endsWith("[refused by grant: clients.agent.allow]");
         }
 
-        assertOneEqualDenyPerDoor("quota", QUOTA_RULE, "limit_exceeded", session);
+        // (e) the E2B door, as E2B's SDKs call it (its create names no limits: only the quota can be asked of it here)
+        String e2bFirst = JSON.readTree(e2b("POST", "/v2/sandboxes", "{\"templateID\": \"base\"}", 201)).path("sandboxID").asString();
+        try {
+            JsonNode error = JSON.readTree(e2b("POST", "/v2/sandboxes", "{\"templateID\": \"base\"}", 429));
+            assertThat(error.path("code").asInt()).isEqualTo(429);
+            assertThat(error.path("message").asString()).contains("already holds 1 sandboxes")
+                    .endsWith("(Airlock control quota, rule " + QUOTA_RULE + ")");
+        } finally {
+            e2b("DELETE", "/sandboxes/" + e2bFirst, null, 204);
+        }
+
+        assertOneEqualDenyPerDoor("quota", QUOTA_RULE, "limit_exceeded", session, "agent@e2b");
+    }
+
+    /** A request to the E2B door with the agent's E2B API key; fails unless answered with {@code status}. */
+    private static String e2b(String method, String path, String body, int status) {
+        java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(live.server.e2bUri().resolve(path))
+                .header("X-API-Key", dev.airlock.server.e2b.E2bDoor.apiKey(AGENT))
+                .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody() : java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(method + " " + path + ": " + r.body()).isEqualTo(status);
+            return r.body();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
     }
 
     @Test
@@ -205,15 +237,16 @@ class CrossDoorRefusalTest {
      * {@code control} and {@code rule} per door: REST and the SDK as {@code agent@rest}, stdio as
      * {@code agent@mcp-stdio}, HTTP as {@code agent@mcp-http:<session>}; their details are equal.
      */
-    private static void assertOneEqualDenyPerDoor(String control, String rule, String refusal, String httpSession) {
+    private static void assertOneEqualDenyPerDoor(String control, String rule, String refusal, String httpSession, String... moreActors) {
         List<AuditRecord> denies = Stream.concat(live.audit(null, AuditRecord.AUTHORIZATION).stream(), stdioAudit().stream())
                 .filter(r -> {
                     JsonNode d = JSON.readTree(r.detail());
                     return d.path("decision").asString().equals("deny") && d.path("control").asString().equals(control)
                             && d.path("rule").asString().equals(rule);
                 }).toList();
-        assertThat(denies).extracting(AuditRecord::actor)
-                .containsExactlyInAnyOrder("agent@rest", "agent@mcp-stdio", "agent@mcp-http:" + httpSession, "agent@rest");
+        List<String> actors = new java.util.ArrayList<>(List.of("agent@rest", "agent@mcp-stdio", "agent@mcp-http:" + httpSession, "agent@rest"));
+        actors.addAll(List.of(moreActors));
+        assertThat(denies).extracting(AuditRecord::actor).containsExactlyInAnyOrderElementsOf(actors);
         JsonNode first = JSON.readTree(denies.getFirst().detail());
         assertThat(first.path("operation").asString()).isEqualTo("sandbox.create");
         assertThat(first.path("refusal").asString()).isEqualTo(refusal);

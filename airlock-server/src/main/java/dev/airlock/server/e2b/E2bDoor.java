@@ -91,8 +91,15 @@ public final class E2bDoor extends HttpServlet {
          */
         void authorize(Operation operation) throws IOException {
             byte[] args = (req.getQueryString() == null ? "" : req.getQueryString()).getBytes(StandardCharsets.UTF_8);
-            boolean streamsItsBody = operation == Operation.FILES_WRITE;
-            byte[] read = streamsItsBody ? new byte[0] : body();
+            // an upload's content is not read here (its size is in the file record)
+            boolean streamsItsBody = req.getMethod().equals("POST") && req.getRequestURI().equals("/files");
+            byte[] read;
+            try {
+                read = streamsItsBody ? new byte[0] : body();
+            } catch (AirlockException e) {
+                undecided(); // a body that could not be read (too large, too slow): still on the log, then refused
+                throw e;
+            }
             byte[] all = new byte[args.length + 1 + read.length];
             System.arraycopy(args, 0, all, 0, args.length);
             all[args.length] = '\n';
