@@ -234,14 +234,19 @@ class AuthorizationTest {
     @Test
     void mcpShowsEachClientOnlyItsToolsAndRefusesTheRest() throws Exception {
         Map<String, String> env = Map.of("MCP_TRANSPORT", "http", "MCP_URL", live.uri() + "/mcp");
-        JsonNode reader = McpNode.client(with(env, READER), "toolNames", "forbiddenRunCode");
+        // three clients at once: each is a Node process of its own, most of whose time is its start
+        McpNode.install();
+        var readerRun = java.util.concurrent.CompletableFuture.supplyAsync(() -> client(with(env, READER), "toolNames", "forbiddenRunCode"));
+        var agentRun = java.util.concurrent.CompletableFuture.supplyAsync(() -> client(with(env, AGENT), "toolNames"));
+        var burstRun = java.util.concurrent.CompletableFuture.supplyAsync(() -> client(with(env, BURST), "toolNames"));
+        JsonNode reader = readerRun.get(10, java.util.concurrent.TimeUnit.MINUTES);
         assertThat(reader.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("sandbox_list");
         // answered as a tool that does not exist (named, as the client asked for it): nothing tells the client what it lacks
         assertThat(reader.path("forbiddenRunCode").path("rejected").asString()).contains("Unknown tool: run_code (tools/list names");
-        JsonNode agent = McpNode.client(with(env, AGENT), "toolNames");
+        JsonNode agent = agentRun.get(10, java.util.concurrent.TimeUnit.MINUTES);
         assertThat(agent.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run", "run_code",
                 "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork", "sandbox_list", "sandbox_list_files", "sandbox_read_file", "sandbox_write_file");
-        JsonNode burst = McpNode.client(with(env, BURST), "toolNames");
+        JsonNode burst = burstRun.get(10, java.util.concurrent.TimeUnit.MINUTES);
         assertThat(burst.path("toolNames").valueStream().map(JsonNode::asString)).containsExactly("interpreter_context", "interpreter_run",
                 "sandbox_create", "sandbox_destroy", "sandbox_exec", "sandbox_fork");
     }
@@ -280,6 +285,18 @@ class AuthorizationTest {
             b.header("Mcp-Session-Id", session);
         }
         return b.build();
+    }
+
+    /** {@link McpNode#client}, for a future: its checked exceptions as unchecked. */
+    private static JsonNode client(Map<String, String> env, String... scenarios) {
+        try {
+            return McpNode.client(env, scenarios);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private static Map<String, String> with(Map<String, String> env, String token) {
