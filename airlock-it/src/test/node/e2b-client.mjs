@@ -2,6 +2,7 @@
 // It reads E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY from the environment, as it does anywhere.
 // Arguments: the scenarios to run. Prints one JSON object {scenario: result | {error}} on stdout.
 import { Sandbox, CommandExitError, NotFoundError, AuthenticationError, SandboxError } from "e2b";
+import { Sandbox as CodeInterpreter } from "@e2b/code-interpreter";
 
 const OPTS = { timeoutMs: 300_000, requestTimeoutMs: 120_000 };
 
@@ -113,6 +114,35 @@ const scenarios = {
       const kept = await again.files.read("kept.txt");
       const echo = (await again.commands.run("echo resumed")).stdout;
       return { paused, stateWhilePaused, sameId: again.sandboxId === sbx.sandboxId, state, kept, echo };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // the code interpreter SDK: state kept across cells, stdout, an exception, a chart, a table, contexts
+  async interpreter() {
+    const sbx = await CodeInterpreter.create(OPTS);
+    try {
+      await sbx.runCode("x = 41");
+      const sum = await sbx.runCode("x + 1");
+      const printed = await sbx.runCode("print('hello', flush=True)");
+      const failed = await sbx.runCode("1 / 0");
+      const chart = await sbx.runCode("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 9])\nplt.show()");
+      const table = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})");
+      const context = await sbx.createCodeContext();
+      const inContext = await sbx.runCode("y = 5\ny * 2", { context });
+      const defaultHasY = await sbx.runCode("'y' in dir()");
+      const contexts = (await sbx.listCodeContexts()).map((c) => c.id);
+      await sbx.removeCodeContext(context);
+      const contextsAfter = (await sbx.listCodeContexts()).map((c) => c.id);
+      return {
+        sum: sum.text, sumCount: sum.executionCount, printed: printed.logs.stdout, failed: failed.error && { name: failed.error.name,
+          value: failed.error.value, traceback: failed.error.traceback },
+        chartFormats: chart.results.map((r) => r.formats()), pngBytes: chart.results[0]?.png ? Buffer.from(chart.results[0].png, "base64").length : 0,
+        pngMagic: chart.results[0]?.png ? Buffer.from(chart.results[0].png, "base64").subarray(1, 4).toString() : null,
+        tableHtml: table.results[0]?.html ?? null, inContext: inContext.text, defaultHasY: defaultHasY.text,
+        contextId: context.id, contexts, contextsAfter,
+      };
     } finally {
       await sbx.kill();
     }

@@ -28,7 +28,7 @@ class E2bSdkTest {
         Map<String, String> env = Map.of("E2B_API_URL", url, "E2B_SANDBOX_URL", url, "E2B_API_KEY", E2bDoor.apiKey(live.token()));
         McpNode.install();
         McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "files", "network",
-                "pauseAndConnect", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
+                "pauseAndConnect", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
         assertThat(r.exitCode()).as(r.stderr()).isZero();
         report = r.json();
     }
@@ -116,9 +116,28 @@ class E2bSdkTest {
     }
 
     @Test
+    void theCodeInterpreterSdkKeepsStateAndReturnsStdoutErrorsChartsAndTables() {
+        JsonNode s = scenario("interpreter");
+        assertThat(s.path("sum").asString()).isEqualTo("42");
+        assertThat(s.path("sumCount").asInt()).isEqualTo(2);
+        assertThat(s.path("printed").toString()).isEqualTo("[\"hello\\n\"]");
+        assertThat(s.path("failed").path("name").asString()).isEqualTo("ZeroDivisionError");
+        assertThat(s.path("failed").path("value").asString()).contains("division by zero");
+        assertThat(s.path("failed").path("traceback").asString()).contains("ZeroDivisionError");
+        assertThat(s.path("chartFormats").toString()).contains("png");
+        assertThat(s.path("pngMagic").asString()).isEqualTo("PNG");
+        assertThat(s.path("pngBytes").asInt()).isGreaterThan(1000);
+        assertThat(s.path("tableHtml").asString()).contains("<table", "<td>3</td>");
+        assertThat(s.path("inContext").asString()).isEqualTo("10");
+        assertThat(s.path("defaultHasY").asString()).as("a context of its own").isEqualTo("False");
+        assertThat(s.path("contexts").valueStream().map(JsonNode::asString)).contains(s.path("contextId").asString()).hasSize(2);
+        assertThat(s.path("contextsAfter").valueStream().map(JsonNode::asString)).doesNotContain(s.path("contextId").asString()).hasSize(1);
+    }
+
+    @Test
     void aWrongKeyIsTheSdksAuthenticationErrorAndAnUnknownTemplateNamesTheKnownOnes() {
         assertThat(scenario("wrongKey").path("kind").asString()).as(report.path("wrongKey").toString()).isEqualTo("AuthenticationError");
         JsonNode template = scenario("unknownTemplate");
-        assertThat(template.path("message").asString()).contains("unknown template 'no-such-template'", "base", "default");
+        assertThat(template.path("message").asString()).contains("unknown template 'no-such-template'", "base", "code-interpreter-v1", "default");
     }
 }

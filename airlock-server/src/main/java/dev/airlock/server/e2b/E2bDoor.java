@@ -46,12 +46,14 @@ public final class E2bDoor extends HttpServlet {
     private final E2bKeys keys;
     private final E2bSandboxes sandboxes;
     private final Envd envd;
+    private final E2bInterpreter interpreter;
 
     public E2bDoor(CommandApi service, java.time.Duration maxTtl) {
         this.service = service;
         this.keys = new E2bKeys(service::policy);
         this.sandboxes = new E2bSandboxes(keys, maxTtl);
         this.envd = new Envd();
+        this.interpreter = new E2bInterpreter();
     }
 
     /** The E2B API key of an Airlock token: {@code e2b_} and the token without its {@code alk_} prefix. */
@@ -175,10 +177,12 @@ public final class E2bDoor extends HttpServlet {
 
     private void daemon(HttpServletRequest req, HttpServletResponse resp, String sandbox, String endpoint) throws IOException {
         String port = req.getHeader("E2b-Sandbox-Port");
-        Client client = keys.clientOfAccessToken(sandbox, req.getHeader("X-Access-Token")).orElse(null);
+        // envd's calls carry the access token as X-Access-Token; the code interpreter's context calls only as the traffic token
+        String token = req.getHeader("X-Access-Token") != null ? req.getHeader("X-Access-Token") : req.getHeader("E2B-Traffic-Access-Token");
+        Client client = keys.clientOfAccessToken(sandbox, token).orElse(null);
         if (client == null) {
             // the same answer whether the sandbox exists or not: a token is what tells
-            service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("X-Access-Token") != null);
+            service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), token != null);
             throw new AirlockException(Kind.PERMISSION_DENIED, "missing or wrong X-Access-Token for sandbox " + Json.printable(sandbox, 64)
                     + ": connect to the sandbox with the SDK (Sandbox.connect), which gets its access token from the API");
         }
@@ -188,12 +192,13 @@ public final class E2bDoor extends HttpServlet {
             return;
         }
         if (INTERPRETER_PORT.equals(port)) {
-            throw unsupported("the code interpreter's API (port 49999) is not served by Airlock's E2B door yet:"
-                    + " use Airlock's interpreter contexts (REST /v1/sandboxes/{id}/contexts, or MCP interpreter_run)");
+            interpreter.serve(new Call(req, resp, client, endpoint, sandbox), sandbox);
+            return;
         }
         if (port != null && !port.equals(ENVD_PORT)) {
             throw unsupported("port " + Json.printable(port, 16) + " of a sandbox is not served by Airlock's E2B door: only envd ("
-                    + ENVD_PORT + "); a server in a sandbox is reached through a preview port (docs/rest-api.md)");
+                    + ENVD_PORT + ") and the code interpreter (" + INTERPRETER_PORT + "); a server in a sandbox is reached through a"
+                    + " preview port (docs/rest-api.md)");
         }
         envd.serve(new Call(req, resp, client, endpoint, sandbox), sandbox);
     }

@@ -35,6 +35,8 @@ final class E2bSandboxes {
     static final String TEMPLATE_LABEL = "e2b.template";
     /** The SDKs' default template: the client's first profile. */
     static final String BASE = "base";
+    /** The code interpreter SDK's default template: the client's first profile too. */
+    static final String CODE_INTERPRETER = "code-interpreter-v1";
     /** What a create names no timeout for: E2B's own default, 300 seconds. */
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(300);
 
@@ -148,14 +150,15 @@ final class E2bSandboxes {
 
     /** The profile of {@code template} for {@code client}: its first for {@value #BASE}, else the profile of that name it has. */
     private static String profile(Client client, String template) {
-        if (template.equals(BASE)) {
+        if (template.equals(BASE) || template.equals(CODE_INTERPRETER)) {
             return null;
         }
         if (client.profiles().contains(template)) {
             return template;
         }
         throw AirlockException.invalid("unknown template '" + Json.printable(template, 64) + "': a template here is one of your"
-                + " Airlock profiles: " + BASE + " (your first, '" + client.profiles().getFirst() + "'), " + String.join(", ", client.profiles()));
+                + " Airlock profiles: " + BASE + " and " + CODE_INTERPRETER + " (your first, '" + client.profiles().getFirst() + "'), "
+                + String.join(", ", client.profiles()));
     }
 
     private Duration seconds(JsonNode body, String field, Duration absent) {
@@ -229,6 +232,8 @@ final class E2bSandboxes {
                 .put("clientID", "airlock")
                 .put("envdVersion", Envd.VERSION)
                 .put("envdAccessToken", keys.accessToken(client, s.id()))
+                // the code interpreter's SDK sends only this one with its context calls: the same token
+                .put("trafficAccessToken", keys.accessToken(client, s.id()))
                 .putNull("domain");
     }
 
