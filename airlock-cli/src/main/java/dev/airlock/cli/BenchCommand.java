@@ -158,7 +158,8 @@ final class BenchCommand implements Callable<Integer> {
         if (image != null) {
             latency.add(EngineCases.coldImage(sampler, config, image));
         }
-        List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.relativeTo(baselines.bare())).toList());
+        // a case that has a baseline of its own (the E2B door's: the same requests over REST) keeps it
+        List<Stats> cases = new ArrayList<>(latency.stream().map(s -> s.ratio() != null ? s : s.relativeTo(baselines.bare())).toList());
         List<TierCases.Outcome> tierOutcomes = TierCases.measure(sampler, chosenTiers, baselines, idleSandboxes, settleMillis, notes);
         tierOutcomes.forEach(t -> cases.addAll(t.cases()));
         cases.addAll(InterpreterCases.measure(sampler, config, interpreterImage, notes));

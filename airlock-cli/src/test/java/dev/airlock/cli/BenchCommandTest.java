@@ -146,6 +146,8 @@ class BenchCommandTest {
                 "server: exec true (POST .../exec)",
                 "server: exec python3 -c pass",
                 "server: one-shot python3 -c pass (create, exec, delete)",
+                "server: time to first command over REST (create, exec true, delete)",
+                "server: time to first command through the E2B door (create, process Start true, kill)",
                 "airlock one-shot, cold: python pass"));
         for (String tier : workingTiers) {
             cases.add(tier + ": one-shot, cold (no pool): python pass");

@@ -12,7 +12,7 @@ import java.util.List;
 
 import static dev.airlock.cli.bench.Baselines.PYTHON;
 
-/** The same requests through the REST API of a real server on a loopback socket. */
+/** The same requests through the REST API of a real server on a loopback socket, and through its E2B door. */
 public final class ServerCases {
 
     private ServerCases() {
@@ -45,6 +45,20 @@ public final class ServerCases {
                 client.exec(one, PYTHON, "-c", "pass");
                 client.delete(one);
             }, quiet));
+            // the E2B door against the same requests over REST: a sandbox of the same spec (E2B's 300 s timeout, its template
+            // label), its first command, its end; the door's ratio is to the REST case
+            Stats rest = sampler.measure("server: time to first command over REST (create, exec true, delete)", () -> {
+                String one = client.create("{\"ttlSeconds\": 300, \"labels\": {\"e2b.template\": \"base\"}}");
+                client.exec(one, "true");
+                client.delete(one);
+            }, quiet);
+            stats.add(rest);
+            E2bBenchClient e2b = new E2bBenchClient(server.e2bUri(), dev.airlock.server.e2b.E2bDoor.apiKey(server.token()));
+            stats.add(sampler.measure("server: time to first command through the E2B door (create, process Start true, kill)", () -> {
+                E2bBenchClient.Created one = e2b.create(300);
+                e2b.run(one, "true");
+                e2b.kill(one);
+            }, quiet).relativeTo(rest));
             quiet.once();   // no pool refill cut short by the server's close()
         } finally {
             try (var files = Files.walk(dataDir)) {
