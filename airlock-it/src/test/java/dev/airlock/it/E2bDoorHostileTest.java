@@ -49,8 +49,11 @@ class E2bDoorHostileTest {
         live = LiveServer.withPolicy("""
                 profiles:
                   default: {}
+                  roomy: {limits: {memory: 768m}}
+                e2b:
+                  templates: {analysis: roomy}
                 clients:
-                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, roomy], allow: ["*"]}
                   other: {tokenSha256: %s, profiles: [default], allow: ["*"]}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(OTHER))), c -> c.withPoolSize(0));
         JsonNode created = JSON.readTree(control("POST", "/v2/sandboxes", "{\"templateID\": \"base\", \"timeout\": 900}", live.token(), 201));
@@ -117,6 +120,24 @@ class E2bDoorHostileTest {
         JsonNode error = JSON.readTree(r.body());
         assertThat(error.path("code").asString()).as(r.body()).isEqualTo(code);
         assertThat(error.path("message").asString()).contains(message);
+    }
+
+    @Test
+    void aTemplateThePolicyMapsGivesItsProfileAndOneItDoesNotIsRefusedByName() {
+        JsonNode created = JSON.readTree(control("POST", "/v2/sandboxes", "{\"templateID\": \"analysis\"}", live.token(), 201));
+        String id = created.path("sandboxID").asString();
+        try {
+            assertThat(created.path("templateID").asString()).isEqualTo("analysis");
+            assertThat(JSON.readTree(control("GET", "/sandboxes/" + id, null, live.token(), 200)).path("memoryMB").asInt()).isEqualTo(768);
+            assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body()).path("profile").asString()).isEqualTo("roomy");
+        } finally {
+            control("DELETE", "/sandboxes/" + id, null, live.token(), 204);
+        }
+        // the other client has no profile roomy: the profile control refuses, as for any create
+        JsonNode refused = JSON.readTree(control("POST", "/v2/sandboxes", "{\"templateID\": \"analysis\"}", OTHER, 403));
+        assertThat(refused.path("message").asString()).contains("roomy", "Airlock control profile");
+        JsonNode unknown = JSON.readTree(control("POST", "/v2/sandboxes", "{\"templateID\": \"nope\"}", OTHER, 400));
+        assertThat(unknown.path("message").asString()).contains("unknown template 'nope'", "analysis", "base", "code-interpreter-v1");
     }
 
     @Test

@@ -51,7 +51,7 @@ public final class E2bDoor extends HttpServlet {
     public E2bDoor(CommandApi service, java.time.Duration maxTtl) {
         this.service = service;
         this.keys = new E2bKeys(service::policy);
-        this.sandboxes = new E2bSandboxes(keys, maxTtl);
+        this.sandboxes = new E2bSandboxes(keys, maxTtl, service::policy);
         this.envd = new Envd();
         this.interpreter = new E2bInterpreter();
     }

@@ -25,8 +25,8 @@ import java.util.regex.Pattern;
 /**
  * E2B's control plane ("E2B API", spec/openapi.yml of the E2B repository) on Airlock's commands:
  * create, describe, list, kill, set the timeout, pause, connect (which resumes a paused sandbox).
- * A template is one of the client's profiles: {@code base}, the SDKs' default, is the client's
- * first; any other names a profile of the client. E2B's metadata are the sandbox's labels; the
+ * A template is a profile: as the policy's {@code e2b.templates} maps it, else {@code base} and
+ * {@code code-interpreter-v1} (the SDKs' defaults) are the client's first, else it names a profile. E2B's metadata are the sandbox's labels; the
  * template asked for is kept in the label {@value #TEMPLATE_LABEL}, which metadata never show.
  */
 final class E2bSandboxes {
@@ -48,10 +48,12 @@ final class E2bSandboxes {
 
     private final E2bKeys keys;
     private final Duration maxTtl;
+    private final java.util.function.Supplier<dev.airlock.server.policy.Policy> policy;
 
-    E2bSandboxes(E2bKeys keys, Duration maxTtl) {
+    E2bSandboxes(E2bKeys keys, Duration maxTtl, java.util.function.Supplier<dev.airlock.server.policy.Policy> policy) {
         this.keys = keys;
         this.maxTtl = maxTtl;
+        this.policy = policy;
     }
 
     /** The sandbox a control-plane path names, or null. */
@@ -137,7 +139,7 @@ final class E2bSandboxes {
         }
         String template = Json.string(body, "templateID");
         template = template == null || template.isBlank() ? BASE : template;
-        String profile = profile(c.client, template);
+        String profile = profile(c.client, policy.get().e2bTemplates(), template);
         Map<String, String> labels = new LinkedHashMap<>(Json.stringMap(body, "metadata"));
         labels.put(TEMPLATE_LABEL, template);
         // allow_internet_access can only narrow: false takes the network away, true keeps the profile's
@@ -148,17 +150,27 @@ final class E2bSandboxes {
         c.send(201, sandbox(c.client, s));
     }
 
-    /** The profile of {@code template} for {@code client}: its first for {@value #BASE}, else the profile of that name it has. */
-    private static String profile(Client client, String template) {
+    /**
+     * The profile of {@code template} for {@code client}: the one the policy's {@code e2b.templates}
+     * maps it to; else its first for {@value #BASE} and {@value #CODE_INTERPRETER}; else the profile of
+     * that name. Whether the client may use it is the profile control's to say, as for any create.
+     */
+    private static String profile(Client client, Map<String, String> mapped, String template) {
+        if (mapped.containsKey(template)) {
+            return mapped.get(template);
+        }
         if (template.equals(BASE) || template.equals(CODE_INTERPRETER)) {
             return null;
         }
         if (client.profiles().contains(template)) {
             return template;
         }
-        throw AirlockException.invalid("unknown template '" + Json.printable(template, 64) + "': a template here is one of your"
-                + " Airlock profiles: " + BASE + " and " + CODE_INTERPRETER + " (your first, '" + client.profiles().getFirst() + "'), "
-                + String.join(", ", client.profiles()));
+        java.util.Set<String> known = new java.util.LinkedHashSet<>(List.of(BASE, CODE_INTERPRETER));
+        known.addAll(mapped.keySet());
+        known.addAll(client.profiles());
+        throw AirlockException.invalid("unknown template '" + Json.printable(template, 64) + "': a template here is one of your Airlock"
+                + " profiles, or one the policy's e2b.templates maps to a profile (" + BASE + " and " + CODE_INTERPRETER + ": your first, '"
+                + client.profiles().getFirst() + "'): " + String.join(", ", known));
     }
 
     private Duration seconds(JsonNode body, String field, Duration absent) {

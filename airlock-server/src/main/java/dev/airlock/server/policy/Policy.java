@@ -24,9 +24,12 @@ import java.util.Set;
  * @param source      where it came from, for messages: a file path or {@code built-in}
  * @param elicitation whether an MCP client that supports elicitation is asked to approve its own
  *                    agent's actions (its user answers); false leaves approvals to operators
+ * @param e2bTemplates E2B template name to profile, for the E2B door (docs/e2b.md); a template not
+ *                    named here is {@code base} or {@code code-interpreter-v1} (the client's first
+ *                    profile) or a profile's own name
  */
 public record Policy(String source, Map<String, Profile> profiles, Map<String, Client> clients, Map<String, SecretSource> secrets,
-                     Duration approvalTimeout, boolean elicitation) {
+                     Duration approvalTimeout, boolean elicitation, Map<String, String> e2bTemplates) {
 
     public static final String LOCAL_CLIENT = "local";
     public static final String DEFAULT_PROFILE = "default";
@@ -41,6 +44,7 @@ public record Policy(String source, Map<String, Profile> profiles, Map<String, C
         profiles = Map.copyOf(profiles);
         clients = Map.copyOf(clients);
         secrets = Map.copyOf(secrets);
+        e2bTemplates = Map.copyOf(e2bTemplates);
     }
 
     /**
@@ -52,7 +56,8 @@ public record Policy(String source, Map<String, Profile> profiles, Map<String, C
         Profile profile = new Profile(DEFAULT_PROFILE, SandboxSpec.SYSTEM_IMAGE, EnumSet.allOf(Language.class), Limits.DEFAULTS,
                 BUILT_IN_MAX, NetworkPolicy.NONE, List.of(), List.of(), Duration.ofHours(24), Set.of(), List.of(), DEFAULT_OUTPUT_BYTES, null);
         Client local = new Client(LOCAL_CLIENT, sha256(localToken), List.of(DEFAULT_PROFILE), EnumSet.allOf(Operation.class), 0, 0);
-        return new Policy("built-in", Map.of(DEFAULT_PROFILE, profile), Map.of(LOCAL_CLIENT, local), Map.of(), DEFAULT_APPROVAL_TIMEOUT, true);
+        return new Policy("built-in", Map.of(DEFAULT_PROFILE, profile), Map.of(LOCAL_CLIENT, local), Map.of(), DEFAULT_APPROVAL_TIMEOUT, true,
+                Map.of());
     }
 
     /** The client whose token an {@code Authorization: Bearer} header value carries. */

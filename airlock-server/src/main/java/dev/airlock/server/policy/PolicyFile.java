@@ -25,7 +25,9 @@ import java.util.regex.Pattern;
  */
 public final class PolicyFile {
 
-    private static final Set<String> TOP = Set.of("version", "approvals", "secrets", "profiles", "clients");
+    private static final Set<String> TOP = Set.of("version", "approvals", "secrets", "profiles", "clients", "e2b");
+    /** An E2B template's name: what E2B's SDKs send (letters, digits, '-', '_', '.', '/', ':'). */
+    private static final Pattern TEMPLATE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}");
     /** User-chosen names (profiles, clients, secrets). */
     static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
@@ -116,6 +118,20 @@ public final class PolicyFile {
         if (clients.isEmpty()) {
             throw clientsNode.error("no client is defined: nobody could use the server");
         }
-        return new Policy(source, profiles, clients, secrets, approvalTimeout, elicitation);
+        Map<String, String> templates = new LinkedHashMap<>();
+        if (fields.containsKey("e2b")) {
+            YamlField mapped = fields.get("e2b").map(Set.of("templates")).get("templates");
+            if (mapped != null) {
+                mapped.named(TEMPLATE).forEach((template, y) -> {
+                    String profile = y.string();
+                    if (!profiles.containsKey(profile)) {
+                        throw y.error("E2B template '" + template + "' names profile '" + profile + "', which the policy does not have: it has "
+                                + String.join(", ", profiles.keySet()));
+                    }
+                    templates.put(template, profile);
+                });
+            }
+        }
+        return new Policy(source, profiles, clients, secrets, approvalTimeout, elicitation, templates);
     }
 }

@@ -295,4 +295,23 @@ class PolicyFileTest {
                   a: {tokenSha256: %s, profiles: [default], allow: [sandbox.all]}
                 """.formatted(HASH), "unknown operation 'sandbox.all'", "sandbox.any", "for all but sandbox.any");
     }
+
+    @Test
+    void e2bTemplatesMapToProfilesThePolicyHas() {
+        String clients = """
+                clients:
+                  agent: {tokenSha256: %s, profiles: [small, data], allow: ["*"]}
+                """.formatted(HASH);
+        Policy p = parse("""
+                profiles: {small: {}, data: {}}
+                e2b:
+                  templates: {base: small, code-interpreter-v1: data, "team/analysis:v2": data}
+                """ + clients);
+        assertThat(p.e2bTemplates()).containsExactlyInAnyOrderEntriesOf(java.util.Map.of("base", "small", "code-interpreter-v1", "data",
+                "team/analysis:v2", "data"));
+        assertThat(parse("profiles: {small: {}, data: {}}\n" + clients).e2bTemplates()).isEmpty();
+        refused("profiles: {small: {}, data: {}}\ne2b: {templates: {base: large}}\n" + clients,
+                "E2B template 'base' names profile 'large'", "small, data");
+        refused("profiles: {small: {}, data: {}}\ne2b: {images: {}}\n" + clients, "images");
+    }
 }
