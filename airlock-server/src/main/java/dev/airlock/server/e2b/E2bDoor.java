@@ -133,7 +133,7 @@ public final class E2bDoor extends HttpServlet {
     protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
         String sandbox = req.getHeader("E2b-Sandbox-Id");
         boolean daemon = sandbox != null;
-        String endpoint = req.getMethod() + " " + (daemon ? "envd " : "") + Json.printable(req.getRequestURI(), 120);
+        String endpoint = req.getMethod() + " " + (daemon ? "envd " : "") + template(req.getRequestURI());
         try {
             if (daemon) {
                 daemon(req, resp, sandbox, endpoint);
@@ -201,6 +201,25 @@ public final class E2bDoor extends HttpServlet {
                     + " preview port (docs/rest-api.md)");
         }
         envd.serve(new Call(req, resp, client, endpoint, sandbox), sandbox);
+    }
+
+    /**
+     * A path as the audit log files it: the segment after {@code sandboxes} is {@code {id}}, after
+     * {@code contexts} {@code {context}}, and any other over 32 characters {@code {...}}, so that
+     * requests to many sandboxes (or to made-up paths) are one endpoint.
+     */
+    static String template(String path) {
+        StringBuilder b = new StringBuilder();
+        String previous = "";
+        for (String part : path.split("/", -1)) {
+            if (b.length() > 0 || !part.isEmpty()) {
+                b.append('/');
+            }
+            b.append(previous.equals("sandboxes") ? "{id}" : previous.equals("contexts") ? "{context}" : part.length() > 32 ? "{...}"
+                    : Json.printable(part, 32));
+            previous = part;
+        }
+        return b.isEmpty() ? "/" : b.toString();
     }
 
     /** A call the door does not serve: a clear refusal, never a hang. */
