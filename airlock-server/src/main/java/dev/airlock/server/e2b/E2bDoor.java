@@ -7,6 +7,7 @@ import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
 import dev.airlock.server.control.Refused;
 import dev.airlock.server.http.BodyReader;
+import dev.airlock.server.http.HttpStatus;
 import dev.airlock.server.policy.Caller;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
@@ -246,16 +247,7 @@ public final class E2bDoor extends HttpServlet {
         if (e instanceof BodyReader.TooSlow) {
             return 408;
         }
-        return switch (e.kind()) {
-            case INVALID_ARGUMENT -> 400;
-            case NOT_FOUND -> 404;
-            case CONFLICT -> 409;
-            case PERMISSION_DENIED -> 403;
-            case LIMIT_EXCEEDED -> 429;
-            case TOO_LARGE -> 413;
-            case UNAVAILABLE -> 503;
-            case INTERNAL -> 500;
-        };
+        return HttpStatus.of(e.kind());
     }
 
     /** The message of a refusal names the control and rule that made it, as every door's does. */

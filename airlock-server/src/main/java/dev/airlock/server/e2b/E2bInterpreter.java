@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.Language;
 import dev.airlock.server.command.CellResult;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.http.LineStream;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.wire.Json;
 import tools.jackson.databind.JsonNode;
@@ -12,11 +13,8 @@ import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 /**
  * E2B's code interpreter (port 49999, what {@code @e2b/code-interpreter} calls) on Airlock's
@@ -33,9 +31,6 @@ final class E2bInterpreter {
             Map.entry("image/svg+xml", "svg"), Map.entry("image/png", "png"), Map.entry("image/jpeg", "jpeg"),
             Map.entry("application/pdf", "pdf"), Map.entry("text/latex", "latex"), Map.entry("application/json", "json"),
             Map.entry("application/javascript", "javascript"));
-    /** How long a cell's stream may stay silent before a heartbeat line is written: how a client that went away is noticed. */
-    private static final long HEARTBEAT_MILLIS = 2000;
-    private static final ObjectNode END = Json.object();
 
     void serve(E2bDoor.Call c, String sandbox) throws IOException {
         String method = c.req.getMethod();
@@ -95,63 +90,27 @@ final class E2bInterpreter {
         c.resp.setContentType("application/x-ndjson");
         OutputStream out = c.resp.getOutputStream();
         Lines lines = new Lines();
-        Thread runner = Thread.currentThread();
-        IOException[] failed = new IOException[1];
-        Thread writer = Thread.ofVirtual().name("airlock-e2b-cell").start(() -> {
-            try {
-                while (true) {
-                    ObjectNode line = lines.queue.poll(HEARTBEAT_MILLIS, TimeUnit.MILLISECONDS);
-                    if (line == END) {
-                        return;
-                    }
-                    // a heartbeat is a line of a type the SDKs pass over
-                    write(out, line == null ? Json.object().put("type", "heartbeat") : line);
-                }
-            } catch (IOException e) {
-                failed[0] = e;
-                runner.interrupt(); // the client went away: interrupt the cell
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        CellResult result;
-        try {
-            result = c.execute(new Command.RunCell(sandbox, context, code == null ? "" : code, null, lines));
-        } finally {
-            lines.queue.add(END);
-            try {
-                writer.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (failed[0] != null) {
-            Thread.interrupted();
-            throw failed[0];
-        }
+        CellResult result = lines.stream.run(out, () -> c.execute(new Command.RunCell(sandbox, context, code == null ? "" : code, null,
+                lines)));
         if (result.error() == null && !result.status().equals("ok")) {
             // a timeout, an interrupt, a dead kernel: E2B's clients read an error
-            write(out, Json.object().put("type", "error").put("name", result.status()).put("value", result.message() == null ? result.status()
-                    : result.message()).put("traceback", ""));
+            LineStream.write(out, Json.object().put("type", "error").put("name", result.status())
+                    .put("value", result.message() == null ? result.status() : result.message()).put("traceback", ""));
         }
         if (result.executionCount() != null) {
-            write(out, Json.object().put("type", "number_of_executions").put("execution_count", result.executionCount()));
+            LineStream.write(out, Json.object().put("type", "number_of_executions").put("execution_count", result.executionCount()));
         }
-        write(out, Json.object().put("type", "end_of_execution"));
-    }
-
-    private static void write(OutputStream out, ObjectNode line) throws IOException {
-        out.write((line.toString() + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
+        LineStream.write(out, Json.object().put("type", "end_of_execution"));
     }
 
     /** A cell's events as E2B's lines, queued for the writer: the listener must not block. */
     private static final class Lines implements CellResult.Listener {
-        final LinkedBlockingQueue<ObjectNode> queue = new LinkedBlockingQueue<>();
+        // a heartbeat is a line of a type the SDKs pass over
+        final LineStream stream = new LineStream(Json.object().put("type", "heartbeat"));
 
         @Override
         public void stream(String name, String text) {
-            queue.add(Json.object().put("type", name.equals("stderr") ? "stderr" : "stdout").put("text", text));
+            stream.add(Json.object().put("type", name.equals("stderr") ? "stderr" : "stdout").put("text", text));
         }
 
         @Override
@@ -159,12 +118,12 @@ final class E2bInterpreter {
             ObjectNode line = Json.object().put("type", "result");
             output.data().forEach((mime, value) -> line.set(FORMATS.getOrDefault(mime, mime), value));
             line.put("is_main_result", output.kind().equals("result"));
-            queue.add(line);
+            stream.add(line);
         }
 
         @Override
         public void error(CellResult.CellError error) {
-            queue.add(Json.object().put("type", "error").put("name", error.name()).put("value", error.value())
+            stream.add(Json.object().put("type", "error").put("name", error.name()).put("value", error.value())
                     .put("traceback", String.join("\n", error.traceback())));
         }
     }

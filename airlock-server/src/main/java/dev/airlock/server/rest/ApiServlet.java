@@ -9,6 +9,7 @@ import dev.airlock.server.control.Refused;
 import dev.airlock.server.http.BodyReader;
 import dev.airlock.server.http.ClientDisconnects;
 import dev.airlock.server.http.ConsoleSessions;
+import dev.airlock.server.http.HttpStatus;
 import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.http.LocalOrigin;
 import dev.airlock.server.policy.Client;
@@ -215,7 +216,7 @@ public final class ApiServlet extends HttpServlet {
                     resp.setHeader("Connection", "close");
                     error(resp, 408, "request_timeout", e.getMessage(), null);
                 } else {
-                    error(resp, status(e.kind()), code(e.kind()), e.getMessage(), e);
+                    error(resp, HttpStatus.of(e.kind()), code(e.kind()), e.getMessage(), e);
                 }
             }
             if (e.kind() == Kind.INTERNAL) {
@@ -285,19 +286,6 @@ public final class ApiServlet extends HttpServlet {
         resp.setStatus(status);
         resp.setContentType("application/json");
         resp.getOutputStream().write(JsonViews.error(code, message, e instanceof Refused r ? r.refusal() : null));
-    }
-
-    static int status(Kind kind) {
-        return switch (kind) {
-            case INVALID_ARGUMENT -> 400;
-            case NOT_FOUND -> 404;
-            case CONFLICT -> 409;
-            case PERMISSION_DENIED -> 403;
-            case LIMIT_EXCEEDED -> 429;
-            case TOO_LARGE -> 413;
-            case UNAVAILABLE -> 503;
-            case INTERNAL -> 500;
-        };
     }
 
     static String code(Kind kind) {

@@ -2,14 +2,11 @@ package dev.airlock.server.rest;
 
 import dev.airlock.server.command.CellResult;
 import dev.airlock.server.http.JsonViews;
+import dev.airlock.server.http.LineStream;
 import dev.airlock.server.wire.Json;
-import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
@@ -22,9 +19,7 @@ import java.util.function.Function;
  */
 final class NdjsonCellStream implements CellResult.Listener {
 
-    private static final ObjectNode END = Json.object();
-
-    private final LinkedBlockingQueue<ObjectNode> lines = new LinkedBlockingQueue<>();
+    private final LineStream lines = new LineStream(Json.object().put("type", "heartbeat"));
 
     @Override
     public void stream(String name, String text) {
@@ -43,45 +38,8 @@ final class NdjsonCellStream implements CellResult.Listener {
 
     /** Runs the cell with this stream as its listener and writes lines to {@code out} until its result. */
     CellResult run(Function<CellResult.Listener, CellResult> cell, OutputStream out) throws IOException {
-        Thread runner = Thread.currentThread();
-        IOException[] failed = new IOException[1];
-        Thread writer = Thread.ofVirtual().name("airlock-cell-stream").start(() -> {
-            try {
-                while (true) {
-                    ObjectNode line = lines.poll(NdjsonExecStream.HEARTBEAT.toMillis(), TimeUnit.MILLISECONDS);
-                    if (line == END) {
-                        return;
-                    }
-                    write(out, line == null ? Json.object().put("type", "heartbeat") : line);
-                }
-            } catch (IOException e) {
-                failed[0] = e;
-                runner.interrupt(); // the client went away: interrupt the cell
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        CellResult result;
-        try {
-            result = cell.apply(this);
-        } finally {
-            lines.add(END);
-            try {
-                writer.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (failed[0] != null) {
-            Thread.interrupted();
-            throw failed[0];
-        }
-        write(out, Json.object().put("type", "result").set("result", JsonViews.cell(result)));
+        CellResult result = lines.run(out, () -> cell.apply(this));
+        LineStream.write(out, Json.object().put("type", "result").set("result", JsonViews.cell(result)));
         return result;
-    }
-
-    private static void write(OutputStream out, ObjectNode line) throws IOException {
-        out.write((line.toString() + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
     }
 }
