@@ -46,10 +46,10 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     void everyLanguageRunsItsCode(String language, String code, String expected) {
         // Python and the shells are what every image of the contract has; node and Java are the host's
         assumeTrue(systemImage() || List.of("python", "bash", "sh").contains(language), "the host's " + language + " is in the system image only");
-        ExecResult r = run(Language.parse(language), code);
+        // a JVM compiling its source took 38 s in a guest under software emulation with other work on the host: the time is
+        // about speed, not a control, so it scales with the tier
+        ExecResult r = ok(run(Language.parse(language), code, spec().limits().withTimeout(scaled(Duration.ofSeconds(30)))));
         assertThat(r.stdoutText().trim()).isEqualTo(expected);
-        assertThat(r.exitCode()).isZero();
-        assertThat(r.endReason()).isEqualTo(EndReason.EXITED);
     }
 
     @Test
