@@ -50,13 +50,16 @@ const scenarios = {
       const env = await sbx.commands.run("echo $GREETING from $(pwd) as $HOME", { envs: { GREETING: "hello" }, cwd: "/tmp" });
       const home = await sbx.commands.run("pwd");
       const failed = await failure(sbx.commands.run("echo oops >&2; exit 3"));
+      const later = await sbx.commands.run("sleep 1; echo later", { background: true });
+      await later.disconnect();
+      const reconnected = await (await sbx.commands.connect(later.pid)).wait();
       const background = await sbx.commands.run("sleep 600", { background: true });
       const listed = (await sbx.commands.list()).map((p) => p.pid);
       const killed = await sbx.commands.kill(background.pid);
       const listedAfter = (await sbx.commands.list()).map((p) => p.pid);
       return {
         chunks, stdout: streamed.stdout, exitCode: streamed.exitCode, env: env.stdout, home: home.stdout, failed,
-        backgroundPid: background.pid, listed, killed, listedAfter,
+        backgroundPid: background.pid, listed, killed, listedAfter, reconnected: reconnected.stdout,
       };
     } finally {
       await sbx.kill();
@@ -82,9 +85,11 @@ const scenarios = {
       await sbx.files.remove("notes/sub");
       const existsAfterRemove = await sbx.files.exists("notes/sub");
       const missing = await failure(sbx.files.read("no/such/file.txt"));
+      const several = (await sbx.files.write([{ path: "many/a.txt", data: "A" }, { path: "/tmp/b.txt", data: "B" }])).map((e) => e.path);
+      const both = (await sbx.commands.run("cat many/a.txt /tmp/b.txt")).stdout;
       return {
         writtenPath: written.path, text, bytesEqual: back.length === 256 && back.every((b, i) => b === i), made, madeAgain,
-        listing, movedPath: moved.path, existsOld, existsNew, seenByShell, existsAfterRemove, missing,
+        listing, movedPath: moved.path, existsOld, existsNew, seenByShell, existsAfterRemove, missing, several, both,
       };
     } finally {
       await sbx.kill();

@@ -78,6 +78,8 @@ class E2bSdkTest {
         assertThat(s.path("listed").valueStream().map(JsonNode::asInt)).contains(pid);
         assertThat(s.path("killed").asBoolean()).isTrue();
         assertThat(s.path("listedAfter").valueStream().map(JsonNode::asInt)).doesNotContain(pid);
+        // a background command left and connected to again: its output whole, to its end
+        assertThat(s.path("reconnected").asString()).isEqualTo("later\n");
     }
 
     @Test
@@ -95,6 +97,8 @@ class E2bSdkTest {
         assertThat(s.path("seenByShell").asString()).isEqualTo("hello from e2b\n");
         assertThat(s.path("existsAfterRemove").asBoolean()).isFalse();
         assertThat(s.path("missing").path("kind").asString()).as(s.path("missing").toString()).isEqualTo("NotFoundError");
+        assertThat(s.path("several").valueStream().map(JsonNode::asString)).containsExactly("/workspace/many/a.txt", "/tmp/b.txt");
+        assertThat(s.path("both").asString()).isEqualTo("AB");
     }
 
     @Test
