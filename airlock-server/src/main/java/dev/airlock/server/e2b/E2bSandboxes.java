@@ -6,6 +6,7 @@ import dev.airlock.server.command.Command;
 import dev.airlock.server.command.SandboxView;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
+import dev.airlock.server.policy.Policy;
 import dev.airlock.server.wire.Json;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
@@ -19,6 +20,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -26,8 +28,9 @@ import java.util.regex.Pattern;
  * E2B's control plane ("E2B API", spec/openapi.yml of the E2B repository) on Airlock's commands:
  * create, describe, list, kill, set the timeout, pause, connect (which resumes a paused sandbox).
  * A template is a profile: as the policy's {@code e2b.templates} maps it, else {@code base} and
- * {@code code-interpreter-v1} (the SDKs' defaults) are the client's first, else it names a profile. E2B's metadata are the sandbox's labels; the
- * template asked for is kept in the label {@value #TEMPLATE_LABEL}, which metadata never show.
+ * {@code code-interpreter-v1} (the SDKs' defaults) are the client's first, else it names a
+ * profile. E2B's metadata are the sandbox's labels; the template asked for is kept in the label
+ * {@value #TEMPLATE_LABEL}, which metadata never show.
  */
 final class E2bSandboxes {
 
@@ -48,9 +51,9 @@ final class E2bSandboxes {
 
     private final E2bKeys keys;
     private final Duration maxTtl;
-    private final java.util.function.Supplier<dev.airlock.server.policy.Policy> policy;
+    private final Supplier<Policy> policy;
 
-    E2bSandboxes(E2bKeys keys, Duration maxTtl, java.util.function.Supplier<dev.airlock.server.policy.Policy> policy) {
+    E2bSandboxes(E2bKeys keys, Duration maxTtl, Supplier<Policy> policy) {
         this.keys = keys;
         this.maxTtl = maxTtl;
         this.policy = policy;
@@ -72,7 +75,7 @@ final class E2bSandboxes {
         if (id == null && (path.equals("/sandboxes") || path.equals("/v2/sandboxes"))) {
             switch (method) {
                 case "POST" -> create(c);
-                case "GET" -> list(c, v2);
+                case "GET" -> list(c);
                 default -> notAllowed(c, "GET, POST");
             }
             return;
@@ -165,7 +168,7 @@ final class E2bSandboxes {
         if (client.profiles().contains(template)) {
             return template;
         }
-        java.util.Set<String> known = new java.util.LinkedHashSet<>(List.of(BASE, CODE_INTERPRETER));
+        Set<String> known = new java.util.LinkedHashSet<>(List.of(BASE, CODE_INTERPRETER));
         known.addAll(mapped.keySet());
         known.addAll(client.profiles());
         throw AirlockException.invalid("unknown template '" + Json.printable(template, 64) + "': a template here is one of your Airlock"
@@ -181,10 +184,14 @@ final class E2bSandboxes {
         if (s < 0 || s != Math.rint(s)) {
             throw AirlockException.invalid("'" + field + "' is a whole number of seconds, not " + s);
         }
-        return Duration.ofSeconds((long) Math.min(s, maxTtl.toSeconds()));
+        if (s > maxTtl.toSeconds()) {
+            throw AirlockException.invalid("'" + field + "' of " + s.longValue() + " s is over the longest a sandbox may live on this server ("
+                    + maxTtl.toSeconds() + " s)");
+        }
+        return Duration.ofSeconds(s.longValue());
     }
 
-    private void list(E2bDoor.Call c, boolean v2) throws IOException {
+    private void list(E2bDoor.Call c) throws IOException {
         c.authorize(Operation.SANDBOX_READ);
         Map<String, String> metadata = new LinkedHashMap<>();
         String query = c.req.getQueryString() == null ? "" : c.req.getQueryString();
