@@ -213,11 +213,27 @@ class McpFuzzTest {
         assertAnsweredClearly("deep", call("arguments nested a million deep", HostileJson.utf8(message)));
     }
 
+    /**
+     * A body sent a byte at a time, to MCP and to the REST API at once (each waits out the same 30-s
+     * body deadline, so they share the wait): both are cut with a client error, and the server answers.
+     */
     @Example
-    void aMessageTrickledAByteAtATimeIsCutWithAClientError() throws IOException {
+    void aBodyTrickledAByteAtATimeIsCutWithAClientErrorAtMcpAndRest() throws Exception {
         Map<String, String> h = new LinkedHashMap<>(headers(session));
-        String answer = http.trickle("POST", "/mcp", h, 1_000_000, HostileJson.utf8(" "), Duration.ofMillis(500));
+        var rest = java.util.concurrent.CompletableFuture.supplyAsync(() -> trickle("/v1/sandboxes/" + sandbox() + "/exec",
+                Map.of("Authorization", "Bearer " + live.token(), "Content-Type", "application/json")));
+        String answer = trickle("/mcp", h);
         assertThat(answer).as(RawHttp.cut(answer)).matches("(?s)HTTP/1\\.1 4\\d\\d .*");
+        String restAnswer = rest.get(2, java.util.concurrent.TimeUnit.MINUTES);
+        assertThat(restAnswer).as(RawHttp.cut(restAnswer)).matches("(?s)HTTP/1\\.1 4\\d\\d .*");
         assertThat(live.raw("GET", "/health", null).statusCode()).isEqualTo(200);
+    }
+
+    private static String trickle(String path, Map<String, String> headers) {
+        try {
+            return http.trickle("POST", path, headers, 1_000_000, HostileJson.utf8(" "), Duration.ofMillis(500));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 }
