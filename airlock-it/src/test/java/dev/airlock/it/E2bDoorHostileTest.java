@@ -141,6 +141,21 @@ class E2bDoorHostileTest {
     }
 
     @Test
+    void anE2bPortInUseStopsTheStartWithWhatToDo() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("airlock-e2e-");
+            try {
+                dev.airlock.server.config.ServerConfig config = dev.airlock.server.config.ServerConfig.defaults().withPort(0).withDataDir(dir)
+                        .withPoolSize(0).withE2bPort(taken.getLocalPort());
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> dev.airlock.server.AirlockServer.start(config).close())
+                        .hasMessageContaining(":" + taken.getLocalPort()).hasMessageContaining("--e2b-port");
+            } finally {
+                LiveServer.deleteTree(dir);
+            }
+        }
+    }
+
+    @Test
     void malformedEnvelopesAreRefusedWithWhatWasWrong() {
         String stream = "application/connect+json";
         byte[] ok = "{\"process\": {\"cmd\": \"true\"}}".getBytes(StandardCharsets.UTF_8);

@@ -107,7 +107,10 @@ public final class AirlockServer implements AutoCloseable {
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
-            throw AirlockException.unavailable("cannot start the server on " + config.host() + ":" + config.port() + ": " + e.getMessage());
+            String e2bPort = config.e2bBindPort() > 0 ? ":" + config.e2bBindPort() : null;
+            String hint = e2bPort != null && String.valueOf(e.getMessage()).contains(e2bPort)
+                    ? " (that is the E2B door's port: give it another with --e2b-port, or 0 for none)" : "";
+            throw AirlockException.unavailable("cannot start the server on " + config.host() + ":" + config.port() + ": " + e.getMessage() + hint);
         }
     }
 
