@@ -93,17 +93,6 @@ final class Envd {
         c.resp.getOutputStream().write(message.toString().getBytes(StandardCharsets.UTF_8));
     }
 
-    static String text(JsonNode node, String field) {
-        JsonNode v = node.get(field);
-        if (v == null || v.isNull()) {
-            return null;
-        }
-        if (!v.isString()) {
-            throw AirlockException.invalid("'" + field + "' is a string");
-        }
-        return v.asString();
-    }
-
     static String query(E2bDoor.Call c, String name) {
         String v = c.req.getParameter(name);
         if (v == null || v.isEmpty()) {
@@ -113,7 +102,7 @@ final class Envd {
     }
 
     static String resolve(JsonNode m, String field) {
-        String p = text(m, field);
+        String p = Json.string(m, field);
         if (p == null || p.isEmpty()) {
             throw AirlockException.invalid("'" + field + "' names a path");
         }

@@ -56,7 +56,7 @@ final class EnvdProcesses {
                     + " REST API (POST /v1/sandboxes/{id}/exec with \"tty\": true, then its attach WebSocket)");
         }
         JsonNode process = m.path("process");
-        String cmd = Envd.text(process, "cmd");
+        String cmd = Json.string(process, "cmd");
         if (cmd == null || cmd.isEmpty()) {
             throw AirlockException.invalid("'process.cmd' names the program to start");
         }
@@ -70,7 +70,7 @@ final class EnvdProcesses {
         }
         Map<String, String> env = new java.util.LinkedHashMap<>(Json.stringMap(process, "envs"));
         env.putIfAbsent("HOME", Envd.HOME);
-        String cwd = Envd.text(process, "cwd");
+        String cwd = Json.string(process, "cwd");
         Command.ExecOptions options = new Command.ExecOptions(env, cwd == null || cwd.isEmpty() ? Envd.HOME : Envd.path(cwd), null, null);
         ProcessView p = c.execute(new Command.StartProcess(sandbox, new ExecSource.Command(argv), options));
         follow(c, p);
