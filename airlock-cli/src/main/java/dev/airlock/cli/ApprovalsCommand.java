@@ -30,6 +30,12 @@ final class ApprovalsCommand {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
+    /** The token a command presents unless told otherwise: $AIRLOCK_TOKEN_FILE, else the data directory's. */
+    static Path defaultTokenFile() {
+        return Path.of(System.getenv().getOrDefault("AIRLOCK_TOKEN_FILE",
+                System.getenv().getOrDefault("AIRLOCK_DATA_DIR", "/var/lib/airlock") + "/token"));
+    }
+
     /** Where the server is and which token to present. */
     static final class Connection {
         @Option(names = "--url", paramLabel = "URL", description = "The server (env AIRLOCK_URL; default http://127.0.0.1:7700).")
@@ -37,8 +43,7 @@ final class ApprovalsCommand {
 
         @Option(names = "--token-file", paramLabel = "FILE", description = "File holding the token (env AIRLOCK_TOKEN_FILE;"
                 + " default: the data directory's token, /var/lib/airlock/token or $AIRLOCK_DATA_DIR/token).")
-        Path tokenFile = Path.of(System.getenv().getOrDefault("AIRLOCK_TOKEN_FILE",
-                System.getenv().getOrDefault("AIRLOCK_DATA_DIR", "/var/lib/airlock") + "/token"));
+        Path tokenFile = defaultTokenFile();
 
         JsonNode call(String method, String path, ObjectNode body) {
             String token = TokenFile.read(tokenFile);

@@ -298,6 +298,13 @@ class E2bDoorHostileTest {
                 assertThat(theirs.statusCode()).isEqualTo(none.statusCode()).isEqualTo(403);
                 assertThat(theirs.body().replace(sandbox, "ID")).isEqualTo(none.body().replace(missing, "ID"));
             }
+            // the code interpreter's context calls carry the token as E2B-Traffic-Access-Token: a forged one, or the other
+            // client's own, is refused alike
+            for (String token : new String[] {otherToken, "forged"}) {
+                HttpResponse<String> contexts = send(HttpRequest.newBuilder(door("/contexts")).header("E2b-Sandbox-Id", sandbox)
+                        .header("E2b-Sandbox-Port", "49999").header("E2B-Traffic-Access-Token", token).GET().build());
+                assertThat(contexts.statusCode()).as(contexts.body()).isEqualTo(403);
+            }
             // the control plane: the other client's key
             String theirs = control("GET", "/sandboxes/" + sandbox, null, OTHER, 404);
             String none = control("GET", "/sandboxes/" + missing, null, OTHER, 404);
