@@ -32,11 +32,13 @@ const scenarios = {
     await sbx.setTimeout(600_000);
     const after = (await sbx.getInfo()).endAt.getTime();
     const running = await sbx.isRunning();
+    await sbx.commands.run("python3 -c 'sum(range(3_000_000))'");
+    const metrics = (await sbx.getMetrics()).map((m) => ({ ...m, timestamp: m.timestamp.getTime() }));
     const killed = await sbx.kill();
     const listedAfter = await Sandbox.list({ query: { metadata: { suite: "e2b-door", run: String(process.pid) } } }).nextItems();
     return {
       sandboxId: sbx.sandboxId, templateId: info.templateId, metadata: info.metadata, state: info.state,
-      listed: listed.map((s) => s.sandboxId), extendedBySeconds: Math.round((after - before) / 1000), running, killed,
+      listed: listed.map((s) => s.sandboxId), extendedBySeconds: Math.round((after - before) / 1000), running, metrics, killed,
       listedAfter: listedAfter.map((s) => s.sandboxId),
     };
   },
@@ -49,6 +51,9 @@ const scenarios = {
       const streamed = await sbx.commands.run("for i in 1 2 3; do echo line $i; sleep 0.3; done", { onStdout: (d) => chunks.push(d) });
       const env = await sbx.commands.run("echo $GREETING from $(pwd) as $HOME", { envs: { GREETING: "hello" }, cwd: "/tmp" });
       const home = await sbx.commands.run("pwd");
+      // /home/user is writable and is /workspace under E2B's name, for the shell and for the file API alike
+      const viaHome = await sbx.commands.run("echo written-at-home > /home/user/h.txt && cat /workspace/h.txt && echo $HOME");
+      const homeFile = await sbx.files.read("/home/user/h.txt");
       const failed = await failure(sbx.commands.run("echo oops >&2; exit 3"));
       const later = await sbx.commands.run("sleep 1; echo later", { background: true });
       await later.disconnect();
@@ -58,9 +63,32 @@ const scenarios = {
       const killed = await sbx.commands.kill(background.pid);
       const listedAfter = (await sbx.commands.list()).map((p) => p.pid);
       return {
-        chunks, stdout: streamed.stdout, exitCode: streamed.exitCode, env: env.stdout, home: home.stdout, failed,
+        chunks, stdout: streamed.stdout, exitCode: streamed.exitCode, env: env.stdout, home: home.stdout, viaHome: viaHome.stdout, homeFile, failed,
         backgroundPid: background.pid, listed, killed, listedAfter, reconnected: reconnected.stdout,
       };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
+  // a PTY: output streamed, input sent, resized; a command's stdin fed, then closed; one without stdin refuses input
+  async terminal() {
+    const sbx = await Sandbox.create(OPTS);
+    try {
+      let out = "";
+      const decoder = new TextDecoder();
+      const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += decoder.decode(d, { stream: true }); } });
+      await sbx.pty.resize(pty.pid, { cols: 100, rows: 30 });
+      await sbx.pty.sendInput(pty.pid, new TextEncoder().encode("stty size; echo typed-$((6*7)); exit 5\n"));
+      const ended = await failure(pty.wait());
+      const cat = await sbx.commands.run("cat", { background: true, stdin: true });
+      await sbx.commands.sendStdin(cat.pid, "fed through stdin\n");
+      await sbx.commands.closeStdin(cat.pid);
+      const fed = await cat.wait();
+      const sleeper = await sbx.commands.run("sleep 60", { background: true });
+      const refused = await failure(sbx.commands.sendStdin(sleeper.pid, "x"));
+      await sbx.commands.kill(sleeper.pid);
+      return { out, ptyExit: ended.exitCode, fed: fed.stdout, fedExit: fed.exitCode, refused };
     } finally {
       await sbx.kill();
     }
@@ -134,6 +162,8 @@ const scenarios = {
       const failed = await sbx.runCode("1 / 0");
       const chart = await sbx.runCode("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 9])\nplt.show()");
       const table = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})");
+      const home = await sbx.runCode("import os\nopen(os.path.expanduser('~/from-cell.txt'), 'w').write('cell')\nos.path.expanduser('~')");
+      const homeFile = await sbx.files.read("from-cell.txt");
       const context = await sbx.createCodeContext();
       const inContext = await sbx.runCode("y = 5\ny * 2", { context });
       const defaultHasY = await sbx.runCode("'y' in dir()");
@@ -146,7 +176,7 @@ const scenarios = {
         chartFormats: chart.results.map((r) => r.formats()), pngBytes: chart.results[0]?.png ? Buffer.from(chart.results[0].png, "base64").length : 0,
         pngMagic: chart.results[0]?.png ? Buffer.from(chart.results[0].png, "base64").subarray(1, 4).toString() : null,
         tableHtml: table.results[0]?.html ?? null, inContext: inContext.text, defaultHasY: defaultHasY.text,
-        contextId: context.id, contexts, contextsAfter,
+        contextId: context.id, contexts, contextsAfter, home: home.text, homeFile, contextCwd: context.cwd,
       };
     } finally {
       await sbx.kill();

@@ -186,6 +186,15 @@ public final class Sandbox implements AutoCloseable {
         return start(request, new CappedOutput(Long.MAX_VALUE, listener, false), false);
     }
 
+    /**
+     * Starts a process like {@link #startStreaming} whose standard input stays open for {@link
+     * Execution#writeStdin} until {@link Execution#closeStdin}: for a door that feeds a background
+     * process as it runs. {@code request.stdin()} is written first.
+     */
+    public Execution startStreamingWithInput(ExecRequest request, OutputListener listener) {
+        return start(request, new CappedOutput(spec.limits().outputBytes(), listener, false), false);
+    }
+
     private Execution start(ExecRequest request, CappedOutput output) {
         return start(request, output, true);
     }

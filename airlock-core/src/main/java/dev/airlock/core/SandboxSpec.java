@@ -20,6 +20,15 @@ public record SandboxSpec(String image, Limits limits, Map<String, String> env, 
 
     public static final String SYSTEM_IMAGE = "system";
     /**
+     * E2B's home directory, {@value}: in every image's root a link to {@link #USER_HOME_TARGET}, so that
+     * code written for E2B's sandboxes finds its home writable, on the sandbox's disk budget. The agent
+     * follows no link when it opens a path (a file command on {@code /home/user/x} is refused), so a door
+     * that offers this name turns it into {@code /workspace} itself.
+     */
+    public static final String USER_HOME = "/home/user";
+    /** What {@link #USER_HOME} links to: relative, so that on the host it never leads out of the image's root. */
+    public static final String USER_HOME_TARGET = "../workspace";
+    /**
      * The host uid and gid that own a {@link #workspaceBase()}'s files and directories: an id no host
      * account uses (useradd stops at 60000, systemd's container ranges end below 1879048192, the OCI
      * driver's sandboxes start at 2000000000), so no one on the host owns a shared tree. A driver maps

@@ -285,6 +285,89 @@ class E2bDoorHostileTest {
         assertThat(killed.statusCode()).as(killed.body()).isEqualTo(200);
     }
 
+    /** The next message of a Connect stream: its JSON. */
+    private static JsonNode nextMessage(InputStream in) throws IOException {
+        byte[] head = in.readNBytes(5);
+        assertThat(head).as("an envelope's head").hasSize(5);
+        int length = ByteBuffer.wrap(head, 1, 4).getInt();
+        return JSON.readTree(in.readNBytes(length));
+    }
+
+    private static HttpResponse<String> input(int pid, String stream, byte[] bytes) {
+        String m = "{\"process\": {\"pid\": " + pid + "}, \"input\": {\"" + stream + "\": \""
+                + java.util.Base64.getEncoder().encodeToString(bytes) + "\"}}";
+        return envd("process.Process/SendInput", "application/json", m.getBytes(StandardCharsets.UTF_8), sandbox, accessToken);
+    }
+
+    /**
+     * SendInput is a PTY's every keystroke, one call each: a call carries at most 64 KiB, and the calls
+     * are folded on the audit log per client and sandbox (the first in full, the rest counted), so a
+     * script that types without end adds a constant number of records; every byte still reaches the
+     * process. A process started without its stdin open takes none, and says so.
+     */
+    @Test
+    void ptyInputIsBoundedAndAScriptTypingWithoutEndAddsAConstantNumberOfRecords() throws Exception {
+        byte[] m = "{\"process\": {\"cmd\": \"/bin/cat\"}, \"pty\": {\"size\": {\"cols\": 80, \"rows\": 24}}}"
+                .getBytes(StandardCharsets.UTF_8);
+        HttpResponse<InputStream> started = HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
+                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
+                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(envelope(0, m.length, m))).build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+        try (InputStream events = started.body()) {
+            assertThat(started.statusCode()).isEqualTo(200);
+            int pid = nextMessage(events).path("event").path("start").path("pid").asInt();
+            assertThat(pid).isPositive();
+
+            assertConnectError(input(pid, "pty", new byte[64 * 1024 + 1]), 429, "resource_exhausted", "over the limit of 65536");
+
+            assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+            int before = live.audit(sandbox, null).size();
+            int authorizationsBefore = live.audit(sandbox, "authorization").size();
+            int keystrokes = 200;
+            for (int i = 0; i < keystrokes; i++) {
+                HttpResponse<String> r = input(pid, "pty", new byte[] {'k'});
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            }
+            List<dev.airlock.server.audit.AuditRecord> after = live.audit(sandbox, null);
+            assertThat(after.subList(before, after.size())).as("records added by %d inputs", keystrokes).hasSizeLessThanOrEqualTo(5);
+            assertThat(live.server.audit().closeWindowsAndPrune(10_000)).isTrue();
+            List<dev.airlock.server.audit.AuditRecord> authorizations = live.audit(sandbox, "authorization");
+            List<JsonNode> allowed = authorizations.subList(authorizationsBefore, authorizations.size()).stream()
+                    .map(r -> JSON.readTree(r.detail())).filter(d -> d.path("interface").asString().equals("e2b")).toList();
+            long firsts = allowed.stream().filter(d -> d.path("aggregated").isMissingNode()).count();
+            long repeats = allowed.stream().mapToLong(d -> d.path("aggregated").path("repeats").asLong()).sum();
+            assertThat(firsts + repeats).as("every input is accounted for, in full or in a count: %s", allowed).isEqualTo(keystrokes);
+
+            // every keystroke reached cat: the terminal echoes it (and cat prints it once a line ends)
+            int seen = 0;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);   // keep-alives come at least every 20 s
+            while (seen < keystrokes) {
+                assertThat(System.nanoTime()).as("%d of %d keystrokes echoed so far", seen, keystrokes).isLessThan(deadline);
+                JsonNode data = nextMessage(events).path("event").path("data");
+                for (char ch : new String(java.util.Base64.getDecoder().decode(data.path("pty").asString("")), StandardCharsets.UTF_8)
+                        .toCharArray()) {
+                    seen += ch == 'k' ? 1 : 0;
+                }
+            }
+            String kill = "{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}";
+            assertThat(envd("process.Process/SendSignal", "application/json", kill.getBytes(StandardCharsets.UTF_8), sandbox, accessToken)
+                    .statusCode()).isEqualTo(200);
+        }
+
+        // a command started without stdin: true takes no input
+        HttpResponse<InputStream> sleeper = HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
+                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
+                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(start("/bin/sleep", "60"))).build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+        try (InputStream events = sleeper.body()) {
+            int pid = nextMessage(events).path("event").path("start").path("pid").asInt();
+            assertConnectError(input(pid, "stdin", "x".getBytes(StandardCharsets.UTF_8)), 400, "failed_precondition", "takes no input");
+            String kill = "{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}";
+            assertThat(envd("process.Process/SendSignal", "application/json", kill.getBytes(StandardCharsets.UTF_8), sandbox, accessToken)
+                    .statusCode()).isEqualTo(200);
+        }
+    }
+
     @Test
     void anotherClientsSandboxLooksExactlyLikeOneThatDoesNotExist() {
         String missing = "al-00000000-doesnotexist";

@@ -27,7 +27,7 @@ class E2bSdkTest {
         String url = live.server.e2bUri().toString();
         Map<String, String> env = Map.of("E2B_API_URL", url, "E2B_SANDBOX_URL", url, "E2B_API_KEY", E2bDoor.apiKey(live.token()));
         McpNode.install();
-        McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "files", "network",
+        McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "terminal", "files", "network",
                 "pauseAndConnect", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
         assertThat(r.exitCode()).as(r.stderr()).isZero();
         report = r.json();
@@ -57,6 +57,14 @@ class E2bSdkTest {
         assertThat(s.path("listed").valueStream().map(JsonNode::asString)).containsExactly(s.path("sandboxId").asString());
         assertThat(s.path("extendedBySeconds").asLong()).as("300 s, then 600 s from then").isBetween(250L, 320L);
         assertThat(s.path("running").asBoolean()).isTrue();
+        // its metrics: one entry, now, from its cgroup
+        assertThat(s.path("metrics").size()).as(s.path("metrics").toString()).isEqualTo(1);
+        JsonNode m = s.path("metrics").get(0);
+        assertThat(m.path("cpuUsedPct").asDouble()).as("it ran Python: %s", m).isGreaterThan(0).isLessThanOrEqualTo(100);
+        assertThat(m.path("memUsed").asLong()).isPositive().isLessThanOrEqualTo(m.path("memTotal").asLong());
+        assertThat(m.path("cpuCount").asInt()).isPositive();
+        assertThat(m.path("diskTotal").asLong()).isPositive();
+        assertThat(m.path("timestamp").asLong()).isCloseTo(System.currentTimeMillis(), org.assertj.core.data.Offset.offset(600_000L));
         assertThat(s.path("killed").asBoolean()).isTrue();
         assertThat(s.path("listedAfter")).isEmpty();
         // each request is on the audit log, through the E2B door
@@ -69,8 +77,10 @@ class E2bSdkTest {
         assertThat(s.path("stdout").asString()).isEqualTo("line 1\nline 2\nline 3\n");
         assertThat(s.path("chunks").size()).as("streamed as it came: %s", s.path("chunks")).isGreaterThan(1);
         assertThat(s.path("exitCode").asInt()).isZero();
-        assertThat(s.path("env").asString()).isEqualTo("hello from /tmp as /workspace\n");
-        assertThat(s.path("home").asString()).isEqualTo("/workspace\n");
+        assertThat(s.path("env").asString()).isEqualTo("hello from /tmp as /home/user\n");
+        assertThat(s.path("home").asString()).isEqualTo("/home/user\n");
+        assertThat(s.path("viaHome").asString()).isEqualTo("written-at-home\n/home/user\n");
+        assertThat(s.path("homeFile").asString()).isEqualTo("written-at-home\n");
         assertThat(s.path("failed").path("kind").asString()).isEqualTo("CommandExitError");
         assertThat(s.path("failed").path("exitCode").asInt()).isEqualTo(3);
         assertThat(s.path("failed").path("stderr").asString()).isEqualTo("oops\n");
@@ -83,21 +93,31 @@ class E2bSdkTest {
     }
 
     @Test
+    void aPtyTakesInputAndASizeAndACommandsStdinIsFedAndClosed() {
+        JsonNode s = scenario("terminal");
+        assertThat(s.path("out").asString()).as("the PTY's output").contains("30 100", "typed-42");
+        assertThat(s.path("ptyExit").asInt()).as(s.toString()).isEqualTo(5);
+        assertThat(s.path("fed").asString()).isEqualTo("fed through stdin\n");
+        assertThat(s.path("fedExit").asInt()).isZero();
+        assertThat(s.path("refused").path("message").asString()).as(s.path("refused").toString()).contains("takes no input");
+    }
+
+    @Test
     void filesAreWrittenReadListedMovedAndRemovedAndAMissingOneIsNotFound() {
         JsonNode s = scenario("files");
-        assertThat(s.path("writtenPath").asString()).isEqualTo("/workspace/notes/hello.txt");
+        assertThat(s.path("writtenPath").asString()).isEqualTo("/home/user/notes/hello.txt");
         assertThat(s.path("text").asString()).isEqualTo("hello from e2b\n");
         assertThat(s.path("bytesEqual").asBoolean()).isTrue();
         assertThat(s.path("made").asBoolean()).isTrue();
         assertThat(s.path("madeAgain").asBoolean()).as("a directory that is there").isFalse();
         assertThat(s.path("listing").toString()).contains("\"name\":\"hello.txt\",\"type\":\"file\",\"size\":15", "\"name\":\"sub\",\"type\":\"dir\"");
-        assertThat(s.path("movedPath").asString()).isEqualTo("/workspace/notes/sub/renamed.txt");
+        assertThat(s.path("movedPath").asString()).isEqualTo("/home/user/notes/sub/renamed.txt");
         assertThat(s.path("existsOld").asBoolean()).isFalse();
         assertThat(s.path("existsNew").asBoolean()).isTrue();
         assertThat(s.path("seenByShell").asString()).isEqualTo("hello from e2b\n");
         assertThat(s.path("existsAfterRemove").asBoolean()).isFalse();
         assertThat(s.path("missing").path("kind").asString()).as(s.path("missing").toString()).isEqualTo("NotFoundError");
-        assertThat(s.path("several").valueStream().map(JsonNode::asString)).containsExactly("/workspace/many/a.txt", "/tmp/b.txt");
+        assertThat(s.path("several").valueStream().map(JsonNode::asString)).containsExactly("/home/user/many/a.txt", "/tmp/b.txt");
         assertThat(s.path("both").asString()).isEqualTo("AB");
     }
 
@@ -132,6 +152,9 @@ class E2bSdkTest {
         assertThat(s.path("pngMagic").asString()).isEqualTo("PNG");
         assertThat(s.path("pngBytes").asInt()).isGreaterThan(1000);
         assertThat(s.path("tableHtml").asString()).contains("<table", "<td>3</td>");
+        assertThat(s.path("home").asString()).as("the kernel's home is E2B's").isEqualTo("'/home/user'");
+        assertThat(s.path("homeFile").asString()).isEqualTo("cell");
+        assertThat(s.path("contextCwd").asString()).isEqualTo("/home/user");
         assertThat(s.path("inContext").asString()).isEqualTo("10");
         assertThat(s.path("defaultHasY").asString()).as("a context of its own").isEqualTo("False");
         assertThat(s.path("contexts").valueStream().map(JsonNode::asString)).contains(s.path("contextId").asString()).hasSize(2);

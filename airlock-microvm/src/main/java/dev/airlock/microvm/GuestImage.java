@@ -4,6 +4,7 @@ import dev.airlock.agent.AgentBinary;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostEtc;
 import dev.airlock.core.HostFiles;
+import dev.airlock.core.SandboxSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,7 +28,7 @@ import java.util.zip.GZIPOutputStream;
  * The guest's initramfs, the image {@code system} as a microVM sees it: the guest init as
  * {@code /init}, the agent at {@code /.airlock/airlock-agent}, the kernel modules the init loads (their signatures cut off: {@link #withoutSignature}),
  * the seccomp filter it installs for the agent ({@link SeccompFilter}, {@code /.airlock/seccomp.bpf}),
- * the merged-/usr links, and an {@code /etc} like the OCI driver's system image (a {@code sandbox}
+ * the merged-/usr links, {@code /home/user} linked to {@code /workspace}, and an {@code /etc} like the OCI driver's system image (a {@code sandbox}
  * user, no host accounts, no resolver, plus the host's harmless /etc files, copied). The host's
  * {@code /usr} itself is not in it: the guest mounts it read-only over 9p, so it is shared, never
  * copied. One initramfs serves every guest of a driver instance; all that is writable in a guest is
@@ -69,6 +70,7 @@ final class GuestImage {
             // copies them in), and not listable.
             cpio.directory("run/airlock", 0711);
             cpio.directory("tmp", 01777);
+            cpio.symlink(SandboxSpec.USER_HOME.substring(1), SandboxSpec.USER_HOME_TARGET);
             for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {
                 Path host = hostRoot.resolve(link);
                 if (Files.isSymbolicLink(host)) {

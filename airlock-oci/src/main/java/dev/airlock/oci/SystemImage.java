@@ -2,6 +2,7 @@ package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.HostEtc;
+import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageSkeleton;
 
 import java.io.IOException;
@@ -49,6 +50,8 @@ final class SystemImage implements SandboxRoot {
             for (String dir : List.of("usr", "etc", "proc", "dev", "tmp", "workspace", "run/airlock", ".airlock", "inputs")) {
                 Files.createDirectories(rootfs.resolve(dir));
             }
+            Files.createDirectories(rootfs.resolve("home"));
+            Files.createSymbolicLink(rootfs.resolve(SandboxSpec.USER_HOME.substring(1)), Path.of(SandboxSpec.USER_HOME_TARGET));
             // Merged /usr: /bin, /lib... are links into /usr, exactly as on the host.
             for (String link : List.of("bin", "sbin", "lib", "lib32", "lib64", "libx32")) {
                 Path target = hostRoot.resolve(link);

@@ -96,7 +96,7 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
         assertThat(Path.of("/root")).as("the host has a /root to hide").isDirectory();
         ExecResult r = ok(python(py("""
                 attempt("/root", lambda: os.listdir("/root"))
-                attempt("/home", lambda: os.listdir("/home"))
+                print("/home:", os.listdir("/home"))
                 attempt("/var", lambda: os.listdir("/var"))
                 attempt("/opt", lambda: os.listdir("/opt"))
                 attempt("/srv", lambda: os.listdir("/srv"))
@@ -104,7 +104,7 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
                 """)));
         assertThat(r.stdoutText()).isEqualTo("""
                 /root: ENOENT No such file or directory
-                /home: ENOENT No such file or directory
+                /home: ['user']
                 /var: ENOENT No such file or directory
                 /opt: ENOENT No such file or directory
                 /srv: ENOENT No such file or directory
@@ -308,6 +308,22 @@ public abstract class FilesystemIsolationContract extends ContractTestBase {
                     attempt(d, lambda: write_to(os.path.join(d, "airlock-probe")))
                 """)));
         assertThat(r.stdoutText()).isEqualTo("/workspace: ok\n/tmp: ok\n/dev/shm: ok\n");
+    }
+
+    /**
+     * E2B's home, /home/user, is /workspace under a second name (a link in every image's root), so that
+     * code written for E2B's sandboxes finds a writable home: nothing writable is added.
+     */
+    @Test
+    @Tag("smoke")
+    void homeUserIsALinkToTheWorkspace() {
+        ExecResult r = ok(python(py("""
+                print(os.readlink("/home/user"), os.path.realpath("/home/user"))
+                attempt("/home/user", lambda: write_to("/home/user/airlock-probe"))
+                print(open("/workspace/airlock-probe").read())
+                attempt("/home", lambda: write_to("/home/other"))
+                """)));
+        assertThat(r.stdoutText()).isEqualTo("../workspace /workspace\n/home/user: ok\nx\n/home: %s\n".formatted(createRefused()));
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.airlock.oci.image;
 
+import dev.airlock.core.SandboxSpec;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -13,7 +15,7 @@ import java.util.List;
  * its account files go) and no resolver (names are never resolved inside a sandbox). As in the
  * {@code system} image, {@code /run} holds only the sandbox's own directory (an image's /run is
  * runtime state of a booted system, meaningless here) and there is no {@code /sys} (no sandbox
- * gets sysfs).
+ * gets sysfs). {@code /home/user} is a link to {@code /workspace} ({@link SandboxSpec#USER_HOME}).
  */
 public final class ImageSkeleton {
 
@@ -51,6 +53,11 @@ public final class ImageSkeleton {
             realDirectory(root, dir);
         }
         Files.setAttribute(root.resolve("tmp"), "unix:mode", 01777, LinkOption.NOFOLLOW_LINKS);
+        // E2B's home: what the image had there is replaced, as /workspace's files are hidden by its mount.
+        realDirectory(root, "home");
+        Path home = root.resolve(SandboxSpec.USER_HOME.substring(1));
+        dev.airlock.core.HostFiles.deleteTree(home);
+        Files.createSymbolicLink(home, Path.of(SandboxSpec.USER_HOME_TARGET));
         realDirectory(root, "etc");
         writeEtc(root.resolve("etc"));
         for (String name : OTHER_ACCOUNT_FILES) {

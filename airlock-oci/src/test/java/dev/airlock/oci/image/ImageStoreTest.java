@@ -77,6 +77,7 @@ class ImageStoreTest {
             assertThat(r.resolve(dir)).isDirectory();
         }
         assertThat(mode(r.resolve("tmp"))).isEqualTo(01777);
+        assertThat(Files.readSymbolicLink(r.resolve("home/user"))).as("E2B's home").isEqualTo(Path.of("../workspace"));
 
         assertThat(info.name()).isEqualTo("layered");
         assertThat(info.digest()).matches("sha256:[0-9a-f]{64}");

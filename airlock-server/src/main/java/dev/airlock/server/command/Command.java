@@ -56,6 +56,7 @@ public sealed interface Command<R> {
             case Exec e -> Operation.EXEC;
             case StartProcess p -> Operation.EXEC;
             case Signal s -> Operation.EXEC;
+            case Input i -> Operation.EXEC;
             case ProcessOutput p -> Operation.SANDBOX_READ;
             case Attach t -> Operation.EXEC;
             case OpenPort o -> Operation.EXEC;
@@ -293,10 +294,13 @@ public sealed interface Command<R> {
     /**
      * How an execution runs beside what it runs: environment, directory, input, timeout and terminal.
      *
-     * @param timeout null: the sandbox's
-     * @param tty     null: on pipes; else on a pseudo-terminal of this size (a background process only)
+     * @param timeout   null: the sandbox's
+     * @param tty       null: on pipes; else on a pseudo-terminal of this size (a background process only)
+     * @param openStdin whether a background process on pipes keeps its standard input open for
+     *                  {@link Input} after {@code stdin} (one on a terminal always does)
      */
-    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout, dev.airlock.core.TerminalSize tty) {
+    record ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout, dev.airlock.core.TerminalSize tty,
+                       boolean openStdin) {
         public static final ExecOptions NONE = new ExecOptions(null, null, null, null);
 
         public ExecOptions {
@@ -306,6 +310,11 @@ public sealed interface Command<R> {
         /** Options without a terminal. */
         public ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout) {
             this(env, cwd, stdin, timeout, null);
+        }
+
+        /** Options whose standard input is closed once {@code stdin} is written (unless on a terminal). */
+        public ExecOptions(Map<String, String> env, String cwd, byte[] stdin, Duration timeout, dev.airlock.core.TerminalSize tty) {
+            this(env, cwd, stdin, timeout, tty, false);
         }
     }
 
@@ -364,6 +373,29 @@ public sealed interface Command<R> {
      * contents.
      */
     record OpenPort(String sandbox, int port) implements Command<SandboxView> {
+    }
+
+    /**
+     * Input to a running background process from a door that holds no socket to it (E2B's envd):
+     * bytes for its standard input or terminal, then its standard input closed if {@code close}, or
+     * its terminal resized. Only a process started on a terminal or with {@link ExecOptions#openStdin}
+     * takes input.
+     *
+     * @param data   the bytes to write, at most {@value #MAX_BYTES} (empty: none)
+     * @param resize null, or its terminal's new size
+     */
+    record Input(String sandbox, String process, byte[] data, boolean close, dev.airlock.core.TerminalSize resize)
+            implements Command<ProcessView> {
+        /** The most bytes one input carries: a terminal's WebSocket takes messages of the same size. */
+        public static final int MAX_BYTES = 64 * 1024;
+
+        public Input {
+            data = data == null ? new byte[0] : data;
+            if (data.length > MAX_BYTES) {
+                throw new AirlockException(AirlockException.Kind.TOO_LARGE, "an input of " + data.length + " bytes is over the limit of "
+                        + MAX_BYTES + ": send it in parts, or write it to a file");
+            }
+        }
     }
 
     /** Sends {@code signal} to a background process's whole process group (SIGKILL: to everything it started). */

@@ -93,6 +93,11 @@ public final class E2bDoor extends HttpServlet {
          * the decision, with the digest of its query and body); throws the refusal. Once per request.
          */
         void authorize(Operation operation) throws IOException {
+            authorize(operation, null);
+        }
+
+        /** As {@link #authorize(Operation)}, the request folded on the audit log with others of {@code repeats}' source. */
+        void authorize(Operation operation, CommandApi.Repeats repeats) throws IOException {
             byte[] args = (req.getQueryString() == null ? "" : req.getQueryString()).getBytes(StandardCharsets.UTF_8);
             // an upload's content is not read here (its size is in the file record)
             boolean streamsItsBody = req.getMethod().equals("POST") && req.getRequestURI().equals("/files");
@@ -107,7 +112,7 @@ public final class E2bDoor extends HttpServlet {
             System.arraycopy(args, 0, all, 0, args.length);
             all[args.length] = '\n';
             System.arraycopy(read, 0, all, args.length + 1, read.length);
-            caller = service.authorize(new CommandApi.Request(client, VIA, VIA, endpoint, operation, sandbox, Audit.digest(all), null, null));
+            caller = service.authorize(new CommandApi.Request(client, VIA, VIA, endpoint, operation, sandbox, Audit.digest(all), null, repeats));
         }
 
         /** Carries out {@code command} as the authorized caller. */

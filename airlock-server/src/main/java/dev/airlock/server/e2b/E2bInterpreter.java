@@ -42,7 +42,7 @@ final class E2bInterpreter {
             JsonNode body = Json.parseObject(c.body(), Set.of("language", "cwd"));
             language(Json.string(body, "language"));
             String cwd = Json.string(body, "cwd");
-            if (cwd != null && !Envd.path(cwd).equals(Envd.HOME)) {
+            if (cwd != null && !Envd.path(cwd).equals(Envd.WORKSPACE)) {
                 throw E2bDoor.unsupported("a context starts in " + Envd.HOME + " here: change directory in its first cell (os.chdir)");
             }
             c.send(200, context(c.execute(new Command.CreateContext(sandbox, Language.PYTHON))));

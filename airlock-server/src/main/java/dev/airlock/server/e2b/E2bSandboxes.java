@@ -112,10 +112,14 @@ final class E2bSandboxes {
                 c.resp.setStatus(204);
             }
             case "POST /v2/connect", "POST /resume" -> connect(c, id);
+            case "GET /metrics" -> {
+                c.authorize(Operation.SANDBOX_READ);
+                c.send(200, metrics(c.execute(new Command.Describe(id)), c.req.getParameter("start"), c.req.getParameter("end")));
+            }
             default -> {
                 c.undecided();
                 throw E2bDoor.unsupported("Airlock's E2B door does not serve " + method + " " + Json.printable(path, 120)
-                        + " (fork, metrics, snapshots, network updates and logs are not mapped yet: see docs/e2b.md for what is)");
+                        + " (fork, snapshots, network updates and logs are not mapped yet: see docs/e2b.md for what is)");
             }
         }
     }
@@ -148,7 +152,9 @@ final class E2bSandboxes {
         // allow_internet_access can only narrow: false takes the network away, true keeps the profile's
         NetworkPolicy network = body.has("allow_internet_access") && !body.get("allow_internet_access").isNull()
                 && !Json.bool(body, "allow_internet_access") ? NetworkPolicy.NONE : null;
-        SandboxView s = c.execute(new Command.Create(profile, null, null, Json.stringMap(body, "envVars"), network, labels,
+        Map<String, String> env = new LinkedHashMap<>(Json.stringMap(body, "envVars"));
+        env.putIfAbsent("HOME", Envd.HOME);
+        SandboxView s = c.execute(new Command.Create(profile, null, null, env, network, labels,
                 seconds(body, "timeout", DEFAULT_TIMEOUT), null, null));
         c.send(201, sandbox(c.client, s));
     }
@@ -240,6 +246,47 @@ final class E2bSandboxes {
             s = c.execute(new Command.Resume(id));
         }
         c.send(200, sandbox(c.client, s));
+    }
+
+    /**
+     * E2B's metrics of a sandbox: one entry, now, from its cgroup (none where its tier cannot tell,
+     * or when now is outside the {@code start}..{@code end} asked for, in Unix seconds). Airlock keeps
+     * no history of a sandbox's use: the CPU share is its average since it started, of the CPUs its
+     * limits give it. Its files live in memory (tmpfs), so they count in {@code memUsed}; the disk
+     * figures are the disk limit and 0 used, and {@code memCache} is 0: neither is told apart.
+     */
+    static ArrayNode metrics(SandboxView s, String start, String end) {
+        ArrayNode out = Json.MAPPER.createArrayNode();
+        dev.airlock.core.IsolationDriver.Usage usage = s.usage();
+        java.time.Instant now = java.time.Instant.now();
+        if (usage == null || now.getEpochSecond() < unixSeconds(start, 0) || now.getEpochSecond() > unixSeconds(end, Long.MAX_VALUE)) {
+            return out;
+        }
+        double cpus = s.spec().limits().cpus();
+        double lifetimeNanos = Math.max(1, Duration.between(s.createdAt(), now).toNanos());
+        double percent = Math.min(100, 100.0 * usage.cpuNanos() / lifetimeNanos / cpus);
+        out.addObject()
+                .put("timestamp", now.toString())
+                .put("timestampUnix", now.getEpochSecond())
+                .put("cpuCount", Math.max(1, (int) Math.ceil(cpus)))
+                .put("cpuUsedPct", Math.round(percent * 100) / 100.0)
+                .put("memUsed", usage.memoryBytes())
+                .put("memTotal", s.spec().limits().memoryBytes())
+                .put("memCache", 0)
+                .put("diskUsed", 0)
+                .put("diskTotal", s.spec().limits().diskBytes());
+        return out;
+    }
+
+    private static long unixSeconds(String value, long absent) {
+        if (value == null || value.isEmpty()) {
+            return absent;
+        }
+        try {
+            return Long.parseLong(value);
+        } catch (NumberFormatException e) {
+            throw AirlockException.invalid("'start' and 'end' are Unix times in seconds, not " + Json.printable(value, 32));
+        }
     }
 
     /** A created or connected sandbox, as E2B's {@code Sandbox}: with the access token of its envd. */

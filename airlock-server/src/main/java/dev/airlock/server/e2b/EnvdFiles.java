@@ -78,7 +78,7 @@ final class EnvdFiles {
         c.authorize(Operation.FILES_WRITE);
         String dir = Envd.resolve(Envd.unary(c), "path");
         if (exists(c, sandbox, dir)) {
-            throw ConnectRpc.alreadyExists(dir + " already exists");
+            throw ConnectRpc.alreadyExists(Envd.shown(dir) + " already exists");
         }
         Envd.reply(c, Json.object().set("entry", entry(c.execute(new Command.Mkdir(sandbox, dir, true)))));
     }
@@ -140,7 +140,7 @@ final class EnvdFiles {
     }
 
     private static ObjectNode uploaded(FileInfo f) {
-        return Json.object().put("path", f.path()).put("name", name(f.path()))
+        return Json.object().put("path", Envd.shown(f.path())).put("name", name(f.path()))
                 .put("type", f.type() == dev.airlock.core.SandboxAgent.FileType.DIRECTORY ? "directory" : "file");
     }
 
@@ -154,7 +154,7 @@ final class EnvdFiles {
                     case SYMLINK -> "FILE_TYPE_SYMLINK";
                     case OTHER -> "FILE_TYPE_UNSPECIFIED";
                 })
-                .put("path", f.path())
+                .put("path", Envd.shown(f.path()))
                 .put("size", Long.toString(f.size()))
                 .put("mode", f.mode() & 07777)
                 .put("permissions", permissions(f))

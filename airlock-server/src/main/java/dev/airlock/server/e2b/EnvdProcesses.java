@@ -4,7 +4,9 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.EndReason;
 import dev.airlock.core.ExecResult;
+import dev.airlock.core.TerminalSize;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.command.CommandApi;
 import dev.airlock.server.command.ExecSource;
 import dev.airlock.server.command.ProcessView;
 import dev.airlock.server.policy.Operation;
@@ -28,7 +30,8 @@ import java.util.Map;
 /**
  * envd's process service ({@code process.Process}) on the sandbox's background processes: Start and
  * Connect stream a process's events (its start, its output as it is spilled to its files, its end),
- * List names the running ones, SendSignal kills or ends one. E2B's pid is the pid in the sandbox.
+ * List names the running ones, SendSignal kills or ends one; SendInput, CloseStdin and Update feed
+ * one started with its stdin open or on a PTY, and resize that PTY. E2B's pid is the pid in the sandbox.
  */
 final class EnvdProcesses {
 
@@ -51,10 +54,8 @@ final class EnvdProcesses {
     static void start(E2bDoor.Call c, String sandbox) throws IOException {
         c.authorize(Operation.EXEC);
         JsonNode m = Envd.streamed(c);
-        if (m.has("pty") && !m.get("pty").isNull()) {
-            throw E2bDoor.unsupported("a PTY (Sandbox.pty) is not served by Airlock's E2B door yet: open a terminal with Airlock's"
-                    + " REST API (POST /v1/sandboxes/{id}/exec with \"tty\": true, then its attach WebSocket)");
-        }
+        JsonNode pty = m.get("pty");
+        TerminalSize tty = pty == null || pty.isNull() ? null : size(pty);
         JsonNode process = m.path("process");
         String cmd = Json.string(process, "cmd");
         if (cmd == null || cmd.isEmpty()) {
@@ -69,9 +70,11 @@ final class EnvdProcesses {
             argv.add(a.asString());
         }
         Map<String, String> env = new java.util.LinkedHashMap<>(Json.stringMap(process, "envs"));
-        env.putIfAbsent("HOME", Envd.HOME);
         String cwd = Json.string(process, "cwd");
-        Command.ExecOptions options = new Command.ExecOptions(env, cwd == null || cwd.isEmpty() ? Envd.HOME : Envd.path(cwd), null, null);
+        cwd = cwd == null || cwd.isEmpty() ? Envd.HOME : cwd;
+        // The shell's pwd names the directory as the SDK did (/home/user), not by what the link leads to.
+        env.putIfAbsent("PWD", Envd.shown(Envd.path(cwd)));
+        Command.ExecOptions options = new Command.ExecOptions(env, Envd.path(cwd), null, null, tty, Json.bool(m, "stdin"));
         ProcessView p = c.execute(new Command.StartProcess(sandbox, new ExecSource.Command(argv), options));
         follow(c, p);
     }
@@ -100,6 +103,63 @@ final class EnvdProcesses {
         }
         throw new AirlockException(Kind.NOT_FOUND, "sandbox " + sandbox + " has no process with pid " + pid.asInt()
                 + " (processes started through the E2B door or Airlock's API with background: true are listed)");
+    }
+
+    /** A PTY's size, {@code {"size": {"cols": C, "rows": R}}}. */
+    private static TerminalSize size(JsonNode pty) {
+        JsonNode size = pty.path("size");
+        Double cols = Json.number(size, "cols");
+        Double rows = Json.number(size, "rows");
+        if (cols == null || rows == null || cols != Math.rint(cols) || rows != Math.rint(rows)) {
+            throw AirlockException.invalid("'pty.size' needs whole numbers 'cols' and 'rows'");
+        }
+        return new TerminalSize(rows.intValue(), cols.intValue());
+    }
+
+    /**
+     * SendInput: bytes for a process's stdin (started with {@code stdin: true}) or its PTY. A PTY's
+     * every keystroke may be one, so they are folded on the audit log per client and sandbox.
+     */
+    static void input(E2bDoor.Call c, String sandbox) throws IOException {
+        c.authorize(Operation.EXEC, inputs(c, sandbox));
+        JsonNode m = Envd.unary(c);
+        JsonNode input = m.path("input");
+        String data = Json.string(input, input.has("pty") ? "pty" : "stdin");
+        if (data == null) {
+            throw AirlockException.invalid("'input' carries 'stdin' or 'pty': the bytes, in base64");
+        }
+        byte[] bytes;
+        try {
+            bytes = Base64.getDecoder().decode(data);
+        } catch (IllegalArgumentException e) {
+            throw AirlockException.invalid("the input's bytes are not base64: " + e.getMessage());
+        }
+        c.execute(new Command.Input(sandbox, process(c, sandbox, m).id(), bytes, false, null));
+        Envd.reply(c, Json.object());
+    }
+
+    /** CloseStdin: the process reads end-of-file. */
+    static void closeStdin(E2bDoor.Call c, String sandbox) throws IOException {
+        c.authorize(Operation.EXEC);
+        JsonNode m = Envd.unary(c);
+        c.execute(new Command.Input(sandbox, process(c, sandbox, m).id(), null, true, null));
+        Envd.reply(c, Json.object());
+    }
+
+    /** Update: a PTY's new size (a terminal window resized, folded with the input on the audit log). */
+    static void update(E2bDoor.Call c, String sandbox) throws IOException {
+        c.authorize(Operation.EXEC, inputs(c, sandbox));
+        JsonNode m = Envd.unary(c);
+        JsonNode pty = m.get("pty");
+        if (pty == null || pty.isNull()) {
+            throw AirlockException.invalid("an Update changes a PTY's size: 'pty': {'size': {'cols': C, 'rows': R}}");
+        }
+        c.execute(new Command.Input(sandbox, process(c, sandbox, m).id(), null, false, size(pty)));
+        Envd.reply(c, Json.object());
+    }
+
+    private static CommandApi.Repeats inputs(E2bDoor.Call c, String sandbox) {
+        return new CommandApi.Repeats(E2bDoor.VIA + " input " + c.client.name() + " " + sandbox, null);
     }
 
     static void list(E2bDoor.Call c, String sandbox) throws IOException {
@@ -162,7 +222,8 @@ final class EnvdProcesses {
         try {
             while (true) {
                 boolean ended = !p.running();
-                boolean moved = copy(out, p.output().stdoutFile(), p.output().stdoutBytes(), sent, 0, "stdout")
+                // a PTY's output is one stream, the process's stdout
+                boolean moved = copy(out, p.output().stdoutFile(), p.output().stdoutBytes(), sent, 0, p.tty() ? "pty" : "stdout")
                         | copy(out, p.output().stderrFile(), p.output().stderrBytes(), sent, 1, "stderr");
                 if (ended) {
                     ConnectRpc.send(out, event("end", end(p.result())));

@@ -14,9 +14,11 @@ import java.util.List;
  * result (whose stdout and stderr are empty).
  *
  * @param terminal for a process on a pseudo-terminal ({@code "tty": true}): where WebSockets attach; else null
+ * @param input    true while it takes {@link dev.airlock.server.command.Command.Input}: from its start if it is on a
+ *                 terminal or was started with its standard input open, until that input is closed
  */
 public record BackgroundProcess(String id, List<String> command, Instant startedAt, Execution execution, SpilledOutput output,
-                                ProcessTerminal terminal) implements ProcessView {
+                                ProcessTerminal terminal, java.util.concurrent.atomic.AtomicBoolean input) implements ProcessView {
 
     @Override
     public int pid() {

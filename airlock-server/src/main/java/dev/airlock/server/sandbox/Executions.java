@@ -93,7 +93,9 @@ final class Executions {
         s.executionStarted();
         records.started(s, request, processId);
         try {
-            execution = terminal == null ? s.sandbox().startStreaming(request, output) : s.sandbox().startAttached(request, terminal);
+            execution = terminal != null ? s.sandbox().startAttached(request, terminal)
+                    : command.options().openStdin() ? s.sandbox().startStreamingWithInput(request, output)
+                    : s.sandbox().startStreaming(request, output);
         } catch (RuntimeException e) {
             processes.release();
             output.close();
@@ -102,7 +104,8 @@ final class Executions {
             records.failed(s, processId, e);
             throw e;
         }
-        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output, terminal);
+        BackgroundProcess p = new BackgroundProcess(processId, request.argv(), Instant.now(), execution, output, terminal,
+                new java.util.concurrent.atomic.AtomicBoolean(terminal != null || command.options().openStdin()));
         processes.add(p).forEach(evicted -> processOutputs.delete(evicted.output()));
         Caller caller = a.caller();
         // the result is recorded under the caller who started the process, bound again on its own thread
@@ -145,6 +148,43 @@ final class Executions {
         }
         p.terminal().checkRoom();
         return new TerminalSocket(p, a.sandbox(), records, a.caller());
+    }
+
+    /**
+     * Writes a door's input to a background process that takes it (its terminal, or its standard
+     * input while open), resizes its terminal, or closes its standard input; a process that takes
+     * none, or has ended, is a conflict that says how to start one that does.
+     */
+    BackgroundProcess input(Admission a, Command.Input command) {
+        BackgroundProcess p = a.sandbox().process(command.process());
+        if (!p.running()) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "process " + p.id() + " has ended: it takes no more input");
+        }
+        if (command.resize() != null) {
+            if (p.terminal() == null) {
+                throw new AirlockException(AirlockException.Kind.CONFLICT, "process " + p.id() + " has no terminal to resize: start it on one"
+                        + " (\"tty\": true)");
+            }
+            p.execution().resize(command.resize());
+        }
+        if (command.data().length == 0 && !command.close()) {
+            return p;
+        }
+        if (!p.input().get()) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "process " + p.id() + " takes no input: its standard input is closed"
+                    + " (start it on a terminal, or with its standard input open, to write to it)");
+        }
+        try {
+            if (command.data().length > 0) {
+                p.execution().writeStdin(command.data());
+            }
+        } catch (java.io.IOException e) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "cannot write to process " + p.id() + ": " + e.getMessage());
+        }
+        if (command.close() && p.input().compareAndSet(true, false)) {
+            p.execution().closeStdin();
+        }
+        return p;
     }
 
     /** Signals a background process's whole process group (SIGKILL: everything it started), and records who sent which signal to which process. */

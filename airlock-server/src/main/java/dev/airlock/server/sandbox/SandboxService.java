@@ -195,7 +195,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
 
     /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
     private static boolean reachesRunningAgent(Command<?> c) {
-        return c instanceof Command.Signal || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
+        return c instanceof Command.Signal || c instanceof Command.Input || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
                 || c instanceof Command.DeleteContext || c instanceof Command.RunCell;
     }
 
@@ -238,6 +238,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
             case Command.Exec e -> executions.exec(a, e);
             case Command.StartProcess p -> executions.start(a, p);
             case Command.Signal g -> executions.signal(a, g);
+            case Command.Input i -> executions.input(a, i);
             case Command.ProcessOutput p -> s.process(p.process());
             case Command.Attach t -> executions.attach(a, t);
             case Command.OpenPort o -> {

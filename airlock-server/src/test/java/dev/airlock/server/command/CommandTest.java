@@ -48,6 +48,7 @@ class CommandTest {
             new Command.Exec(S, new ExecSource.Command(List.of("true")), null, null),
             new Command.StartProcess(S, new ExecSource.Command(List.of("sleep", "1")), null),
             new Command.Signal(S, "p1", 15),
+            new Command.Input(S, "p1", new byte[] {1}, true, null),
             new Command.ProcessOutput(S, "p1"),
             new Command.Attach(S, "p1"),
             new Command.OpenPort(S, 8000),
