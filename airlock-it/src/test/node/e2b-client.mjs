@@ -152,6 +152,30 @@ const scenarios = {
     }
   },
 
+  // fork: two sandboxes from the files of a running one, each its own
+  async fork() {
+    const sbx = await Sandbox.create({ ...OPTS, metadata: { role: "parent" } });
+    const forks = [];
+    try {
+      await sbx.files.write("state.txt", "before the fork");
+      const results = [];
+      for (const f of await sbx.fork({ count: 2, timeoutMs: 120_000 })) {
+        if (f instanceof Error) {
+          results.push({ error: String(f) });
+          continue;
+        }
+        forks.push(f);
+        const seen = await f.files.read("state.txt");
+        await f.files.write("state.txt", "changed in " + f.sandboxId);
+        results.push({ id: f.sandboxId, seen, metadata: (await f.getInfo()).metadata, echo: (await f.commands.run("echo forked")).stdout });
+      }
+      return { parent: sbx.sandboxId, results, parentAfter: await sbx.files.read("state.txt") };
+    } finally {
+      for (const f of forks) await f.kill();
+      await sbx.kill();
+    }
+  },
+
   // the code interpreter SDK: state kept across cells, stdout, an exception, a chart, a table, contexts
   async interpreter() {
     const sbx = await CodeInterpreter.create(OPTS);

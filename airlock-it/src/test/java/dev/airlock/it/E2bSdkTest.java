@@ -28,7 +28,7 @@ class E2bSdkTest {
         Map<String, String> env = Map.of("E2B_API_URL", url, "E2B_SANDBOX_URL", url, "E2B_API_KEY", E2bDoor.apiKey(live.token()));
         McpNode.install();
         McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "terminal", "files", "network",
-                "pauseAndConnect", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
+                "pauseAndConnect", "fork", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
         assertThat(r.exitCode()).as(r.stderr()).isZero();
         report = r.json();
     }
@@ -137,6 +137,22 @@ class E2bSdkTest {
         assertThat(s.path("state").asString()).isEqualTo("running");
         assertThat(s.path("kept").asString()).isEqualTo("still here");
         assertThat(s.path("echo").asString()).isEqualTo("resumed\n");
+    }
+
+    @Test
+    void aForkGivesSandboxesOfTheirOwnWithTheFilesOfTheRunningOne() {
+        JsonNode s = scenario("fork");
+        assertThat(s.path("results").size()).isEqualTo(2);
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        for (JsonNode f : s.path("results")) {
+            assertThat(f.has("error")).as(f.toString()).isFalse();
+            ids.add(f.path("id").asString());
+            assertThat(f.path("seen").asString()).isEqualTo("before the fork");
+            assertThat(f.path("metadata").path("role").asString()).isEqualTo("parent");
+            assertThat(f.path("echo").asString()).isEqualTo("forked\n");
+        }
+        assertThat(ids).hasSize(2).doesNotContain(s.path("parent").asString());
+        assertThat(s.path("parentAfter").asString()).as("what a fork writes is its own").isEqualTo("before the fork");
     }
 
     @Test

@@ -90,7 +90,9 @@ public final class E2bDoor extends HttpServlet {
 
         /**
          * Asks the service whether this request's operation is granted (recording the request and
-         * the decision, with the digest of its query and body); throws the refusal. Once per request.
+         * the decision, with the digest of its query and body); throws the refusal. Once per request,
+         * or once per operation of a request that is two in Airlock (a fork: a snapshot, then a
+         * create), each then recorded and decided: the commands after it run under the last.
          */
         void authorize(Operation operation) throws IOException {
             authorize(operation, null);

@@ -112,6 +112,7 @@ final class E2bSandboxes {
                 c.resp.setStatus(204);
             }
             case "POST /v2/connect", "POST /resume" -> connect(c, id);
+            case "POST /fork" -> fork(c, id);
             case "GET /metrics" -> {
                 c.authorize(Operation.SANDBOX_READ);
                 c.send(200, metrics(c.execute(new Command.Describe(id)), c.req.getParameter("start"), c.req.getParameter("end")));
@@ -119,7 +120,7 @@ final class E2bSandboxes {
             default -> {
                 c.undecided();
                 throw E2bDoor.unsupported("Airlock's E2B door does not serve " + method + " " + Json.printable(path, 120)
-                        + " (fork, snapshots, network updates and logs are not mapped yet: see docs/e2b.md for what is)");
+                        + " (snapshots, network updates and logs are not mapped yet: see docs/e2b.md for what is)");
             }
         }
     }
@@ -246,6 +247,34 @@ final class E2bSandboxes {
             s = c.execute(new Command.Resume(id));
         }
         c.send(200, sandbox(c.client, s));
+    }
+
+    /**
+     * E2B's fork of a running sandbox: a snapshot of its files, then {@code count} sandboxes restored
+     * from it through every control, as one create is (all or none). Two operations in Airlock, so
+     * authorized twice: {@code sandbox.snapshot}, then {@code sandbox.create}. The forks have its
+     * profile, environment and metadata, and the {@code timeout} asked for; its processes and memory
+     * are not carried over (an Airlock snapshot keeps files). The snapshot is kept as long as the
+     * forks may live, among the client's snapshots.
+     */
+    private void fork(E2bDoor.Call c, String id) throws IOException {
+        c.authorize(Operation.SANDBOX_SNAPSHOT);
+        JsonNode body = Json.parseObject(c.body(), Set.of("timeout", "count"));
+        Double count = body.hasNonNull("count") ? Json.number(body, "count") : Double.valueOf(1);
+        if (count == null || count != Math.rint(count) || count < 1 || count > Command.Fork.MAX_COUNT) {
+            throw AirlockException.invalid("'count' is a whole number from 1 to " + Command.Fork.MAX_COUNT);
+        }
+        Duration timeout = seconds(body, "timeout", DEFAULT_TIMEOUT);
+        SandboxView source = c.execute(new Command.Describe(id));
+        Command.SnapshotView snapshot = c.execute(new Command.TakeSnapshot(id, timeout, false));
+        c.authorize(Operation.SANDBOX_CREATE);
+        Command.Create create = new Command.Create(source.profile().name(), null, null, source.spec().env(), source.network(), source.labels(),
+                timeout, null, null).from(snapshot.id());
+        ArrayNode out = Json.MAPPER.createArrayNode();
+        for (SandboxView s : c.execute(new Command.Fork(create, count.intValue()))) {
+            out.addObject().set("sandbox", sandbox(c.client, s));
+        }
+        c.send(201, out);
     }
 
     /**
