@@ -28,8 +28,9 @@ import java.util.zip.GZIPOutputStream;
  * The guest's initramfs, the image {@code system} as a microVM sees it: the guest init as
  * {@code /init}, the agent at {@code /.airlock/airlock-agent}, the kernel modules the init loads (their signatures cut off: {@link #withoutSignature}),
  * the seccomp filter it installs for the agent ({@link SeccompFilter}, {@code /.airlock/seccomp.bpf}),
- * the merged-/usr links, {@code /home/user} linked to {@code /workspace}, and an {@code /etc} like the OCI driver's system image (a {@code sandbox}
- * user, no host accounts, no resolver, plus the host's harmless /etc files, copied). The host's
+ * the merged-/usr links, {@code /home/user} linked to {@code /workspace}, and an {@code /etc} like
+ * the OCI driver's system image (a {@code sandbox} user, no host accounts, no resolver, plus the
+ * host's harmless /etc files, copied). The host's
  * {@code /usr} itself is not in it: the guest mounts it read-only over 9p, so it is shared, never
  * copied. One initramfs serves every guest of a driver instance; all that is writable in a guest is
  * its own tmpfs.
