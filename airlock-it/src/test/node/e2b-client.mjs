@@ -140,13 +140,16 @@ const scenarios = {
     const sbx = await Sandbox.create(OPTS);
     try {
       await sbx.files.write("kept.txt", "still here");
+      const endBefore = (await sbx.getInfo()).endAt.getTime();
+      await new Promise((resolve) => setTimeout(resolve, 2000));
       const paused = await sbx.pause();
       const stateWhilePaused = (await Sandbox.getInfo(sbx.sandboxId)).state;
       const again = await Sandbox.connect(sbx.sandboxId, OPTS);
+      const endAfter = (await again.getInfo()).endAt.getTime();
       const state = (await again.getInfo()).state;
       const kept = await again.files.read("kept.txt");
       const echo = (await again.commands.run("echo resumed")).stdout;
-      return { paused, stateWhilePaused, sameId: again.sandboxId === sbx.sandboxId, state, kept, echo };
+      return { paused, stateWhilePaused, sameId: again.sandboxId === sbx.sandboxId, state, kept, echo, lengthenedBy: endAfter - endBefore };
     } finally {
       await sbx.kill();
     }

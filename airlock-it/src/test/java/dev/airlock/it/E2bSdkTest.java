@@ -137,6 +137,8 @@ class E2bSdkTest {
         assertThat(s.path("state").asString()).isEqualTo("running");
         assertThat(s.path("kept").asString()).isEqualTo("still here");
         assertThat(s.path("echo").asString()).isEqualTo("resumed\n");
+        // connect's timeout (the same 300 s, two seconds and more later) moves the end later, never earlier
+        assertThat(s.path("lengthenedBy").asLong()).as(s.toString()).isGreaterThanOrEqualTo(1000L);
     }
 
     @Test

@@ -236,15 +236,21 @@ final class E2bSandboxes {
 
     /**
      * E2B's connect: the sandbox, resumed if it was paused, so it is authorized as
-     * {@code sandbox.pause}. Its {@code timeout} is not applied (it would be a second operation,
-     * {@code sandbox.extend}): the sandbox keeps its end, which setTimeout changes.
+     * {@code sandbox.pause}; then, as E2B does, its end moved to {@code timeout} from now when that
+     * is later, never earlier: a second operation, {@code sandbox.extend}, authorized then (a client
+     * without it finds the sandbox resumed and the extension refused, by name).
      */
     private void connect(E2bDoor.Call c, String id) throws IOException {
         c.authorize(Operation.SANDBOX_PAUSE);
-        Json.parseObject(c.body(), Set.of("timeout", "autoPause", "memory"));
+        JsonNode body = Json.parseObject(c.body(), Set.of("timeout", "autoPause", "memory"));
+        Duration timeout = seconds(body, "timeout", null);
         SandboxView s = c.execute(new Command.Describe(id));
         if (s.state().equals("paused")) {
             s = c.execute(new Command.Resume(id));
+        }
+        if (timeout != null && java.time.Instant.now().plus(timeout).isAfter(s.expiresAt())) {
+            c.authorize(Operation.SANDBOX_EXTEND);
+            s = c.execute(new Command.ExtendTtl(id, timeout));
         }
         c.send(200, sandbox(c.client, s));
     }
