@@ -29,7 +29,7 @@ public final class AirlockCli {
      */
     static final List<Class<?>> SUBCOMMANDS = List.of(ServeCommand.class, McpCommand.class, RunCommand.class, DoctorCommand.class,
             VerifyCommand.class, BenchCommand.class, LeaksCommand.class, AuditCommand.class, PolicyCommand.class,
-            ApprovalsCommand.class, ImageCommand.class, E2bCommand.class, CommandLine.HelpCommand.class);
+            ApprovalsCommand.class, ClusterCommand.class, ImageCommand.class, E2bCommand.class, CommandLine.HelpCommand.class);
 
     public static void main(String[] args) {
         Trace.mark("main");

@@ -1,11 +1,14 @@
 package dev.airlock.cli;
 
+import dev.airlock.core.AirlockException;
 import dev.airlock.server.AirlockServer;
+import dev.airlock.server.config.ClusterSettings;
 import dev.airlock.server.config.ServerConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /** {@code airlock serve}: the main job. Runs until SIGINT or SIGTERM, then destroys every sandbox. */
@@ -23,24 +26,65 @@ final class ServeCommand implements Callable<Integer> {
             + " (env AIRLOCK_E2B_PORT; default: the port after --port, 7701; any free port when --port is 0; 0 = no E2B door).")
     Integer e2bPort = System.getenv("AIRLOCK_E2B_PORT") == null ? null : Integer.valueOf(System.getenv("AIRLOCK_E2B_PORT"));
 
+    @Option(names = "--cluster", paramLabel = "URL", description = "Join a cluster of nodes on this PostgreSQL database,"
+            + " postgresql://HOST:PORT/DB?user=U&password=P (env AIRLOCK_CLUSTER_URL; default: none, this server runs alone;"
+            + " docs/cluster.md).")
+    String cluster = System.getenv("AIRLOCK_CLUSTER_URL");
+
+    @Option(names = "--node-name", paramLabel = "NAME", description = "This node's name in the cluster, unique: a-z, 0-9, '-'"
+            + " (env AIRLOCK_NODE_NAME; default: the host's name).")
+    String nodeName = System.getenv("AIRLOCK_NODE_NAME");
+
+    @Option(names = "--cluster-secret", paramLabel = "FILE", description = "The cluster's secret, the same file on every node,"
+            + " readable by its owner only (env AIRLOCK_CLUSTER_SECRET_FILE).")
+    Path clusterSecret = System.getenv("AIRLOCK_CLUSTER_SECRET_FILE") == null ? null : Path.of(System.getenv("AIRLOCK_CLUSTER_SECRET_FILE"));
+
+    @Option(names = "--cluster-lease", paramLabel = "SECONDS", description = "How long a node may be silent before the others count"
+            + " it down; it sends a heartbeat every third of it (env AIRLOCK_CLUSTER_LEASE; default 15).")
+    int clusterLease = Integer.parseInt(System.getenv().getOrDefault("AIRLOCK_CLUSTER_LEASE",
+            Long.toString(ClusterSettings.DEFAULT_LEASE.toSeconds())));
+
     @Mixin
     ServiceOptions service = new ServiceOptions();
 
     @Override
     public Integer call() throws Exception {
         ServerConfig config = service.config().withHost(host).withPort(port)
-                .withE2bPort(e2bPort == null ? ServerConfig.E2B_AFTER_API : e2bPort);
+                .withE2bPort(e2bPort == null ? ServerConfig.E2B_AFTER_API : e2bPort)
+                .withCluster(clusterSettings());
         AirlockServer server = AirlockServer.start(config);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "airlock-shutdown"));
         server.reapedAtStart().forEach(line -> System.err.println("airlock: reaped " + line));
         System.out.println("airlock: serving on " + server.uri() + (config.policyFile() == null
                 ? " (token in " + config.dataDir().resolve("token") + ")"
                 : " (policy " + config.policyFile() + ")"));
+        if (config.cluster() != null) {
+            System.out.println("airlock: node '" + config.cluster().nodeName() + "' of the cluster on " + config.cluster().shownUrl());
+        }
         if (server.e2bUri() != null) {
             System.out.println("airlock: E2B's SDKs: E2B_API_URL=" + server.e2bUri() + " (airlock e2b env prints what to export)");
         }
         System.out.flush();
         server.join();
         return 0;
+    }
+
+    /** The cluster this server joins, or null; the node's name defaults to the host's. */
+    private ClusterSettings clusterSettings() {
+        if (cluster == null || cluster.isBlank()) {
+            if (nodeName != null || clusterSecret != null) {
+                throw AirlockException.invalid("--node-name and --cluster-secret belong to a node of a cluster: give --cluster too");
+            }
+            return null;
+        }
+        String name = nodeName;
+        if (name == null) {
+            try {
+                name = java.net.InetAddress.getLocalHost().getHostName().toLowerCase(java.util.Locale.ROOT);
+            } catch (java.net.UnknownHostException e) {
+                throw AirlockException.invalid("this host's name cannot be found (" + e.getMessage() + "): name the node with --node-name");
+            }
+        }
+        return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease));
     }
 }

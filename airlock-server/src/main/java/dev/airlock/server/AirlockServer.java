@@ -94,8 +94,8 @@ public final class AirlockServer implements AutoCloseable {
             jetty.setHandler(e2b == null ? context : new ContextHandlerCollection(context, e2b.context()));
             jetty.setStopAtShutdown(false);
             jetty.start();
-            runtime.listeningOn(connector.getLocalPort());
             URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
+            runtime.listeningOn(uri);
             URI e2bUri = e2b == null ? null : URI.create("http://" + hostForUri(config.host()) + ":" + e2b.connector().getLocalPort());
             return new AirlockServer(jetty, runtime, mcp, guards, uri, e2bUri);
         } catch (Exception e) {

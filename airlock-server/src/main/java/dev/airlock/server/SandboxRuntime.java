@@ -1,5 +1,7 @@
 package dev.airlock.server;
 
+import dev.airlock.server.cluster.ClusterMembership;
+
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Input;
 import dev.airlock.egress.EgressBroker;
@@ -61,10 +63,13 @@ public final class SandboxRuntime implements AutoCloseable {
     /** The REST API's port, once known: the egress broker keeps sandboxes away from it. */
     private final AtomicInteger port;
     private final String localToken;
+    /** This server's membership of a cluster; null when it runs alone. */
+    private final ClusterMembership cluster;
     private boolean closed;
 
     private SandboxRuntime(Tiers tiers, SandboxStore store, AuditLog audit, ServerMetrics metrics, SandboxService service,
-                           AtomicInteger port, String localToken) {
+                           AtomicInteger port, String localToken, ClusterMembership cluster) {
+        this.cluster = cluster;
         this.audit = audit;
         this.tiers = tiers;
         this.store = store;
@@ -85,6 +90,7 @@ public final class SandboxRuntime implements AutoCloseable {
         SandboxStore store = SandboxStore.open(config.database());
         Tiers tiers = null;
         AuditLog audit = null;
+        ClusterMembership cluster = null;
         try {
             audit = AuditLog.open(config.database(), AuditSettings.fromEnvironment(System.getenv()));
             AuditLog auditLog = audit;
@@ -104,11 +110,18 @@ public final class SandboxRuntime implements AutoCloseable {
             EgressBroker broker = new EgressBroker(egress);
             // The data directory (token, state, outputs) is kept from every input.
             tiers = Tiers.open(policy, config.driver().protecting(config.dataDir()), broker, config.poolSize());
-            SandboxService service = new SandboxService(config, policy, tiers, store, metrics, egressLog, audit);
+            // a node of a cluster joins before it serves: a database it cannot reach, another secret or a taken name stop the start
+            cluster = config.cluster() == null ? null : ClusterMembership.join(config.cluster(),
+                    tiers.all().stream().map(e -> e.driver().isolation().id()).distinct().toList(),
+                    config.maxSandboxes());
+            SandboxService service = new SandboxService(config, policy, tiers, store, metrics, egressLog, audit, cluster);
             // a request a profile's approveRequests covers waits for a person, asked through the service
             broker.decideRequestsWith(service::approveRequest);
-            return new SandboxRuntime(tiers, store, audit, metrics, service, port, localToken);
+            return new SandboxRuntime(tiers, store, audit, metrics, service, port, localToken, cluster);
         } catch (RuntimeException e) {
+            if (cluster != null) {
+                cluster.close();
+            }
             if (tiers != null) {
                 tiers.close();
             }
@@ -249,9 +262,15 @@ public final class SandboxRuntime implements AutoCloseable {
         }
     }
 
-    /** The port the REST API is bound to, once known (configured as 0: a free one). */
-    public void listeningOn(int boundPort) {
-        port.set(boundPort);
+    /**
+     * The REST API is bound to {@code api} (its port configured as 0: a free one, now known); a node
+     * of a cluster publishes it and starts its heartbeat.
+     */
+    public void listeningOn(java.net.URI api) {
+        port.set(api.getPort());
+        if (cluster != null) {
+            cluster.serving(api.toString(), service::size);
+        }
     }
 
     /** The token in {@code <data>/token}: the built-in policy's {@code local} client's. */
@@ -283,6 +302,9 @@ public final class SandboxRuntime implements AutoCloseable {
             service.close();
             tiers.close();
         } finally {
+            if (cluster != null) {
+                cluster.close();
+            }
             audit.close();
             store.close();
         }

@@ -28,7 +28,7 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
  *   sandbox                       the service: runs every command through the controls to its handler
  *   files, snapshot, interpreter, terminal   one feature each, used by the service's handlers
  *   live, control                 the sandboxes held now; the controls around every command
- *   command, policy, audit, output, store, config   the command API and what everything stands on
+ *   command, policy, audit, output, store, config, cluster   the command API and what everything stands on
  * </pre>
  */
 class ArchitectureTest {

@@ -77,6 +77,8 @@ public sealed interface Command<R> {
             case Decide d -> Operation.APPROVALS;
             case Metrics m -> Operation.METRICS;
             case MetricsHistory m -> Operation.METRICS;
+            case ListNodes l -> Operation.CLUSTER_READ;
+            case DrainNode d -> Operation.CLUSTER_DRAIN;
             case ReadAudit r -> Operation.AUDIT;
             case VerifyAudit v -> Operation.AUDIT;
             case ListImages l -> Operation.SANDBOX_READ;
@@ -581,6 +583,27 @@ public sealed interface Command<R> {
 
     /** The last hour of some of those metrics, sampled every ten seconds, for the console's charts. */
     record MetricsHistory() implements Command<MetricsSeries> {
+    }
+
+    // --- the cluster (docs/cluster.md) ---
+
+    /** The nodes of the cluster this server is one of; a conflict on a server that runs alone. */
+    record ListNodes() implements Command<List<NodeView>> {
+    }
+
+    /** Stops ({@code draining}) or resumes placements on one node; its sandboxes run on. */
+    record DrainNode(String node, boolean draining) implements Command<NodeView> {
+    }
+
+    /**
+     * A node as the cluster's database knows it: {@code state} is {@code starting} (joined, its API
+     * not yet serving), {@code up}, {@code draining}, {@code down} (silent past its lease) or {@code
+     * left} (stopped).
+     *
+     * @param self whether it is the node that answers
+     */
+    record NodeView(String name, String apiAddress, List<String> tiers, int capacity, int sandboxes, String state, boolean draining,
+                    java.time.Instant startedAt, java.time.Instant heartbeatAt, Duration silentFor, boolean self) {
     }
 
     /** A path as the sandbox's programs see it: relative paths are under /workspace, where programs start. */

@@ -129,6 +129,16 @@ public final class JsonViews {
         return n;
     }
 
+    /** A node of the cluster (GET /v1/cluster/nodes). */
+    public static ObjectNode node(Command.NodeView n) {
+        ObjectNode o = Json.object().put("name", n.name()).put("state", n.state()).put("draining", n.draining())
+                .put("apiAddress", n.apiAddress()).put("capacity", n.capacity()).put("sandboxes", n.sandboxes())
+                .put("startedAt", n.startedAt().toString()).put("heartbeatAt", n.heartbeatAt().toString())
+                .put("silentSeconds", n.silentFor().toMillis() / 1000.0).put("self", n.self());
+        o.set("tiers", MAPPER.valueToTree(n.tiers()));
+        return o;
+    }
+
     public static ObjectNode snapshot(Command.SnapshotView s) {
         ObjectNode n = object();
         n.put("id", s.id());

@@ -34,6 +34,10 @@ public enum Operation {
     /** Read the audit log and check its chain (REST, the web console): an operator's permission. */
     AUDIT("audit"),
     METRICS("metrics"),
+    /** List the nodes of the cluster this server is one of (docs/cluster.md). */
+    CLUSTER_READ("cluster.read"),
+    /** Stop or resume placements on a node of the cluster: an operator's permission. */
+    CLUSTER_DRAIN("cluster.drain"),
     /**
      * An operator's reach: with it, the client's {@code sandbox.read}, {@code files.read} (listing
      * and stat only), {@code sandbox.extend} and {@code sandbox.destroy} act on every client's

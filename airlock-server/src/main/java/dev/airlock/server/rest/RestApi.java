@@ -28,6 +28,8 @@ import java.util.Set;
 
 import static dev.airlock.server.policy.Operation.APPROVALS;
 import static dev.airlock.server.policy.Operation.AUDIT;
+import static dev.airlock.server.policy.Operation.CLUSTER_DRAIN;
+import static dev.airlock.server.policy.Operation.CLUSTER_READ;
 import static dev.airlock.server.policy.Operation.EXEC;
 import static dev.airlock.server.policy.Operation.FILES_READ;
 import static dev.airlock.server.policy.Operation.FILES_WRITE;
@@ -209,6 +211,16 @@ final class RestApi {
                 new RestRoute("GET", "/v1/approvals/{id}", APPROVALS, c -> c.send(200, JsonViews.approval(c.execute(new Command.DescribeApproval(c.param("id")))))),
                 new RestRoute("POST", "/v1/approvals/{id}/approve", APPROVALS, c -> decide(c, true)),
                 new RestRoute("POST", "/v1/approvals/{id}/deny", APPROVALS, c -> decide(c, false)),
+                new RestRoute("GET", "/v1/cluster/nodes", CLUSTER_READ, c -> {
+                    ArrayNode list = Json.MAPPER.createArrayNode();
+                    c.execute(new Command.ListNodes()).forEach(n -> list.add(JsonViews.node(n)));
+                    c.send(200, Json.object().set("nodes", list));
+                }),
+                new RestRoute("POST", "/v1/cluster/nodes/{node}/drain", CLUSTER_DRAIN, c -> {
+                    JsonNode body = c.json(Set.of("draining"));
+                    boolean draining = !body.has("draining") || body.get("draining").isNull() || Json.bool(body, "draining");
+                    c.send(200, JsonViews.node(c.execute(new Command.DrainNode(c.param("node"), draining))));
+                }),
                 new RestRoute("GET", "/v1/audit", AUDIT, this::audit),
                 new RestRoute("GET", "/v1/audit/verify", AUDIT, c -> {
                     var v = c.execute(new Command.VerifyAudit());

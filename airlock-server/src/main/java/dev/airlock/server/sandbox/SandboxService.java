@@ -1,5 +1,7 @@
 package dev.airlock.server.sandbox;
 
+import dev.airlock.server.cluster.ClusterMembership;
+
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Isolation;
@@ -83,11 +85,16 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     private final Thread expiry;
     private final MetricsHistory history;
     private final List<String> reapedAtStart;
+    private final ClusterMembership cluster;
     private volatile boolean closed;
 
-    /** {@code egressLog} is where the engine's egress proxies record (see SandboxRuntime). */
+    /**
+     * {@code egressLog} is where the engine's egress proxies record (see SandboxRuntime); {@code
+     * cluster} is this server's membership of a cluster, null when it runs alone.
+     */
     public SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
-                          AuditLog audit) {
+                          AuditLog audit, ClusterMembership cluster) {
+        this.cluster = cluster;
         this.config = config;
         this.policy = policy;
         this.tiers = tiers;
@@ -193,6 +200,14 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         return made;
     }
 
+    private ClusterMembership cluster() {
+        if (cluster == null) {
+            throw new AirlockException(Kind.CONFLICT, "this server runs alone, not as a node of a cluster: start it with --cluster"
+                    + " (docs/cluster.md)");
+        }
+        return cluster;
+    }
+
     /** Commands that talk to an execution or interpreter already running in the sandbox, beside the engine's own checks. */
     private static boolean reachesRunningAgent(Command<?> c) {
         return c instanceof Command.Signal || c instanceof Command.Input || c instanceof Command.Attach || c instanceof Command.OpenPort || c instanceof Command.CreateContext || c instanceof Command.RestartContext
@@ -285,6 +300,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
             case Command.Decide d -> approvals.decide(d.approval(), d.approve(), d.by(), d.reason() == null ? null : Printable.of(d.reason()));
             case Command.Metrics m -> metrics.scrape();
             case Command.MetricsHistory m -> history.series();
+            case Command.ListNodes l -> cluster().nodes();
+            case Command.DrainNode d -> cluster().drain(d.node(), d.draining());
             case Command.ReadAudit r -> {
                 try (var reader = auditReader()) {
                     yield reader.query(new dev.airlock.server.audit.AuditReader.Query(r.ofSandbox(), r.kind(), r.since(), r.limit(), r.client(), r.until(),

@@ -69,6 +69,8 @@ class CommandTest {
             new Command.Decide("ap-0123456789abcdef", true, "rest:operator", null),
             new Command.Metrics(),
             new Command.MetricsHistory(),
+            new Command.ListNodes(),
+            new Command.DrainNode("node-1", true),
             new Command.ReadAudit(null, null, null, null, null, 10, null, null),
             new Command.VerifyAudit(),
             new Command.ListImages(),

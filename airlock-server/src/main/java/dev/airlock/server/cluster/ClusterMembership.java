@@ -1,0 +1,359 @@
+package dev.airlock.server.cluster;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.server.command.Command.NodeView;
+import dev.airlock.server.config.ClusterSettings;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.function.IntSupplier;
+
+/**
+ * This server as a node of a cluster (docs/cluster.md): its row in the shared PostgreSQL database's
+ * node table, taken when it starts, refreshed by a heartbeat every third of its lease, marked left
+ * when it stops; and the cluster's nodes as every node reads them. Time is the database's
+ * ({@code now()}), so nodes whose clocks differ still agree on which node is down: one whose last
+ * heartbeat is older than its own lease.
+ *
+ * <p>Bounded: one connection per node, each call within the driver's connect (5 s) and socket
+ * (10 s) timeouts; a heartbeat that fails is logged once per outage and tried again at the next beat.
+ */
+public final class ClusterMembership implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ClusterMembership.class);
+    /** Serializes schema creation across nodes that start at once (an advisory lock's key). */
+    private static final long SCHEMA_LOCK = 0x6169726c6f636bL;
+    /** The most nodes a listing returns. */
+    static final int MAX_NODES = 1000;
+
+    private final ClusterSettings settings;
+    private final String instance = UUID.randomUUID().toString();
+    private final Object lock = new Object();
+    private Connection db;
+    private volatile IntSupplier sandboxes = () -> 0;
+    private volatile Thread heartbeat;
+    private volatile boolean closed;
+    private boolean failing;
+
+    private ClusterMembership(ClusterSettings settings) {
+        this.settings = settings;
+    }
+
+    /**
+     * Joins the cluster: the schema made if it is not there, the secret checked against the one the
+     * first node set, and this node's row taken. Refused when the database cannot be reached, the
+     * secret differs, or a running node holds the name.
+     *
+     * @param tiers    the isolation tiers this node offers
+     * @param capacity the most sandboxes it holds at once
+     */
+    public static ClusterMembership join(ClusterSettings settings, List<String> tiers, int capacity) {
+        byte[] secret = settings.readSecret();
+        ClusterMembership m = new ClusterMembership(settings);
+        try {
+            synchronized (m.lock) {
+                m.db = m.connect();
+                m.schema();
+                m.checkSecret(secret);
+                m.take(tiers, capacity);
+            }
+            m.heartbeat = Thread.ofVirtual().name("airlock-cluster-heartbeat").start(m::beatUntilClosed);
+            return m;
+        } catch (RuntimeException e) {
+            m.closeConnection();
+            throw e;
+        }
+    }
+
+    public String nodeName() {
+        return settings.nodeName();
+    }
+
+    private Connection connect() {
+        Properties p = new Properties();
+        p.setProperty("connectTimeout", "5");
+        p.setProperty("socketTimeout", "10");
+        p.setProperty("loginTimeout", "5");
+        p.setProperty("ApplicationName", "airlock " + settings.nodeName());
+        try {
+            return DriverManager.getConnection(settings.url(), p);
+        } catch (SQLException e) {
+            throw AirlockException.unavailable("cannot reach the cluster's database " + settings.shownUrl() + ": " + e.getMessage()
+                    + " (--cluster gives its URL; the database must be running and reachable from this node)");
+        }
+    }
+
+    private void schema() {
+        try {
+            db.setAutoCommit(false);
+            try (Statement st = db.createStatement()) {
+                st.execute("SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")");
+                st.execute("CREATE TABLE IF NOT EXISTS airlock_cluster (id INT PRIMARY KEY CHECK (id = 1), secret_sha256 TEXT NOT NULL,"
+                        + " created_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+                st.execute("CREATE TABLE IF NOT EXISTS airlock_nodes (name TEXT PRIMARY KEY, instance TEXT NOT NULL,"
+                        + " api_address TEXT NOT NULL, tiers TEXT NOT NULL, capacity INT NOT NULL, sandboxes INT NOT NULL DEFAULT 0,"
+                        + " draining BOOLEAN NOT NULL DEFAULT false, lease_ms BIGINT NOT NULL, started_at TIMESTAMPTZ NOT NULL,"
+                        + " heartbeat_at TIMESTAMPTZ NOT NULL, left_at TIMESTAMPTZ)");
+            }
+            db.commit();
+            db.setAutoCommit(true);
+        } catch (SQLException e) {
+            throw failed("cannot make the cluster's tables", e);
+        }
+    }
+
+    /** The first node's secret is the cluster's; every other must hold the same. */
+    private void checkSecret(byte[] secret) {
+        String digest = sha256(secret);
+        try (PreparedStatement ins = db.prepareStatement("INSERT INTO airlock_cluster (id, secret_sha256) VALUES (1, ?) ON CONFLICT (id) DO NOTHING");
+             PreparedStatement sel = db.prepareStatement("SELECT secret_sha256 FROM airlock_cluster WHERE id = 1")) {
+            ins.setString(1, digest);
+            ins.executeUpdate();
+            try (ResultSet rs = sel.executeQuery()) {
+                rs.next();
+                if (!MessageDigest.isEqual(rs.getString(1).getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+                        digest.getBytes(java.nio.charset.StandardCharsets.US_ASCII))) {
+                    throw AirlockException.invalid("this node's cluster secret (" + settings.secretFile() + ") is not the cluster's:"
+                            + " give every node the same secret file as the node that made the cluster");
+                }
+            }
+        } catch (SQLException e) {
+            throw failed("cannot check the cluster secret", e);
+        }
+    }
+
+    /** Takes this node's row: refused while a node that has not left and is not silent holds the name. */
+    private void take(List<String> tiers, int capacity) {
+        try {
+            db.setAutoCommit(false);
+            try (PreparedStatement sel = db.prepareStatement("SELECT left_at IS NULL AND now() - heartbeat_at <= lease_ms * interval '1 millisecond',"
+                    + " EXTRACT(EPOCH FROM now() - heartbeat_at) FROM airlock_nodes WHERE name = ? FOR UPDATE")) {
+                sel.setString(1, settings.nodeName());
+                try (ResultSet rs = sel.executeQuery()) {
+                    if (rs.next() && rs.getBoolean(1)) {
+                        throw new AirlockException(Kind.CONFLICT, "node name '" + settings.nodeName() + "' is held by a running node (its last"
+                                + " heartbeat " + Math.round(rs.getDouble(2)) + " s ago): give this node another --node-name, or stop that one"
+                                + " (a node that was killed frees its name " + settings.lease().toSeconds() + " s after its last heartbeat)");
+                    }
+                }
+            }
+            try (PreparedStatement up = db.prepareStatement("INSERT INTO airlock_nodes (name, instance, api_address, tiers, capacity, lease_ms,"
+                    + " started_at, heartbeat_at) VALUES (?, ?, '', ?, ?, ?, now(), now()) ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,"
+                    + " api_address = '', tiers = EXCLUDED.tiers, capacity = EXCLUDED.capacity, sandboxes = 0, lease_ms = EXCLUDED.lease_ms,"
+                    + " started_at = now(), heartbeat_at = now(), left_at = NULL")) {
+                up.setString(1, settings.nodeName());
+                up.setString(2, instance);
+                up.setString(3, String.join(",", tiers));
+                up.setInt(4, capacity);
+                up.setLong(5, settings.lease().toMillis());
+                up.executeUpdate();
+            }
+            db.commit();
+        } catch (SQLException e) {
+            rollback();
+            throw failed("cannot register node '" + settings.nodeName() + "'", e);
+        } catch (RuntimeException e) {
+            rollback();
+            throw e;
+        } finally {
+            autoCommit();
+        }
+    }
+
+    /**
+     * Publishes where this node's API answers, which makes it {@code up} (until then it is {@code
+     * starting}); from now on its heartbeat carries how many sandboxes it holds ({@code sandboxCount}).
+     */
+    public void serving(String apiAddress, IntSupplier sandboxCount) {
+        this.sandboxes = sandboxCount;
+        synchronized (lock) {
+            execute("set the address of node '" + settings.nodeName() + "'",
+                    "UPDATE airlock_nodes SET api_address = ?, heartbeat_at = now() WHERE name = ? AND instance = ?", apiAddress,
+                    settings.nodeName(), instance);
+        }
+    }
+
+    /** The heartbeat, from the join on: a node that takes longer than its lease to start is not counted down meanwhile. */
+    private void beatUntilClosed() {
+        long every = Math.max(100, settings.lease().toMillis() / 3);
+        while (!closed) {
+            try {
+                Thread.sleep(every);
+            } catch (InterruptedException e) {
+                return;
+            }
+            beat();
+        }
+    }
+
+    private void beat() {
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            try {
+                if (execute("send the heartbeat of node '" + settings.nodeName() + "'", "UPDATE airlock_nodes SET heartbeat_at = now(),"
+                        + " sandboxes = ? WHERE name = ? AND instance = ?", sandboxes.getAsInt(), settings.nodeName(), instance) == 0) {
+                    LOG.error("node '{}': another node took this name after this one was silent past its lease; this node is no longer"
+                            + " in the cluster's list", settings.nodeName());
+                }
+                if (failing) {
+                    LOG.info("node '{}': the cluster's database answers again", settings.nodeName());
+                    failing = false;
+                }
+            } catch (AirlockException e) {
+                if (!failing) {
+                    LOG.warn("node '{}': heartbeat failed, trying again every {} ms: {}", settings.nodeName(),
+                            settings.lease().toMillis() / 3, e.getMessage());
+                    failing = true;
+                }
+            }
+        }
+    }
+
+    /** The cluster's nodes, by name, with each one's state as the database's clock tells it. */
+    public List<NodeView> nodes() {
+        synchronized (lock) {
+            ensureConnected();
+            try (PreparedStatement ps = db.prepareStatement("SELECT name, api_address, tiers, capacity, sandboxes, draining, started_at,"
+                    + " heartbeat_at, EXTRACT(EPOCH FROM now() - heartbeat_at), lease_ms, left_at IS NOT NULL FROM airlock_nodes ORDER BY name LIMIT "
+                    + MAX_NODES)) {
+                List<NodeView> out = new ArrayList<>();
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(view(rs));
+                    }
+                }
+                return out;
+            } catch (SQLException e) {
+                throw failed("cannot read the cluster's nodes", e);
+            }
+        }
+    }
+
+    /** Stops ({@code draining}) or resumes placements on node {@code name}; its sandboxes run on. */
+    public NodeView drain(String name, boolean draining) {
+        synchronized (lock) {
+            if (execute("drain node '" + name + "'", "UPDATE airlock_nodes SET draining = ? WHERE name = ?", draining, name) == 0) {
+                throw new AirlockException(Kind.NOT_FOUND, "the cluster has no node '" + dev.airlock.core.Printable.of(name)
+                        + "': GET /v1/cluster/nodes (airlock cluster nodes) lists them");
+            }
+        }
+        return nodes().stream().filter(n -> n.name().equals(name)).findFirst()
+                .orElseThrow(() -> new AirlockException(Kind.NOT_FOUND, "node '" + name + "' left the list meanwhile"));
+    }
+
+    private NodeView view(ResultSet rs) throws SQLException {
+        String name = rs.getString(1);
+        double silent = rs.getDouble(9);
+        boolean left = rs.getBoolean(11);
+        String state = left ? "left" : silent * 1000 > rs.getLong(10) ? "down" : rs.getString(2).isEmpty() ? "starting"
+                : rs.getBoolean(6) ? "draining" : "up";
+        String tiers = rs.getString(3);
+        return new NodeView(name, rs.getString(2), tiers.isEmpty() ? List.of() : List.of(tiers.split(",")), rs.getInt(4), rs.getInt(5),
+                state, rs.getBoolean(6), rs.getTimestamp(7).toInstant(), rs.getTimestamp(8).toInstant(),
+                Duration.ofMillis(Math.round(silent * 1000)), name.equals(settings.nodeName()));
+    }
+
+    /** Runs one statement with {@code params}; the rows it changed. Called holding the lock. */
+    private int execute(String what, String sql, Object... params) {
+        ensureConnected();
+        try (PreparedStatement ps = db.prepareStatement(sql)) {
+            for (int i = 0; i < params.length; i++) {
+                ps.setObject(i + 1, params[i]);
+            }
+            return ps.executeUpdate();
+        } catch (SQLException e) {
+            throw failed("cannot " + what, e);
+        }
+    }
+
+    private void ensureConnected() {
+        try {
+            if (db == null || db.isClosed()) {
+                db = connect();
+            }
+        } catch (SQLException e) {
+            db = connect();
+        }
+    }
+
+    private AirlockException failed(String what, SQLException e) {
+        closeConnection();
+        return AirlockException.unavailable(what + " in the cluster's database " + settings.shownUrl() + ": " + e.getMessage());
+    }
+
+    private void rollback() {
+        try {
+            if (db != null && !db.isClosed()) {
+                db.rollback();
+            }
+        } catch (SQLException ignored) {
+            // the connection is broken: closed with the error
+        }
+    }
+
+    private void autoCommit() {
+        try {
+            if (db != null && !db.isClosed()) {
+                db.setAutoCommit(true);
+            }
+        } catch (SQLException ignored) {
+            // the connection is broken: the next call reconnects
+        }
+    }
+
+    private void closeConnection() {
+        try {
+            if (db != null) {
+                db.close();
+            }
+        } catch (SQLException ignored) {
+            // closing a broken connection
+        }
+        db = null;
+    }
+
+    private static String sha256(byte[] secret) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(secret));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Stops the heartbeat and marks this node left, so its name is free at once. */
+    @Override
+    public void close() {
+        closed = true;
+        Thread t = heartbeat;
+        if (t != null) {
+            t.interrupt();
+        }
+        synchronized (lock) {
+            try {
+                execute("mark node '" + settings.nodeName() + "' left", "UPDATE airlock_nodes SET left_at = now(), sandboxes = 0"
+                        + " WHERE name = ? AND instance = ?", settings.nodeName(), instance);
+            } catch (AirlockException e) {
+                LOG.warn("node '{}': could not mark itself left in the cluster's database ({}); the others count it down after its lease",
+                        settings.nodeName(), e.getMessage());
+            }
+            closeConnection();
+        }
+    }
+}
