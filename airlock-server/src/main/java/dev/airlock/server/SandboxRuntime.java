@@ -1,7 +1,5 @@
 package dev.airlock.server;
 
-import dev.airlock.server.cluster.ClusterMembership;
-
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Input;
 import dev.airlock.egress.EgressBroker;
@@ -11,6 +9,7 @@ import dev.airlock.egress.EgressSettings;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.audit.AuditSettings;
+import dev.airlock.server.cluster.ClusterMembership;
 import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.live.EgressLog;
 import dev.airlock.server.live.Tiers;
@@ -264,7 +263,7 @@ public final class SandboxRuntime implements AutoCloseable {
 
     /**
      * The REST API is bound to {@code api} (its port configured as 0: a free one, now known); a node
-     * of a cluster publishes it and starts its heartbeat.
+     * of a cluster publishes it, which makes the node {@code up}.
      */
     public void listeningOn(java.net.URI api) {
         port.set(api.getPort());

@@ -1,13 +1,12 @@
 package dev.airlock.server.sandbox;
 
-import dev.airlock.server.cluster.ClusterMembership;
-
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Isolation;
 import dev.airlock.core.Printable;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.cluster.ClusterMembership;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
 import dev.airlock.server.command.SandboxView;
