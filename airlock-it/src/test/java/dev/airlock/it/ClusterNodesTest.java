@@ -34,6 +34,13 @@ class ClusterNodesTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final Duration LEASE = Duration.ofSeconds(2);
+    /** The same policy on every node, as a cluster needs: client {@code local} (each node's own token) may hold 2 sandboxes. */
+    private static final String POLICY = """
+            profiles:
+              default: {}
+            clients:
+              local: {tokenFile: token, profiles: [default], allow: ["*"], quotas: {sandboxes: 2}}
+            """;
 
     private static Postgres pg;
     private static Path secret;
@@ -46,8 +53,8 @@ class ClusterNodesTest {
     static void start() throws IOException {
         pg = Postgres.start();
         secret = secretFile("cluster-secret-for-the-tests-0123456789abcdef");
-        alpha = LiveServer.start(c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF).withCluster(node("alpha")));
-        beta = LiveServer.start(c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF).withCluster(node("beta")));
+        alpha = LiveServer.withPolicy(POLICY, c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF).withCluster(node("alpha")));
+        beta = LiveServer.withPolicy(POLICY, c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF).withCluster(node("beta")));
     }
 
     @AfterAll
@@ -198,6 +205,77 @@ class ClusterNodesTest {
             Thread.sleep(100);
         }
         throw new AssertionError("node " + node + " is " + seen + ", not " + state + ", after " + within + "; its output:\n" + Files.readString(log));
+    }
+
+    /**
+     * A client's quota holds across the nodes: 8 creates at once, half through each node, against a
+     * quota of 2 give exactly 2; the others are refused by the quota control, and a place is free
+     * again once a sandbox is gone.
+     */
+    @Test
+    void aClientsQuotaHoldsAcrossTheNodesUnderConcurrentCreates() throws Exception {
+        List<java.util.concurrent.Future<HttpResponse<String>>> creates = new java.util.ArrayList<>();
+        try (var threads = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < 8; i++) {
+                LiveServer via = i % 2 == 0 ? alpha : beta;
+                creates.add(threads.submit(() -> via.raw("POST", "/v1/sandboxes", "{}")));
+            }
+        }
+        List<String> made = new java.util.ArrayList<>();
+        Map<LiveServer, List<String>> byNode = new java.util.HashMap<>();
+        for (int i = 0; i < creates.size(); i++) {
+            HttpResponse<String> r = creates.get(i).get();
+            if (r.statusCode() == 201) {
+                String id = JSON.readTree(r.body()).path("id").asString();
+                made.add(id);
+                byNode.computeIfAbsent(i % 2 == 0 ? alpha : beta, k -> new java.util.ArrayList<>()).add(id);
+            } else {
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(429);
+                assertThat(r.body()).contains("already holds 2 sandboxes", "quotas.sandboxes");
+            }
+        }
+        try {
+            assertThat(made).as("creates that got a sandbox, of 8 against a quota of 2 on two nodes").hasSize(2);
+        } finally {
+            byNode.forEach((node, ids) -> ids.forEach(id -> node.raw("DELETE", "/v1/sandboxes/" + id, null)));
+        }
+        // the places are free again: each node may create once more
+        for (LiveServer via : List.of(alpha, beta)) {
+            HttpResponse<String> r = via.raw("POST", "/v1/sandboxes", "{}");
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+            assertThat(via.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(r.body()).path("id").asString(), null).statusCode()).isEqualTo(204);
+        }
+    }
+
+    /**
+     * The database stopped: a create that needs it (a client with a quota) is refused with 503 and
+     * why, the nodes serve on; started again, creates succeed and the nodes are up again.
+     */
+    @Test
+    void whileTheDatabaseIsAwayCreatesThatNeedItAreRefusedAndAfterItAllGoesOn() throws Exception {
+        pg.stopServer();
+        try {
+            HttpResponse<String> refused = alpha.raw("POST", "/v1/sandboxes", "{}");
+            assertThat(refused.statusCode()).as(refused.body()).isEqualTo(503);
+            assertThat(refused.body()).contains("does not answer", "refused until it answers").doesNotContain("password");
+            assertThat(alpha.raw("GET", "/v1/sandboxes", null).statusCode()).as("the node serves on").isEqualTo(200);
+        } finally {
+            pg.startServer();
+        }
+        HttpResponse<String> made = null;
+        for (int i = 0; i < 50 && (made == null || made.statusCode() != 201); i++) {
+            made = alpha.raw("POST", "/v1/sandboxes", "{}");
+            Thread.sleep(100);
+        }
+        assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
+        assertThat(alpha.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(made.body()).path("id").asString(), null).statusCode()).isEqualTo(204);
+        Path none = Files.createTempFile("airlock-no-log", ".log");
+        try {
+            awaitState("alpha", "up", Duration.ofSeconds(10), none);
+            awaitState("beta", "up", Duration.ofSeconds(10), none);
+        } finally {
+            Files.delete(none);
+        }
     }
 
     @Test

@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.server.command.Command.NodeView;
 import dev.airlock.server.config.ClusterSettings;
+import dev.airlock.server.live.SharedQuotas;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,7 +34,7 @@ import java.util.function.IntSupplier;
  * <p>Bounded: one connection per node, each call within the driver's connect (5 s) and socket
  * (10 s) timeouts; a heartbeat that fails is logged once per outage and tried again at the next beat.
  */
-public final class ClusterMembership implements AutoCloseable {
+public final class ClusterMembership implements SharedQuotas, AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ClusterMembership.class);
     /** Serializes schema creation across nodes that start at once (an advisory lock's key). */
@@ -49,6 +50,8 @@ public final class ClusterMembership implements AutoCloseable {
     private volatile Thread heartbeat;
     private volatile boolean closed;
     private boolean failing;
+    /** Places whose release failed (the database away): given back at the next heartbeat. */
+    private final java.util.Set<String> unreleased = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private ClusterMembership(ClusterSettings settings) {
         this.settings = settings;
@@ -109,6 +112,10 @@ public final class ClusterMembership implements AutoCloseable {
                         + " api_address TEXT NOT NULL, tiers TEXT NOT NULL, capacity INT NOT NULL, sandboxes INT NOT NULL DEFAULT 0,"
                         + " draining BOOLEAN NOT NULL DEFAULT false, lease_ms BIGINT NOT NULL, started_at TIMESTAMPTZ NOT NULL,"
                         + " heartbeat_at TIMESTAMPTZ NOT NULL, left_at TIMESTAMPTZ)");
+                // a client's places: one per sandbox of a client with a quota, from before its create until it is gone
+                st.execute("CREATE TABLE IF NOT EXISTS airlock_places (id TEXT PRIMARY KEY, node TEXT NOT NULL, client TEXT NOT NULL,"
+                        + " created_at TIMESTAMPTZ NOT NULL)");
+                st.execute("CREATE INDEX IF NOT EXISTS airlock_places_client ON airlock_places (client)");
             }
             db.commit();
             db.setAutoCommit(true);
@@ -163,6 +170,11 @@ public final class ClusterMembership implements AutoCloseable {
                 up.setLong(5, settings.lease().toMillis());
                 up.executeUpdate();
             }
+            // what an earlier run of this node held is gone: reaped by this start, or destroyed when it stopped
+            try (PreparedStatement del = db.prepareStatement("DELETE FROM airlock_places WHERE node = ?")) {
+                del.setString(1, settings.nodeName());
+                del.executeUpdate();
+            }
             db.commit();
         } catch (SQLException e) {
             rollback();
@@ -216,12 +228,74 @@ public final class ClusterMembership implements AutoCloseable {
                     LOG.info("node '{}': the cluster's database answers again", settings.nodeName());
                     failing = false;
                 }
+                for (String place : List.copyOf(unreleased)) {
+                    execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
+                    unreleased.remove(place);
+                }
             } catch (AirlockException e) {
                 if (!failing) {
                     LOG.warn("node '{}': heartbeat failed, trying again every {} ms: {}", settings.nodeName(),
                             settings.lease().toMillis() / 3, e.getMessage());
                     failing = true;
                 }
+            }
+        }
+    }
+
+    /**
+     * Takes one of {@code client}'s places, under a lock on the client's name held for the
+     * transaction, against its places on every node that is up (a node down or left does not
+     * count: its sandboxes are lost or gone).
+     */
+    @Override
+    public String reserve(String client, int quota) {
+        synchronized (lock) {
+            ensureConnected();
+            try {
+                db.setAutoCommit(false);
+                try (PreparedStatement lockClient = db.prepareStatement("SELECT pg_advisory_xact_lock(hashtext(?))");
+                     PreparedStatement count = db.prepareStatement("SELECT count(*) FROM airlock_places p JOIN airlock_nodes n ON n.name = p.node"
+                             + " WHERE p.client = ? AND n.left_at IS NULL AND now() - n.heartbeat_at <= n.lease_ms * interval '1 millisecond'");
+                     PreparedStatement insert = db.prepareStatement("INSERT INTO airlock_places (id, node, client, created_at) VALUES (?, ?, ?, now())")) {
+                    lockClient.setString(1, "airlock-client:" + client);
+                    lockClient.execute();
+                    count.setString(1, client);
+                    long held;
+                    try (ResultSet rs = count.executeQuery()) {
+                        rs.next();
+                        held = rs.getLong(1);
+                    }
+                    if (held >= quota) {
+                        db.commit();
+                        return null;
+                    }
+                    String place = UUID.randomUUID().toString();
+                    insert.setString(1, place);
+                    insert.setString(2, settings.nodeName());
+                    insert.setString(3, client);
+                    insert.executeUpdate();
+                    db.commit();
+                    return place;
+                }
+            } catch (SQLException e) {
+                rollback();
+                closeConnection();   // the next call connects anew
+                throw AirlockException.unavailable("the cluster's database " + settings.shownUrl() + " does not answer (" + e.getMessage()
+                        + "), and it counts clients' quotas across the nodes: creates of clients with a quota are refused until it answers");
+            } finally {
+                autoCommit();
+            }
+        }
+    }
+
+    @Override
+    public void release(String place) {
+        synchronized (lock) {
+            try {
+                execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
+                unreleased.remove(place);
+            } catch (AirlockException e) {
+                unreleased.add(place);
             }
         }
     }
@@ -349,6 +423,9 @@ public final class ClusterMembership implements AutoCloseable {
             try {
                 execute("mark node '" + settings.nodeName() + "' left", "UPDATE airlock_nodes SET left_at = now(), sandboxes = 0"
                         + " WHERE name = ? AND instance = ?", settings.nodeName(), instance);
+                // its sandboxes were destroyed before: what it could not give back then goes now
+                execute("give back node '" + settings.nodeName() + "''s places", "DELETE FROM airlock_places WHERE node = ?"
+                        + " AND EXISTS (SELECT 1 FROM airlock_nodes WHERE name = ? AND instance = ?)", settings.nodeName(), settings.nodeName(), instance);
             } catch (AirlockException e) {
                 LOG.warn("node '{}': could not mark itself left in the cluster's database ({}); the others count it down after its lease",
                         settings.nodeName(), e.getMessage());

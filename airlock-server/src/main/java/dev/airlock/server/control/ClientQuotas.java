@@ -37,8 +37,8 @@ public final class ClientQuotas implements Control {
             case Command.Create c -> a.holds().slot(switch (slots.reserveForClient(client)) {
                 case SandboxSlots.Reserved r -> r.slot();
                 case SandboxSlots.ClientQuotaReached q -> throw refuse(Kind.LIMIT_EXCEEDED, client.rule("quotas.sandboxes"), "client '"
-                        + client.name() + "' already holds " + q.held() + " sandboxes (counting those being created or destroyed), its"
-                        + " quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
+                        + client.name() + "' already holds " + q.held() + " sandboxes (counting those being created or destroyed, on every"
+                        + " node of a cluster), its quota (rule " + client.rule("quotas.sandboxes") + "): destroy some first");
                 case SandboxSlots.ServerFull f -> throw new IllegalStateException("a client slot never reports the server full");
             });
             case Command.Exec e -> execution(client);

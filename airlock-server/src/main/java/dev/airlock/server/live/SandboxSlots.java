@@ -14,15 +14,26 @@ import java.util.Map;
  *
  * <p>A create takes its client's slot first (before it may wait for an approval) and the server's
  * slot after the approval, so a create waiting for a person holds no server-wide slot.
+ *
+ * <p>On a node of a cluster, a client with a quota also takes a place in the cluster's database
+ * ({@link SharedQuotas}), so its quota holds across all nodes; {@code --max-sandboxes} stays this
+ * node's own capacity.
  */
 public final class SandboxSlots {
 
     private final int serverMax;
+    private final SharedQuotas shared;
     private final Map<String, Integer> perClient = new HashMap<>();
     private int server;
 
     public SandboxSlots(int serverMax) {
+        this(serverMax, null);
+    }
+
+    /** {@code shared}: the cluster's count of clients' quotas; null on a server that runs alone. */
+    public SandboxSlots(int serverMax, SharedQuotas shared) {
         this.serverMax = serverMax;
+        this.shared = shared;
     }
 
     /** What asking for a slot gave: a slot, or which limit refused it and at what count. */
@@ -38,14 +49,26 @@ public final class SandboxSlots {
     public record ServerFull(int held, int max) implements Outcome {
     }
 
-    /** Takes one of {@code client}'s slots (its quota; unlimited when it has none). */
-    public synchronized Outcome reserveForClient(Client client) {
-        int held = perClient.getOrDefault(client.name(), 0);
-        if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
-            return new ClientQuotaReached(held, client.maxSandboxes());
+    /** Takes one of {@code client}'s slots (its quota, across the cluster on a node of one; unlimited when it has none). */
+    public Outcome reserveForClient(Client client) {
+        String place = null;
+        if (shared != null && client.maxSandboxes() > 0) {
+            place = shared.reserve(client.name(), client.maxSandboxes());
+            if (place == null) {
+                return new ClientQuotaReached(client.maxSandboxes(), client.maxSandboxes());
+            }
         }
-        perClient.put(client.name(), held + 1);
-        return new Reserved(new Slot(client.name()));
+        synchronized (this) {
+            int held = perClient.getOrDefault(client.name(), 0);
+            if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
+                if (place != null) {
+                    shared.release(place);
+                }
+                return new ClientQuotaReached(held, client.maxSandboxes());
+            }
+            perClient.put(client.name(), held + 1);
+            return new Reserved(new Slot(client.name(), place));
+        }
     }
 
     /** Sandboxes held or being created or destroyed, server-wide. */
@@ -68,15 +91,20 @@ public final class SandboxSlots {
         return new Reserved(slot);
     }
 
-    private synchronized void release(Slot slot) {
-        if (slot.released) {
-            return;
+    private void release(Slot slot) {
+        synchronized (this) {
+            if (slot.released) {
+                return;
+            }
+            slot.released = true;
+            if (slot.server) {
+                server--;
+            }
+            perClient.computeIfPresent(slot.client, (k, n) -> n > 1 ? n - 1 : null);
         }
-        slot.released = true;
-        if (slot.server) {
-            server--;
+        if (slot.place != null) {
+            shared.release(slot.place);
         }
-        perClient.computeIfPresent(slot.client, (k, n) -> n > 1 ? n - 1 : null);
     }
 
     /**
@@ -85,11 +113,14 @@ public final class SandboxSlots {
      */
     public final class Slot {
         private final String client;
+        /** Its place in the cluster's count of the client's quota, or null. */
+        private final String place;
         private boolean server;   // guarded by SandboxSlots.this
         private boolean released; // guarded by SandboxSlots.this
 
-        private Slot(String client) {
+        private Slot(String client, String place) {
             this.client = client;
+            this.place = place;
         }
 
         /** Takes the server-wide slot for this client slot: a {@link Reserved} of itself, or {@link ServerFull}. */

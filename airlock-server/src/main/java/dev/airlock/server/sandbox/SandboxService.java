@@ -112,7 +112,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         this.controls = new ControlChain(List.of(
                 grant,
                 new ProfileCeilings(),
-                new ClientQuotas(new SandboxSlots(config.maxSandboxes()), new ExecutionRates()),
+                new ClientQuotas(new SandboxSlots(config.maxSandboxes(), cluster), new ExecutionRates()),
                 new ApprovalGate(approvals),
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);

@@ -1,0 +1,18 @@
+package dev.airlock.server.live;
+
+/**
+ * Clients' quotas counted across the nodes of a cluster (docs/cluster.md): a place is taken in the
+ * cluster's database, atomically against the places of the client on every node that is up, before
+ * a sandbox is created, and given back when it is gone. {@link SandboxSlots} counts locally as well.
+ */
+public interface SharedQuotas {
+
+    /**
+     * Takes one of {@code client}'s places: its id, or null when the client already holds {@code
+     * quota} across the cluster. Throws UNAVAILABLE when the cluster's database does not answer.
+     */
+    String reserve(String client, int quota);
+
+    /** Gives a place back; a place that cannot be given back now is given back later. */
+    void release(String place);
+}
