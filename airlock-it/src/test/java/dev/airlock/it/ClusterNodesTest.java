@@ -33,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class ClusterNodesTest {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
     private static final Duration LEASE = Duration.ofSeconds(2);
     /** The same policy on every node, as a cluster needs: client {@code local} (each node's own token) may hold 2 sandboxes. */
     private static final String POLICY = """
@@ -148,9 +149,10 @@ class ClusterNodesTest {
     }
 
     /**
-     * A node killed with SIGKILL (its own process, {@code airlock serve --cluster}) says nothing: the
-     * others count it down once its last heartbeat is older than its lease, and its name is free
-     * again then. A node that stops is marked left at once.
+     * A node killed with SIGKILL (its own process, {@code airlock serve --cluster}, with the same
+     * policy) says nothing: the others count it down once its last heartbeat is older than its lease,
+     * the quota its sandboxes held is free again then, and so is its name; restarted, it reaps what
+     * it left. A node that stops is marked left at once.
      */
     @Test
     void aKilledNodeIsDownAfterItsLeaseAndAStoppedOneHasLeft() throws Exception {
@@ -160,13 +162,28 @@ class ClusterNodesTest {
         Path dir = Files.createTempDirectory(Path.of("/tmp"), "al-");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));   // sandboxes pass through it to their root
         NODE_DIRS.add(dir);
+        Files.writeString(dir.resolve("policy.yaml"), POLICY);
         Process gamma = serve("gamma", dir, log);
         try {
             awaitState("gamma", "up", Duration.ofSeconds(60), log);
+            // gamma takes the client's whole quota: alpha may create none
+            String api = nodes(alpha).get("gamma").path("apiAddress").asString();
+            String token = Files.readString(dir.resolve("token")).strip();
+            for (int i = 0; i < 2; i++) {
+                HttpResponse<String> r = HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(api + "/v1/sandboxes"))
+                        .header("Authorization", "Bearer " + token).header("Content-Type", "application/json")
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+            }
+            assertThat(alpha.raw("POST", "/v1/sandboxes", "{}").statusCode()).isEqualTo(429);
             gamma.destroyForcibly();
             gamma.waitFor(10, TimeUnit.SECONDS);
             // within its lease and a heartbeat of the killing, with room for a loaded host
             awaitState("gamma", "down", LEASE.plusSeconds(5), log);
+            HttpResponse<String> freed = alpha.raw("POST", "/v1/sandboxes", "{}");
+            assertThat(freed.statusCode()).as("the quota a node that is down held: " + freed.body()).isEqualTo(201);
+            assertThat(alpha.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(freed.body()).path("id").asString(), null).statusCode())
+                    .isEqualTo(204);
         } finally {
             gamma.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         }
@@ -187,7 +204,7 @@ class ClusterNodesTest {
         List<String> command = List.of(ProcessHandle.current().info().command().orElse("java"), "-cp", System.getProperty("java.class.path"),
                 dev.airlock.cli.AirlockCli.class.getName(), "serve", "--port", "0", "--e2b-port", "0", "--data-dir", dir.toString(),
                 "--state-dir", dir.resolve("state").toString(),
-                "--pool-size", "0", "--cluster", pg.url(), "--node-name", name, "--cluster-secret", secret.toString(),
+                "--pool-size", "0", "--policy", dir.resolve("policy.yaml").toString(), "--cluster", pg.url(), "--node-name", name, "--cluster-secret", secret.toString(),
                 "--cluster-lease", Long.toString(LEASE.toSeconds()));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         return p;
