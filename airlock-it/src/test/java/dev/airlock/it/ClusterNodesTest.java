@@ -265,8 +265,9 @@ class ClusterNodesTest {
     }
 
     /**
-     * The database stopped: a create that needs it (a client with a quota) is refused with 503 and
-     * why, the nodes serve on; started again, creates succeed and the nodes are up again.
+     * The database stopped: a create is refused with 503 and why, /health says so (without the
+     * database's address), the nodes serve on; started again, creates succeed and the nodes are up
+     * again.
      */
     @Test
     void whileTheDatabaseIsAwayCreatesThatNeedItAreRefusedAndAfterItAllGoesOn() throws Exception {
@@ -276,6 +277,11 @@ class ClusterNodesTest {
             assertThat(refused.statusCode()).as(refused.body()).isEqualTo(503);
             assertThat(refused.body()).contains("does not answer", "refused until it answers").doesNotContain("password");
             assertThat(alpha.raw("GET", "/v1/sandboxes", null).statusCode()).as("the node serves on").isEqualTo(200);
+            JsonNode health = JSON.readTree(alpha.raw("GET", "/health", null, null).body());
+            assertThat(health.path("status").asString()).isEqualTo("degraded");
+            assertThat(health.path("reason").asString()).contains("creates are refused");
+            assertThat(health.path("cluster").path("database").asString()).isEqualTo("does not answer");
+            assertThat(health.toString()).as("nothing of the database's address").doesNotContain("127.0.0.1");
         } finally {
             pg.startServer();
         }
@@ -285,6 +291,10 @@ class ClusterNodesTest {
             Thread.sleep(100);
         }
         assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
+        JsonNode health = JSON.readTree(alpha.raw("GET", "/health", null, null).body());
+        assertThat(health.path("status").asString()).isEqualTo("ok");
+        assertThat(health.path("cluster").path("node").asString()).isEqualTo("alpha");
+        assertThat(health.path("cluster").path("database").asString()).isEqualTo("answers");
         assertThat(alpha.raw("DELETE", "/v1/sandboxes/" + JSON.readTree(made.body()).path("id").asString(), null).statusCode()).isEqualTo(204);
         Path none = Files.createTempFile("airlock-no-log", ".log");
         try {

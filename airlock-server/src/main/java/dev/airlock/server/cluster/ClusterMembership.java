@@ -224,50 +224,68 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                     LOG.error("node '{}': another node took this name after this one was silent past its lease; this node is no longer"
                             + " in the cluster's list", settings.nodeName());
                 }
-                if (failing) {
-                    LOG.info("node '{}': the cluster's database answers again", settings.nodeName());
-                    failing = false;
-                }
+                answered();
                 for (String place : List.copyOf(unreleased)) {
                     execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
                     unreleased.remove(place);
                 }
             } catch (AirlockException e) {
-                if (!failing) {
-                    LOG.warn("node '{}': heartbeat failed, trying again every {} ms: {}", settings.nodeName(),
-                            settings.lease().toMillis() / 3, e.getMessage());
-                    failing = true;
-                }
+                unanswered(e.getMessage());
             }
         }
     }
 
+    /** The database answered: said once when it had not. Called holding the lock. */
+    private void answered() {
+        if (failing) {
+            LOG.info("node '{}': the cluster's database answers again; creates are accepted", settings.nodeName());
+            failing = false;
+        }
+    }
+
+    /** The database did not answer: said once per outage. Called holding the lock. */
+    private void unanswered(String why) {
+        if (!failing) {
+            LOG.warn("node '{}': the cluster's database does not answer, creates are refused until it does (trying every {} ms): {}",
+                    settings.nodeName(), Math.max(100, settings.lease().toMillis() / 3), why);
+            failing = true;
+        }
+    }
+
     /**
-     * Takes one of {@code client}'s places, under a lock on the client's name held for the
-     * transaction, against its places on every node that is up (a node down or left does not
+     * Takes one of {@code client}'s places: for a client with a quota, under a lock on its name held
+     * for the transaction, against its places on every node that is up (a node down or left does not
      * count: its sandboxes are lost or gone).
      */
     @Override
     public String reserve(String client, int quota) {
         synchronized (lock) {
-            ensureConnected();
+            try {
+                ensureConnected();
+            } catch (AirlockException e) {
+                unanswered(e.getMessage());
+                throw createsRefused(e.getMessage());
+            }
             try {
                 db.setAutoCommit(false);
                 try (PreparedStatement lockClient = db.prepareStatement("SELECT pg_advisory_xact_lock(hashtext(?))");
                      PreparedStatement count = db.prepareStatement("SELECT count(*) FROM airlock_places p JOIN airlock_nodes n ON n.name = p.node"
                              + " WHERE p.client = ? AND n.left_at IS NULL AND now() - n.heartbeat_at <= n.lease_ms * interval '1 millisecond'");
                      PreparedStatement insert = db.prepareStatement("INSERT INTO airlock_places (id, node, client, created_at) VALUES (?, ?, ?, now())")) {
-                    lockClient.setString(1, "airlock-client:" + client);
-                    lockClient.execute();
-                    count.setString(1, client);
-                    long held;
-                    try (ResultSet rs = count.executeQuery()) {
-                        rs.next();
-                        held = rs.getLong(1);
-                    }
-                    if (held >= quota) {
-                        db.commit();
-                        return null;
+                    if (quota > 0) {
+                        lockClient.setString(1, "airlock-client:" + client);
+                        lockClient.execute();
+                        count.setString(1, client);
+                        long held;
+                        try (ResultSet rs = count.executeQuery()) {
+                            rs.next();
+                            held = rs.getLong(1);
+                        }
+                        if (held >= quota) {
+                            db.commit();
+                            answered();
+                            return null;
+                        }
                     }
                     String place = UUID.randomUUID().toString();
                     insert.setString(1, place);
@@ -275,17 +293,24 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                     insert.setString(3, client);
                     insert.executeUpdate();
                     db.commit();
+                    answered();
                     return place;
                 }
             } catch (SQLException e) {
                 rollback();
                 closeConnection();   // the next call connects anew
-                throw AirlockException.unavailable("the cluster's database " + settings.shownUrl() + " does not answer (" + e.getMessage()
-                        + "), and it counts clients' quotas across the nodes: creates of clients with a quota are refused until it answers");
+                unanswered(e.getMessage());
+                throw createsRefused(e.getMessage());
             } finally {
                 autoCommit();
             }
         }
+    }
+
+    private AirlockException createsRefused(String why) {
+        return AirlockException.unavailable("the cluster's database " + settings.shownUrl() + " does not answer (" + why + "), and every"
+                + " sandbox of the cluster is counted there (clients' quotas hold across the nodes): creates are refused until it answers;"
+                + " the sandboxes this node holds serve on");
     }
 
     @Override
@@ -297,6 +322,13 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
             } catch (AirlockException e) {
                 unreleased.add(place);
             }
+        }
+    }
+
+    /** Whether the cluster's database answered this node's last call (a heartbeat, at least every third of the lease). */
+    public boolean databaseAnswers() {
+        synchronized (lock) {
+            return !failing;
         }
     }
 

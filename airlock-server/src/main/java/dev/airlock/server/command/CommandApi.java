@@ -69,6 +69,16 @@ public interface CommandApi {
     /** Sandboxes held, counting those being destroyed. */
     int size();
 
+    /**
+     * On a node of a cluster: its name and whether the cluster's database answers (it refuses
+     * creates while it does not); null on a server that runs alone.
+     */
+    ClusterHealth clusterHealth();
+
+    /** What {@code /health} says of a node of a cluster. */
+    record ClusterHealth(String node, boolean databaseAnswers) {
+    }
+
     /** Whether sandbox {@code id} is live (not destroyed, whoever owns it): what ends its preview links. */
     boolean live(String id);
 

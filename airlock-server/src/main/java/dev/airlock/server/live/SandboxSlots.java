@@ -15,9 +15,9 @@ import java.util.Map;
  * <p>A create takes its client's slot first (before it may wait for an approval) and the server's
  * slot after the approval, so a create waiting for a person holds no server-wide slot.
  *
- * <p>On a node of a cluster, a client with a quota also takes a place in the cluster's database
- * ({@link SharedQuotas}), so its quota holds across all nodes; {@code --max-sandboxes} stays this
- * node's own capacity.
+ * <p>On a node of a cluster, every create also takes a place in the cluster's database ({@link
+ * SharedQuotas}), so a client's quota holds across all nodes, and no create is accepted while that
+ * database does not answer; {@code --max-sandboxes} stays this node's own capacity.
  */
 public final class SandboxSlots {
 
@@ -52,7 +52,7 @@ public final class SandboxSlots {
     /** Takes one of {@code client}'s slots (its quota, across the cluster on a node of one; unlimited when it has none). */
     public Outcome reserveForClient(Client client) {
         String place = null;
-        if (shared != null && client.maxSandboxes() > 0) {
+        if (shared != null) {
             place = shared.reserve(client.name(), client.maxSandboxes());
             if (place == null) {
                 return new ClientQuotaReached(client.maxSandboxes(), client.maxSandboxes());

@@ -9,7 +9,8 @@ public interface SharedQuotas {
 
     /**
      * Takes one of {@code client}'s places: its id, or null when the client already holds {@code
-     * quota} across the cluster. Throws UNAVAILABLE when the cluster's database does not answer.
+     * quota} across the cluster (0: no quota). Throws UNAVAILABLE when the cluster's database does
+     * not answer.
      */
     String reserve(String client, int quota);
 

@@ -73,7 +73,7 @@ final class RestApi {
         this.service = service;
         this.previews = new PreviewRoutes(service);
         List<RestRoute> table = new java.util.ArrayList<>(List.of(
-                new RestRoute("GET", "/health", null, c -> c.send(200, Json.object().put("status", "ok").put("sandboxes", service.size()))),
+                new RestRoute("GET", "/health", null, c -> c.send(200, health())),
                 new RestRoute("GET", "/openapi.json", null, c -> {
                     c.resp.setStatus(200);
                     c.resp.setContentType("application/json");
@@ -336,6 +336,24 @@ final class RestApi {
         } catch (java.time.format.DateTimeParseException e) {
             throw AirlockException.invalid("query '" + field + "' must be an instant such as 2026-12-01T19:00:00Z, not '" + Printable.of(s) + "'");
         }
+    }
+
+    /**
+     * The server's health, without a token: its sandboxes, and on a node of a cluster whether the
+     * cluster's database answers (status {@code degraded} and why while it does not: creates are
+     * refused). Nothing of the database's address or error is shown.
+     */
+    private ObjectNode health() {
+        ObjectNode h = Json.object().put("status", "ok").put("sandboxes", service.size());
+        var cluster = service.clusterHealth();
+        if (cluster != null) {
+            h.putObject("cluster").put("node", cluster.node()).put("database", cluster.databaseAnswers() ? "answers" : "does not answer");
+            if (!cluster.databaseAnswers()) {
+                h.put("status", "degraded").put("reason", "the cluster's database does not answer: creates are refused until it does;"
+                        + " the sandboxes this node holds serve on");
+            }
+        }
+        return h;
     }
 
     private void fork(RestCall c) throws IOException {

@@ -372,6 +372,11 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         return tiers.forProfile(profile).driver().isolation();
     }
 
+    @Override
+    public ClusterHealth clusterHealth() {
+        return cluster == null ? null : new ClusterHealth(cluster.nodeName(), cluster.databaseAnswers());
+    }
+
     /** Sandboxes held, counting those being destroyed. */
     @Override
     public int size() {
