@@ -112,7 +112,7 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                         + " api_address TEXT NOT NULL, tiers TEXT NOT NULL, capacity INT NOT NULL, sandboxes INT NOT NULL DEFAULT 0,"
                         + " draining BOOLEAN NOT NULL DEFAULT false, lease_ms BIGINT NOT NULL, started_at TIMESTAMPTZ NOT NULL,"
                         + " heartbeat_at TIMESTAMPTZ NOT NULL, left_at TIMESTAMPTZ)");
-                // a client's places: one per sandbox of a client with a quota, from before its create until it is gone
+                // places: one per sandbox, from before its create until it is gone; a client's count against its quota
                 st.execute("CREATE TABLE IF NOT EXISTS airlock_places (id TEXT PRIMARY KEY, node TEXT NOT NULL, client TEXT NOT NULL,"
                         + " created_at TIMESTAMPTZ NOT NULL)");
                 st.execute("CREATE INDEX IF NOT EXISTS airlock_places_client ON airlock_places (client)");
@@ -148,6 +148,11 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private void take(List<String> tiers, int capacity) {
         try {
             db.setAutoCommit(false);
+            // two nodes that start at once under one name: the second waits, then finds the first holding it
+            try (PreparedStatement lockName = db.prepareStatement("SELECT pg_advisory_xact_lock(hashtext(?))")) {
+                lockName.setString(1, "airlock-node:" + settings.nodeName());
+                lockName.execute();
+            }
             try (PreparedStatement sel = db.prepareStatement("SELECT left_at IS NULL AND now() - heartbeat_at <= lease_ms * interval '1 millisecond',"
                     + " EXTRACT(EPOCH FROM now() - heartbeat_at) FROM airlock_nodes WHERE name = ? FOR UPDATE")) {
                 sel.setString(1, settings.nodeName());
