@@ -1,6 +1,5 @@
 package dev.airlock.it;
 
-import dev.airlock.cli.AirlockCli;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.policy.Policy;
 import org.junit.jupiter.api.AfterAll;
@@ -9,8 +8,6 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -263,18 +260,18 @@ class ApprovalsTest {
             CompletableFuture<HttpResponse<String>> create = async("POST", "/v1/sandboxes", "{\"profile\": \"big\"}");
             String id = pending().path("id").asString();
             String[] connection = {"--url", live.uri().toString(), "--token-file", tokenFile.toString()};
-            Cli list = cli("approvals", "list", connection[0], connection[1], connection[2], connection[3]);
-            assertThat(list.exit).isZero();
-            assertThat(list.out).contains(id, "profile 'big'", "client local");
-            Cli approve = cli("approvals", "approve", id, "--reason", "ok by ops", connection[0], connection[1], connection[2], connection[3]);
-            assertThat(approve.exit).as(approve.err).isZero();
-            assertThat(approve.out).contains(id + ": approved by rest:operator (cli:");
+            InProcessCli list = InProcessCli.run("approvals", "list", connection[0], connection[1], connection[2], connection[3]);
+            assertThat(list.exit()).isZero();
+            assertThat(list.out()).contains(id, "profile 'big'", "client local");
+            InProcessCli approve = InProcessCli.run("approvals", "approve", id, "--reason", "ok by ops", connection[0], connection[1], connection[2], connection[3]);
+            assertThat(approve.exit()).as(approve.err()).isZero();
+            assertThat(approve.out()).contains(id + ": approved by rest:operator (cli:");
             HttpResponse<String> created = create.get();
             assertThat(created.statusCode()).isEqualTo(201);
             destroy(created);
-            Cli again = cli("approvals", "deny", id, connection[0], connection[1], connection[2], connection[3]);
-            assertThat(again.exit).isEqualTo(2);
-            assertThat(again.err).contains("already decided");
+            InProcessCli again = InProcessCli.run("approvals", "deny", id, connection[0], connection[1], connection[2], connection[3]);
+            assertThat(again.exit()).isEqualTo(2);
+            assertThat(again.err()).contains("already decided");
         } finally {
             Files.delete(tokenFile);
         }
@@ -331,25 +328,5 @@ class ApprovalsTest {
         Map<String, String> m = new java.util.HashMap<>(env);
         m.put(key, value);
         return m;
-    }
-
-    private record Cli(int exit, String out, String err) {
-    }
-
-    /** Runs the CLI in this JVM, capturing what it prints. */
-    private static synchronized Cli cli(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream o = new ByteArrayOutputStream();
-        ByteArrayOutputStream e = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
-            int exit = AirlockCli.execute(args);
-            return new Cli(exit, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
     }
 }

@@ -111,6 +111,26 @@ class ClusterNodesTest {
         }
     }
 
+    /** The operator's commands: {@code airlock cluster nodes} and {@code drain} through a node's API. */
+    @Test
+    void theCliListsTheNodesAndDrainsOne() {
+        String[] connection = {"--url", alpha.uri().toString(), "--token-file", alpha.dataDir.resolve("token").toString()};
+        InProcessCli nodes = InProcessCli.run(concat(new String[] {"cluster", "nodes"}, connection));
+        assertThat(nodes.exit()).as(nodes.err()).isZero();
+        assertThat(nodes.out()).contains("NODE", "alpha *", "beta", alpha.uri().toString(), "container", "/200");
+        InProcessCli drained = InProcessCli.run(concat(new String[] {"cluster", "drain", "beta"}, connection));
+        assertThat(drained.out()).isEqualTo("beta: draining\n");
+        InProcessCli resumed = InProcessCli.run(concat(new String[] {"cluster", "drain", "beta", "--undo"}, connection));
+        assertThat(resumed.out()).isEqualTo("beta: up\n");
+        InProcessCli missing = InProcessCli.run(concat(new String[] {"cluster", "drain", "nobody"}, connection));
+        assertThat(missing.exit()).isEqualTo(2);
+        assertThat(missing.err()).contains("no node 'nobody'");
+    }
+
+    private static String[] concat(String[] a, String[] b) {
+        return java.util.stream.Stream.concat(java.util.Arrays.stream(a), java.util.Arrays.stream(b)).toArray(String[]::new);
+    }
+
     @Test
     void aNodeIsDrainedFromAnotherAndResumed() {
         assertThat(drain(alpha, "beta", true, 200).path("state").asString()).isEqualTo("draining");

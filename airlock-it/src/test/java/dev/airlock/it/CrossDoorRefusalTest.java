@@ -1,6 +1,5 @@
 package dev.airlock.it;
 
-import dev.airlock.cli.AirlockCli;
 import dev.airlock.client.Airlock;
 import dev.airlock.client.ForbiddenException;
 import dev.airlock.client.Limits;
@@ -16,9 +15,7 @@ import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -220,7 +217,7 @@ class CrossDoorRefusalTest {
         try {
             Files.writeString(tokenFile, AGENT);
             // the agent is not granted approvals: the grant control refuses, and the CLI says so as the other doors do
-            Cli cli = cli("approvals", "list", "--url", live.uri().toString(), "--token-file", tokenFile.toString());
+            InProcessCli cli = InProcessCli.run("approvals", "list", "--url", live.uri().toString(), "--token-file", tokenFile.toString());
             assertThat(cli.exit()).as(cli.err()).isEqualTo(2);
             assertThat(cli.err()).contains("client 'agent' may not call approvals").contains("[refused by grant: clients.agent.allow]");
             // the same refusal over REST names the same control and rule
@@ -288,25 +285,5 @@ class CrossDoorRefusalTest {
         String id = result.path("structuredContent").path("sandboxId").asString();
         assertThat(id).as(reply.toString()).startsWith("al-");
         return id;
-    }
-
-    private record Cli(int exit, String out, String err) {
-    }
-
-    /** Runs the CLI in this JVM, capturing what it prints. */
-    private static synchronized Cli cli(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream o = new ByteArrayOutputStream();
-        ByteArrayOutputStream e = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
-            int exit = AirlockCli.execute(args);
-            return new Cli(exit, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
     }
 }

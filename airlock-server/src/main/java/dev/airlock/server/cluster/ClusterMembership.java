@@ -266,48 +266,45 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     public String reserve(String client, int quota) {
         synchronized (lock) {
             try {
-                ensureConnected();
+                String place = onDatabase("take a place for client '" + client + "'", db -> {
+                    db.setAutoCommit(false);
+                    try (PreparedStatement lockClient = db.prepareStatement("SELECT pg_advisory_xact_lock(hashtext(?))");
+                         PreparedStatement count = db.prepareStatement("SELECT count(*) FROM airlock_places p JOIN airlock_nodes n"
+                                 + " ON n.name = p.node WHERE p.client = ? AND n.left_at IS NULL"
+                                 + " AND now() - n.heartbeat_at <= n.lease_ms * interval '1 millisecond'");
+                         PreparedStatement insert = db.prepareStatement("INSERT INTO airlock_places (id, node, client, created_at)"
+                                 + " VALUES (?, ?, ?, now())")) {
+                        if (quota > 0) {
+                            lockClient.setString(1, "airlock-client:" + client);
+                            lockClient.execute();
+                            count.setString(1, client);
+                            try (ResultSet rs = count.executeQuery()) {
+                                rs.next();
+                                if (rs.getLong(1) >= quota) {
+                                    db.commit();
+                                    return null;
+                                }
+                            }
+                        }
+                        String id = UUID.randomUUID().toString();
+                        insert.setString(1, id);
+                        insert.setString(2, settings.nodeName());
+                        insert.setString(3, client);
+                        insert.executeUpdate();
+                        db.commit();
+                        return id;
+                    } catch (SQLException e) {
+                        rollback();
+                        throw e;
+                    } finally {
+                        autoCommit();
+                    }
+                });
+                answered();
+                return place;
             } catch (AirlockException e) {
                 unanswered(e.getMessage());
                 throw createsRefused(e.getMessage());
-            }
-            try {
-                db.setAutoCommit(false);
-                try (PreparedStatement lockClient = db.prepareStatement("SELECT pg_advisory_xact_lock(hashtext(?))");
-                     PreparedStatement count = db.prepareStatement("SELECT count(*) FROM airlock_places p JOIN airlock_nodes n ON n.name = p.node"
-                             + " WHERE p.client = ? AND n.left_at IS NULL AND now() - n.heartbeat_at <= n.lease_ms * interval '1 millisecond'");
-                     PreparedStatement insert = db.prepareStatement("INSERT INTO airlock_places (id, node, client, created_at) VALUES (?, ?, ?, now())")) {
-                    if (quota > 0) {
-                        lockClient.setString(1, "airlock-client:" + client);
-                        lockClient.execute();
-                        count.setString(1, client);
-                        long held;
-                        try (ResultSet rs = count.executeQuery()) {
-                            rs.next();
-                            held = rs.getLong(1);
-                        }
-                        if (held >= quota) {
-                            db.commit();
-                            answered();
-                            return null;
-                        }
-                    }
-                    String place = UUID.randomUUID().toString();
-                    insert.setString(1, place);
-                    insert.setString(2, settings.nodeName());
-                    insert.setString(3, client);
-                    insert.executeUpdate();
-                    db.commit();
-                    answered();
-                    return place;
-                }
-            } catch (SQLException e) {
-                rollback();
-                closeConnection();   // the next call connects anew
-                unanswered(e.getMessage());
-                throw createsRefused(e.getMessage());
-            } finally {
-                autoCommit();
             }
         }
     }
@@ -340,20 +337,18 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     /** The cluster's nodes, by name, with each one's state as the database's clock tells it. */
     public List<NodeView> nodes() {
         synchronized (lock) {
-            ensureConnected();
-            try (PreparedStatement ps = db.prepareStatement("SELECT name, api_address, tiers, capacity, sandboxes, draining, started_at,"
-                    + " heartbeat_at, EXTRACT(EPOCH FROM now() - heartbeat_at), lease_ms, left_at IS NOT NULL FROM airlock_nodes ORDER BY name LIMIT "
-                    + MAX_NODES)) {
-                List<NodeView> out = new ArrayList<>();
-                try (ResultSet rs = ps.executeQuery()) {
+            return onDatabase("read the cluster's nodes", db -> {
+                try (PreparedStatement ps = db.prepareStatement("SELECT name, api_address, tiers, capacity, sandboxes, draining, started_at,"
+                        + " heartbeat_at, EXTRACT(EPOCH FROM now() - heartbeat_at), lease_ms, left_at IS NOT NULL FROM airlock_nodes"
+                        + " ORDER BY name LIMIT " + MAX_NODES);
+                     ResultSet rs = ps.executeQuery()) {
+                    List<NodeView> out = new ArrayList<>();
                     while (rs.next()) {
                         out.add(view(rs));
                     }
+                    return out;
                 }
-                return out;
-            } catch (SQLException e) {
-                throw failed("cannot read the cluster's nodes", e);
-            }
+            });
         }
     }
 
@@ -383,14 +378,39 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
 
     /** Runs one statement with {@code params}; the rows it changed. Called holding the lock. */
     private int execute(String what, String sql, Object... params) {
-        ensureConnected();
-        try (PreparedStatement ps = db.prepareStatement(sql)) {
-            for (int i = 0; i < params.length; i++) {
-                ps.setObject(i + 1, params[i]);
+        return onDatabase(what, db -> {
+            try (PreparedStatement ps = db.prepareStatement(sql)) {
+                for (int i = 0; i < params.length; i++) {
+                    ps.setObject(i + 1, params[i]);
+                }
+                return ps.executeUpdate();
             }
-            return ps.executeUpdate();
-        } catch (SQLException e) {
-            throw failed("cannot " + what, e);
+        });
+    }
+
+    /** Work on the connection. */
+    private interface Work<T> {
+        T on(Connection db) throws SQLException;
+    }
+
+    /**
+     * Does {@code work} on this node's connection, connecting first when it has none; once more on a
+     * new connection when the database had dropped the one it got (it restarted since: SQLSTATE class
+     * 08, or 57P01-57P03). Called holding the lock.
+     */
+    private <T> T onDatabase(String what, Work<T> work) {
+        for (int attempt = 0; ; attempt++) {
+            ensureConnected();
+            try {
+                return work.on(db);
+            } catch (SQLException e) {
+                closeConnection();
+                String state = e.getSQLState() == null ? "" : e.getSQLState();
+                if (attempt == 0 && (state.startsWith("08") || state.matches("57P0[123]"))) {
+                    continue;
+                }
+                throw AirlockException.unavailable("cannot " + what + " in the cluster's database " + settings.shownUrl() + ": " + e.getMessage());
+            }
         }
     }
 
