@@ -264,6 +264,8 @@ class ClusterNodesTest {
             HttpResponse<String> r = creates.get(i).get();
             if (r.statusCode() == 201) {
                 String id = JSON.readTree(r.body()).path("id").asString();
+                assertThat(JSON.readTree(r.body()).path("node").asString()).as("the node that holds it")
+                        .isEqualTo(i % 2 == 0 ? "alpha" : "beta");
                 made.add(id);
                 byNode.computeIfAbsent(i % 2 == 0 ? alpha : beta, k -> new java.util.ArrayList<>()).add(id);
             } else {

@@ -31,6 +31,9 @@ public interface SandboxView {
     /** The tier of isolation it got. */
     Isolation isolation();
 
+    /** The node of the cluster that holds it (docs/cluster.md); null on a server that runs alone. */
+    String node();
+
     /** The language of {@code code} executions that name none; null when it has no default. */
     Language defaultLanguage();
 

@@ -108,6 +108,9 @@ public final class JsonViews {
         n.put("profile", s.profile().name());
         n.put("state", s.state());
         n.put("isolation", s.isolation().id());
+        if (s.node() != null) {
+            n.put("node", s.node());
+        }
         n.put("image", s.spec().image());
         n.put("imageDigest", s.imageDigest());
         n.put("language", s.defaultLanguage() == null ? null : s.defaultLanguage().id());

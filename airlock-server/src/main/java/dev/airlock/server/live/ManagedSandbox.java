@@ -44,10 +44,13 @@ public final class ManagedSandbox implements SandboxView {
     private volatile SandboxSlots.Slot slot;
     private volatile Runnable workspaceTree;
     private final Isolation isolation;
+    private final String node;
 
+    /** {@code node}: the node of the cluster that holds it; null on a server that runs alone. */
     public ManagedSandbox(Sandbox sandbox, String owner, Profile profile, Map<String, String> labels, Instant createdAt, Duration ttl,
-                          Duration idleTimeout, Language defaultLanguage, Isolation isolation) {
+                          Duration idleTimeout, Language defaultLanguage, Isolation isolation, String node) {
         this.isolation = isolation;
+        this.node = node;
         this.owner = owner;
         this.profile = profile;
         this.defaultLanguage = defaultLanguage;
@@ -63,6 +66,11 @@ public final class ManagedSandbox implements SandboxView {
     /** The tier of isolation it got: its driver's. */
     public Isolation isolation() {
         return isolation;
+    }
+
+    @Override
+    public String node() {
+        return node;
     }
 
     public Sandbox sandbox() {

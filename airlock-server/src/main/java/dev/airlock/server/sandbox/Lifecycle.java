@@ -54,9 +54,12 @@ public final class Lifecycle {
     private final ServerMetrics metrics;
     private final AuditLog audit;
     private final BooleanSupplier closing;
+    /** This server's name in its cluster, for the sandboxes it holds; null when it runs alone. */
+    private final String node;
 
     Lifecycle(Policy policy, Tiers tiers, Sandboxes sandboxes, SandboxStore store, SandboxTeardown teardown, SnapshotStore snapshots,
-              ServerMetrics metrics, AuditLog audit, BooleanSupplier closing) {
+              ServerMetrics metrics, AuditLog audit, BooleanSupplier closing, String node) {
+        this.node = node;
         this.snapshots = snapshots;
         this.policy = policy;
         this.tiers = tiers;
@@ -93,7 +96,7 @@ public final class Lifecycle {
             throw e;
         }
         ManagedSandbox managed = new ManagedSandbox(sandbox, client.name(), p, request.labels(), Instant.now(), plan.ttl(),
-                plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation());
+                plan.idleTimeout(), request.defaultLanguage(), engine.driver().isolation(), node);
         managed.holdSlot(a.holds().takeSlot());
         managed.holdWorkspaceTree(tree == null ? null : tree::close);
         try {

@@ -117,7 +117,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
                 new ServerCapacity(),
                 new SeparationOfDuties(approvals)), audit);
         this.admissions = new Admissions(config, policy, sandboxes, snapshots);
-        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed);
+        this.lifecycle = new Lifecycle(policy, tiers, sandboxes, store, teardown, snapshots, metrics, audit, () -> closed,
+                cluster == null ? null : cluster.nodeName());
         this.executions = new Executions(tiers, new ExecutionRecords(audit), processOutputs, metrics);
         this.interpreters = new Interpreters(tiers, audit);
         this.runs = new OneShotRuns(this::execute, policy, config.maxTtl());

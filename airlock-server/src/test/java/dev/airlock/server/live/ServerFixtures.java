@@ -36,7 +36,7 @@ public final class ServerFixtures {
         Engine engine = new Engine(new InertDriver(), (id, spec, runDir, uid) -> SandboxBroker.Attachment.NONE);
         SandboxSpec spec = new SandboxSpec(profile.image(), profile.limits(), Map.of(), profile.network(), List.of(), List.of(), List.of());
         return new ManagedSandbox(engine.create(spec), owner, profile, Map.of(), createdAt, ttl, Duration.ofMinutes(10), defaultLanguage,
-                engine.driver().isolation());
+                engine.driver().isolation(), null);
     }
 
     /** A driver whose sandboxes are only ids: nothing is started, and nothing can run in them. */
