@@ -222,9 +222,7 @@ class E2bDoorHostileTest {
                 }
             });
             assertThat(yes).hasSize(1);
-            HttpResponse<String> killed = envd("process.Process/SendSignal", "application/json",
-                    ("{\"process\": {\"pid\": " + yes.getFirst() + "}, \"signal\": \"SIGNAL_SIGKILL\"}").getBytes(StandardCharsets.UTF_8),
-                    sandbox, accessToken);
+            HttpResponse<String> killed = kill(yes.getFirst());
             assertThat(killed.statusCode()).as(killed.body()).isEqualTo(200);
             // then the socket ends (the stream was cut, or it ended with the process and the idle connection was closed)
             socket.setSoTimeout((int) Duration.ofSeconds(90).toMillis());
@@ -245,10 +243,7 @@ class E2bDoorHostileTest {
     @Test
     void hundredsOfIdleStreamsLeaveTheServerAnswering() throws Exception {
         // one sleeping process, and 300 streams following it (Connect), none of them read
-        HttpResponse<InputStream> started = HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
-                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
-                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(start("sleep", "600"))).build(),
-                HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> started = startStream(start("sleep", "600"));
         assertThat(started.statusCode()).isEqualTo(200);
         InputStream first = started.body();
         byte[] header = first.readNBytes(5);
@@ -280,9 +275,22 @@ class E2bDoorHostileTest {
             }
             first.close();
         }
-        HttpResponse<String> killed = envd("process.Process/SendSignal", "application/json",
-                ("{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}").getBytes(StandardCharsets.UTF_8), sandbox, accessToken);
+        HttpResponse<String> killed = kill(pid);
         assertThat(killed.statusCode()).as(killed.body()).isEqualTo(200);
+    }
+
+    /** A server-streamed Start of the shared sandbox's envd with {@code envelope} as its request; its events as they come. */
+    private static HttpResponse<InputStream> startStream(byte[] envelope) throws IOException, InterruptedException {
+        return HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
+                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
+                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(envelope)).build(),
+                HttpResponse.BodyHandlers.ofInputStream());
+    }
+
+    /** SIGKILL to process {@code pid} of the shared sandbox, through envd. */
+    private static HttpResponse<String> kill(Object pid) {
+        return envd("process.Process/SendSignal", "application/json",
+                ("{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}").getBytes(StandardCharsets.UTF_8), sandbox, accessToken);
     }
 
     /** The next message of a Connect stream: its JSON. */
@@ -309,10 +317,7 @@ class E2bDoorHostileTest {
     void ptyInputIsBoundedAndAScriptTypingWithoutEndAddsAConstantNumberOfRecords() throws Exception {
         byte[] m = "{\"process\": {\"cmd\": \"/bin/cat\"}, \"pty\": {\"size\": {\"cols\": 80, \"rows\": 24}}}"
                 .getBytes(StandardCharsets.UTF_8);
-        HttpResponse<InputStream> started = HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
-                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
-                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(envelope(0, m.length, m))).build(),
-                HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> started = startStream(envelope(0, m.length, m));
         try (InputStream events = started.body()) {
             assertThat(started.statusCode()).isEqualTo(200);
             int pid = nextMessage(events).path("event").path("start").path("pid").asInt();
@@ -349,22 +354,15 @@ class E2bDoorHostileTest {
                     seen += ch == 'k' ? 1 : 0;
                 }
             }
-            String kill = "{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}";
-            assertThat(envd("process.Process/SendSignal", "application/json", kill.getBytes(StandardCharsets.UTF_8), sandbox, accessToken)
-                    .statusCode()).isEqualTo(200);
+            assertThat(kill(pid).statusCode()).isEqualTo(200);
         }
 
         // a command started without stdin: true takes no input
-        HttpResponse<InputStream> sleeper = HTTP.send(HttpRequest.newBuilder(door("/process.Process/Start"))
-                .header("Content-Type", "application/connect+json").header("E2b-Sandbox-Id", sandbox).header("E2b-Sandbox-Port", "49983")
-                .header("X-Access-Token", accessToken).POST(HttpRequest.BodyPublishers.ofByteArray(start("/bin/sleep", "60"))).build(),
-                HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> sleeper = startStream(start("/bin/sleep", "60"));
         try (InputStream events = sleeper.body()) {
             int pid = nextMessage(events).path("event").path("start").path("pid").asInt();
             assertConnectError(input(pid, "stdin", "x".getBytes(StandardCharsets.UTF_8)), 400, "failed_precondition", "takes no input");
-            String kill = "{\"process\": {\"pid\": " + pid + "}, \"signal\": \"SIGNAL_SIGKILL\"}";
-            assertThat(envd("process.Process/SendSignal", "application/json", kill.getBytes(StandardCharsets.UTF_8), sandbox, accessToken)
-                    .statusCode()).isEqualTo(200);
+            assertThat(kill(pid).statusCode()).isEqualTo(200);
         }
     }
 

@@ -337,31 +337,35 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     /** The cluster's nodes, by name, with each one's state as the database's clock tells it. */
     public List<NodeView> nodes() {
         synchronized (lock) {
-            return onDatabase("read the cluster's nodes", db -> {
-                try (PreparedStatement ps = db.prepareStatement("SELECT name, api_address, tiers, capacity, sandboxes, draining, started_at,"
-                        + " heartbeat_at, EXTRACT(EPOCH FROM now() - heartbeat_at), lease_ms, left_at IS NOT NULL FROM airlock_nodes"
-                        + " ORDER BY name LIMIT " + MAX_NODES);
-                     ResultSet rs = ps.executeQuery()) {
-                    List<NodeView> out = new ArrayList<>();
-                    while (rs.next()) {
-                        out.add(view(rs));
-                    }
-                    return out;
+            return onDatabase("read the cluster's nodes", db -> read(db, "ORDER BY name LIMIT " + MAX_NODES));
+        }
+    }
+
+    /** The nodes {@code where} picks, each as {@link #view} reads it. Called holding the lock. */
+    private List<NodeView> read(Connection db, String where, Object... params) throws SQLException {
+        try (PreparedStatement ps = db.prepareStatement("SELECT name, api_address, tiers, capacity, sandboxes, draining, started_at,"
+                + " heartbeat_at, EXTRACT(EPOCH FROM now() - heartbeat_at), lease_ms, left_at IS NOT NULL FROM airlock_nodes " + where)) {
+            for (int i = 0; i < params.length; i++) {
+                ps.setObject(i + 1, params[i]);
+            }
+            List<NodeView> out = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(view(rs));
                 }
-            });
+            }
+            return out;
         }
     }
 
     /** Stops ({@code draining}) or resumes placements on node {@code name}; its sandboxes run on. */
     public NodeView drain(String name, boolean draining) {
         synchronized (lock) {
-            if (execute("drain node '" + name + "'", "UPDATE airlock_nodes SET draining = ? WHERE name = ?", draining, name) == 0) {
-                throw new AirlockException(Kind.NOT_FOUND, "the cluster has no node '" + dev.airlock.core.Printable.of(name)
-                        + "': GET /v1/cluster/nodes (airlock cluster nodes) lists them");
-            }
+            execute("drain node '" + name + "'", "UPDATE airlock_nodes SET draining = ? WHERE name = ?", draining, name);
+            return onDatabase("read node '" + name + "'", db -> read(db, "WHERE name = ?", name)).stream().findFirst()
+                    .orElseThrow(() -> new AirlockException(Kind.NOT_FOUND, "the cluster has no node '" + dev.airlock.core.Printable.of(name)
+                            + "': GET /v1/cluster/nodes (airlock cluster nodes) lists them"));
         }
-        return nodes().stream().filter(n -> n.name().equals(name)).findFirst()
-                .orElseThrow(() -> new AirlockException(Kind.NOT_FOUND, "node '" + name + "' left the list meanwhile"));
     }
 
     private NodeView view(ResultSet rs) throws SQLException {
