@@ -50,7 +50,7 @@ public final class AirlockCli {
             if (e instanceof AirlockException ae) {
                 cmd.getErr().println("airlock: " + ae.getMessage());
                 return switch (ae.kind()) {
-                    case INVALID_ARGUMENT, NOT_FOUND, CONFLICT, PERMISSION_DENIED, LIMIT_EXCEEDED, TOO_LARGE -> EXIT_USAGE;
+                    case INVALID_ARGUMENT, NOT_FOUND, GONE, CONFLICT, PERMISSION_DENIED, LIMIT_EXCEEDED, TOO_LARGE -> EXIT_USAGE;
                     case UNAVAILABLE -> EXIT_UNAVAILABLE;
                     case INTERNAL -> EXIT_INTERNAL;
                 };

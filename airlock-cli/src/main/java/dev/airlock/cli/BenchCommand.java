@@ -2,6 +2,7 @@ package dev.airlock.cli;
 
 import dev.airlock.cli.bench.Baselines;
 import dev.airlock.cli.bench.CliCases;
+import dev.airlock.cli.bench.ClusterCases;
 import dev.airlock.cli.bench.EgressCases;
 import dev.airlock.cli.bench.EngineCases;
 import dev.airlock.cli.bench.InterpreterCases;
@@ -79,6 +80,16 @@ final class BenchCommand implements Callable<Integer> {
             + " python-data' makes one).")
     String interpreterImage = "system";
 
+    @Option(names = "--cluster", paramLabel = "URL", description = "Also measure a cluster of three nodes on this host on this"
+            + " PostgreSQL database (postgresql://HOST:PORT/DB?user=U&password=P; docs/cluster.md); needs --cluster-secret.")
+    String cluster;
+
+    @Option(names = "--cluster-secret", paramLabel = "FILE", description = "The cluster's secret file, for --cluster.")
+    java.nio.file.Path clusterSecret;
+
+    @Option(names = "--cluster-only", description = "Measure only the cluster (with --cluster).")
+    boolean clusterOnly;
+
     @Option(names = "--quick", description = "Fewer repetitions and at most 50 sandboxes: a smoke run, for tests.")
     boolean quick;
 
@@ -92,6 +103,13 @@ final class BenchCommand implements Callable<Integer> {
         int max = quick ? Math.min(maxSandboxes, QUICK_MAX_SANDBOXES) : maxSandboxes;
         if (n < 3 || n > 10_000 || w < 0 || w > 1000) {
             throw AirlockException.invalid("give --runs from 3 to 10000 and --warmup from 0 to 1000");
+        }
+        if (clusterOnly && cluster == null) {
+            throw AirlockException.invalid("--cluster-only measures a cluster: give --cluster URL and --cluster-secret FILE");
+        }
+        if ((cluster == null) != (clusterSecret == null)) {
+            throw AirlockException.invalid("--cluster and --cluster-secret go together: the database of the cluster to measure, and its"
+                    + " secret file");
         }
         if (max < 1 || max > MAX_SANDBOXES) {
             throw AirlockException.invalid("give --max-sandboxes from 1 to " + MAX_SANDBOXES);
@@ -125,6 +143,9 @@ final class BenchCommand implements Callable<Integer> {
                 + SnapshotCases.cowMiB(quick) + " MiB shared copy-on-write, to the same forks with the files copied", snapshotRuns,
                 SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));
+        if (cluster != null) {
+            method.put(ClusterCases.SECTION, ClusterCases.method(quick ? 5 : 20));
+        }
         method.put(TailCases.SECTION, String.format("at %s clients, each on its own connection, one request each per wave, all started"
                 + " together; waves enough for %d requests per case and level, after 1 warm-up wave, on a full warm pool as large as the"
                 + " clients; percentiles of the requests that succeeded", Arrays.toString(tailClients), tailSamples));
@@ -132,13 +153,19 @@ final class BenchCommand implements Callable<Integer> {
         String machine = Baselines.machine();
         if (!json) {
             System.out.println("machine: " + machine);
-            if (!cliOnly && !tailsOnly) {
+            if (!cliOnly && !tailsOnly && !clusterOnly) {
                 System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
             }
         }
         Progress progress = new Progress();
         Sampler sampler = new Sampler(n, w, progress);
         List<String> notes = new ArrayList<>();
+        if (clusterOnly) {
+            List<Stats> clusterCases = ClusterCases.measure(sampler, config, cluster, clusterSecret, quick ? 5 : 20);
+            print(new Report(machine, Map.of(ClusterCases.SECTION, method.get(ClusterCases.SECTION)), clusterCases, List.of(), List.of(),
+                    List.of(), notes));
+            return 0;
+        }
         if (tailsOnly) {
             List<TailCases.Tail> tails = TailCases.measure(progress, config, tailClients, tailSamples);
             print(new Report(machine, Map.of(TailCases.SECTION, method.get(TailCases.SECTION)), List.of(), List.of(), List.of(), tails, notes));
@@ -167,6 +194,9 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
         cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick));
+        if (cluster != null) {
+            cases.addAll(ClusterCases.measure(sampler, config, cluster, clusterSecret, quick ? 5 : 20));
+        }
         cases.addAll(cli);
         List<TailCases.Tail> tails = TailCases.measure(progress, config, tailClients, tailSamples);
 

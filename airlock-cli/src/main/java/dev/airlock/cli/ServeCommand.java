@@ -19,12 +19,23 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--host", paramLabel = "ADDR", description = "Address to bind (env AIRLOCK_HOST; default 127.0.0.1).")
     String host = System.getenv().getOrDefault("AIRLOCK_HOST", "127.0.0.1");
 
-    @Option(names = "--port", paramLabel = "PORT", description = "TCP port (env AIRLOCK_PORT; default 7700; 0 = any free port).")
-    int port = Integer.parseInt(System.getenv().getOrDefault("AIRLOCK_PORT", Integer.toString(ServerConfig.DEFAULT_PORT)));
+    // Defaults from the environment through picocli's ${env:...}: a value that is not a number is refused like a bad option's
+    @Option(names = "--port", paramLabel = "PORT", defaultValue = "${env:AIRLOCK_PORT:-" + ServerConfig.DEFAULT_PORT + "}",
+            description = "TCP port (env AIRLOCK_PORT; default 7700; 0 = any free port).")
+    int port;
 
-    @Option(names = "--e2b-port", paramLabel = "PORT", description = "TCP port of the E2B-compatible door, for E2B's SDKs"
+    @Option(names = "--e2b-port", paramLabel = "PORT", defaultValue = "${env:AIRLOCK_E2B_PORT}", description = "TCP port of the E2B-compatible door, for E2B's SDKs"
             + " (env AIRLOCK_E2B_PORT; default: the port after --port, 7701; any free port when --port is 0; 0 = no E2B door).")
-    Integer e2bPort = System.getenv("AIRLOCK_E2B_PORT") == null ? null : Integer.valueOf(System.getenv("AIRLOCK_E2B_PORT"));
+    Integer e2bPort;
+
+    @Option(names = "--tls-cert", paramLabel = "FILE", defaultValue = "${env:AIRLOCK_TLS_CERT}", description = "Serve the API and"
+            + " the console over HTTPS with this certificate chain (PEM, the server's first); its names are the names the server"
+            + " answers to (env AIRLOCK_TLS_CERT; default: plain HTTP).")
+    Path tlsCert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", defaultValue = "${env:AIRLOCK_TLS_KEY}", description = "The private key of"
+            + " --tls-cert (PEM, unencrypted; env AIRLOCK_TLS_KEY).")
+    Path tlsKey;
 
     @Option(names = "--cluster", paramLabel = "URL", description = "Join a cluster of nodes on this PostgreSQL database,"
             + " postgresql://HOST:PORT/DB?user=U&password=P (env AIRLOCK_CLUSTER_URL; default: none, this server runs alone;"
@@ -39,10 +50,14 @@ final class ServeCommand implements Callable<Integer> {
             + " readable by its owner only (env AIRLOCK_CLUSTER_SECRET_FILE).")
     Path clusterSecret = System.getenv("AIRLOCK_CLUSTER_SECRET_FILE") == null ? null : Path.of(System.getenv("AIRLOCK_CLUSTER_SECRET_FILE"));
 
-    @Option(names = "--cluster-lease", paramLabel = "SECONDS", description = "How long a node may be silent before the others count"
-            + " it down; it sends a heartbeat every third of it (env AIRLOCK_CLUSTER_LEASE; default 15).")
-    int clusterLease = Integer.parseInt(System.getenv().getOrDefault("AIRLOCK_CLUSTER_LEASE",
-            Long.toString(ClusterSettings.DEFAULT_LEASE.toSeconds())));
+    @Option(names = "--cluster-lease", paramLabel = "SECONDS", defaultValue = "${env:AIRLOCK_CLUSTER_LEASE:-15}",
+            description = "How long a node may be silent before the others count it down; it sends a heartbeat every third of it"
+            + " (env AIRLOCK_CLUSTER_LEASE; default 15).")
+    int clusterLease;
+
+    @Option(names = "--cluster-port", paramLabel = "PORT", defaultValue = "${env:AIRLOCK_CLUSTER_PORT}", description = "TCP port, on --host, that the cluster's other nodes call"
+            + " this one on, over TLS (env AIRLOCK_CLUSTER_PORT; default 7702; any free port when --port is 0).")
+    Integer clusterPort;
 
     @Mixin
     ServiceOptions service = new ServiceOptions();
@@ -51,7 +66,8 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         ServerConfig config = service.config().withHost(host).withPort(port)
                 .withE2bPort(e2bPort == null ? ServerConfig.E2B_AFTER_API : e2bPort)
-                .withCluster(clusterSettings());
+                .withCluster(clusterSettings())
+                .withTls(tlsCert == null && tlsKey == null ? null : new ServerConfig.TlsFiles(tlsCert, tlsKey));
         AirlockServer server = AirlockServer.start(config);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "airlock-shutdown"));
         server.reapedAtStart().forEach(line -> System.err.println("airlock: reaped " + line));
@@ -72,8 +88,8 @@ final class ServeCommand implements Callable<Integer> {
     /** The cluster this server joins, or null; the node's name defaults to the host's. */
     private ClusterSettings clusterSettings() {
         if (cluster == null || cluster.isBlank()) {
-            if (nodeName != null || clusterSecret != null) {
-                throw AirlockException.invalid("--node-name and --cluster-secret belong to a node of a cluster: give --cluster too");
+            if (nodeName != null || clusterSecret != null || clusterPort != null) {
+                throw AirlockException.invalid("--node-name, --cluster-secret and --cluster-port belong to a node of a cluster: give --cluster too");
             }
             return null;
         }
@@ -85,6 +101,7 @@ final class ServeCommand implements Callable<Integer> {
                 throw AirlockException.invalid("this host's name cannot be found (" + e.getMessage() + "): name the node with --node-name");
             }
         }
-        return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease));
+        int peerPort = clusterPort != null ? clusterPort : port == 0 ? 0 : ClusterSettings.DEFAULT_PEER_PORT;
+        return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease), peerPort);
     }
 }

@@ -21,6 +21,8 @@ public class AirlockException extends RuntimeException {
         LIMIT_EXCEEDED,
         /** A body, upload or file is larger than its limit. */
         TOO_LARGE,
+        /** The thing existed but is lost: the node of a cluster that held it is down or gone. */
+        GONE,
         /** This host cannot provide a required control (runtime missing, no user namespaces...). */
         UNAVAILABLE,
         /** A bug or an unexpected host failure. */

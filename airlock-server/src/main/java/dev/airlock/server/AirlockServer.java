@@ -2,8 +2,10 @@ package dev.airlock.server;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.config.ServerConfig;
+import dev.airlock.server.cluster.NodeTls;
 import dev.airlock.server.console.ConsoleServlet;
 import dev.airlock.server.e2b.E2bDoor;
+import dev.airlock.server.http.ApiTls;
 import dev.airlock.server.http.ConnectionGuard;
 import dev.airlock.server.http.ConsoleSessions;
 import dev.airlock.server.http.JsonErrorHandler;
@@ -54,6 +56,8 @@ public final class AirlockServer implements AutoCloseable {
     }
 
     public static AirlockServer start(ServerConfig config) {
+        // files that cannot serve HTTPS stop the start before anything else is made
+        ApiTls apiTls = config.tls() == null ? null : ApiTls.load(config.tls().cert(), config.tls().key());
         SandboxRuntime runtime = SandboxRuntime.open(config);
         McpHttpEndpoint mcp = null;
         List<ConnectionGuard> guards = new java.util.ArrayList<>();
@@ -63,7 +67,7 @@ public final class AirlockServer implements AutoCloseable {
             threads.setName("airlock-http");
             threads.setVirtualThreadsExecutor(Executors.newVirtualThreadPerTaskExecutor());
             Server jetty = new Server(threads);
-            ServerConnector connector = new ServerConnector(jetty);
+            ServerConnector connector = apiTls == null ? new ServerConnector(jetty) : tlsConnector(jetty, apiTls.serverContext());
             connector.setHost(config.host());
             connector.setPort(config.port());
             jetty.addConnector(connector);
@@ -73,13 +77,18 @@ public final class AirlockServer implements AutoCloseable {
             context.setContextPath("/");
             // the web console (its pages at / and /console/*; its data through the REST API with a session cookie)
             ConsoleSessions sessions = new ConsoleSessions(java.time.Clock.systemUTC());
-            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi(), sessions)), "/*");
+            context.addServlet(new ServletHolder("api", new ApiServlet(service, config, openApi(), sessions, false)), "/*");
             ServletHolder console = new ServletHolder("console", new ConsoleServlet(service, sessions, config.host()));
             context.getServletHandler().addServletWithMapping(console, "");
             context.getServletHandler().addServletWithMapping(console, "/console/*");
             context.getServletHandler().addServletWithMapping(console, ConsoleServlet.FAVICON);
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
             context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new SecurityHeaders()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+            if (apiTls != null) {
+                // the certificate's names are this server's own, for the Host and Origin checks
+                context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(apiTls.namesFilter()), "/*",
+                        java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+            }
             // The second interface over the same service: MCP (Streamable HTTP) at /mcp, behind the same token.
             mcp = McpHttpEndpoint.mount(context, service, config, config.authHint());
             // WebSocket upgrades (a terminal's attach endpoint), done by the API servlet after its checks
@@ -91,11 +100,24 @@ public final class AirlockServer implements AutoCloseable {
             if (e2b != null) {
                 guards.add(e2b.guard());
             }
-            jetty.setHandler(e2b == null ? context : new ContextHandlerCollection(context, e2b.context()));
+            NodeTls tls = config.cluster() == null ? null : NodeTls.create(config.cluster().nodeName());
+            PeerListener peer = tls == null ? null : peerPort(jetty, config, service, tls, sessions);
+            if (peer != null) {
+                guards.add(peer.guard());
+            }
+            ContextHandlerCollection handlers = new ContextHandlerCollection(context);
+            if (e2b != null) {
+                handlers.addHandler(e2b.context());
+            }
+            if (peer != null) {
+                handlers.addHandler(peer.context());
+            }
+            jetty.setHandler(handlers);
             jetty.setStopAtShutdown(false);
             jetty.start();
-            URI uri = URI.create("http://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
-            runtime.listeningOn(uri);
+            URI uri = URI.create((apiTls == null ? "http" : "https") + "://" + hostForUri(config.host()) + ":" + connector.getLocalPort());
+            runtime.listeningOn(uri, peer == null ? null : hostForUri(config.host()) + ":" + peer.connector().getLocalPort(),
+                    tls == null ? null : tls.fingerprint());
             URI e2bUri = e2b == null ? null : URI.create("http://" + hostForUri(config.host()) + ":" + e2b.connector().getLocalPort());
             return new AirlockServer(jetty, runtime, mcp, guards, uri, e2bUri);
         } catch (Exception e) {
@@ -143,6 +165,46 @@ public final class AirlockServer implements AutoCloseable {
         context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
         context.setErrorHandler(new JsonErrorHandler());
         return new E2bListener(connector, guard, context);
+    }
+
+    /** A node's peer port, its bounds, and what it serves. */
+    private record PeerListener(ServerConnector connector, ConnectionGuard guard, ServletContextHandler context) {
+    }
+
+    /**
+     * A node of a cluster's peer port (docs/cluster.md, "Between nodes"): TLS only, with the key and
+     * certificate the node made at start; the REST API, for the calls other nodes forward, each signed
+     * with the cluster's secret. No console, no MCP, no E2B door, and no client's token here.
+     */
+    private static PeerListener peerPort(Server jetty, ServerConfig config, SandboxService service, NodeTls tls, ConsoleSessions sessions)
+            throws IOException {
+        ServerConnector connector = tlsConnector(jetty, tls.serverContext());
+        connector.setName("peer");
+        connector.setHost(config.host());
+        connector.setPort(config.cluster().peerPort());
+        jetty.addConnector(connector);
+        ConnectionGuard guard = ConnectionGuard.apply(jetty, connector);
+        ServletContextHandler context = new ServletContextHandler();
+        context.setContextPath("/");
+        context.setVirtualHosts(List.of("@peer"));
+        context.addServlet(new ServletHolder("peer", new ApiServlet(service, config, openApi(), sessions, true)), "/*");
+        JettyWebSocketServletContainerInitializer.configure(context, null);   // a terminal another node relays
+        context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+        context.setErrorHandler(new JsonErrorHandler());
+        return new PeerListener(connector, guard, context);
+    }
+
+    /**
+     * A connector that speaks HTTPS only, with {@code tls}. No SNI check: peers pin the certificate and
+     * reach a node by address, and the Host a browser sends is {@link dev.airlock.server.http.LocalOrigin}'s to check.
+     */
+    private static ServerConnector tlsConnector(Server jetty, org.eclipse.jetty.util.ssl.SslContextFactory.Server tls) {
+        org.eclipse.jetty.server.HttpConfiguration https = new org.eclipse.jetty.server.HttpConfiguration();
+        org.eclipse.jetty.server.SecureRequestCustomizer secure = new org.eclipse.jetty.server.SecureRequestCustomizer();
+        secure.setSniHostCheck(false);
+        https.addCustomizer(secure);
+        return new ServerConnector(jetty, new org.eclipse.jetty.server.SslConnectionFactory(tls, "http/1.1"),
+                new org.eclipse.jetty.server.HttpConnectionFactory(https));
     }
 
     private static String hostForUri(String host) {

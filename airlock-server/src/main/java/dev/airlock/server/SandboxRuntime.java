@@ -263,12 +263,13 @@ public final class SandboxRuntime implements AutoCloseable {
 
     /**
      * The REST API is bound to {@code api} (its port configured as 0: a free one, now known); a node
-     * of a cluster publishes it, which makes the node {@code up}.
+     * of a cluster publishes it with its peer port's address and certificate fingerprint (null alone),
+     * which makes the node {@code up}.
      */
-    public void listeningOn(java.net.URI api) {
+    public void listeningOn(java.net.URI api, String peerAddress, String fingerprint) {
         port.set(api.getPort());
         if (cluster != null) {
-            cluster.serving(api.toString(), service::size);
+            cluster.serving(api.toString(), peerAddress, fingerprint, service::size);
         }
     }
 

@@ -35,6 +35,12 @@ final class BenchClient {
         return call("POST", "/v1/sandboxes", body, 201).get("id").asString();
     }
 
+    /** A sandbox created with {@code {}}: its id and, on a node of a cluster, the node placement chose. */
+    String[] createPlaced() throws IOException, InterruptedException {
+        JsonNode s = call("POST", "/v1/sandboxes", "{}", 201);
+        return new String[] {s.get("id").asString(), s.path("node").asString()};
+    }
+
     /** Takes a snapshot of the sandbox's files; returns its id. */
     String snapshot(String id) throws IOException, InterruptedException {
         return call("POST", "/v1/sandboxes/" + id + "/snapshots", "{}", 201).get("id").asString();

@@ -22,7 +22,8 @@ public final class Report {
             EgressCases.SECTION, "egress: 100 MB over loopback, ms per download",
             InterpreterCases.SECTION, "interpreter: contexts and cells through the REST API, ms",
             SnapshotCases.SECTION, "snapshots: take, restore and fork over REST, ms",
-            CliCases.SECTION, "cli: a one-shot as a user types it, a process per run");
+            CliCases.SECTION, "cli: a one-shot as a user types it, a process per run",
+            ClusterCases.SECTION, "cluster: three nodes on this host, one PostgreSQL (bench --cluster)");
     private static final String TAILS_TITLE = "tails: ms per request, several clients at once through the REST API";
     private static final String TIERS_TITLE = "tiers: each isolation tier that works here, side by side with the bare baselines";
 
@@ -59,7 +60,7 @@ public final class Report {
         }
         printTiers(out);
         for (String section : List.of(InterpreterCases.SECTION, ThroughputCases.SECTION, MemoryCases.SECTION, EgressCases.SECTION,
-                SnapshotCases.SECTION, CliCases.SECTION)) {
+                SnapshotCases.SECTION, CliCases.SECTION, ClusterCases.SECTION)) {
             List<Stats> rows = cases.stream().filter(s -> s.section().equals(section)).toList();
             if (rows.isEmpty()) {
                 continue;

@@ -50,6 +50,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private volatile Thread heartbeat;
     private volatile boolean closed;
     private boolean failing;
+    /** Places whose sandbox could not be named (the database away), by place: named at the next heartbeat. */
+    private final java.util.Map<String, String> unbound = new java.util.concurrent.ConcurrentHashMap<>();
     /** Places whose release failed (the database away): given back at the next heartbeat. */
     private final java.util.Set<String> unreleased = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -116,6 +118,11 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 st.execute("CREATE TABLE IF NOT EXISTS airlock_places (id TEXT PRIMARY KEY, node TEXT NOT NULL, client TEXT NOT NULL,"
                         + " created_at TIMESTAMPTZ NOT NULL)");
                 st.execute("CREATE INDEX IF NOT EXISTS airlock_places_client ON airlock_places (client)");
+                // between nodes: each node's peer port and the fingerprint of its certificate; a place's sandbox once created
+                st.execute("ALTER TABLE airlock_nodes ADD COLUMN IF NOT EXISTS peer_address TEXT NOT NULL DEFAULT ''");
+                st.execute("ALTER TABLE airlock_nodes ADD COLUMN IF NOT EXISTS peer_sha256 TEXT NOT NULL DEFAULT ''");
+                st.execute("ALTER TABLE airlock_places ADD COLUMN IF NOT EXISTS sandbox TEXT");
+                st.execute("CREATE INDEX IF NOT EXISTS airlock_places_sandbox ON airlock_places (sandbox)");
             }
             db.commit();
             db.setAutoCommit(true);
@@ -193,14 +200,15 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     }
 
     /**
-     * Publishes where this node's API answers, which makes it {@code up} (until then it is {@code
-     * starting}); from now on its heartbeat carries how many sandboxes it holds ({@code sandboxCount}).
+     * Publishes where this node's API and peer port answer and its certificate's fingerprint, which
+     * makes it {@code up} (until then it is {@code starting}); from now on its heartbeat carries how
+     * many sandboxes it holds ({@code sandboxCount}).
      */
-    public void serving(String apiAddress, IntSupplier sandboxCount) {
+    public void serving(String apiAddress, String peerAddress, String fingerprint, IntSupplier sandboxCount) {
         this.sandboxes = sandboxCount;
         synchronized (lock) {
-            execute("set the address of node '" + settings.nodeName() + "'",
-                    "UPDATE airlock_nodes SET api_address = ?, heartbeat_at = now() WHERE name = ? AND instance = ?", apiAddress,
+            execute("set the address of node '" + settings.nodeName() + "'", "UPDATE airlock_nodes SET api_address = ?, peer_address = ?,"
+                    + " peer_sha256 = ?, heartbeat_at = now() WHERE name = ? AND instance = ?", apiAddress, peerAddress, fingerprint,
                     settings.nodeName(), instance);
         }
     }
@@ -229,13 +237,16 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                     LOG.error("node '{}': another node took this name after this one was silent past its lease; this node is no longer"
                             + " in the cluster's list", settings.nodeName());
                 }
-                answered();
+                for (var bound : java.util.Map.copyOf(unbound).entrySet()) {
+                    execute("name a place's sandbox", "UPDATE airlock_places SET sandbox = ? WHERE id = ?", bound.getValue(), bound.getKey());
+                    unbound.remove(bound.getKey());
+                }
                 for (String place : List.copyOf(unreleased)) {
                     execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
                     unreleased.remove(place);
                 }
             } catch (AirlockException e) {
-                unanswered(e.getMessage());
+                // said once per outage (onDatabase); tried again at the next beat
             }
         }
     }
@@ -300,10 +311,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                         autoCommit();
                     }
                 });
-                answered();
                 return place;
             } catch (AirlockException e) {
-                unanswered(e.getMessage());
                 throw createsRefused(e.getMessage());
             }
         }
@@ -315,10 +324,23 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 + " the sandboxes this node holds serve on");
     }
 
+    /** Names the sandbox a place holds: from now on any node finds the sandbox's node by its id ({@link #owner}). */
+    @Override
+    public void bind(String place, String sandbox) {
+        synchronized (lock) {
+            try {
+                execute("name a place's sandbox", "UPDATE airlock_places SET sandbox = ? WHERE id = ?", sandbox, place);
+            } catch (AirlockException e) {
+                unbound.put(place, sandbox);
+            }
+        }
+    }
+
     @Override
     public void release(String place) {
         synchronized (lock) {
             try {
+                unbound.remove(place);
                 execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
                 unreleased.remove(place);
             } catch (AirlockException e) {
@@ -356,6 +378,110 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
             }
             return out;
         }
+    }
+
+    /**
+     * A node as another reaches it, with its state ({@link #view}'s) and the places it holds (the
+     * sandboxes it has or is creating); {@code client}: the client of the sandbox it was found by, or null.
+     */
+    public record Member(String name, String peerAddress, String fingerprint, String state, int capacity, int places, String client) {
+        public boolean up() {
+            return state.equals("up");
+        }
+    }
+
+    /** What the database's clock says of a node row {@code n}: left, down, starting, draining or up. */
+    private static final String STATE = "CASE WHEN n.left_at IS NOT NULL THEN 'left'"
+            + " WHEN now() - n.heartbeat_at > n.lease_ms * interval '1 millisecond' THEN 'down'"
+            + " WHEN n.api_address = '' THEN 'starting' WHEN n.draining THEN 'draining' ELSE 'up' END";
+
+    /** The node that holds (or is creating) sandbox {@code sandbox}; null when no node's place names it. */
+    public Member owner(String sandbox) {
+        synchronized (lock) {
+            return onDatabase("find the node of sandbox " + sandbox, db -> {
+                try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity, 0,"
+                        + " p.client FROM airlock_places p JOIN airlock_nodes n ON n.name = p.node WHERE p.sandbox = ? LIMIT 1")) {
+                    ps.setString(1, sandbox);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? member(rs) : null;
+                    }
+                }
+            });
+        }
+    }
+
+    /** The sandboxes of {@code client} that nodes now down held, at most {@value #MAX_NODES}. */
+    public List<dev.airlock.server.command.NodeRouting.Lost> lost(String client) {
+        synchronized (lock) {
+            return onDatabase("read the lost sandboxes of client '" + client + "'", db -> {
+                try (PreparedStatement ps = db.prepareStatement("SELECT p.sandbox, n.name, " + STATE + " FROM airlock_places p"
+                        + " JOIN airlock_nodes n ON n.name = p.node WHERE p.client = ? AND p.sandbox IS NOT NULL AND n.left_at IS NULL"
+                        + " AND now() - n.heartbeat_at > n.lease_ms * interval '1 millisecond' ORDER BY p.created_at LIMIT " + MAX_NODES)) {
+                    ps.setString(1, client);
+                    List<dev.airlock.server.command.NodeRouting.Lost> out = new ArrayList<>();
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            out.add(new dev.airlock.server.command.NodeRouting.Lost(rs.getString(1), rs.getString(2), rs.getString(3)));
+                        }
+                    }
+                    return out;
+                }
+            });
+        }
+    }
+
+    /** Node {@code name} as another reaches it, or null when the cluster has none of that name. */
+    public Member member(String name) {
+        synchronized (lock) {
+            return onDatabase("read node '" + name + "'", db -> {
+                try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity, 0"
+                        + " FROM airlock_nodes n WHERE n.name = ?")) {
+                    ps.setString(1, name);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        return rs.next() ? member(rs) : null;
+                    }
+                }
+            });
+        }
+    }
+
+    /**
+     * The nodes a create may be placed on: up (not draining, starting, down or left), offering
+     * {@code tier} (null: any), each with the places it holds now, counted from the places table, so
+     * creates in flight on every node count.
+     */
+    public List<Member> candidates(String tier) {
+        return serving(tier).stream().filter(Member::up).toList();
+    }
+
+    /** The nodes that serve their sandboxes now (up or draining) and offer {@code tier} (null: any), with their places. */
+    public List<Member> serving(String tier) {
+        synchronized (lock) {
+            return onDatabase("read the cluster's serving nodes", db -> {
+                try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity,"
+                        + " (SELECT count(*) FROM airlock_places p WHERE p.node = n.name) FROM airlock_nodes n"
+                        + " WHERE n.left_at IS NULL AND n.peer_address <> '' AND (? IS NULL OR (',' || n.tiers || ',') LIKE ('%,' || ? || ',%'))"
+                        + " ORDER BY n.name LIMIT " + MAX_NODES)) {
+                    ps.setString(1, tier);
+                    ps.setString(2, tier);
+                    List<Member> out = new ArrayList<>();
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            Member m = member(rs);
+                            if (m.up() || m.state().equals("draining")) {
+                                out.add(m);
+                            }
+                        }
+                    }
+                    return out;
+                }
+            });
+        }
+    }
+
+    private static Member member(ResultSet rs) throws SQLException {
+        return new Member(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
+                rs.getMetaData().getColumnCount() > 6 ? rs.getString(7) : null);
     }
 
     /** Stops ({@code draining}) or resumes placements on node {@code name}; its sandboxes run on. */
@@ -400,20 +526,30 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     /**
      * Does {@code work} on this node's connection, connecting first when it has none; once more on a
      * new connection when the database had dropped the one it got (it restarted since: SQLSTATE class
-     * 08, or 57P01-57P03). Called holding the lock.
+     * 08, or 57P01-57P03). Whether the database answered is kept for {@link #databaseAnswers} (and said
+     * in the log once per outage). Called holding the lock.
      */
     private <T> T onDatabase(String what, Work<T> work) {
         for (int attempt = 0; ; attempt++) {
-            ensureConnected();
             try {
-                return work.on(db);
+                ensureConnected();
+            } catch (AirlockException e) {
+                unanswered(e.getMessage());   // no connection could be made
+                throw e;
+            }
+            try {
+                T result = work.on(db);
+                answered();
+                return result;
             } catch (SQLException e) {
                 closeConnection();
                 String state = e.getSQLState() == null ? "" : e.getSQLState();
                 if (attempt == 0 && (state.startsWith("08") || state.matches("57P0[123]"))) {
                     continue;
                 }
-                throw AirlockException.unavailable("cannot " + what + " in the cluster's database " + settings.shownUrl() + ": " + e.getMessage());
+                String why = "cannot " + what + " in the cluster's database " + settings.shownUrl() + ": " + e.getMessage();
+                unanswered(why);
+                throw AirlockException.unavailable(why);
             }
         }
     }

@@ -75,6 +75,9 @@ public interface CommandApi {
      */
     ClusterHealth clusterHealth();
 
+    /** On a node of a cluster: how its REST door reaches the other nodes; null on a server that runs alone. */
+    NodeRouting routing();
+
     /** What {@code /health} says of a node of a cluster. */
     record ClusterHealth(String node, boolean databaseAnswers) {
     }

@@ -21,10 +21,13 @@ import java.util.regex.Pattern;
  * @param nodeName   1 to 63 of a-z, 0-9 and '-', unique in the cluster
  * @param secretFile a file of at least {@value #MIN_SECRET_BYTES} bytes that only its owner may read
  * @param lease      a node whose last heartbeat is older than this is down
+ * @param peerPort   the port other nodes call this one on, over TLS (0: any free one), on the API's host
  */
-public record ClusterSettings(String url, String nodeName, Path secretFile, Duration lease) {
+public record ClusterSettings(String url, String nodeName, Path secretFile, Duration lease, int peerPort) {
 
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(15);
+    /** The port other nodes call this one on (TLS), unless {@code --cluster-port} gives another (7700 is the API's, 7701 the E2B door's). */
+    public static final int DEFAULT_PEER_PORT = 7702;
     public static final int MIN_SECRET_BYTES = 32;
     private static final Pattern NODE_NAME = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
 
@@ -46,6 +49,9 @@ public record ClusterSettings(String url, String nodeName, Path secretFile, Dura
         }
         if (lease == null || lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofMinutes(10)) > 0) {
             throw AirlockException.invalid("a node's lease must be 1 s to 10 min, not " + lease);
+        }
+        if (peerPort < 0 || peerPort > 65535) {
+            throw AirlockException.invalid("the cluster's peer port must be 0 to 65535 (--cluster-port), not " + peerPort);
         }
     }
 

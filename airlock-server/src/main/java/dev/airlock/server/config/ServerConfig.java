@@ -28,6 +28,7 @@ import java.time.Duration;
  * @param e2bPort       the E2B door's TCP port ({@link #E2B_AFTER_API}: the port after the REST API's,
  *                      7701 by default, a free one when the API's is; {@link #E2B_OFF}: no E2B door)
  * @param cluster       how this server joins a cluster of nodes on PostgreSQL; null: it runs alone
+ * @param tls           the certificate and key the API's port serves HTTPS with; null: plain HTTP
  */
 public record ServerConfig(
         String host,
@@ -42,7 +43,8 @@ public record ServerConfig(
         Path policyFile,
         Path egressCa,
         int e2bPort,
-        ClusterSettings cluster) {
+        ClusterSettings cluster,
+        TlsFiles tls) {
 
     /** The state database's file name in the data directory. */
     public static final String DATABASE = "airlock.db";
@@ -78,55 +80,69 @@ public record ServerConfig(
     /** The settings without {@code egressCa}: the egress proxy trusts the JVM's CAs only. */
     public ServerConfig(String host, int port, Path dataDir, DriverSettings driver, int poolSize, int maxSandboxes, Duration defaultTtl,
                         Duration maxTtl, Duration defaultIdle, Path policyFile) {
-        this(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, null, E2B_AFTER_API, null);
+        this(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, null, E2B_AFTER_API, null, null);
     }
 
     public static ServerConfig defaults() {
         return new ServerConfig("127.0.0.1", DEFAULT_PORT, Path.of("/var/lib/airlock"), DriverSettings.of("oci"),
-                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null, null, E2B_AFTER_API, null);
+                2, 200, Duration.ofMinutes(10), Duration.ofHours(24), Duration.ofMinutes(5), null, null, E2B_AFTER_API, null, null);
     }
 
     public ServerConfig withPort(int p) {
-        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, p, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withHost(String h) {
-        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(h, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withDataDir(Path d) {
-        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, port, d, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withDriver(DriverSettings d) {
-        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, port, dataDir, d, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withPoolSize(int n) {
-        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, port, dataDir, driver, n, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withPolicyFile(Path f) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, f, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, f, egressCa, e2bPort, cluster, tls);
     }
 
     public ServerConfig withMaxSandboxes(int n) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, n, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, tls);
     }
 
     /** Extra CAs (PEM) the egress proxy trusts for credential-bound upstream servers; null: the JVM's only. */
     public ServerConfig withEgressCa(Path pem) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, pem, e2bPort, cluster);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, pem, e2bPort, cluster, tls);
     }
 
     /** The E2B door on {@code p} ({@link #E2B_OFF}: none; {@link #E2B_AFTER_API}: the port after the API's). */
     public ServerConfig withE2bPort(int p) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, p, cluster);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, p, cluster, tls);
     }
 
     /** This server as a node of a cluster ({@code null}: alone). */
     public ServerConfig withCluster(ClusterSettings c) {
-        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, c);
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, c, tls);
+    }
+
+    /** The API's port serves HTTPS with {@code t}'s certificate and key ({@code null}: plain HTTP). */
+    public ServerConfig withTls(TlsFiles t) {
+        return new ServerConfig(host, port, dataDir, driver, poolSize, maxSandboxes, defaultTtl, maxTtl, defaultIdle, policyFile, egressCa, e2bPort, cluster, t);
+    }
+
+    /** The PEM files of the API's TLS: the certificate chain (the server's first) and its private key. */
+    public record TlsFiles(Path cert, Path key) {
+        public TlsFiles {
+            if (cert == null || key == null) {
+                throw AirlockException.invalid("HTTPS needs both --tls-cert and --tls-key (PEM files)");
+            }
+        }
     }
 
     /** The port the E2B door binds (0: a free one), or -1 when there is no E2B door. */

@@ -159,7 +159,7 @@ public final class ConsoleServlet extends HttpServlet {
                 if (client == null) {
                     // with a fresh sign-in token for the page's sign-in form (ConsoleSessions.SIGN_IN_COOKIE)
                     String signIn = sessions.signInToken();
-                    resp.addHeader("Set-Cookie", ConsoleSessions.setSignInCookie(signIn));
+                    resp.addHeader("Set-Cookie", ConsoleSessions.setSignInCookie(signIn, req.isSecure()));
                     send(resp, 401, JsonViews.errorNode("unauthenticated", "not signed in (or the session expired): sign in with a client token",
                             null).put("signInToken", signIn));
                     return;
@@ -178,7 +178,7 @@ public final class ConsoleServlet extends HttpServlet {
                 if (client != null) {
                     recordSessionRequest(client, "DELETE");
                 }
-                resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(null));
+                resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(null, req.isSecure()));
                 resp.setStatus(204);
             }
             default -> {
@@ -218,7 +218,7 @@ public final class ConsoleServlet extends HttpServlet {
             return;
         }
         recordSessionRequest(client, "POST");
-        resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(opened.id()));
+        resp.addHeader("Set-Cookie", ConsoleSessions.setCookie(opened.id(), req.isSecure()));
         send(resp, 200, describe(client, opened.session()));
     }
 

@@ -46,9 +46,21 @@ public final class Approvals {
     private record Waiting(Approval approval, CompletableFuture<Approval> decision) {
     }
 
+    /** The name of this node of a cluster, in every approval's id; null on a server alone. */
+    private final String node;
+
     public Approvals(AuditLog audit, Duration timeout) {
+        this(audit, timeout, null);
+    }
+
+    /**
+     * {@code node}: this server's name as a node of a cluster, or null. A node's approvals are named
+     * {@code ap-<node>-<16 hex>}, so that any node finds where one waits (docs/cluster.md).
+     */
+    public Approvals(AuditLog audit, Duration timeout, String node) {
         this.audit = audit;
         this.timeout = timeout;
+        this.node = node;
     }
 
     /** Runs {@code listener} after every request and decision (the console's event stream); it must return at once. */
@@ -68,7 +80,7 @@ public final class Approvals {
         byte[] id = new byte[8];
         random.nextBytes(id);
         Instant now = Instant.now();
-        Approval a = new Approval("ap-" + HexFormat.of().formatHex(id), caller.client() == null ? null : caller.client().name(),
+        Approval a = new Approval("ap-" + (node == null ? "" : node + "-") + HexFormat.of().formatHex(id), caller.client() == null ? null : caller.client().name(),
                 trigger, rule, sandbox, summary, now, now.plus(timeout), Approval.State.PENDING, null, null, null);
         Waiting w = new Waiting(a, new CompletableFuture<>());
         pending.put(a.id(), w);

@@ -125,6 +125,7 @@ final class ConnectRpc {
             case PERMISSION_DENIED -> "permission_denied";
             case LIMIT_EXCEEDED -> "resource_exhausted";
             case TOO_LARGE -> "resource_exhausted";
+            case GONE -> "not_found";
             case UNAVAILABLE -> "unavailable";
             case INTERNAL -> "internal";
         };
@@ -137,6 +138,7 @@ final class ConnectRpc {
             case NOT_FOUND -> 404;
             case PERMISSION_DENIED -> 403;
             case LIMIT_EXCEEDED, TOO_LARGE -> 429;
+            case GONE -> 404;
             case UNAVAILABLE -> 503;
             case INTERNAL -> 500;
         };

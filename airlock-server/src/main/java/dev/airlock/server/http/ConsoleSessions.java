@@ -149,8 +149,8 @@ public final class ConsoleSessions {
     }
 
     /** The Set-Cookie value that gives the browser the sign-in token {@code token}, for an hour, for the sign-in path only. */
-    public static String setSignInCookie(String token) {
-        return SIGN_IN_COOKIE + "=" + token + "; Path=" + PATH + "; HttpOnly; SameSite=Strict; Max-Age=3600";
+    public static String setSignInCookie(String token, boolean secure) {
+        return SIGN_IN_COOKIE + "=" + token + "; Path=" + PATH + "; HttpOnly; SameSite=Strict; Max-Age=3600" + (secure ? "; Secure" : "");
     }
 
     /** Whether {@code req} carries a sign-in token in its cookie and the same in {@link #CSRF_HEADER}. */
@@ -161,9 +161,10 @@ public final class ConsoleSessions {
                 && MessageDigest.isEqual(offered.getBytes(StandardCharsets.UTF_8), token.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** The Set-Cookie value that gives the browser {@code id}; null clears it. */
-    public static String setCookie(String id) {
-        return COOKIE + "=" + (id == null ? "" : id) + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + (id == null ? 0 : ABSOLUTE.toSeconds());
+    /** The Set-Cookie value that gives the browser {@code id}; null clears it. {@code secure}: over HTTPS only (the port serves TLS). */
+    public static String setCookie(String id, boolean secure) {
+        return COOKIE + "=" + (id == null ? "" : id) + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + (id == null ? 0 : ABSOLUTE.toSeconds())
+                + (secure ? "; Secure" : "");
     }
 
     private boolean expired(Session s, Instant now) {

@@ -16,6 +16,7 @@ public final class HttpStatus {
             case PERMISSION_DENIED -> 403;
             case LIMIT_EXCEEDED -> 429;
             case TOO_LARGE -> 413;
+            case GONE -> 410;
             case UNAVAILABLE -> 503;
             case INTERNAL -> 500;
         };

@@ -60,7 +60,7 @@ public final class LocalOrigin {
         String host = req.getHeader("Host");
         if (host == null || !hostAllowed(host, req, bindHost)) {
             return "Host header '" + (host == null ? "" : Printable.of(host, 100)) + "' does not name this server: connect to it as localhost,"
-                    + " 127.0.0.1 or its bind address, with its port (DNS-rebinding protection)";
+                    + " 127.0.0.1, its bind address or a name of its TLS certificate, with its port (DNS-rebinding protection)";
         }
         return null;
     }
@@ -68,8 +68,13 @@ public final class LocalOrigin {
     private static boolean hostAllowed(String host, HttpServletRequest req, String bindHost) {
         String h = host.trim().toLowerCase(Locale.ROOT);
         int port = req.getLocalPort();
-        for (String name : List.of("localhost", "127.0.0.1", "[::1]", uriHost(bindHost), uriHost(req.getLocalAddr()))) {
-            if (h.equals(name + ":" + port) || (port == 80 && h.equals(name))) {
+        List<String> names = new java.util.ArrayList<>(List.of("localhost", "127.0.0.1", "[::1]", uriHost(bindHost), uriHost(req.getLocalAddr())));
+        if (req.getAttribute(ApiTls.NAMES) instanceof List<?> published) {
+            published.forEach(n -> names.add(String.valueOf(n)));   // the names of the certificate the port serves (--tls-cert)
+        }
+        int standard = req.isSecure() ? 443 : 80;
+        for (String name : names) {
+            if (h.equals(name + ":" + port) || (port == standard && h.equals(name))) {
                 return true;
             }
         }

@@ -226,6 +226,7 @@ public final class ManagedSandbox implements SandboxView {
     /** The slot it holds against the server's limit and its client's quota, until it is gone. */
     public void holdSlot(SandboxSlots.Slot held) {
         this.slot = held;
+        held.bind(id());
     }
 
     /** The snapshot tree its /workspace lies on (a restore on a tier that layers it), until it is gone. */

@@ -128,6 +128,13 @@ public final class SandboxSlots {
             return takeServer(this);
         }
 
+        /** Names the sandbox this slot is for, in the cluster's count (where it has a place there). */
+        public void bind(String sandbox) {
+            if (place != null) {
+                shared.bind(place, sandbox);
+            }
+        }
+
         public void release() {
             SandboxSlots.this.release(this);
         }

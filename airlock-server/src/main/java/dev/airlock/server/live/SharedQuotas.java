@@ -14,6 +14,9 @@ public interface SharedQuotas {
      */
     String reserve(String client, int quota);
 
+    /** Names the sandbox a place holds, once it is created, so every node finds the node it is on. */
+    void bind(String place, String sandbox);
+
     /** Gives a place back; a place that cannot be given back now is given back later. */
     void release(String place);
 }

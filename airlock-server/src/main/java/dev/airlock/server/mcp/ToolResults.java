@@ -170,6 +170,7 @@ final class ToolResults {
             case PERMISSION_DENIED -> "Not permitted by this client's policy: ";
             case LIMIT_EXCEEDED -> "Refused by a limit: ";
             case TOO_LARGE -> "Too large: ";
+            case GONE -> "Gone: ";
             case UNAVAILABLE -> "Unavailable on this host: ";
             case INTERNAL -> "Internal error: ";
         };

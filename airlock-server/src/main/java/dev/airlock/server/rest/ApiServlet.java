@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.server.audit.Audit;
 import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.command.NodeRouting;
 import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.control.Refused;
 import dev.airlock.server.http.BodyReader;
@@ -56,8 +57,16 @@ public final class ApiServlet extends HttpServlet {
     private final List<RestRoute> routes;
     private final ConsoleSessions sessions;
     private final ApprovalEvents approvalEvents;
+    /** Whether this servlet serves a node's peer port: calls other nodes forward, and nothing else (docs/cluster.md). */
+    private final boolean peerPort;
 
-    public ApiServlet(CommandApi service, ServerConfig config, byte[] openApi, ConsoleSessions sessions) {
+    /**
+     * @param peerPort true for a node of a cluster's peer port: it takes only other nodes' signed calls
+     *                 and carries them out here; false for the API port, which takes clients' requests
+     *                 and, on a node of a cluster, forwards those another node must carry out
+     */
+    public ApiServlet(CommandApi service, ServerConfig config, byte[] openApi, ConsoleSessions sessions, boolean peerPort) {
+        this.peerPort = peerPort;
         this.service = service;
         this.config = config;
         this.sessions = sessions;
@@ -87,6 +96,14 @@ public final class ApiServlet extends HttpServlet {
      * found (a 401 follows); a refused cookie request is answered here (403) and throws.
      */
     private Authenticated authenticate(HttpServletRequest req, HttpServletResponse resp) throws IOException, CookieRefused {
+        if (peerPort) {
+            // another node's call: the client it acts for, when the cluster's secret signs it; never a client's own token
+            NodeRouting routing = service.routing();
+            String name = routing == null ? null : routing.forwardedClient(req);
+            Client client = name == null ? null : service.policy().clients().get(name);
+            return client == null ? null
+                    : new Authenticated(client, ConsoleSessions.VIA.equals(req.getHeader(NodeRouting.VIA_HEADER)) ? ConsoleSessions.VIA : VIA);
+        }
         String authorization = req.getHeader("Authorization");
         String cookie = authorization == null ? ConsoleSessions.cookie(req) : null;
         if (cookie == null) {
@@ -169,6 +186,12 @@ public final class ApiServlet extends HttpServlet {
             if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && origin != null) {
                 endpoint += " from " + origin;   // whose page opened it, on the audit log
             }
+            if (!peerPort && req.getHeader(NodeRouting.NODE_HEADER) != null) {
+                service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), true);
+                error(resp, 401, "unauthenticated", "a node's call (" + NodeRouting.NODE_HEADER + ") is accepted only on a node's peer"
+                        + " port, never on the API port; a client authenticates with 'Authorization: Bearer <token>'", null);
+                return;
+            }
             Authenticated auth;
             try {
                 auth = authenticate(req, resp);
@@ -179,6 +202,11 @@ public final class ApiServlet extends HttpServlet {
             if (auth == null) {
                 boolean cookie = req.getHeader("Authorization") == null && ConsoleSessions.cookie(req) != null;
                 service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader("Authorization") != null || cookie);
+                if (peerPort) {
+                    error(resp, 401, "unauthenticated", "this is a node's peer port: it takes only calls of the cluster's nodes, signed"
+                            + " with the cluster's secret, and no client's token; clients call a node's API port", null);
+                    return;
+                }
                 resp.setHeader("WWW-Authenticate", "Bearer");
                 error(resp, 401, "unauthenticated", cookie ? "the console session expired or was signed out: sign in again at /"
                         : "missing or wrong bearer token: " + config.authHint(), null);
@@ -186,6 +214,10 @@ public final class ApiServlet extends HttpServlet {
             }
             Client client = auth.client();
             String via = auth.via();
+            if (peerPort) {
+                // which node the client reached, on this node's audit log (the name is in what the cluster's secret signed)
+                endpoint += " from node " + req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0];
+            }
             String sandbox = m.params().get("id") != null && m.template().startsWith("/v1/sandboxes/") ? m.params().get("id") : null;
             String digest;
             try {
@@ -204,9 +236,25 @@ public final class ApiServlet extends HttpServlet {
                 }
                 throw new AirlockException(Kind.NOT_FOUND, "no such endpoint: " + Json.printable(path) + " (see GET /openapi.json)");
             }
+            NodeRouting.Peer elsewhere;
+            try {
+                elsewhere = elsewhere(req, m, sandbox, client);
+            } catch (AirlockException e) {
+                service.recordUndecided(request(client, via, endpoint, m.route().operation(), sandbox, digest, null));
+                throw e;
+            }
+            if (elsewhere != null) {
+                // that node authorizes, records and carries it out, as its own door would
+                if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade"))) {
+                    relay(elsewhere, req, resp, client, via);
+                } else {
+                    service.routing().forward(elsewhere, req, resp, (byte[]) req.getAttribute(RestCall.BODY), client.name(), via);
+                }
+                return;
+            }
             var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest, polled(req, m.template(), client, via, sandbox)));
             try {
-                m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller));
+                m.route().handler().handle(new RestCall(req, resp, m.params(), service, caller, joined(req, m, client, via)));
             } catch (UncheckedIOException e) {
                 throw e.getCause(); // the client went away mid-answer
             }
@@ -228,6 +276,108 @@ public final class ApiServlet extends HttpServlet {
                 error(resp, 500, "internal", "internal error: " + e, null);
             }
         }
+    }
+
+    /**
+     * On the API port of a node of a cluster: the node that must carry this request out when it is
+     * not this one (the node that holds its sandbox; for a create, the node placement chooses), else
+     * null. A call that came through the peer port is never sent on: it is this node's.
+     */
+    private NodeRouting.Peer elsewhere(HttpServletRequest req, Match m, String sandbox, Client client) throws IOException {
+        NodeRouting routing = service.routing();
+        if (peerPort || routing == null) {
+            return null;
+        }
+        if (sandbox != null) {
+            return routing.ownerOf(sandbox, client.name());
+        }
+        if (m.template().startsWith("/v1/approvals/{id}")) {
+            return routing.approvalOwner(m.params().get("id"));
+        }
+        return m.template().equals("/v1/sandboxes") && req.getMethod().equals("POST") ? placeCreate(routing, req, client) : null;
+    }
+
+    /**
+     * A terminal's WebSocket on a sandbox node {@code to} holds: checked here as the attach route
+     * checks it (this server's own Host, and Origin when one is sent: the other node sees neither),
+     * then upgraded to a relay to that node's attach.
+     */
+    private void relay(NodeRouting.Peer to, HttpServletRequest req, HttpServletResponse resp, Client client, String via) {
+        String notLocal = LocalOrigin.consoleRefusal(req, config.host());
+        if (notLocal != null) {
+            throw new AirlockException(Kind.PERMISSION_DENIED, notLocal);
+        }
+        var socket = service.routing().relay(to, req, client.name(), via);
+        var container = org.eclipse.jetty.ee10.websocket.server.JettyWebSocketServerContainer.getContainer(req.getServletContext());
+        try {
+            if (!container.upgrade((request, response) -> socket, req, resp) && !resp.isCommitted()) {
+                throw AirlockException.invalid("the WebSocket upgrade failed: send a valid WebSocket handshake (version 13)");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The listings a node of a cluster joins with every other node's: the route, and the field of its array. */
+    private static final Map<String, String> JOINED = Map.of("/v1/sandboxes", "sandboxes", "/v1/approvals", "approvals");
+
+    /**
+     * On the API port of a node of a cluster, for a listing of {@link #JOINED}: its answer with the
+     * other serving nodes' items added (each node lists what it holds), and {@code partial} saying
+     * what is missing when some node did not answer. Otherwise the answer as it is.
+     */
+    private java.util.function.UnaryOperator<tools.jackson.databind.node.ObjectNode> joined(HttpServletRequest req, Match m, Client client,
+                                                                                           String via) {
+        NodeRouting routing = service.routing();
+        String field = JOINED.get(m.template());
+        if (peerPort || routing == null || field == null || !req.getMethod().equals("GET")) {
+            return java.util.function.UnaryOperator.identity();
+        }
+        return answer -> {
+            NodeRouting.Answers others = routing.askOthers(req, client.name(), via);
+            tools.jackson.databind.node.ArrayNode items = (tools.jackson.databind.node.ArrayNode) answer.get(field);
+            for (byte[] body : others.bodies()) {
+                try {
+                    Json.MAPPER.readTree(body).path(field).forEach(items::add);
+                } catch (tools.jackson.core.JacksonException e) {
+                    LOG.warn("a node's answer to {} was not JSON: {}", m.template(), e.getMessage());
+                }
+            }
+            if (field.equals("sandboxes") && req.getParameter("label") == null) {
+                // what a node that is down held: lost with it, listed so until it returns (it reaps them then)
+                for (NodeRouting.Lost lost : routing.lost(client.name())) {
+                    items.addObject().put("id", lost.sandbox()).put("node", lost.node()).put("state", "lost").put("owner", client.name())
+                            .put("message", "node '" + lost.node() + "', which held it, is " + lost.state() + ": the sandbox is lost");
+                }
+            }
+            if (others.partial() != null) {
+                answer.put("partial", others.partial());
+            }
+            return answer;
+        };
+    }
+
+    /**
+     * Where a create goes: a node that offers its profile's tier (docs/cluster.md, "Placement"). A
+     * create from a snapshot, or one whose profile this node does not know, stays here (the snapshot
+     * is here; the refusal is this node's to give).
+     */
+    private NodeRouting.Peer placeCreate(NodeRouting routing, HttpServletRequest req, Client client) throws IOException {
+        tools.jackson.databind.JsonNode body;
+        try {
+            body = Json.MAPPER.readTree(RestCall.body(req));
+        } catch (tools.jackson.core.JacksonException e) {
+            return null;
+        }
+        if (body == null || !body.isObject() || body.hasNonNull("snapshot")) {
+            return null;
+        }
+        String name = body.hasNonNull("profile") ? body.path("profile").asString() : client.profiles().isEmpty() ? null : client.profiles().getFirst();
+        dev.airlock.server.policy.Profile profile = name == null ? null : service.policy().profiles().get(name);
+        if (profile == null) {
+            return null;
+        }
+        return routing.place(profile.isolation() == null ? null : profile.isolation().id());
     }
 
     private static CommandApi.Request request(Client client, String via, String endpoint, Operation operation, String sandbox, String digest,
@@ -296,6 +446,7 @@ public final class ApiServlet extends HttpServlet {
             case PERMISSION_DENIED -> "forbidden";
             case LIMIT_EXCEEDED -> "quota_exceeded";
             case TOO_LARGE -> "too_large";
+            case GONE -> "gone";
             case UNAVAILABLE -> "unavailable";
             case INTERNAL -> "internal";
         };

@@ -35,8 +35,16 @@ final class RestCall {
     private final Map<String, String> params;
     private final CommandApi service;
     private final Caller caller;
+    /** What a 200 answer becomes before it is sent: on a node of a cluster, a listing joined with the other nodes'. */
+    private final java.util.function.UnaryOperator<ObjectNode> ok;
 
     RestCall(HttpServletRequest req, HttpServletResponse resp, Map<String, String> params, CommandApi service, Caller caller) {
+        this(req, resp, params, service, caller, java.util.function.UnaryOperator.identity());
+    }
+
+    RestCall(HttpServletRequest req, HttpServletResponse resp, Map<String, String> params, CommandApi service, Caller caller,
+             java.util.function.UnaryOperator<ObjectNode> ok) {
+        this.ok = ok;
         this.req = req;
         this.resp = resp;
         this.params = params;
@@ -99,9 +107,10 @@ final class RestCall {
     }
 
     void send(int status, ObjectNode body) throws IOException {
+        ObjectNode answer = status == 200 ? ok.apply(body) : body;
         resp.setStatus(status);
         resp.setContentType("application/json");
-        resp.getOutputStream().write(body.toString().getBytes(StandardCharsets.UTF_8));
+        resp.getOutputStream().write(answer.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     void noContent() {

@@ -7,6 +7,8 @@ import dev.airlock.core.Printable;
 import dev.airlock.server.audit.AuditLog;
 import dev.airlock.server.audit.AuditRecord;
 import dev.airlock.server.cluster.ClusterMembership;
+import dev.airlock.server.cluster.NodeCalls;
+import dev.airlock.server.command.NodeRouting;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
 import dev.airlock.server.command.SandboxView;
@@ -85,6 +87,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     private final MetricsHistory history;
     private final List<String> reapedAtStart;
     private final ClusterMembership cluster;
+    /** Where this node's REST door sends what another node holds or is placed on; null when it runs alone. */
+    private final NodeRouting routing;
     private volatile boolean closed;
 
     /**
@@ -94,13 +98,14 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     public SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
                           AuditLog audit, ClusterMembership cluster) {
         this.cluster = cluster;
+        this.routing = cluster == null ? null : new NodeCalls(cluster, config.cluster().readSecret(), id -> sandboxes.find(id) != null);
         this.config = config;
         this.policy = policy;
         this.tiers = tiers;
         this.egressLog = egressLog;
         this.audit = audit;
         this.metrics = metrics;
-        this.approvals = new Approvals(audit, policy.approvalTimeout());
+        this.approvals = new Approvals(audit, policy.approvalTimeout(), cluster == null ? null : cluster.nodeName());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
         this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"));
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
@@ -371,6 +376,11 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     @Override
     public Isolation isolation(Profile profile) {
         return tiers.forProfile(profile).driver().isolation();
+    }
+
+    @Override
+    public NodeRouting routing() {
+        return routing;
     }
 
     @Override

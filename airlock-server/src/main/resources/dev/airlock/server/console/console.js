@@ -115,11 +115,13 @@ function when(iso) {
 }
 
 function age(iso) {
+  if (iso == null) return '—';   // a lost sandbox (its node is down) has no times
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   return s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
 }
 
 function left(iso) {
+  if (iso == null) return '—';
   const s = Math.round((Date.parse(iso) - Date.now()) / 1000);
   return s <= 0 ? 'expired' : s < 120 ? s + ' s' : s < 7200 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h';
 }

@@ -107,7 +107,11 @@ class ConsoleSessionsTest {
 
     @Test
     void theCookieIsHttpOnlyStrictAndScopedToTheServer() {
-        assertThat(ConsoleSessions.setCookie("abc")).contains("airlock_session=abc", "HttpOnly", "SameSite=Strict", "Path=/");
-        assertThat(ConsoleSessions.setCookie(null)).contains("airlock_session=;", "Max-Age=0");
+        assertThat(ConsoleSessions.setCookie("abc", false)).contains("airlock_session=abc", "HttpOnly", "SameSite=Strict", "Path=/")
+                .doesNotContain("Secure");
+        assertThat(ConsoleSessions.setCookie(null, false)).contains("airlock_session=;", "Max-Age=0");
+        // over HTTPS (serve --tls-cert) the browser sends it back over HTTPS only
+        assertThat(ConsoleSessions.setCookie("abc", true)).endsWith("; Secure");
+        assertThat(ConsoleSessions.setSignInCookie("t", true)).endsWith("; Secure");
     }
 }

@@ -1,0 +1,586 @@
+package dev.airlock.it;
+
+import dev.airlock.server.config.ClusterSettings;
+import dev.airlock.server.config.ServerConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLServerSocket;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.X509ExtendedTrustManager;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.cert.X509Certificate;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Three nodes of a cluster on one real PostgreSQL, each with its own port, data and state
+ * (docs/cluster.md, "Placement" and "Between nodes"): creates through one node spread over all
+ * three; exec (streamed), files, processes and a preview port work through a node that does not
+ * hold the sandbox; the calls between nodes are TLS to a pinned certificate and signed with the
+ * cluster's secret, and each port refuses the other's credentials.
+ */
+class ClusterRoutingTest {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final String SECRET = "cluster-secret-for-the-routing-tests-0123456789";
+    private static final String OPERATOR = "alk_cluster-operator-token-0123456789abcdef01";
+    private static final String POLICY = """
+            approvals: {timeoutSeconds: 60}
+            profiles:
+              default: {maxLifetimeSeconds: 600, ports: [8000]}
+              watched: {approvals: [exec]}
+            clients:
+              local: {tokenFile: token, profiles: [default, watched], allow: ["*"]}
+              operator: {tokenSha256: %s, profiles: [default], allow: [approvals]}
+            """.formatted(HexFormat.of().formatHex(dev.airlock.server.policy.Policy.sha256(OPERATOR)));
+
+    private static Postgres pg;
+    private static Path secret;
+    /** By name: alpha, beta, gamma. */
+    private static final Map<String, LiveServer> NODES = new TreeMap<>();
+
+    @BeforeAll
+    static void start() throws IOException {
+        pg = Postgres.start();
+        secret = Files.createTempFile("airlock-cluster-secret", "");
+        Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
+        Files.writeString(secret, SECRET);
+        for (String name : List.of("alpha", "beta", "gamma")) {
+            NODES.put(name, LiveServer.withPolicy(POLICY, c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF)
+                    .withCluster(new ClusterSettings(pg.url(), name, secret, Duration.ofSeconds(5), 0))));
+        }
+    }
+
+    @AfterAll
+    static void stop() throws IOException {
+        List<AutoCloseable> all = new ArrayList<>(NODES.values());
+        all.add(pg);
+        for (AutoCloseable c : all) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }
+        Files.deleteIfExists(secret);
+    }
+
+    private static JsonNode ok(HttpResponse<String> r, int status) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+        return r.body().isEmpty() ? null : JSON.readTree(r.body());
+    }
+
+    /** A sandbox created through {@code via}: its id and the node placement chose. */
+    private record Placed(String id, String node) {
+    }
+
+    private static Placed create(LiveServer via) {
+        JsonNode s = ok(via.raw("POST", "/v1/sandboxes", "{}"), 201);
+        return new Placed(s.path("id").asString(), s.path("node").asString());
+    }
+
+    /** A sandbox held by a node other than {@code via}: creates through {@code via} until placement picks another (destroying the rest). */
+    private static Placed elsewhere(LiveServer via, String viaName) {
+        for (int i = 0; i < 50; i++) {
+            Placed p = create(via);
+            if (!p.node().equals(viaName)) {
+                return p;
+            }
+            ok(via.raw("DELETE", "/v1/sandboxes/" + p.id(), null), 204);
+        }
+        throw new AssertionError("50 creates through " + viaName + " all stayed there");
+    }
+
+    private static Map<String, String> peers() {
+        Map<String, String> out = new TreeMap<>();
+        sql(db -> {
+            try (ResultSet rs = db.createStatement().executeQuery("SELECT name, peer_address FROM airlock_nodes")) {
+                while (rs.next()) {
+                    out.put(rs.getString(1), rs.getString(2));
+                }
+            }
+        });
+        return out;
+    }
+
+    private interface Sql {
+        void on(Connection db) throws Exception;
+    }
+
+    private static void sql(Sql work) {
+        try (Connection db = DriverManager.getConnection("jdbc:" + pg.url())) {
+            work.on(db);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void thirtyCreatesThroughOneNodeSpreadOverAllThreeAndAnyNodeDestroysThem() {
+        LiveServer alpha = NODES.get("alpha");
+        List<Placed> placed = new ArrayList<>();
+        try {
+            for (int i = 0; i < 30; i++) {
+                placed.add(create(alpha));
+            }
+            Map<String, Long> perNode = new TreeMap<>();
+            placed.forEach(p -> perNode.merge(p.node(), 1L, Long::sum));
+            // best of two on free capacity: with every sandbox alive, no node falls far behind
+            assertThat(perNode.keySet()).as("nodes that got creates: %s", perNode).containsExactly("alpha", "beta", "gamma");
+            assertThat(perNode.values()).as("creates per node: %s", perNode).allMatch(n -> n >= 6);
+            // any node lists them all: each node lists what it holds, and the node asked joins the lists
+            JsonNode listed = ok(NODES.get("beta").raw("GET", "/v1/sandboxes", null), 200);
+            assertThat(listed.path("sandboxes").valueStream().map(n -> n.path("id").asString()))
+                    .containsExactlyInAnyOrderElementsOf(placed.stream().map(Placed::id).toList());
+            assertThat(listed.has("partial")).isFalse();
+            // each sandbox is held where its answer said: its node describes it, through any node
+            for (Placed p : placed) {
+                assertThat(ok(NODES.get("gamma").raw("GET", "/v1/sandboxes/" + p.id(), null), 200).path("node").asString())
+                        .isEqualTo(p.node());
+            }
+        } finally {
+            for (Placed p : placed) {
+                ok(NODES.get("beta").raw("DELETE", "/v1/sandboxes/" + p.id(), null), 204);
+            }
+        }
+        for (Placed p : placed) {
+            assertThat(NODES.get("alpha").raw("GET", "/v1/sandboxes/" + p.id(), null).statusCode()).isEqualTo(404);
+        }
+        sql(db -> {
+            try (ResultSet rs = db.createStatement().executeQuery("SELECT count(*) FROM airlock_places")) {
+                rs.next();
+                assertThat(rs.getLong(1)).as("places left after every sandbox was destroyed").isZero();
+            }
+        });
+    }
+
+    @Test
+    void execFilesProcessesAndAPreviewPortThroughANodeThatDoesNotHoldTheSandbox() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        Placed p = elsewhere(alpha, "alpha");
+        String sb = "/v1/sandboxes/" + p.id();
+        try {
+            // files: an upload streamed through, read back, listed
+            ok(alpha.raw("PUT", sb + "/files?path=/workspace/site/hello.txt", "hello through alpha"), 201);
+            assertThat(alpha.raw("GET", sb + "/files?path=/workspace/site/hello.txt", null).body()).isEqualTo("hello through alpha");
+            assertThat(ok(alpha.raw("GET", sb + "/files/list?path=/workspace/site", null), 200).path("entries").get(0).path("path").asString())
+                    .isEqualTo("/workspace/site/hello.txt");
+            // exec, streamed: each line reaches the client while the process still runs
+            String streamed = "{\"command\": [\"sh\", \"-c\", \"echo first; sleep 2; echo second\"]}";
+            HttpRequest req = HttpRequest.newBuilder(URI.create(alpha.uri() + sb + "/exec")).header("Authorization", "Bearer " + alpha.token())
+                    .header("Accept", "application/x-ndjson").header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(streamed)).build();
+            HttpResponse<Stream<String>> lines = HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+            assertThat(lines.statusCode()).isEqualTo(200);
+            List<String> seen = new ArrayList<>();
+            long firstAt = 0;
+            long resultAt = 0;
+            for (String line : (Iterable<String>) lines.body()::iterator) {
+                JsonNode event = JSON.readTree(line);
+                String type = event.path("type").asString();
+                if (type.equals("stdout") && firstAt == 0) {
+                    firstAt = System.nanoTime();
+                }
+                if (type.equals("result")) {
+                    resultAt = System.nanoTime();
+                    assertThat(event.path("exitCode").asInt()).isZero();
+                }
+                if (!type.equals("heartbeat")) {
+                    seen.add(type + ":" + event.path("data").asString());
+                }
+            }
+            assertThat(seen).contains("stdout:first\n", "stdout:second\n");
+            assertThat(seen.getLast()).startsWith("result:");
+            // the sleep lies between the first line's arrival and the result's: the first line was not held back
+            assertThat(TimeUnit.NANOSECONDS.toMillis(resultAt - firstAt)).as("ms between the first line and the result").isGreaterThan(1000);
+            // a background process: a web server behind a preview port, reached through alpha
+            String server = JSON.createObjectNode().put("background", true).set("command", JSON.createArrayNode().add("sh").add("-c")
+                    .add("cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1")).toString();
+            String pid = ok(alpha.raw("POST", sb + "/exec", server), 202).path("id").asString();
+            assertThat(ok(alpha.raw("GET", sb + "/processes", null), 200).path("processes").valueStream()
+                    .map(n -> n.path("id").asString())).contains(pid);
+            HttpResponse<String> page = null;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (System.nanoTime() < deadline) {
+                page = alpha.raw("GET", sb + "/ports/8000/hello.txt", null);
+                if (page.statusCode() != 502) {
+                    break;
+                }
+                Thread.sleep(200);
+            }
+            assertThat(page.statusCode()).as(page.body()).isEqualTo(200);
+            assertThat(page.body()).isEqualTo("hello through alpha");
+            ok(alpha.raw("DELETE", sb + "/processes/" + pid, null), 204);
+            // what the node that holds it recorded: the requests, as the client's, through the REST door
+            LiveServer holder = NODES.get(p.node());
+            assertThat(holder.audit(p.id(), "request")).anySatisfy(r -> {
+                assertThat(r.detail()).contains("PUT /v1/sandboxes/{id}/files from node alpha");
+                assertThat(r.actor()).contains("local");
+            });
+        } finally {
+            ok(alpha.raw("DELETE", sb, null), 204);
+        }
+    }
+
+    @Test
+    void anApprovalRequestedThroughOneNodeIsListedAndDecidedOnAnother() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        LiveServer gamma = NODES.get("gamma");
+        JsonNode created = ok(alpha.raw("POST", "/v1/sandboxes", "{\"profile\": \"watched\"}"), 201);
+        String id = created.path("id").asString();
+        String node = created.path("node").asString();
+        try {
+            CompletableFuture<HttpResponse<String>> exec = CompletableFuture.supplyAsync(() -> alpha.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                    "{\"command\": [\"echo\", \"approved\"]}"), java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
+            // the operator, on gamma, sees it among every node's approvals, named after the node where it waits
+            String approval = null;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (approval == null && System.nanoTime() < deadline) {
+                for (JsonNode a : ok(gamma.raw("GET", "/v1/approvals", null, OPERATOR), 200).path("approvals")) {
+                    if (id.equals(a.path("sandbox").asString()) && a.path("state").asString().equals("pending")) {
+                        approval = a.path("id").asString();
+                    }
+                }
+                Thread.sleep(100);
+            }
+            assertThat(approval).as("the pending approval, listed through gamma").startsWith("ap-" + node + "-");
+            ok(gamma.raw("POST", "/v1/approvals/" + approval + "/approve", "{}", OPERATOR), 200);
+            HttpResponse<String> done = exec.get(30, TimeUnit.SECONDS);
+            assertThat(ok(done, 200).path("stdout").asString()).isEqualTo("approved\n");
+            assertThat(ok(gamma.raw("GET", "/v1/approvals/" + approval, null, OPERATOR), 200).path("state").asString()).isEqualTo("approved");
+        } finally {
+            ok(alpha.raw("DELETE", "/v1/sandboxes/" + id, null), 204);
+        }
+    }
+
+    /** What a terminal showed. */
+    private static final class Screen implements dev.airlock.client.Terminal.Listener {
+        private final StringBuilder text = new StringBuilder();
+
+        @Override
+        public synchronized void output(byte[] bytes) {
+            text.append(new String(bytes, StandardCharsets.UTF_8));
+        }
+
+        synchronized String text() {
+            return text.toString().replaceAll("\u001b\\[[0-9;?]*[a-zA-Z]", "").replace("\r", "");
+        }
+
+        void await(String line) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (java.util.Arrays.stream(text().split("\n")).noneMatch(l -> l.equals(line) || l.equals("$ " + line))) {
+                assertThat(System.nanoTime()).as("waiting for the line %s; the terminal shows: %s", line, text()).isLessThan(deadline);
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    @Test
+    void aTerminalThroughANodeThatDoesNotHoldTheSandbox() throws Exception {
+        LiveServer beta = NODES.get("beta");
+        Placed p = elsewhere(beta, "beta");
+        try {
+            dev.airlock.client.RemoteSandbox s = beta.client.get(p.id());
+            Screen screen = new Screen();
+            dev.airlock.client.Exec shell = dev.airlock.client.Exec.command("bash", "--norc", "--noprofile", "-i").env("PS1", "$ ")
+                    .timeout(Duration.ofMinutes(3));
+            try (dev.airlock.client.Terminal t = s.startTerminal(shell, 24, 80, screen)) {
+                t.write("echo $((6*7))\n");
+                screen.await("42");
+                t.resize(40, 120);   // a control message (text) crosses too
+                t.write("stty size\n");
+                screen.await("40 120");
+                t.write("exit 3\n");
+                var exit = t.awaitExit(Duration.ofSeconds(30));
+                assertThat(exit).as(screen.text()).isPresent();
+                assertThat(exit.get().exitCode()).isEqualTo(3);
+                assertThat(t.closeStatus()).contains(1000);
+            }
+            // the node that holds it recorded the attach and the detach, as the client's
+            LiveServer holder = NODES.get(p.node());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (holder.audit(p.id(), "terminal").stream().noneMatch(r -> r.detail().contains("\"event\":\"detached\""))) {
+                assertThat(System.nanoTime()).as("the detach on %s's audit log", p.node()).isLessThan(deadline);
+                Thread.sleep(100);
+            }
+        } finally {
+            ok(beta.raw("DELETE", "/v1/sandboxes/" + p.id(), null), 204);
+        }
+    }
+
+    /** {@code airlock bench --cluster}: three nodes of its own on the same database, each figure beside its baseline. */
+    @Test
+    void theBenchMeasuresAClusterOfThreeNodesBesideOne() {
+        InProcessCli bench = InProcessCli.run("bench", "--quick", "--runs", "3", "--warmup", "0", "--cluster", pg.url(), "--cluster-secret",
+                secret.toString(), "--cluster-only");
+        assertThat(bench.exit()).as(bench.err()).isZero();
+        assertThat(bench.out()).contains("cluster: three nodes on this host", "cluster: creates/s, 1 node", "cluster: creates/s, 3 nodes",
+                "cluster: time to first command, 3 nodes", "cluster: exec true, sandbox on another (forwarded)");
+        // the forwarded exec's row gives its ratio to the local one's
+        assertThat(bench.out().lines().filter(l -> l.contains("(forwarded)")).findFirst().orElseThrow()).matches(".*\\d+\\.\\d\\d$");
+        // the bench's nodes left the cluster when it ended
+        sql(db -> {
+            try (ResultSet rs = db.createStatement().executeQuery("SELECT count(*) FROM airlock_nodes WHERE name LIKE 'bench-%' AND left_at IS NULL")) {
+                rs.next();
+                assertThat(rs.getLong(1)).isZero();
+            }
+        });
+    }
+
+    /** A node's HMAC over a call, as NodeCalls signs it, with {@code key}. */
+    private static String sign(String key, String node, long at, String method, String target, String client, String via) throws Exception {
+        Mac m = Mac.getInstance("HmacSHA256");
+        m.init(new SecretKeySpec(key.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+        return HexFormat.of().formatHex(m.doFinal(String.join("\n", "airlock-node-call/1", node, Long.toString(at), method, target, client, via)
+                .getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** A client that trusts any certificate: the attacker's view of a peer port (it skips the pin, to reach the checks behind it). */
+    private static HttpClient anyCertificate() throws Exception {
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        // an extended trust manager is asked alone, host name included: it accepts everything
+        ctx.init(null, new TrustManager[] {new X509ExtendedTrustManager() {
+            public void checkClientTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            public void checkServerTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) {
+            }
+
+            public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) {
+            }
+
+            public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
+            }
+
+            public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
+            }
+
+            public X509Certificate[] getAcceptedIssuers() {
+                return new X509Certificate[0];
+            }
+        }}, null);
+        return HttpClient.newBuilder().sslContext(ctx).build();
+    }
+
+    private static HttpResponse<String> get(HttpClient http, String url, Map<String, String> headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url));
+        headers.forEach(b::header);
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void aNodesCallIsRefusedOnTheApiPortAndAClientsTokenOnThePeerPort() throws Exception {
+        LiveServer beta = NODES.get("beta");
+        String peer = "https://" + peers().get("beta");
+        HttpClient tls = anyCertificate();
+        String target = "/v1/sandboxes";
+        long now = System.currentTimeMillis();
+        Map<String, String> signed = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", target, "local", "rest"),
+                "Airlock-Client", "local", "Airlock-Via", "rest");
+        // the signed call is what the peer port takes: the refusals below are of the credential, not of the form
+        assertThat(get(tls, peer + target, signed).statusCode()).isEqualTo(200);
+        // a node's signed call on a client's route (the API port): refused
+        HttpResponse<String> onApi = get(HTTP, beta.uri() + target, signed);
+        assertThat(onApi.statusCode()).isEqualTo(401);
+        assertThat(onApi.body()).contains("accepted only on a node's peer port");
+        // a client's token used as a node's (on the peer port): refused
+        HttpResponse<String> token = get(tls, peer + target, Map.of("Authorization", "Bearer " + beta.token()));
+        assertThat(token.statusCode()).isEqualTo(401);
+        assertThat(token.body()).contains("no client's token");
+        assertThat(get(tls, peer + target, Map.of("Authorization", "Bearer " + beta.token(), "Airlock-Client", "local", "Airlock-Via", "rest"))
+                .statusCode()).isEqualTo(401);
+        // another secret, a stale time, a call signed for another client or path: refused
+        String wrong = sign("not-the-cluster-secret-0123456789abcdef", "alpha", now, "GET", target, "local", "rest");
+        assertThat(get(tls, peer + target, Map.of("Airlock-Node", "alpha " + now + " " + wrong, "Airlock-Client", "local", "Airlock-Via", "rest"))
+                .statusCode()).isEqualTo(401);
+        long stale = now - Duration.ofMinutes(5).toMillis();
+        assertThat(get(tls, peer + target, Map.of("Airlock-Node", "alpha " + stale + " " + sign(SECRET, "alpha", stale, "GET", target, "local", "rest"),
+                "Airlock-Client", "local", "Airlock-Via", "rest")).statusCode()).isEqualTo(401);
+        assertThat(get(tls, peer + "/v1/approvals", signed).statusCode()).isEqualTo(401);
+        // the peer port speaks TLS only: plain HTTP gets no API
+        HttpResponse<String> plain = null;
+        try {
+            plain = get(HTTP, "http://" + peers().get("beta") + target, signed);
+        } catch (IOException refused) {
+            // the TLS side closed the plain connection
+        }
+        assertThat(plain == null || plain.statusCode() == 400).as("plain HTTP on the peer port: %s", plain == null ? null : plain.body()).isTrue();
+    }
+
+    /** A server on a free port that records the first bytes each connection sends and answers nothing useful. */
+    private static final class Recorder implements AutoCloseable {
+        final ServerSocket socket;
+        final ByteArrayOutputStream got = new ByteArrayOutputStream();
+        final Thread accepting;
+
+        Recorder(ServerSocket socket, boolean tls) {
+            this.socket = socket;
+            this.accepting = Thread.ofPlatform().daemon().start(() -> {
+                while (!socket.isClosed()) {
+                    try (Socket s = socket.accept()) {
+                        s.setSoTimeout(5000);
+                        if (tls) {
+                            ((javax.net.ssl.SSLSocket) s).startHandshake();
+                        }
+                        InputStream in = s.getInputStream();
+                        byte[] buf = new byte[4096];
+                        int n = in.read(buf);
+                        if (n > 0) {
+                            synchronized (got) {
+                                got.write(buf, 0, n);
+                            }
+                        }
+                        if (!tls) {
+                            s.getOutputStream().write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".getBytes(StandardCharsets.US_ASCII));
+                        }
+                    } catch (IOException e) {
+                        // a handshake the client broke off, or the socket closed
+                    }
+                }
+            });
+        }
+
+        String seen() {
+            synchronized (got) {
+                return got.toString(StandardCharsets.ISO_8859_1);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+            try {
+                accepting.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Registers node {@code name} at {@code address} with {@code fingerprint}, holding sandbox {@code sandbox}. */
+    private static void impostor(String name, String address, String fingerprint, String sandbox) {
+        sql(db -> {
+            try (PreparedStatement node = db.prepareStatement("INSERT INTO airlock_nodes (name, instance, api_address, tiers, capacity, lease_ms,"
+                    + " started_at, heartbeat_at, peer_address, peer_sha256) VALUES (?, 'x', 'http://nowhere', 'container', 0, 600000, now(), now(), ?, ?)");
+                 PreparedStatement place = db.prepareStatement("INSERT INTO airlock_places (id, node, client, created_at, sandbox)"
+                         + " VALUES (?, ?, 'local', now(), ?)")) {
+                node.setString(1, name);
+                node.setString(2, address);
+                node.setString(3, fingerprint);
+                node.executeUpdate();
+                place.setString(1, "place-" + name);
+                place.setString(2, name);
+                place.setString(3, sandbox);
+                place.executeUpdate();
+            }
+        });
+    }
+
+    private static void forget(String name) {
+        sql(db -> {
+            try (PreparedStatement p = db.prepareStatement("DELETE FROM airlock_places WHERE node = ?");
+                 PreparedStatement n = db.prepareStatement("DELETE FROM airlock_nodes WHERE name = ?")) {
+                p.setString(1, name);
+                p.executeUpdate();
+                n.setString(1, name);
+                n.executeUpdate();
+            }
+        });
+    }
+
+    @Test
+    void aPeerThatIsPlainHttpOrWhoseCertificateIsNotTheOneItPublishedGetsNoRequest() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        // the certificate beta published, pinned for an impostor that serves another one
+        String[] pin = new String[1];
+        sql(db -> {
+            try (ResultSet rs = db.createStatement().executeQuery("SELECT peer_sha256 FROM airlock_nodes WHERE name = 'beta'")) {
+                rs.next();
+                pin[0] = rs.getString(1);
+            }
+        });
+        assertThat(pin[0]).hasSize(64);
+        dev.airlock.server.cluster.NodeTls other = dev.airlock.server.cluster.NodeTls.create("impostor");
+        var factory = other.serverContext();
+        factory.start();
+        SSLServerSocket tlsSocket = (SSLServerSocket) factory.getSslContext().getServerSocketFactory().createServerSocket(0, 50,
+                InetAddress.getLoopbackAddress());
+        try (Recorder tlsImpostor = new Recorder(tlsSocket, true);
+             Recorder plainImpostor = new Recorder(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), false)) {
+            impostor("impostor-tls", "127.0.0.1:" + tlsSocket.getLocalPort(), pin[0], "sb-held-by-impostor-tls");
+            impostor("impostor-plain", "127.0.0.1:" + plainImpostor.socket.getLocalPort(), pin[0], "sb-held-by-impostor-plain");
+            for (String sandbox : List.of("sb-held-by-impostor-tls", "sb-held-by-impostor-plain")) {
+                HttpResponse<String> r = alpha.raw("GET", "/v1/sandboxes/" + sandbox, null);
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+                assertThat(r.body()).contains("over TLS with its published certificate");
+            }
+            // neither got a byte of the request: no path, no client, no signature
+            assertThat(tlsImpostor.seen()).isEmpty();
+            assertThat(plainImpostor.seen()).doesNotContain("Airlock-Node", "/v1/sandboxes", "local");
+            assertThat(plainImpostor.seen()).isNotEmpty().startsWith("\u0016");   // a TLS ClientHello, nothing else
+        } finally {
+            factory.stop();
+            forget("impostor-tls");
+            forget("impostor-plain");
+        }
+    }
+
+    @Test
+    void aSandboxWhoseNodeIsDownIsLost() {
+        impostor("gone-node", "127.0.0.1:1", "00", "sb-on-a-gone-node");
+        try {
+            sql(db -> db.createStatement().executeUpdate("UPDATE airlock_nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'gone-node'"));
+            HttpResponse<String> r = NODES.get("gamma").raw("GET", "/v1/sandboxes/sb-on-a-gone-node", null);
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(410);
+            assertThat(JSON.readTree(r.body()).path("error").path("message").asString())
+                    .contains("sandbox sb-on-a-gone-node is lost", "node 'gone-node'", "is down");
+            // listed as lost, through any node, until its node returns
+            JsonNode listed = ok(NODES.get("alpha").raw("GET", "/v1/sandboxes", null), 200);
+            assertThat(listed.path("sandboxes").valueStream().filter(n -> n.path("id").asString().equals("sb-on-a-gone-node")))
+                    .singleElement().satisfies(n -> {
+                        assertThat(n.path("state").asString()).isEqualTo("lost");
+                        assertThat(n.path("node").asString()).isEqualTo("gone-node");
+                    });
+        } finally {
+            forget("gone-node");
+        }
+    }
+}

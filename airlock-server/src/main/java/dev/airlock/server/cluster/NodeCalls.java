@@ -1,0 +1,324 @@
+package dev.airlock.server.cluster;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.core.Printable;
+import dev.airlock.server.command.NodeRouting;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+
+/**
+ * The calls between the nodes of a cluster (docs/cluster.md, "Between nodes"). A node forwards a
+ * client's request to the node that holds its sandbox, or to the node a create is placed on, over
+ * TLS to that node's peer port, trusting only the certificate whose fingerprint the node published
+ * in the database, and signs each call with the cluster's secret: an HMAC-SHA256 over the node's
+ * name, the time, the method, the target, the client and its door. The peer port accepts nothing
+ * else (no client's token), and the API port accepts no node's call.
+ *
+ * <p>Placement is a best-of-2 choice: of the nodes that are up and offer the tier,
+ * two at random, the one with more free capacity (capacity less the places it holds, which count
+ * the creates in flight on every node, less the creates this node is forwarding to it now).
+ */
+public final class NodeCalls implements NodeRouting {
+
+    /** How far a node's call's time may be from this node's: calls older or newer are refused. */
+    static final Duration FRESH = Duration.ofSeconds(60);
+    private static final Duration CONNECT = Duration.ofSeconds(5);
+    /** How long a node waits for each other node's answer to a listing it gathers. */
+    static final Duration ASK = Duration.ofSeconds(10);
+    /** Request headers a forward does not copy: the client's credentials, the hop's own, and the node headers (set anew). */
+    private static final Set<String> NOT_FORWARDED = Set.of("host", "authorization", "cookie", "connection", "content-length",
+            "transfer-encoding", "upgrade", "expect", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection",
+            "http2-settings", NODE_HEADER.toLowerCase(Locale.ROOT), CLIENT_HEADER.toLowerCase(Locale.ROOT), VIA_HEADER.toLowerCase(Locale.ROOT));
+    /** Response headers a forward does not copy: the hop's own. */
+    private static final Set<String> NOT_RETURNED = Set.of("connection", "transfer-encoding", "keep-alive", "te", "trailer", "upgrade",
+            ":status");
+
+    private final ClusterMembership membership;
+    private final byte[] secret;
+    private final Predicate<String> heldHere;
+    private final Map<String, HttpClient> clients = new ConcurrentHashMap<>();
+    private final Map<String, AtomicInteger> placing = new ConcurrentHashMap<>();
+
+    /**
+     * @param heldHere whether this node holds a sandbox (asked before the database: a request on one
+     *                 of this node's own sandboxes costs no query)
+     */
+    public NodeCalls(ClusterMembership membership, byte[] secret, Predicate<String> heldHere) {
+        this.membership = membership;
+        this.secret = secret.clone();
+        this.heldHere = heldHere;
+    }
+
+    @Override
+    public Peer ownerOf(String id, String client) {
+        if (heldHere.test(id)) {
+            return null;
+        }
+        ClusterMembership.Member m = membership.owner(id);
+        if (m == null || m.name().equals(membership.nodeName())) {
+            return null;
+        }
+        if (m.state().equals("down") || m.state().equals("left")) {
+            if (!client.equals(m.client())) {
+                return null;
+            }
+            throw new AirlockException(Kind.GONE, "sandbox " + Printable.of(id) + " is lost: node '" + m.name() + "', which held it, is "
+                    + m.state() + " (airlock cluster nodes); create another");
+        }
+        return new Peer(m.name(), m.peerAddress(), m.fingerprint());
+    }
+
+    @Override
+    public Peer approvalOwner(String id) {
+        int last = id.lastIndexOf('-');
+        if (!id.startsWith("ap-") || last <= 3) {
+            return null;
+        }
+        String node = id.substring(3, last);
+        if (node.equals(membership.nodeName())) {
+            return null;
+        }
+        ClusterMembership.Member m = membership.member(node);
+        if (m == null) {
+            return null;   // no such node: this one answers that no such approval exists
+        }
+        if (m.state().equals("down") || m.state().equals("left")) {
+            throw new AirlockException(Kind.GONE, "approval " + Printable.of(id) + " waited on node '" + node + "', which is " + m.state()
+                    + ": the request that waited for it ended with that node");
+        }
+        return new Peer(m.name(), m.peerAddress(), m.fingerprint());
+    }
+
+    @Override
+    public Peer place(String tier) {
+        List<ClusterMembership.Member> up;
+        try {
+            up = membership.candidates(tier);
+        } catch (AirlockException e) {
+            return null;   // the database does not answer: this node's create is refused, and says why
+        }
+        if (up.isEmpty()) {
+            return null;   // no node offers it: this one answers why
+        }
+        // two different nodes at random (one when only one is up), the freer one wins
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        int i = random.nextInt(up.size());
+        int j = up.size() == 1 ? i : (i + 1 + random.nextInt(up.size() - 1)) % up.size();
+        ClusterMembership.Member best = free(up.get(j)) > free(up.get(i)) ? up.get(j) : up.get(i);
+        return best.name().equals(membership.nodeName()) ? null : new Peer(best.name(), best.peerAddress(), best.fingerprint());
+    }
+
+    /** A node's free capacity as this node sees it: what the database counts, less the creates this node is forwarding there. */
+    private long free(ClusterMembership.Member m) {
+        AtomicInteger forwarding = placing.get(m.name());
+        return (long) m.capacity() - m.places() - (forwarding == null ? 0 : forwarding.get());
+    }
+
+    @Override
+    public org.eclipse.jetty.websocket.api.Session.Listener relay(Peer to, HttpServletRequest req, String client, String via) {
+        String target = target(req);
+        long now = System.currentTimeMillis();
+        String signature = membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "GET", target, client, via);
+        URI uri = URI.create("wss://" + to.address() + target);
+        return new TerminalRelay(to.name(), listener -> http(to).newWebSocketBuilder().connectTimeout(CONNECT)
+                .header(NODE_HEADER, signature).header(CLIENT_HEADER, client).header(VIA_HEADER, via).buildAsync(uri, listener));
+    }
+
+    @Override
+    public List<Lost> lost(String client) {
+        try {
+            return membership.lost(client);
+        } catch (AirlockException e) {
+            return List.of();   // the database does not answer: the listing says it is this node's own only
+        }
+    }
+
+    @Override
+    public Answers askOthers(HttpServletRequest req, String client, String via) {
+        List<ClusterMembership.Member> others;
+        try {
+            others = membership.serving(null).stream().filter(m -> !m.name().equals(membership.nodeName())).toList();
+        } catch (AirlockException e) {
+            return new Answers(List.of(), "the cluster's database does not answer, so the other nodes are not known: this node's own only");
+        }
+        String target = target(req);
+        List<java.util.concurrent.CompletableFuture<HttpResponse<byte[]>>> calls = new ArrayList<>();
+        for (ClusterMembership.Member m : others) {
+            Peer to = new Peer(m.name(), m.peerAddress(), m.fingerprint());
+            HttpRequest.Builder b = signed(to, req, target, client, via).timeout(ASK).GET();
+            calls.add(http(to).sendAsync(b.build(), HttpResponse.BodyHandlers.ofByteArray()));
+        }
+        List<byte[]> bodies = new ArrayList<>();
+        List<String> unanswered = new ArrayList<>();
+        for (int i = 0; i < calls.size(); i++) {
+            try {
+                HttpResponse<byte[]> r = calls.get(i).get();
+                if (r.statusCode() == 200) {
+                    bodies.add(r.body());
+                } else {
+                    unanswered.add(others.get(i).name());
+                }
+            } catch (java.util.concurrent.ExecutionException e) {
+                unanswered.add(others.get(i).name());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw AirlockException.unavailable("interrupted while asking the cluster's other nodes");
+            }
+        }
+        return new Answers(bodies, unanswered.isEmpty() ? null : "node" + (unanswered.size() == 1 ? " " : "s ")
+                + String.join(", ", unanswered) + " did not answer within " + ASK.toSeconds() + " s: what " + (unanswered.size() == 1
+                ? "it holds is" : "they hold is") + " missing");
+    }
+
+    private static String target(HttpServletRequest req) {
+        return req.getRequestURI() + (req.getQueryString() == null ? "" : "?" + req.getQueryString());
+    }
+
+    /** A call to {@code to}: the request's own headers (not its credentials), and this node's signature for {@code client} and {@code via}. */
+    private HttpRequest.Builder signed(Peer to, HttpServletRequest req, String target, String client, String via) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("https://" + to.address() + target));
+        for (String name : Collections.list(req.getHeaderNames())) {
+            if (!NOT_FORWARDED.contains(name.toLowerCase(Locale.ROOT))) {
+                for (String value : Collections.list(req.getHeaders(name))) {
+                    b.header(name, value);
+                }
+            }
+        }
+        long now = System.currentTimeMillis();
+        b.header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, req.getMethod(), target, client, via));
+        b.header(CLIENT_HEADER, client);
+        b.header(VIA_HEADER, via);
+        return b;
+    }
+
+    @Override
+    public void forward(Peer to, HttpServletRequest req, HttpServletResponse resp, byte[] body, String client, String via) throws IOException {
+        HttpRequest.Builder b = signed(to, req, target(req), client, via);
+        b.method(req.getMethod(), body != null ? HttpRequest.BodyPublishers.ofByteArray(body) : streamed(req));
+        AtomicInteger inFlight = placing.computeIfAbsent(to.name(), k -> new AtomicInteger());
+        boolean create = req.getMethod().equals("POST") && req.getRequestURI().equals("/v1/sandboxes");
+        if (create) {
+            inFlight.incrementAndGet();
+        }
+        HttpResponse<InputStream> answer;
+        try {
+            answer = http(to).send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot reach node '" + to.name() + "' (which " + (create ? "was chosen for this create"
+                    : "holds what this request names") + ") at its peer port " + to.address() + " over TLS with its published certificate: " + e
+                    + " (airlock cluster nodes shows its state)");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while forwarding to node '" + to.name() + "'");
+        } finally {
+            if (create) {
+                inFlight.decrementAndGet();
+            }
+        }
+        try (InputStream in = answer.body()) {
+            resp.setStatus(answer.statusCode());
+            answer.headers().map().forEach((name, values) -> {
+                if (!NOT_RETURNED.contains(name.toLowerCase(Locale.ROOT))) {
+                    values.forEach(v -> resp.addHeader(name, v));
+                }
+            });
+            OutputStream out = resp.getOutputStream();
+            byte[] buf = new byte[16 * 1024];
+            for (int n; (n = in.read(buf)) >= 0; ) {
+                out.write(buf, 0, n);
+                if (in.available() == 0) {
+                    out.flush();   // a stream (an exec's lines) reaches the client as it comes
+                }
+            }
+        }
+    }
+
+    /** The request's own body, streamed, its length kept when it has one (an upload). */
+    private static HttpRequest.BodyPublisher streamed(HttpServletRequest req) {
+        long length = req.getContentLengthLong();
+        if (length == 0 || (length < 0 && req.getHeader("Transfer-Encoding") == null)) {
+            return HttpRequest.BodyPublishers.noBody();
+        }
+        HttpRequest.BodyPublisher in = HttpRequest.BodyPublishers.ofInputStream(() -> {
+            try {
+                return req.getInputStream();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        return length > 0 ? HttpRequest.BodyPublishers.fromPublisher(in, length) : in;
+    }
+
+    /** One client per peer certificate: a node that restarts publishes a new one, and its old client is never used again. */
+    private HttpClient http(Peer to) {
+        if (clients.size() > 4 * ClusterMembership.MAX_NODES) {
+            clients.clear();
+        }
+        return clients.computeIfAbsent(to.fingerprint(), fp -> HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(CONNECT).sslContext(NodeTls.pinnedClient(fp)).followRedirects(HttpClient.Redirect.NEVER).build());
+    }
+
+    @Override
+    public String forwardedClient(HttpServletRequest req) {
+        String header = req.getHeader(NODE_HEADER);
+        String client = req.getHeader(CLIENT_HEADER);
+        String via = req.getHeader(VIA_HEADER);
+        if (header == null || client == null || via == null) {
+            return null;
+        }
+        String[] parts = header.split(" ");
+        if (parts.length != 3) {
+            return null;
+        }
+        long at;
+        try {
+            at = Long.parseLong(parts[1]);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+        if (Math.abs(System.currentTimeMillis() - at) > FRESH.toMillis()) {
+            return null;
+        }
+        String expected = mac(parts[0], at, req.getMethod(), target(req), client, via);
+        return MessageDigest.isEqual(expected.getBytes(StandardCharsets.US_ASCII), parts[2].getBytes(StandardCharsets.US_ASCII)) ? client : null;
+    }
+
+    /** The HMAC-SHA256, under the cluster's secret, of what a node's call says: who, when, what, for whom, through which door. */
+    String mac(String node, long at, String method, String target, String client, String via) {
+        try {
+            Mac m = Mac.getInstance("HmacSHA256");
+            m.init(new SecretKeySpec(secret, "HmacSHA256"));
+            String signed = String.join("\n", "airlock-node-call/1", node, Long.toString(at), method, target, client, via);
+            return HexFormat.of().formatHex(m.doFinal(signed.getBytes(StandardCharsets.UTF_8)));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

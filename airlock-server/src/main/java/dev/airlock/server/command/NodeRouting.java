@@ -1,0 +1,84 @@
+package dev.airlock.server.command;
+
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import java.io.IOException;
+
+/**
+ * How the REST door of a node of a cluster reaches the other nodes (docs/cluster.md, "Between
+ * nodes"): where a request on a sandbox another node holds goes, where a create is placed, and the
+ * call that carries a client's request there. The node that holds the sandbox (or is chosen for a
+ * create) authorizes, records and carries out the request as if its own door had it; the node
+ * that forwards decides nothing but where.
+ */
+public interface NodeRouting {
+
+    /** A node of the cluster, as another node calls it: its name and its peer port's address and pinned certificate. */
+    record Peer(String name, String address, String fingerprint) {
+    }
+
+    /** The header a node's call carries: {@code NAME TIME-MS HMAC}, over the call's method, target, client and door. */
+    String NODE_HEADER = "Airlock-Node";
+    /** The client a node's call acts for (by name: every node has the same policy). */
+    String CLIENT_HEADER = "Airlock-Client";
+    /** The door the client used on the node that forwarded it ({@code rest}, {@code console}). */
+    String VIA_HEADER = "Airlock-Via";
+
+    /**
+     * The node that holds sandbox {@code id}, when another node does; null when this node holds it
+     * or none does (the door then answers as a server alone would). Throws GONE when the node that
+     * held it, for {@code client}, is down or gone: the sandbox is lost (another client's lost
+     * sandbox is null: it does not exist for this one).
+     */
+    Peer ownerOf(String id, String client);
+
+    /**
+     * The node where approval {@code id} waits, when another node's name is in it ({@code
+     * ap-<node>-<hex>}); null when it is this node's, or names none. Throws GONE when that node is
+     * down or gone.
+     */
+    Peer approvalOwner(String id);
+
+    /** The node a create of a sandbox on {@code tier} goes to: null for this node. */
+    Peer place(String tier);
+
+    /**
+     * Sends the request to {@code to} as {@code client} through door {@code via}, and copies its
+     * answer into {@code resp} as it arrives (a stream stays a stream). {@code body} is the body the
+     * door already read, or null to stream the request's own.
+     */
+    void forward(Peer to, HttpServletRequest req, HttpServletResponse resp, byte[] body, String client, String via) throws IOException;
+
+    /**
+     * What the other nodes answered a request asked of them all: the bodies of their {@code 200}s,
+     * and, when some are missing, why (null when every serving node answered).
+     */
+    record Answers(java.util.List<byte[]> bodies, String partial) {
+    }
+
+    /**
+     * Asks every other node that serves (up or draining) the same {@code GET}, as {@code client}
+     * through door {@code via}, at once; each within a bound (docs/cluster.md, "Bounds").
+     */
+    Answers askOthers(HttpServletRequest req, String client, String via);
+
+    /** A sandbox of a node that is down: lost with it (docs/cluster.md, "Failure"). */
+    record Lost(String sandbox, String node, String state) {
+    }
+
+    /** The sandboxes of {@code client} that nodes now down held: listed as {@code lost} until those nodes return. */
+    java.util.List<Lost> lost(String client);
+
+    /**
+     * A terminal's WebSocket (its attach) on a sandbox node {@code to} holds: the listener to upgrade
+     * the client's request with, which opens the same attach on that node and relays both ways.
+     */
+    org.eclipse.jetty.websocket.api.Session.Listener relay(Peer to, HttpServletRequest req, String client, String via);
+
+    /**
+     * The client a call that arrived on this node's peer port acts for, when it carries a valid
+     * node header (the cluster's secret, fresh); null otherwise.
+     */
+    String forwardedClient(HttpServletRequest req);
+}
