@@ -563,6 +563,33 @@ class ClusterRoutingTest {
         }
     }
 
+    /**
+     * A node that died since its last heartbeat is still "up" for a lease: a create placed on it is
+     * made by the node asked instead (nothing was sent to the dead one), not refused.
+     */
+    @Test
+    void aCreatePlacedOnANodeThatCannotBeReachedIsMadeByTheNodeAsked() {
+        impostor("dead-node", "127.0.0.1:1", "00", "sb-of-the-dead-node");
+        sql(db -> db.createStatement().executeUpdate("UPDATE airlock_nodes SET capacity = 100000 WHERE name = 'dead-node'"));
+        LiveServer alpha = NODES.get("alpha");
+        // beta and gamma drained: every placement compares alpha with the dead node, which looks far freer
+        ok(alpha.raw("POST", "/v1/cluster/nodes/beta/drain", "{\"draining\": true}"), 200);
+        ok(alpha.raw("POST", "/v1/cluster/nodes/gamma/drain", "{\"draining\": true}"), 200);
+        List<String> made = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                Placed p = create(alpha);
+                made.add(p.id());
+                assertThat(p.node()).isEqualTo("alpha");
+            }
+        } finally {
+            made.forEach(id -> ok(alpha.raw("DELETE", "/v1/sandboxes/" + id, null), 204));
+            ok(alpha.raw("POST", "/v1/cluster/nodes/beta/drain", "{\"draining\": false}"), 200);
+            ok(alpha.raw("POST", "/v1/cluster/nodes/gamma/drain", "{\"draining\": false}"), 200);
+            forget("dead-node");
+        }
+    }
+
     @Test
     void aSandboxWhoseNodeIsDownIsLost() {
         impostor("gone-node", "127.0.0.1:1", "00", "sb-on-a-gone-node");

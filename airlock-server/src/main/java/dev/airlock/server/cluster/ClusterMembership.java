@@ -434,8 +434,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     public Member member(String name) {
         synchronized (lock) {
             return onDatabase("read node '" + name + "'", db -> {
-                try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity, 0"
-                        + " FROM airlock_nodes n WHERE n.name = ?")) {
+                try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity, 0,"
+                        + " NULL FROM airlock_nodes n WHERE n.name = ?")) {
                     ps.setString(1, name);
                     try (ResultSet rs = ps.executeQuery()) {
                         return rs.next() ? member(rs) : null;
@@ -459,7 +459,7 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         synchronized (lock) {
             return onDatabase("read the cluster's serving nodes", db -> {
                 try (PreparedStatement ps = db.prepareStatement("SELECT n.name, n.peer_address, n.peer_sha256, " + STATE + ", n.capacity,"
-                        + " (SELECT count(*) FROM airlock_places p WHERE p.node = n.name) FROM airlock_nodes n"
+                        + " (SELECT count(*) FROM airlock_places p WHERE p.node = n.name), NULL FROM airlock_nodes n"
                         + " WHERE n.left_at IS NULL AND n.peer_address <> '' AND (? IS NULL OR (',' || n.tiers || ',') LIKE ('%,' || ? || ',%'))"
                         + " ORDER BY n.name LIMIT " + MAX_NODES)) {
                     ps.setString(1, tier);
@@ -479,9 +479,10 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         }
     }
 
+    /** A {@link Member} from a row of: name, peer address, fingerprint, {@link #STATE}, capacity, places, client. */
     private static Member member(ResultSet rs) throws SQLException {
         return new Member(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5), rs.getInt(6),
-                rs.getMetaData().getColumnCount() > 6 ? rs.getString(7) : null);
+                rs.getString(7));
     }
 
     /** Stops ({@code draining}) or resumes placements on node {@code name}; its sandboxes run on. */

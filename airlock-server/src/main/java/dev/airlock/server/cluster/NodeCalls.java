@@ -231,9 +231,13 @@ public final class NodeCalls implements NodeRouting {
         try {
             answer = http(to).send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
         } catch (IOException e) {
-            throw AirlockException.unavailable("cannot reach node '" + to.name() + "' (which " + (create ? "was chosen for this create"
+            String why = "cannot reach node '" + to.name() + "' (which " + (create ? "was chosen for this create"
                     : "holds what this request names") + ") at its peer port " + to.address() + " over TLS with its published certificate: " + e
-                    + " (airlock cluster nodes shows its state)");
+                    + " (airlock cluster nodes shows its state)";
+            // refused, timed out or not the pinned certificate: the request was not sent, and may go elsewhere
+            boolean unsent = e instanceof java.net.ConnectException || e instanceof java.net.http.HttpConnectTimeoutException
+                    || e instanceof javax.net.ssl.SSLHandshakeException;
+            throw unsent ? new Unreached(why) : AirlockException.unavailable(why);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted while forwarding to node '" + to.name() + "'");

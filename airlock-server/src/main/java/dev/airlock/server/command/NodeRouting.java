@@ -18,6 +18,17 @@ public interface NodeRouting {
     record Peer(String name, String address, String fingerprint) {
     }
 
+    /**
+     * A node that could not be reached (its port refused, the connection timed out, or it did not
+     * show its published certificate) before anything of a request was sent: a create may go to
+     * another node instead.
+     */
+    final class Unreached extends dev.airlock.core.AirlockException {
+        public Unreached(String message) {
+            super(Kind.UNAVAILABLE, message);
+        }
+    }
+
     /** The header a node's call carries: {@code NAME TIME-MS HMAC}, over the call's method, target, client and door. */
     String NODE_HEADER = "Airlock-Node";
     /** The client a node's call acts for (by name: every node has the same policy). */
@@ -46,7 +57,8 @@ public interface NodeRouting {
     /**
      * Sends the request to {@code to} as {@code client} through door {@code via}, and copies its
      * answer into {@code resp} as it arrives (a stream stays a stream). {@code body} is the body the
-     * door already read, or null to stream the request's own.
+     * door already read, or null to stream the request's own. Throws {@link Unreached} when the node
+     * could not be reached and nothing of the request was sent.
      */
     void forward(Peer to, HttpServletRequest req, HttpServletResponse resp, byte[] body, String client, String via) throws IOException;
 

@@ -245,12 +245,20 @@ public final class ApiServlet extends HttpServlet {
             }
             if (elsewhere != null) {
                 // that node authorizes, records and carries it out, as its own door would
-                if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade"))) {
-                    relay(elsewhere, req, resp, client, via);
-                } else {
-                    service.routing().forward(elsewhere, req, resp, (byte[]) req.getAttribute(RestCall.BODY), client.name(), via);
+                try {
+                    if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade"))) {
+                        relay(elsewhere, req, resp, client, via);
+                    } else {
+                        service.routing().forward(elsewhere, req, resp, (byte[]) req.getAttribute(RestCall.BODY), client.name(), via);
+                    }
+                    return;
+                } catch (NodeRouting.Unreached e) {
+                    if (sandbox != null || !m.template().equals("/v1/sandboxes")) {
+                        throw e;
+                    }
+                    // a create placed on a node that died since its last heartbeat: this node creates it instead
+                    LOG.info("create placed on node '{}' is made here: {}", elsewhere.name(), e.getMessage());
                 }
-                return;
             }
             var caller = service.authorize(request(client, via, endpoint, m.route().operation(), sandbox, digest, polled(req, m.template(), client, via, sandbox)));
             try {
