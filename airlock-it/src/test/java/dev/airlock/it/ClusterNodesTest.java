@@ -167,6 +167,13 @@ class ClusterNodesTest {
         assertThatThrownBy(() -> startNode(new ClusterSettings("postgresql://127.0.0.1:1/none?user=x&password=hidden", "delta", secret, LEASE, 0)))
                 .isInstanceOf(AirlockException.class).hasMessageContaining("cannot reach the cluster's database postgresql://127.0.0.1:1/none")
                 .hasMessageNotContaining("hidden");
+        // a peer port another process holds: the option to change it is named
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            assertThatThrownBy(() -> startNode(new ClusterSettings(pg.url(), "delta", secret, LEASE, taken.getLocalPort())))
+                    .isInstanceOf(AirlockException.class).hasMessageContaining("that is the cluster's peer port: give it another with --cluster-port");
+        }
+        JsonNode delta = nodes(alpha).get("delta");
+        assertThat(delta == null || delta.path("state").asString().equals("left")).as("a node whose start failed has left: %s", delta).isTrue();
     }
 
     private static void startNode(ClusterSettings cluster) throws IOException {

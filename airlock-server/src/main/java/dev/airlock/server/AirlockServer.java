@@ -130,8 +130,11 @@ public final class AirlockServer implements AutoCloseable {
                 throw ae;
             }
             String e2bPort = config.e2bBindPort() > 0 ? ":" + config.e2bBindPort() : null;
+            String peerPort = config.cluster() != null && config.cluster().peerPort() > 0 ? ":" + config.cluster().peerPort() : null;
             String hint = e2bPort != null && String.valueOf(e.getMessage()).contains(e2bPort)
-                    ? " (that is the E2B door's port: give it another with --e2b-port, or 0 for none)" : "";
+                    ? " (that is the E2B door's port: give it another with --e2b-port, or 0 for none)"
+                    : peerPort != null && String.valueOf(e.getMessage()).contains(peerPort)
+                    ? " (that is the cluster's peer port: give it another with --cluster-port)" : "";
             throw AirlockException.unavailable("cannot start the server on " + config.host() + ":" + config.port() + ": " + e.getMessage() + hint);
         }
     }
