@@ -59,6 +59,7 @@ class ClusterRoutingTest {
     private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static final String SECRET = "cluster-secret-for-the-routing-tests-0123456789";
     private static final String OPERATOR = "alk_cluster-operator-token-0123456789abcdef01";
+    private static final String OTHER = "alk_cluster-other-client-token-0123456789abcd";
     private static final String POLICY = """
             approvals: {timeoutSeconds: 60}
             profiles:
@@ -67,7 +68,9 @@ class ClusterRoutingTest {
             clients:
               local: {tokenFile: token, profiles: [default, watched], allow: ["*"]}
               operator: {tokenSha256: %s, profiles: [default], allow: [approvals]}
-            """.formatted(HexFormat.of().formatHex(dev.airlock.server.policy.Policy.sha256(OPERATOR)));
+              other: {tokenSha256: %s, profiles: [default], allow: ["*"]}
+            """.formatted(HexFormat.of().formatHex(dev.airlock.server.policy.Policy.sha256(OPERATOR)),
+            HexFormat.of().formatHex(dev.airlock.server.policy.Policy.sha256(OTHER)));
 
     private static Postgres pg;
     private static Path secret;
@@ -599,6 +602,12 @@ class ClusterRoutingTest {
             assertThat(r.statusCode()).as(r.body()).isEqualTo(410);
             assertThat(JSON.readTree(r.body()).path("error").path("message").asString())
                     .contains("sandbox sb-on-a-gone-node is lost", "node 'gone-node'", "is down");
+            // another client learns nothing of it: 404 as for any id it does not hold, and not in its list
+            HttpResponse<String> foreign = NODES.get("gamma").raw("GET", "/v1/sandboxes/sb-on-a-gone-node", null, OTHER);
+            assertThat(foreign.statusCode()).as(foreign.body()).isEqualTo(404);
+            assertThat(foreign.body()).contains("does not exist").doesNotContain("lost", "node 'gone-node'");
+            assertThat(ok(NODES.get("gamma").raw("GET", "/v1/sandboxes", null, OTHER), 200).path("sandboxes").valueStream()
+                    .map(n -> n.path("id").asString())).doesNotContain("sb-on-a-gone-node");
             // listed as lost, through any node, until its node returns
             JsonNode listed = ok(NODES.get("alpha").raw("GET", "/v1/sandboxes", null), 200);
             assertThat(listed.path("sandboxes").valueStream().filter(n -> n.path("id").asString().equals("sb-on-a-gone-node")))

@@ -44,6 +44,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
 
     private final ClusterSettings settings;
     private final String instance = UUID.randomUUID().toString();
+    /** The cluster's secret, as read at the join: what the calls between nodes are signed with. */
+    private byte[] secret;
     private final Object lock = new Object();
     private Connection db;
     private volatile IntSupplier sandboxes = () -> 0;
@@ -75,6 +77,7 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 m.db = m.connect();
                 m.schema();
                 m.checkSecret(secret);
+                m.secret = secret;
                 m.take(tiers, capacity);
             }
             m.heartbeat = Thread.ofVirtual().name("airlock-cluster-heartbeat").start(m::beatUntilClosed);
@@ -87,6 +90,11 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
 
     public String nodeName() {
         return settings.nodeName();
+    }
+
+    /** The cluster's secret this node joined with (read once, at the join). */
+    byte[] secret() {
+        return secret.clone();
     }
 
     private Connection connect() {

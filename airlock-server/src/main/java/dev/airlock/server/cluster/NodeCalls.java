@@ -70,9 +70,9 @@ public final class NodeCalls implements NodeRouting {
      * @param heldHere whether this node holds a sandbox (asked before the database: a request on one
      *                 of this node's own sandboxes costs no query)
      */
-    public NodeCalls(ClusterMembership membership, byte[] secret, Predicate<String> heldHere) {
+    public NodeCalls(ClusterMembership membership, Predicate<String> heldHere) {
         this.membership = membership;
-        this.secret = secret.clone();
+        this.secret = membership.secret();
         this.heldHere = heldHere;
     }
 

@@ -24,7 +24,6 @@ import java.net.Socket;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
-import java.security.KeyStore;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.security.cert.CertificateException;
@@ -46,7 +45,6 @@ public final class NodeTls {
 
     private static final Duration VALIDITY = Duration.ofDays(3650);
     private static final Duration BACKDATE = Duration.ofHours(1);
-    private static final char[] IN_MEMORY = "airlock-node".toCharArray();
 
     private final KeyPair keys;
     private final X509Certificate certificate;
@@ -95,21 +93,7 @@ public final class NodeTls {
 
     /** The server side of the node's peer port: this key and certificate, TLS 1.3 only. */
     public SslContextFactory.Server serverContext() {
-        try {
-            KeyStore store = KeyStore.getInstance("PKCS12");
-            store.load(null, null);
-            store.setKeyEntry("node", keys.getPrivate(), IN_MEMORY, new X509Certificate[] {certificate});
-            SslContextFactory.Server f = new SslContextFactory.Server();
-            f.setKeyStore(store);
-            f.setKeyStorePassword(new String(IN_MEMORY));
-            f.setKeyManagerPassword(new String(IN_MEMORY));
-            f.setIncludeProtocols("TLSv1.3");
-            // peers pin the certificate, not a name: no SNI to match
-            f.setSniRequired(false);
-            return f;
-        } catch (GeneralSecurityException | IOException e) {
-            throw new IllegalStateException("cannot load this node's TLS key: " + e.getMessage(), e);
-        }
+        return dev.airlock.server.http.ApiTls.serverContext(keys.getPrivate(), java.util.List.of(certificate), "TLSv1.3");
     }
 
     /**

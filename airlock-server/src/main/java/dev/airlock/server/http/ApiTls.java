@@ -38,7 +38,7 @@ public final class ApiTls {
 
     /** The request attribute that carries this server's public names to {@link LocalOrigin}. */
     static final String NAMES = "airlock.publicNames";
-    private static final char[] IN_MEMORY = "airlock-api".toCharArray();
+    private static final char[] IN_MEMORY = "airlock-in-memory".toCharArray();
 
     private final List<X509Certificate> chain;
     private final PrivateKey key;
@@ -132,18 +132,28 @@ public final class ApiTls {
 
     /** The server side: this certificate and key, TLS 1.2 and 1.3. */
     public SslContextFactory.Server serverContext() {
+        return serverContext(key, chain, "TLSv1.3", "TLSv1.2");
+    }
+
+    /**
+     * A server side that serves {@code key} with {@code chain} (the server's certificate first),
+     * held in memory only, speaking {@code protocols}: the one way Airlock makes one (the API's port,
+     * a cluster node's peer port).
+     */
+    public static SslContextFactory.Server serverContext(PrivateKey key, List<X509Certificate> chain, String... protocols) {
         try {
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
-            store.setKeyEntry("api", key, IN_MEMORY, chain.toArray(X509Certificate[]::new));
+            store.setKeyEntry("server", key, IN_MEMORY, chain.toArray(X509Certificate[]::new));
             SslContextFactory.Server f = new SslContextFactory.Server();
             f.setKeyStore(store);
             f.setKeyStorePassword(new String(IN_MEMORY));
             f.setKeyManagerPassword(new String(IN_MEMORY));
-            f.setIncludeProtocols("TLSv1.3", "TLSv1.2");
+            f.setIncludeProtocols(protocols);
+            f.setSniRequired(false);   // clients reach the server by address as well as by name
             return f;
         } catch (GeneralSecurityException | IOException e) {
-            throw AirlockException.invalid("the TLS key does not go with the certificate (--tls-key, --tls-cert): " + e.getMessage());
+            throw new IllegalStateException("cannot hold a TLS key in memory: " + e.getMessage(), e);
         }
     }
 

@@ -98,7 +98,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     public SandboxService(ServerConfig config, Policy policy, Tiers tiers, SandboxStore store, ServerMetrics metrics, EgressLog egressLog,
                           AuditLog audit, ClusterMembership cluster) {
         this.cluster = cluster;
-        this.routing = cluster == null ? null : new NodeCalls(cluster, config.cluster().readSecret(), id -> sandboxes.find(id) != null);
+        this.routing = cluster == null ? null : new NodeCalls(cluster, id -> sandboxes.find(id) != null);
         this.config = config;
         this.policy = policy;
         this.tiers = tiers;
