@@ -43,6 +43,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -63,13 +64,14 @@ enum {
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
     T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28,
     /* Port streams: T_PORT_BASE + the egress multiplexer's frame type (MUX_OPEN .. MUX_CREDIT). */
+    T_SPARE = 35, T_EXEC_SPARE = 36, T_NEXT_SPARE = 37,
     T_PORT_BASE = 29, T_PORT_OPEN = 30, T_PORT_DATA = 31, T_PORT_EOF = 32, T_PORT_RESET = 33, T_PORT_CREDIT = 34,
 };
 
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 6
+#define PROTOCOL_VERSION 7
 #define MAX_TTY_SIZE 1000              /* largest rows or cols of a terminal (RESIZE, EXEC with a size) */
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
@@ -159,6 +161,20 @@ _Static_assert(sizeof out_frame > 5 + 4 + 2 * (4 + PATH_MAX) + 1 + 8 + 4 + 8, "o
 
 static pid_t self;                     /* our pid: 1, or any in test mode */
 
+/*
+ * The spare supervisor (SPARE): forked ahead of time and waiting, so that the host can place it in
+ * the next execution's cgroup while nothing waits for that (moving a process between cgroups waits
+ * for an RCU grace period, milliseconds); EXEC_SPARE then hands it the execution over `sock` (the
+ * execution's pipes as SCM_RIGHTS, its EXEC payload in `buf`, shared memory mapped before the fork).
+ */
+struct spare {
+    pid_t pid;                         /* 0: none */
+    int sock;
+    unsigned char *buf;
+};
+static struct spare spare = { 0, -1, NULL };
+static int fork_spare(struct spare *made);
+
 static int supervisor_index(pid_t pid) {
     for (int i = 0; i < supervisor_count; i++) {
         if (supervisors[i] == pid) return i;
@@ -226,7 +242,7 @@ static int is_below(int i, pid_t root, int spare_supervisors) {
         }
         trail[n++] = i;
         if (p->ppid == root) {
-            verdict = spare_supervisors && supervisor_index(p->pid) >= 0 ? 2 : 1;
+            verdict = spare_supervisors && (supervisor_index(p->pid) >= 0 || p->pid == spare.pid) ? 2 : 1;
             break;
         }
         struct proc key = { .pid = p->ppid };
@@ -470,6 +486,14 @@ static void finish_exec(struct exec *e, int status) {
 
 static void forget_held(struct exec *e, const char *why);
 
+/* Lets go of a spare supervisor: after its hand-off, or (kill_it) because it cannot be used. */
+static void forget_spare(struct spare *s, int kill_it) {
+    if (kill_it && s->pid > 0) kill(s->pid, SIGKILL);
+    close_fd(&s->sock);
+    if (s->buf != NULL) munmap(s->buf, MAX_FRAME);
+    *s = (struct spare) { 0, -1, NULL };
+}
+
 /* The exec whose supervisor is `pid`, or NULL (its EXIT or FAILED was sent already). */
 static struct exec *exec_of_supervisor(pid_t pid) {
     for (int i = 0; i < MAX_EXECS; i++) {
@@ -528,6 +552,10 @@ static void reap_children(void) {
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0) {
             break;                     /* 0: none exited yet; -1/ECHILD: no children left */
+        }
+        if (pid == spare.pid) {
+            forget_spare(&spare, 0);           /* killed while it waited: the next EXEC_SPARE falls back to a fork */
+            continue;
         }
         int k = supervisor_index(pid);
         if (k < 0) {
@@ -803,11 +831,46 @@ static int open_tty(int in[2], int out[2], int *slave, uint32_t rows, uint32_t c
 }
 
 /*
+ * Hands an execution to the spare supervisor: its five descriptors (stdin's read end, stdout's and
+ * stderr's write ends (on a terminal, the slave three times), the report and status pipes' write
+ * ends) and its EXEC payload `spec` (validated already). Never blocks: the spare is waiting and
+ * the socket holds one message. Returns 0, or -1 if the spare is gone (it is then forgotten).
+ */
+static int hand_to_spare(struct spare *s, int fds[5], const unsigned char *spec, size_t len) {
+    memcpy(s->buf, spec, len);
+    unsigned char length[4];
+    put_u32(length, (uint32_t) len);
+    struct iovec iov = { .iov_base = length, .iov_len = sizeof length };
+    union {
+        char buf[CMSG_SPACE(5 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(5 * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, 5 * sizeof(int));
+    ssize_t sent;
+    do {
+        sent = sendmsg(s->sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    forget_spare(s, sent != (ssize_t) sizeof length);
+    return sent == (ssize_t) sizeof length ? 0 : -1;
+}
+
+/*
  * EXEC, or EXEC_HELD (held): then the supervisor waits for RELEASE before it forks the command,
- * and FORKED tells the host the supervisor's pid. With rows > 0 the command runs on a new
+ * and FORKED tells the host the supervisor's pid. EXEC_SPARE (wanted > 0: the spare supervisor the
+ * host placed, and `spec` the payload to hand it): that supervisor runs it, already in place, and
+ * the next spare is forked first (NEXT_SPARE), so that it exists before the command runs (what the
+ * code sees of the sandbox is the same every time); were the spare gone, the execution is held
+ * instead, as for EXEC_HELD. With rows > 0 the command runs on a new
  * pseudo-terminal of that size instead of pipes: its output (stdout and stderr alike) is STDOUT.
  */
-static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, uint32_t cols) {
+static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, uint32_t cols, pid_t wanted,
+                       const unsigned char *spec, size_t spec_len) {
     if (quiesced) {
         send_failed(id, "the sandbox is being destroyed: no process may start in it");
         return;
@@ -824,6 +887,8 @@ static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, ui
         send_failed(id, "too many executions still have background processes running (the limit is 32768)");
         return;
     }
+    int use_spare = wanted > 0 && wanted == spare.pid && spare.sock >= 0;
+    held = held || (wanted > 0 && !use_spare);
     int tty = rows > 0;
     int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, status[2] = { -1, -1 },
         go[2] = { -1, -1 }, slave = -1;
@@ -845,9 +910,25 @@ static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, ui
     if (tty) {
         err[1] = slave;                /* the command's 0-2 are all the slave */
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        supervise(in[0], out[1], err[1], report[1], status[1], go[0], cwd, tty);
+    pid_t pid;
+    if (use_spare) {
+        struct spare taken = spare, next;
+        spare = (struct spare) { 0, -1, NULL };
+        if (fork_spare(&next) == 0) {
+            spare = next;
+            send_ids(T_NEXT_SPARE, id, (uint32_t) next.pid, 0, 2);
+        }
+        int fds[5] = { in[0], out[1], err[1], report[1], status[1] };
+        pid = taken.pid;
+        if (hand_to_spare(&taken, fds, spec, spec_len) < 0) {
+            pid = -1;
+            errno = ESRCH;             /* killed by the code since, its end not reaped yet */
+        }
+    } else {
+        pid = fork();
+        if (pid == 0) {
+            supervise(in[0], out[1], err[1], report[1], status[1], go[0], cwd, tty);
+        }
     }
     int fork_errno = errno;
     if (tty) {
@@ -858,7 +939,8 @@ static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, ui
     close(report[1]); close(status[1]); close_fd(&go[0]);
     if (pid < 0) {
         char message[MAX_MESSAGE];
-        snprintf(message, sizeof message, "%s: cannot fork: %s", argv_buf[0], strerror(fork_errno));
+        snprintf(message, sizeof message, use_spare ? "%s: not started: its supervisor was killed: %s" : "%s: cannot fork: %s",
+                 argv_buf[0], strerror(fork_errno));
         close(in[1]); close(out[0]); close_fd(&err[0]); close(report[0]); close(status[0]); close_fd(&go[1]);
         send_failed(id, message);
         return;
@@ -1640,6 +1722,7 @@ static void detach(uint32_t id, const char *name) {
     }
     close_bridges();
     close_ports();
+    forget_spare(&spare, 1);           /* its socket cannot be saved either */
     send_ids(T_DONE, id, 0, 0, 1);
     close(sock);
     sock = -1;
@@ -1659,31 +1742,142 @@ static void detach(uint32_t id, const char *name) {
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
 }
 
+/* The execution an EXEC describes after its id (and spare): argv, env, cwd and a terminal size or none. */
+static void parse_exec(struct reader *r, char **cwd, uint32_t *rows, uint32_t *cols) {
+    read_list(r, argv_buf, "argv");
+    read_list(r, env_buf, "env");
+    *cwd = read_string(r);
+    *rows = *cols = 0;
+    if (r->left == 8) {                /* on a pseudo-terminal of this size */
+        *rows = read_u32(r);
+        *cols = read_u32(r);
+        if (*rows == 0 || *cols == 0 || *rows > MAX_TTY_SIZE || *cols > MAX_TTY_SIZE) die("malformed frame from host: terminal size %ux%u", *rows, *cols);
+    }
+    if (r->left != 0) die("malformed frame from host: trailing bytes after EXEC");
+    if (argv_buf[0] == NULL || argv_buf[0][0] == '\0') die("malformed frame from host: empty argv");
+    for (int i = 0; env_buf[i] != NULL; i++) {
+        if (strchr(env_buf[i], '=') == NULL) die("malformed frame from host: env entry without '='");
+    }
+    if ((*cwd)[0] != '/') die("malformed frame from host: cwd is not absolute");
+}
+
+/*
+ * The spare supervisor, forked by SPARE: waits, ignoring every signal it can, for the execution
+ * the agent hands it (see hand_to_spare), then supervises it as a forked supervisor would. It
+ * exits if the agent lets go of it unused.
+ */
+static _Noreturn void spare_main(int sock, unsigned char *shared) {
+    self = getpid();
+    is_init = 0;                       /* a die() here ends only what is below us */
+    int keep[] = { sock };
+    close_all_but(keep, 1);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    for (int s = 1; s < NSIG; s++) {
+        if (s != SIGCHLD) signal(s, SIG_IGN);
+    }
+    unsigned char length[4];
+    struct iovec iov = { .iov_base = length, .iov_len = sizeof length };
+    union {
+        char buf[CMSG_SPACE(5 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    struct cmsghdr *c = n == (ssize_t) sizeof length ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(5 * sizeof(int))
+            || get_u32(length) > MAX_FRAME) {
+        _exit(0);                      /* the agent let go of us, or exits */
+    }
+    int fds[5];
+    memcpy(fds, CMSG_DATA(c), sizeof fds);
+    size_t len = get_u32(length);
+    memcpy(in_frame, shared, len);
+    munmap(shared, MAX_FRAME);
+    close(sock);
+    struct reader r = { in_frame, len, arena };
+    char *cwd;
+    uint32_t rows, cols;
+    parse_exec(&r, &cwd, &rows, &cols);
+    if (rows > 0) {                    /* the slave came three times: keep one */
+        close(fds[1]);
+        close(fds[2]);
+        fds[1] = fds[2] = fds[0];
+    }
+    supervise(fds[0], fds[1], fds[2], fds[3], fds[4], -1, cwd, rows > 0);
+}
+
+/* Forks a spare supervisor into *made. Returns 0, or -1 with errno set and nothing left open. */
+static int fork_spare(struct spare *made) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        return -1;
+    }
+    unsigned char *shared = mmap(NULL, MAX_FRAME, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) {
+        int saved = errno;
+        close(pair[0]);
+        close(pair[1]);
+        errno = saved;
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        spare_main(pair[1], shared);
+    }
+    int saved = errno;
+    close(pair[1]);
+    if (pid < 0) {
+        close(pair[0]);
+        munmap(shared, MAX_FRAME);
+        errno = saved;
+        return -1;
+    }
+    *made = (struct spare) { pid, pair[0], shared };
+    return 0;
+}
+
+/* SPARE: forks the spare supervisor, unless one waits, and names it in FORKED, for the host to place. */
+static void make_spare(uint32_t id) {
+    if (quiesced) {
+        send_failed(id, "the sandbox is being destroyed: no process may start in it");
+        return;
+    }
+    if (spare.pid == 0 && fork_spare(&spare) < 0) {
+        send_failed_errno(id, errno, "cannot fork a spare supervisor");
+        return;
+    }
+    send_ids(T_FORKED, id, (uint32_t) spare.pid, 0, 2);
+}
+
 static void handle_frame(int type, const unsigned char *payload, size_t len) {
     struct reader r = { payload, len, arena };
     uint32_t id = read_u32(&r);
     switch (type) {
     case T_EXEC:
-    case T_EXEC_HELD: {
+    case T_EXEC_HELD:
+    case T_EXEC_SPARE: {
         expect_new_id(id);
-        read_list(&r, argv_buf, "argv");
-        read_list(&r, env_buf, "env");
-        char *cwd = read_string(&r);
-        uint32_t rows = 0, cols = 0;
-        if (r.left == 8) {             /* on a pseudo-terminal of this size */
-            rows = read_u32(&r);
-            cols = read_u32(&r);
-            if (rows == 0 || cols == 0 || rows > MAX_TTY_SIZE || cols > MAX_TTY_SIZE) die("malformed frame from host: terminal size %ux%u", rows, cols);
+        pid_t spare = 0;
+        if (type == T_EXEC_SPARE) {
+            uint32_t v = read_u32(&r);
+            if (v == 0 || v > INT32_MAX) die("malformed frame from host: EXEC_SPARE of pid %u", v);
+            spare = (pid_t) v;
         }
-        if (r.left != 0) die("malformed frame from host: trailing bytes after EXEC");
-        if (argv_buf[0] == NULL || argv_buf[0][0] == '\0') die("malformed frame from host: empty argv");
-        for (int i = 0; env_buf[i] != NULL; i++) {
-            if (strchr(env_buf[i], '=') == NULL) die("malformed frame from host: env entry without '='");
-        }
-        if (cwd[0] != '/') die("malformed frame from host: cwd is not absolute");
-        start_exec(id, cwd, type == T_EXEC_HELD, rows, cols);
+        const unsigned char *spec = r.p;
+        size_t spec_len = r.left;
+        char *cwd;
+        uint32_t rows, cols;
+        parse_exec(&r, &cwd, &rows, &cols);
+        start_exec(id, cwd, type == T_EXEC_HELD, rows, cols, spare, spec, spec_len);
         break;
     }
+    case T_SPARE:
+        expect_end(&r, "SPARE");
+        make_spare(id);
+        break;
     case T_RELEASE: {
         uint32_t go_on = read_u32(&r);
         if (r.left != 0 || go_on > 1) die("malformed frame from host: bad RELEASE");

@@ -22,6 +22,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntConsumer;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -36,8 +37,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 6: port streams (PORT_OPEN, PORT_DATA, PORT_EOF, PORT_RESET, PORT_CREDIT). 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
-    static final int PROTOCOL_VERSION = 6;
+    /** 7: SPARE (a supervisor forked ahead, named in FORKED, for the host to place) and EXEC_SPARE (an execution handed to it). 6: port streams (PORT_OPEN, PORT_DATA, PORT_EOF, PORT_RESET, PORT_CREDIT). 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 7;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
@@ -106,17 +107,54 @@ public final class AgentClient implements SandboxAgent {
      * @param placement null for a plain start
      */
     public AgentProcess start(ExecRequest request, OutputListener listener, ExecPlacement placement) throws IOException {
+        return start(request, listener, placement, 0, null);
+    }
+
+    /**
+     * Starts {@code request} in the spare supervisor {@code spare} (from {@link #spare()}), which
+     * the caller has placed already: no round trip waits for a placement. The agent forks the next
+     * spare first and names it to {@code nextSpare} (on the reader thread: it must not block).
+     * Were the spare gone (the sandbox's code may kill it), the agent holds a new supervisor
+     * instead, which {@code placement} places, as for a held start.
+     */
+    public AgentProcess startInSpare(ExecRequest request, OutputListener listener, ExecPlacement placement, int spare,
+                                     IntConsumer nextSpare) throws IOException {
+        if (spare <= 0 || placement == null || nextSpare == null) {
+            throw new IllegalArgumentException("a start in a spare needs the spare's pid, a placement for the fallback and a"
+                    + " taker of the next spare");
+        }
+        return start(request, listener, placement, spare, nextSpare);
+    }
+
+    /**
+     * Has the agent fork a spare supervisor and returns its pid in the sandbox, for the caller to
+     * place and then name in {@link #startInSpare}. One waits at a time.
+     */
+    public int spare() throws IOException, InterruptedException {
+        int id = nextId.getAndIncrement();
+        PendingSpare spare = new PendingSpare();
+        request(id, spare, new FrameBuilder(Frame.SPARE, "spare").u32(id).build());
+        return awaitReply(spare.pid(), "SPARE");
+    }
+
+    private AgentProcess start(ExecRequest request, OutputListener listener, ExecPlacement placement, int spare, IntConsumer nextSpare)
+            throws IOException {
         int id = nextId.getAndIncrement();
         // Sorted, so that the same request always gives the same environment order.
         var env = new TreeMap<>(request.env()).entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList();
-        FrameBuilder builder = new FrameBuilder(placement == null ? Frame.EXEC : Frame.EXEC_HELD, "the command with its environment")
-                .u32(id).strings(request.argv()).strings(env).string(request.cwd());
+        int type = spare > 0 ? Frame.EXEC_SPARE : placement == null ? Frame.EXEC : Frame.EXEC_HELD;
+        FrameBuilder builder = new FrameBuilder(type, "the command with its environment").u32(id);
+        if (spare > 0) {
+            builder.u32(spare);
+        }
+        builder.strings(request.argv()).strings(env).string(request.cwd());
         if (request.tty() != null) {
             builder.u32(request.tty().rows()).u32(request.tty().cols());
         }
         ByteBuffer frame = builder.build();
-        RemoteProcess process = new RemoteProcess(this, id, listener, placement, request.tty() != null);
+        RemoteProcess process = new RemoteProcess(this, id, listener, placement, spare, nextSpare, request.tty() != null);
         register(id, process);
+        dev.airlock.core.Trace.mark("send exec");
         send(frame);
         // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
         // interrupt waits for the (quick) answers and is passed on afterwards.

@@ -42,6 +42,9 @@ record Frame(int type, ByteBuffer payload) {
     static final int PORT_EOF = 32;
     static final int PORT_RESET = 33;
     static final int PORT_CREDIT = 34;
+    static final int SPARE = 35;
+    static final int EXEC_SPARE = 36;
+    static final int NEXT_SPARE = 37;
 
     /** WRITE_FILE flag: append to the file an earlier frame created instead of replacing it. */
     static final int WRITE_APPEND = 1;

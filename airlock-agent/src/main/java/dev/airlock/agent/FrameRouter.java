@@ -63,7 +63,13 @@ final class FrameRouter {
         int id = payload.u32();
         boolean fits = switch (frame.type()) {
             case Frame.STARTED -> payload.exactly(4) && process(id, frame).onStarted(payload.u32());
-            case Frame.FORKED -> payload.exactly(4) && process(id, frame).onForked(payload.u32());
+            case Frame.FORKED -> {
+                payload.exactly(4);
+                int pid = payload.u32();
+                yield pending.get(id) instanceof PendingSpare spare ? pending.remove(id, spare) && spare.onForked(pid)
+                        : process(id, frame).onForked(pid);
+            }
+            case Frame.NEXT_SPARE -> payload.exactly(4) && process(id, frame).onNextSpare(payload.u32());
             case Frame.STDOUT, Frame.STDERR -> {
                 if (payload.remaining() > Frame.MAX_OUTPUT_CHUNK) {
                     throw new AgentProtocolException("output chunk of " + payload.remaining() + " bytes is over "
@@ -85,6 +91,7 @@ final class FrameRouter {
                     case RemoteProcess process -> process.onStartFailed(message);
                     case FileRequest request -> request.onFailed(errno, message);
                     case PortStream stream -> stream.onOpenFailed(errno, message);
+                    case PendingSpare spare -> spare.onFailed(errno, message);
                     case null -> throw unknownId(id, frame);
                 };
             }
@@ -157,6 +164,8 @@ final class FrameRouter {
                     + " for request " + Integer.toUnsignedString(id) + ", which is a process");
             case PortStream ignored -> throw new AgentProtocolException("frame type " + frame.type()
                     + " for request " + Integer.toUnsignedString(id) + ", which is a port stream");
+            case PendingSpare ignored -> throw new AgentProtocolException("frame type " + frame.type()
+                    + " for request " + Integer.toUnsignedString(id) + ", which is a spare supervisor");
             case null -> throw unknownId(id, frame);
         };
     }

@@ -11,6 +11,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.IntConsumer;
 
 /**
  * One process started through the agent. The {@code on...} methods run on the client's reader
@@ -26,6 +28,10 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     private final OutputListener listener;
     /** Started with EXEC_HELD (non-null): FORKED comes before STARTED, and this places the process. */
     private final ExecPlacement placement;
+    /** Started in this spare supervisor (EXEC_SPARE), placed already; 0 otherwise. */
+    private final int spare;
+    /** Takes the next spare, which the agent forks when this process takes {@code spare}. */
+    private final IntConsumer nextSpare;
     /** Started on a pseudo-terminal: its output is all STDOUT, and it may be resized. */
     private final boolean tty;
     /** Why the placement refused the process; written by the reader thread before {@code started} completes. */
@@ -35,11 +41,15 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     /** For a held execution: the pid of the forked process (the command's supervisor), or -1 when it failed first. */
     private final CompletableFuture<Integer> forked = new CompletableFuture<>();
     private final CompletableFuture<ProcessExit> exit = new CompletableFuture<>();
+    private final AtomicBoolean nextSpareNamed = new AtomicBoolean();
     /** Written by the reader thread before {@code exit} completes, so await sees it. */
     private RuntimeException listenerFailure;
 
-    RemoteProcess(AgentClient client, int id, OutputListener listener, ExecPlacement placement, boolean tty) {
+    RemoteProcess(AgentClient client, int id, OutputListener listener, ExecPlacement placement, int spare, IntConsumer nextSpare,
+                  boolean tty) {
         this.client = client;
+        this.spare = spare;
+        this.nextSpare = nextSpare;
         this.tty = tty;
         this.placement = placement;
         this.id = id;
@@ -65,8 +75,10 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
             return false;
         }
         boolean go = true;
+        dev.airlock.core.Trace.mark("forked");
         try {
             placement.place(pid);
+            dev.airlock.core.Trace.mark("placed");
         } catch (RuntimeException refused) {
             placementFailure = refused;
             go = false;
@@ -79,15 +91,26 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
         return true;
     }
 
+    /** NEXT_SPARE: only for a start in a spare, once, before STARTED or FAILED. */
+    boolean onNextSpare(int pid) {
+        if (spare <= 0 || pid <= 0 || started.isDone() || !nextSpareNamed.compareAndSet(false, true)) {
+            return false;
+        }
+        nextSpare.accept(pid);
+        return true;
+    }
+
     /** Why the placement refused this process, or null. */
     RuntimeException placementFailure() {
         return placementFailure;
     }
 
     boolean onStarted(int pid) {
+        dev.airlock.core.Trace.mark("started");
         // A held execution's STARTED comes after its FORKED, which named the supervisor: this is the
-        // command, the supervisor's child, never the supervisor itself.
-        int supervisor = forked.getNow(-1);
+        // command, the supervisor's child, never the supervisor itself. A spare needs no FORKED,
+        // unless it was gone and the agent held a new supervisor instead.
+        int supervisor = forked.getNow(spare > 0 ? spare : -1);
         return pid > 0 && (placement == null || (supervisor > 0 && supervisor != pid)) && placementFailure == null && started.complete(pid);
     }
 
@@ -111,6 +134,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     }
 
     boolean onExit(int exitCode, int signal) {
+        dev.airlock.core.Trace.mark("exit");
         return isRunning() && exit.complete(new ProcessExit(exitCode, signal, null));
     }
 

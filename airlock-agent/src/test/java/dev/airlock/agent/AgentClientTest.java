@@ -2,6 +2,7 @@ package dev.airlock.agent;
 
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
+import dev.airlock.core.TerminalSize;
 import dev.airlock.core.SandboxAgent.AgentProcess;
 import dev.airlock.core.SandboxAgent.ProcessExit;
 import org.junit.jupiter.api.AfterEach;
@@ -405,6 +406,78 @@ class AgentClientTest {
         assertThat(exit.exitCode()).isEqualTo(RemoteProcess.START_FAILED_EXIT_CODE);
         assertThat(exit.startError()).contains("killed before the host released it");
         assertThat(run(command("true"), OutputListener.NONE)).isEqualTo(new ProcessExit(0, 0, null));
+    }
+
+    /**
+     * A spare supervisor, forked ahead and placed before any execution asks for it, runs the next
+     * execution: the command is its child (no placement is asked for), with its own output, exit
+     * code; a second SPARE while it waits names the same one.
+     */
+    @Test
+    void executionStartedInASpareRunsUnderItWithoutAPlacement() throws Exception {
+        int spare = agent.client.spare();
+        assertThat(Files.readString(Path.of("/proc/" + spare + "/comm")).strip()).isEqualTo("airlock-agent");
+        assertThat(agent.client.spare()).isEqualTo(spare);
+        List<Integer> placed = new ArrayList<>();
+        Output output = new Output();
+        List<Integer> next = new ArrayList<>();
+        AgentProcess process = agent.client.startInSpare(new ExecRequest(List.of("sh", "-c", "echo $PPID; echo err >&2; exit 3"),
+                Map.of(), "/", new byte[0], null, null), output, placed::add, spare, next::add);
+        // The next spare was forked before the command started, and named.
+        assertThat(next).hasSize(1).doesNotContain(spare);
+        assertThat(Files.readString(Path.of("/proc/" + next.getFirst() + "/comm")).strip()).isEqualTo("airlock-agent");
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(3, 0, null));
+        assertThat(output.stdout()).isEqualTo(spare + "\n");
+        assertThat(output.stderr()).isEqualTo("err\n");
+        assertThat(placed).isEmpty();
+        assertThat(agent.client.spare()).isEqualTo(next.getFirst());
+    }
+
+    /** A spare killed before its execution came (the sandbox's code may do that): the execution is held and placed instead. */
+    @Test
+    void killedSpareFallsBackToAHeldSupervisorThatIsPlaced() throws Exception {
+        int spare = agent.client.spare();
+        new ProcessBuilder("kill", "-9", Integer.toString(spare)).start().waitFor();
+        awaitGone(spare);
+        Thread.sleep(100);   // let the agent reap it
+        List<Integer> placed = new ArrayList<>();
+        Output output = new Output();
+        List<Integer> next = new ArrayList<>();
+        AgentProcess process = agent.client.startInSpare(command("sh", "-c", "echo ran"), output, placed::add, spare, next::add);
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("ran\n");
+        assertThat(placed).hasSize(1).doesNotContain(spare);
+        assertThat(next).isEmpty();
+    }
+
+    /** EXEC_SPARE naming a process that is not the spare (the host's mistake) never hands it anything: the execution is held. */
+    @Test
+    void executionNamingAnotherProcessAsItsSpareIsHeld() throws Exception {
+        List<Integer> placed = new ArrayList<>();
+        Output output = new Output();
+        int notTheSpare = (int) ProcessHandle.current().pid();
+        AgentProcess process = agent.client.startInSpare(command("sh", "-c", "echo ran"), output, placed::add, notTheSpare, pid -> { });
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("ran\n");
+        assertThat(placed).hasSize(1).doesNotContain(notTheSpare);
+    }
+
+    /** A command that cannot start in a spare is reported as not started, and the next spare serves the next one. */
+    @Test
+    void commandThatCannotStartInASpareIsReportedAndTheNextSpareWorks() throws Exception {
+        AgentProcess missing = agent.client.startInSpare(command("no-such-command-4711"), OutputListener.NONE, pid -> { }, agent.client.spare(), pid -> { });
+        ProcessExit exit = missing.await(AWAIT);
+        assertThat(exit.exitCode()).isEqualTo(RemoteProcess.START_FAILED_EXIT_CODE);
+        assertThat(exit.startError()).contains("no-such-command-4711");
+
+        Output output = new Output();
+        AgentProcess next = agent.client.startInSpare(new ExecRequest(List.of("sh", "-c", "stty size"), Map.of(), "/", new byte[0],
+                null, new TerminalSize(7, 33)), output, pid -> { }, agent.client.spare(), pid -> { });
+        assertThat(next.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).contains("7 33");
     }
 
     /** A number no other test's sleep has: "sleep <marker>N" names one process of this test. */

@@ -156,7 +156,10 @@ public final class Sandbox implements AutoCloseable {
      * the calling thread cancels the execution: it is killed with everything it started.
      */
     public ExecResult exec(ExecRequest request, OutputListener listener) {
-        return start(request, listener).await();
+        Trace.mark("exec begin");
+        ExecResult r = start(request, listener).await();
+        Trace.mark("exec end");
+        return r;
     }
 
     /**

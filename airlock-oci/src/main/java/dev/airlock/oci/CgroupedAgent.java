@@ -1,9 +1,11 @@
 package dev.airlock.oci;
 
 import dev.airlock.agent.AgentClient;
+import dev.airlock.agent.ExecPlacement;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.SandboxAgent.FileOperationException;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -21,13 +23,33 @@ import java.util.concurrent.atomic.AtomicReference;
  * supervisor, which forks the command only after the placement, so the command is born inside.
  * Other signals still go to its process group, and a process left behind by an execution that
  * exited on its own keeps running, as before.
+ *
+ * <p>Moving a process into a cgroup waits for an RCU grace period (milliseconds, most of an exec's
+ * cost on a quiet host), so it is done ahead: a spare supervisor, forked by the agent and placed in
+ * the next execution's cgroup before anything waits for it, takes the next execution. The sandbox
+ * gets its first spare when it is made ({@link #prepareFirstSpare}); an execution that takes a
+ * spare has the agent fork the next one, which is placed in the background. An execution that finds
+ * no spare ready (one started while the last spare is being placed) is held and placed as before.
  */
 final class CgroupedAgent implements SandboxAgent {
 
     private static final int SIGKILL = 9;
+    /** How long close waits for a spare being placed (a mkdir and a write to cgroup.procs). */
+    private static final Duration SPARE_JOIN = Duration.ofSeconds(5);
 
     private final AgentClient agent;
     private final ExecCgroups cgroups;
+    private final Object spareLock = new Object();
+    /** A spare supervisor, placed, waiting for the next start; null while none is. */
+    private Spare ready;
+    /** The thread making and placing the next spare; null while none does. */
+    private Thread preparing;
+    /** Set by close, or when a spare could not be placed: no more spares. */
+    private boolean noSpares;
+
+    /** A spare supervisor (its pid in the sandbox) and the execution cgroup it was placed in. */
+    private record Spare(int pid, Path cgroup) {
+    }
 
     CgroupedAgent(AgentClient agent, ExecCgroups cgroups) {
         this.agent = agent;
@@ -41,9 +63,78 @@ final class CgroupedAgent implements SandboxAgent {
     @Override
     public AgentProcess start(ExecRequest request, OutputListener listener) throws IOException {
         AtomicReference<Path> cgroup = new AtomicReference<>();
-        AgentProcess process = agent.start(request, listener, pid -> cgroup.set(cgroups.place(pid)));
+        ExecPlacement placement = pid -> cgroup.set(cgroups.place(pid));
+        Spare spare = takeSpare();
+        AgentProcess process = spare == null ? agent.start(request, listener, placement)
+                : agent.startInSpare(request, listener, placement, spare.pid(), next -> prepare(() -> next));
+        if (spare != null && cgroup.get() == null) {
+            cgroup.set(spare.cgroup());            // it runs in the spare (or was refused before it reached it)
+        } else {
+            if (spare != null) {
+                cgroups.release(spare.cgroup());   // the spare was gone: a held supervisor took its place
+            }
+            prepare(agent::spare);
+        }
         // null when the agent could not start it (FAILED came before FORKED): nothing to kill
         return cgroup.get() == null ? process : new CgroupedProcess(process, cgroup.get());
+    }
+
+    /** Where the pid of a spare to place comes from: the agent's answer to SPARE, or its NEXT_SPARE. */
+    @FunctionalInterface
+    private interface SpareSource {
+        int pid() throws IOException, InterruptedException;
+    }
+
+    /**
+     * Has the agent fork the sandbox's first spare supervisor and places it, before the sandbox is
+     * handed out: from then on a spare waits in the sandbox whenever its code runs, so what the code
+     * sees (its processes, what is left of its pids limit) is the same every time.
+     */
+    void prepareFirstSpare() {
+        makeSpare(agent::spare);
+    }
+
+    /** Places the spare that {@code source} names, on a thread of its own, unless one is ready or on its way already. */
+    private void prepare(SpareSource source) {
+        synchronized (spareLock) {
+            if (noSpares || ready != null || preparing != null) {
+                return;
+            }
+            preparing = Thread.ofVirtual().name("airlock-spare-supervisor").start(() -> makeSpare(source));
+        }
+    }
+
+    private Spare takeSpare() {
+        synchronized (spareLock) {
+            Spare spare = ready;
+            ready = null;
+            return spare;
+        }
+    }
+
+    private void makeSpare(SpareSource source) {
+        Spare made = null;
+        boolean broken = false;
+        try {
+            int pid = source.pid();
+            made = new Spare(pid, cgroups.place(pid));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (FileOperationException e) {
+            // The agent could not fork one (the code holds every pid): the next start is held, and tries again.
+        } catch (IOException | RuntimeException e) {
+            // The sandbox is ending, or its cgroup refused the spare: starts are held and placed instead.
+            broken = true;
+        }
+        synchronized (spareLock) {
+            preparing = null;
+            noSpares |= broken;
+            if (made != null && !noSpares) {
+                ready = made;
+            } else if (made != null) {
+                cgroups.release(made.cgroup());   // empty once the sandbox ends; swept with it otherwise
+            }
+        }
     }
 
     /** One execution and its cgroup. */
@@ -160,6 +251,19 @@ final class CgroupedAgent implements SandboxAgent {
 
     @Override
     public void close() {
+        Thread making;
+        synchronized (spareLock) {
+            noSpares = true;
+            making = preparing;
+        }
         agent.close();
+        // No execution cgroup may be created after this returns and the sandbox's cgroup is removed.
+        if (making != null) {
+            try {
+                making.join(SPARE_JOIN);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 }

@@ -74,6 +74,11 @@ final class OciConfig {
      */
     static final Set<String> RECURSIVE_ATTRIBUTES = Set.of("rro", "rnosuid", "rnodev");
 
+    /**
+     * Added to a sandbox's pids limit for the spare execution supervisor that waits beside the agent
+     * (CgroupedAgent): the code gets the pids it was given, as without one.
+     */
+    static final int SPARE_PIDS = 1;
     /** Host threads of runsc's Sentry and gofer, added to a sandbox's pids limit under gVisor ({@link #forGvisor}). */
     static final int GVISOR_HOST_THREADS = 128;
 
@@ -196,7 +201,7 @@ final class OciConfig {
         ObjectNode memory = resources.putObject("memory");
         memory.put("limit", limits.memoryBytes());
         memory.put("swap", limits.memoryBytes());
-        resources.putObject("pids").put("limit", limits.pids());
+        resources.putObject("pids").put("limit", limits.pids() + SPARE_PIDS);
         ObjectNode cpu = resources.putObject("cpu");
         long period = 100_000;
         cpu.put("period", period);
@@ -269,7 +274,7 @@ final class OciConfig {
         // sandbox here), not the sandbox's processes: on the limit alone runsc could not even start.
         ObjectNode pids = (ObjectNode) linux.path("resources").path("pids");
         if (pids.has("limit")) {
-            long limit = pids.get("limit").asLong();
+            long limit = pids.get("limit").asLong() - SPARE_PIDS;   // no spare supervisor under gVisor
             pids.put("limit", limit + GVISOR_HOST_THREADS);
             // What does count the sandbox's processes is the Sentry's RLIMIT_NPROC: all of them are the
             // sandbox user's, and the hard limit cannot be raised from inside (no CAP_SYS_RESOURCE).

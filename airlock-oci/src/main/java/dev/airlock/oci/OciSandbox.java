@@ -35,7 +35,13 @@ final class OciSandbox implements DriverSandbox {
     /** Takes the agent's new connection, after a checkpoint made it let go of the old one. */
     void reconnected(AgentClient client) {
         this.agentClient = client;
-        this.agent = execCgroups == null ? client : new CgroupedAgent(client, execCgroups);
+        if (execCgroups == null) {
+            this.agent = client;
+        } else {
+            CgroupedAgent cgrouped = new CgroupedAgent(client, execCgroups);
+            cgrouped.prepareFirstSpare();
+            this.agent = cgrouped;
+        }
     }
 
     /** The stored image it holds, or null (the system image). */

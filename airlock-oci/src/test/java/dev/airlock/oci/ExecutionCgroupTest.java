@@ -30,8 +30,12 @@ import static org.assertj.core.api.Assumptions.assumeThat;
  * Every execution of a long-lived sandbox runs in its own cgroup, so a timeout or a kill ends
  * everything it started, including what left its process group and session (setsid, a double
  * fork): nothing keeps running in the sandbox afterwards, seen from the host and from inside.
+ * Beside the agent, a spare supervisor always waits in its own execution cgroup (CgroupedAgent).
  */
 class ExecutionCgroupTest extends SandboxTestBase {
+
+    /** What is left in a sandbox when nothing runs: the agent and its spare supervisor. */
+    private static final int IDLE = 2;
 
     /**
      * Starts, and then outlives, three escapes from the execution's process group: a setsid'd
@@ -63,7 +67,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
             sb.writeFile("/tmp/escape.py", ESCAPES.getBytes(StandardCharsets.UTF_8));
             Execution execution = sb.start(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofSeconds(3)), OutputListener.NONE);
             // The test could fail: before the timeout, the escapes are running (agent, supervisor, python, 3 sleeps at least).
-            awaitProcessCount(sb, n -> n >= 6, "the execution's escapes started");
+            awaitProcessCount(sb, n -> n >= IDLE + 5, "the execution's escapes started");
 
             ExecResult r = execution.await();
 
@@ -78,7 +82,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
         try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
             sb.writeFile("/tmp/escape.py", ESCAPES.getBytes(StandardCharsets.UTF_8));
             Execution execution = sb.start(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofMinutes(5)), OutputListener.NONE);
-            awaitProcessCount(sb, n -> n >= 6, "the execution's escapes started");
+            awaitProcessCount(sb, n -> n >= IDLE + 5, "the execution's escapes started");
 
             execution.signal(9);
             ExecResult r = execution.await();
@@ -98,7 +102,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
             ExecResult r = sb.exec(ExecRequest.of("python3", "/tmp/escape.py").withTimeout(Duration.ofSeconds(2)));
             assertThat(r.endReason()).isEqualTo(EndReason.TIMED_OUT);
 
-            awaitProcessCount(sb, n -> n == 5, "the agent, the daemon of the first execution and the running sleep, each of these under its execution's supervisor");
+            awaitProcessCount(sb, n -> n == IDLE + 4, "the agent, its spare, the daemon of the first execution and the running sleep, each of these under its execution's supervisor");
             assertThat(ok(exec(sb, "ps", "-e", "-o", "args=")).stdoutText())
                     .contains("sleep 2000", "sleep 3000").doesNotContain("sleep 1000", "sleep 1001");
             other.signal(9);
@@ -138,11 +142,11 @@ class ExecutionCgroupTest extends SandboxTestBase {
     void cgroupsOfEndedExecutionsAreRemovedOnceEmpty() throws IOException {
         try (Sandbox sb = engine.create(SandboxSpec.defaults())) {
             ok(exec(sb, "sh", "-c", "setsid sleep 2000 </dev/null >/dev/null 2>&1 &"));
-            assertThat(execCgroups(sb)).as("the daemon's execution cgroup").hasSize(1);
+            awaitExecCgroups(sb, 2, "the daemon's execution cgroup and the spare's");
             ok(exec(sb, "pkill", "-f", "sleep 2000"));
-            awaitProcessCount(sb, n -> n == 1, "the daemon is gone");
+            awaitProcessCount(sb, n -> n == IDLE, "the daemon is gone");
             ok(exec(sb, "true"));
-            assertThat(execCgroups(sb)).as("execution cgroups after every execution ended").isEmpty();
+            awaitExecCgroups(sb, 1, "after every execution ended, the spare's alone");
         }
     }
 
@@ -169,7 +173,7 @@ class ExecutionCgroupTest extends SandboxTestBase {
             for (Execution e : running) {
                 assertThat(e.await().endReason()).isIn(EndReason.EXITED, EndReason.SIGNALED);
             }
-            awaitProcessCount(sb, n -> n == 1, "every execution is gone");
+            awaitProcessCount(sb, n -> n == IDLE, "every execution is gone");
             assertOnlyTheAgentIsLeft(sb);
         }
     }
@@ -199,7 +203,8 @@ class ExecutionCgroupTest extends SandboxTestBase {
             assertThat(Files.readString(cgroup[0].resolve("freezer.state")).trim()).as("thawed again").isEqualTo("THAWED");
             Path sandboxFreezer = cgroup[0].getParent();
             assertThat(commands(Files.readAllLines(sandboxFreezer.resolve("cgroup.procs")).stream().map(Long::parseLong).toList()))
-                    .as("the sandbox's freezer cgroup").containsExactly("airlock-agent");
+                    .as("the sandbox's freezer cgroup: the agent and its spare (placed in its v2 execution cgroup only)")
+                    .containsExactly("airlock-agent", "airlock-agent");
             freezer.release(cgroup[0]);
             freezer.sweep();
             assertThat(freezer.lingering()).isZero();
@@ -262,14 +267,29 @@ class ExecutionCgroupTest extends SandboxTestBase {
     }
 
     /**
-     * From the host and from inside: the agent alone is left in the sandbox, and it still serves
-     * (inside, ps sees itself and its own execution's supervisor, a fork of the agent, too).
+     * From the host and from inside: the agent and its spare alone are left in the sandbox, and it
+     * still serves (inside, ps sees itself and its own execution's supervisor, a fork of the agent,
+     * too).
      */
     private static void assertOnlyTheAgentIsLeft(Sandbox sb) {
-        awaitProcessCount(sb, n -> n == 1, "only the agent is left");
-        assertThat(commands(processesOf(sb))).containsExactly("airlock-agent");
+        awaitProcessCount(sb, n -> n == IDLE, "only the agent and its spare are left");
+        assertThat(commands(processesOf(sb))).containsExactly("airlock-agent", "airlock-agent");
         assertThat(ok(exec(sb, "ps", "-e", "-o", "comm=")).stdoutText().lines().map(String::strip).toList())
-                .as("processes seen from inside").containsExactly("airlock-agent", "airlock-agent", "ps");
+                .as("processes seen from inside").containsExactly("airlock-agent", "airlock-agent", "airlock-agent", "ps");
+    }
+
+    /** Waits for the sandbox to have {@code count} execution cgroups (a spare is placed in the background). */
+    private static void awaitExecCgroups(Sandbox sb, int count, String what) throws IOException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (execCgroups(sb).size() != count && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+        assertThat(execCgroups(sb)).as(what).hasSize(count);
     }
 
     private static List<String> commands(List<Long> pids) {

@@ -43,6 +43,12 @@ abstract class OciDriverContract extends DriverContract {
         return OciRuntime.find(config.runtime()).isGvisor() ? SandboxKernel.GVISOR : SandboxKernel.HOST;
     }
 
+    /** One spare execution supervisor where executions get cgroups of their own (CgroupedAgent): runc and crun, not runsc. */
+    @Override
+    protected int spareSupervisors() {
+        return OciRuntime.find(config.runtime()).supportsExecCgroups() ? 1 : 0;
+    }
+
     @Override
     protected Path hostStateDirectory() {
         return config.stateRoot();

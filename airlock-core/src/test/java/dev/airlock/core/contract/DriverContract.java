@@ -64,6 +64,15 @@ public abstract class DriverContract {
     protected abstract String agentCommandLine(Limits limits);
 
     /**
+     * Processes beside the agent that wait in every sandbox of this driver while its code runs:
+     * the container tier keeps one spare execution supervisor (a fork of the agent, placed ahead in
+     * the next execution's cgroup); 0 by default.
+     */
+    protected int spareSupervisors() {
+        return 0;
+    }
+
+    /**
      * The kernel that serves the sandboxes' system calls: the host's (the default) or gVisor's
      * Sentry. The few cases whose outcome depends on it assert each kernel's own, saying why.
      */
