@@ -4,6 +4,7 @@ import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.PortConnection;
 import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.Trace;
 
 import java.io.ByteArrayInputStream;
 import java.io.EOFException;
@@ -154,7 +155,7 @@ public final class AgentClient implements SandboxAgent {
         ByteBuffer frame = builder.build();
         RemoteProcess process = new RemoteProcess(this, id, listener, placement, spare, nextSpare, request.tty() != null);
         register(id, process);
-        dev.airlock.core.Trace.mark("send exec");
+        Trace.mark("exec: sent");
         send(frame);
         // Once EXEC is sent the process may exist: the caller must get its handle to kill it, so an
         // interrupt waits for the (quick) answers and is passed on afterwards.

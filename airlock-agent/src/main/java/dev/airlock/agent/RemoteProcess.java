@@ -4,6 +4,7 @@ import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent.AgentProcess;
 import dev.airlock.core.SandboxAgent.ProcessExit;
 import dev.airlock.core.TerminalSize;
+import dev.airlock.core.Trace;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -75,10 +76,10 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
             return false;
         }
         boolean go = true;
-        dev.airlock.core.Trace.mark("forked");
+        Trace.mark("exec: supervisor forked");
         try {
             placement.place(pid);
-            dev.airlock.core.Trace.mark("placed");
+            Trace.mark("exec: placed");
         } catch (RuntimeException refused) {
             placementFailure = refused;
             go = false;
@@ -106,7 +107,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     }
 
     boolean onStarted(int pid) {
-        dev.airlock.core.Trace.mark("started");
+        Trace.mark("exec: started");
         // A held execution's STARTED comes after its FORKED, which named the supervisor: this is the
         // command, the supervisor's child, never the supervisor itself. A spare needs no FORKED,
         // unless it was gone and the agent held a new supervisor instead.
@@ -134,7 +135,7 @@ final class RemoteProcess implements AgentProcess, PendingRequest {
     }
 
     boolean onExit(int exitCode, int signal) {
-        dev.airlock.core.Trace.mark("exit");
+        Trace.mark("exec: exited");
         return isRunning() && exit.complete(new ProcessExit(exitCode, signal, null));
     }
 

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
@@ -27,6 +28,12 @@ public final class Engine implements AutoCloseable {
      * over to end: the refill (a container start) does not compete with that run for the CPU.
      */
     public static final java.time.Duration POOL_REFILL_WAITS_AT_MOST = WarmPool.SERVE_WINDOW;
+    /**
+     * Most sandboxes torn down in the background at once ({@link Sandbox#closeInBackground}); past
+     * that, a close waits for its own teardown, so a client that creates and deletes faster than
+     * sandboxes can be torn down is slowed to that pace, and the backlog stays bounded.
+     */
+    public static final int MAX_BACKGROUND_DESTROYS = 64;
 
     private final IsolationDriver driver;
     private final SandboxBroker broker;
@@ -34,6 +41,7 @@ public final class Engine implements AutoCloseable {
     private final Set<Sandbox> live = ConcurrentHashMap.newKeySet();
     private final Map<SandboxId, Future<?>> destroying = new ConcurrentHashMap<>();
     private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
+    private final java.util.concurrent.Semaphore backgroundSlots = new java.util.concurrent.Semaphore(MAX_BACKGROUND_DESTROYS);
     private final List<String> reaped;
     private volatile boolean closed;
 
@@ -160,12 +168,14 @@ public final class Engine implements AutoCloseable {
         return false;
     }
 
-    void destroy(Sandbox sandbox, AttachedSandbox ds, boolean wait) {
+    /** Destroys now ({@code wait}, or too many in the background), else in the background; the future completes once it is gone. */
+    CompletableFuture<Void> destroy(Sandbox sandbox, AttachedSandbox ds, boolean wait) {
         live.remove(sandbox);
-        if (wait) {
+        if (wait || !backgroundSlots.tryAcquire()) {
             ds.destroy();
-            return;
+            return CompletableFuture.completedFuture(null);
         }
+        CompletableFuture<Void> gone = new CompletableFuture<>();
         destroying.put(ds.id(), background.submit(() -> {
             try {
                 ds.destroy();
@@ -173,8 +183,11 @@ public final class Engine implements AutoCloseable {
                 LOG.warn("could not destroy sandbox {}: {}", ds.id(), e.getMessage());
             } finally {
                 destroying.remove(ds.id());
+                backgroundSlots.release();
+                gone.complete(null);
             }
         }));
+        return gone;
     }
 
     private void ensureOpen() {

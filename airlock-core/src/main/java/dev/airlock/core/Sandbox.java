@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -156,9 +157,9 @@ public final class Sandbox implements AutoCloseable {
      * the calling thread cancels the execution: it is killed with everything it started.
      */
     public ExecResult exec(ExecRequest request, OutputListener listener) {
-        Trace.mark("exec begin");
+        Trace.mark("exec: asked");
         ExecResult r = start(request, listener).await();
-        Trace.mark("exec end");
+        Trace.mark("exec: answered");
         return r;
     }
 
@@ -373,12 +374,19 @@ public final class Sandbox implements AutoCloseable {
         }
     }
 
-    /** Destroys the sandbox in the background; {@link Engine#close()} still waits for it. */
-    void closeInBackground() {
+    /**
+     * Destroys the sandbox in the background (at most {@link Engine#MAX_BACKGROUND_DESTROYS} at
+     * once, else now); {@link Engine#close()} still waits for it. Stop its processes first where
+     * nothing of it may run once this returns.
+     *
+     * @return completes once the sandbox is gone (at once if it was closed already)
+     */
+    public CompletableFuture<Void> closeInBackground() {
         served();
         if (closed.compareAndSet(false, true)) {
             thawForTeardown();
-            engine.destroy(this, attached, false);
+            return engine.destroy(this, attached, false);
         }
+        return CompletableFuture.completedFuture(null);
     }
 }

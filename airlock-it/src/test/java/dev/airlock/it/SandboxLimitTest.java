@@ -59,7 +59,7 @@ class SandboxLimitTest {
         List<String> created = answers.stream().filter(r -> r.statusCode() == 201)
                 .map(r -> JSON.readTree(r.body()).path("id").asString()).toList();
         try {
-            assertThat(created).as("sandboxes created").hasSize(LIMIT);
+            assertThat(created).as("sandboxes created: %s", answers.stream().map(r -> r.statusCode() + " " + r.body()).toList()).hasSize(LIMIT);
             List<HttpResponse<String>> refused = answers.stream().filter(r -> r.statusCode() != 201).toList();
             assertThat(refused).hasSize(CONCURRENT - LIMIT).allSatisfy(r -> {
                 assertThat(r.statusCode()).as(r.body()).isEqualTo(429);

@@ -5,6 +5,7 @@ import dev.airlock.agent.ExecPlacement;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent;
+import dev.airlock.core.Trace;
 import dev.airlock.core.SandboxAgent.FileOperationException;
 
 import java.io.IOException;
@@ -118,6 +119,7 @@ final class CgroupedAgent implements SandboxAgent {
         try {
             int pid = source.pid();
             made = new Spare(pid, cgroups.place(pid));
+            Trace.mark("spare supervisor placed");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (FileOperationException e) {

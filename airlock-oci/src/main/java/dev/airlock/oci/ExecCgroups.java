@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -45,6 +46,9 @@ final class ExecCgroups {
     private final AtomicLong next = new AtomicLong(1);
     /** Cgroups of ended executions whose processes (daemons it left) still live; removed once empty. */
     private final Set<Path> lingering = ConcurrentHashMap.newKeySet();
+    /** Whether a sweep started by {@link #release} is running. */
+    private final AtomicBoolean sweeping = new AtomicBoolean();
+    private final AtomicLong releases = new AtomicLong();
 
     private ExecCgroups(Killer killer, Path sandboxCgroup, long agentHostPid) {
         this.killer = killer;
@@ -164,11 +168,31 @@ final class ExecCgroups {
         return true;
     }
 
-    /** The execution has ended: removes its cgroup, or keeps it for a later sweep while processes it left still run. */
+    /**
+     * The execution has ended: its cgroup is removed on a thread of its own, or kept for a later
+     * sweep while processes it left still run. Not here: a removal waits for the kernel's cgroup
+     * lock, which a move into a cgroup (a spare being placed) holds for an RCU grace period, and
+     * the execution's answer must not wait for that.
+     */
     void release(Path cgroup) {
-        if (!remove(cgroup)) {
-            lingering.add(cgroup);
+        lingering.add(cgroup);
+        releases.incrementAndGet();
+        if (sweeping.compareAndSet(false, true)) {
+            Thread.ofVirtual().name("airlock-exec-cgroup-sweep").start(this::sweepReleased);
         }
+    }
+
+    /** Sweeps until no release came in while it swept (one that came then found this sweep running, and left it to it). */
+    private void sweepReleased() {
+        long seen;
+        do {
+            seen = releases.get();
+            try {
+                sweep();
+            } finally {
+                sweeping.set(false);
+            }
+        } while (releases.get() != seen && sweeping.compareAndSet(false, true));
     }
 
     /** Cgroups of ended executions that still hold processes. */

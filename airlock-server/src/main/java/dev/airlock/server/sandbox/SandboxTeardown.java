@@ -61,8 +61,10 @@ final class SandboxTeardown {
     }
 
     /**
-     * Destroys {@code s} on the calling thread and returns once it is gone; false (and nothing
-     * done) when another destroy of it is already in flight.
+     * Destroys {@code s} on the calling thread and returns once nothing of it runs and its outputs
+     * are collected; the rest of its teardown (the runtime's delete, its mounts and directories)
+     * ends in the background, and its slot is held until then. False (and nothing done) when another
+     * destroy of it is already in flight.
      */
     boolean destroy(ManagedSandbox s, String event, String why) {
         if (!s.beginDestroy()) {
@@ -118,14 +120,32 @@ final class SandboxTeardown {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("event", event);
         d.put("reason", why);
+        boolean stopped = false;
         try {
-            d.put("outputs", stopAndCollect(s));
+            boolean open = s.sandbox().isOpen();
+            if (!open) {
+                LOG.warn("outputs of sandbox {} not collected: its agent's channel is closed (the agent ended)", s.id());
+            }
+            stopped = open && stop(s);
+            d.put("outputs", stopped ? collect(s) : open ? Map.of("error", "processes could not be stopped") : null);
         } finally {
+            CompletableFuture<Void> gone = null;
             try {
-                s.sandbox().close();
+                // Stopped, nothing of it runs any more: the rest (the runtime's delete, its mounts and
+                // directories) need not hold the answer up. Else the close itself ends what runs.
+                if (stopped) {
+                    gone = s.sandbox().closeInBackground();
+                } else {
+                    s.sandbox().close();
+                }
             } finally {
+                // a sandbox still being torn down keeps its slot (SandboxSlots)
+                if (gone == null) {
+                    s.releaseSlot();
+                } else {
+                    gone.whenComplete((ignored, failure) -> s.releaseSlot());
+                }
                 sandboxes.remove(s.id(), s);
-                s.releaseSlot();
                 audit.record(AuditRecord.LIFECYCLE, s.id(), d);
                 store.delete(s.id());
                 egressLog.forget(s.id());
@@ -137,21 +157,21 @@ final class SandboxTeardown {
     }
 
     /**
-     * Kills every process of the sandbox but its agent, then collects its outputs; a summary for
-     * the audit record, or null. A sandbox whose processes could not be stopped is not collected
-     * from: its tree could still change under the walk.
+     * Kills every process of the sandbox but its agent; false if they could not be stopped (then
+     * its outputs are not collected: its tree could still change under the walk).
      */
-    private Map<String, Object> stopAndCollect(ManagedSandbox s) {
-        if (!s.sandbox().isOpen()) {
-            LOG.warn("outputs of sandbox {} not collected: its agent's channel is closed (the agent ended)", s.id());
-            return null;
-        }
+    private boolean stop(ManagedSandbox s) {
         try {
             s.sandbox().stopProcesses();
+            return true;
         } catch (IOException | RuntimeException e) {
             LOG.warn("outputs of sandbox {} not collected: its processes could not be stopped: {}", s.id(), e.getMessage());
-            return Map.of("error", "processes could not be stopped");
+            return false;
         }
+    }
+
+    /** Collects the outputs of a stopped sandbox; a summary for the audit record, or null. */
+    private Map<String, Object> collect(ManagedSandbox s) {
         if (s.profile().outputBytes() <= 0) {
             return null;
         }
