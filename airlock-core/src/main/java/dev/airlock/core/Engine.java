@@ -148,6 +148,11 @@ public final class Engine implements AutoCloseable {
         return pool.readyCount();
     }
 
+    /** How many sandboxes are being torn down in the background ({@link Sandbox#closeInBackground}). */
+    public int tearingDownCount() {
+        return destroying.size();
+    }
+
     /** How many sandboxes are handed out and not yet destroyed. */
     public int liveCount() {
         return live.size();

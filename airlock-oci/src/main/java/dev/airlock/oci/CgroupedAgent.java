@@ -14,6 +14,7 @@ import java.io.OutputStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -28,15 +29,20 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Moving a process into a cgroup waits for an RCU grace period (milliseconds, most of an exec's
  * cost on a quiet host), so it is done ahead: a spare supervisor, forked by the agent and placed in
  * the next execution's cgroup before anything waits for it, takes the next execution. The sandbox
- * gets its first spare when it is made ({@link #prepareFirstSpare}); an execution that takes a
- * spare has the agent fork the next one, which is placed in the background. An execution that finds
- * no spare ready (one started while the last spare is being placed) is held and placed as before.
+ * asks for its first spare when it is made ({@link #prepareFirstSpare}); an execution that takes a
+ * spare has the agent fork the next one first, which is placed in the background. An execution that
+ * comes while a spare is being placed waits for it (its move is under way; a move of its own would
+ * wait for that one's), at most {@link #SPARE_WAIT}, then is held and placed as before. So a spare
+ * waits in the sandbox whenever its code runs: what the code sees (its processes, what is left of
+ * its pids limit) is the same every time.
  */
 final class CgroupedAgent implements SandboxAgent {
 
     private static final int SIGKILL = 9;
     /** How long close waits for a spare being placed (a mkdir and a write to cgroup.procs). */
     private static final Duration SPARE_JOIN = Duration.ofSeconds(5);
+    /** How long a start waits for a spare being placed before it is held and placed itself. */
+    private static final Duration SPARE_WAIT = Duration.ofSeconds(1);
 
     private final AgentClient agent;
     private final ExecCgroups cgroups;
@@ -86,13 +92,9 @@ final class CgroupedAgent implements SandboxAgent {
         int pid() throws IOException, InterruptedException;
     }
 
-    /**
-     * Has the agent fork the sandbox's first spare supervisor and places it, before the sandbox is
-     * handed out: from then on a spare waits in the sandbox whenever its code runs, so what the code
-     * sees (its processes, what is left of its pids limit) is the same every time.
-     */
+    /** Has the agent fork the sandbox's first spare supervisor, and places it, in the background. */
     void prepareFirstSpare() {
-        makeSpare(agent::spare);
+        prepare(agent::spare);
     }
 
     /** Places the spare that {@code source} names, on a thread of its own, unless one is ready or on its way already. */
@@ -105,8 +107,25 @@ final class CgroupedAgent implements SandboxAgent {
         }
     }
 
+    /**
+     * The ready spare, waiting for one being placed (its move is under way: waiting for it costs
+     * less than a held start, whose move would wait for that one's first), at most {@link #SPARE_WAIT}.
+     */
     private Spare takeSpare() {
         synchronized (spareLock) {
+            long deadline = System.nanoTime() + SPARE_WAIT.toNanos();
+            while (ready == null && preparing != null && !noSpares) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(spareLock, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
             Spare spare = ready;
             ready = null;
             return spare;
@@ -131,6 +150,7 @@ final class CgroupedAgent implements SandboxAgent {
         synchronized (spareLock) {
             preparing = null;
             noSpares |= broken;
+            spareLock.notifyAll();
             if (made != null && !noSpares) {
                 ready = made;
             } else if (made != null) {

@@ -234,21 +234,28 @@ class ExecutionCgroupTest extends SandboxTestBase {
         }
     }
 
-    /** Host pids of every process in the sandbox's cgroup and the cgroups below it. */
+    /**
+     * Host pids of every process in the sandbox's cgroup and the cgroups below it (which a sweeper
+     * may remove meanwhile: the tree is walked again then).
+     */
     private static List<Long> processesOf(Sandbox sb) {
-        List<Long> pids = new ArrayList<>();
-        try (Stream<Path> tree = Files.walk(sandboxCgroup(sb))) {
-            for (Path procs : tree.filter(p -> p.getFileName().toString().equals("cgroup.procs")).toList()) {
-                try {
-                    Files.readAllLines(procs).stream().filter(l -> !l.isBlank()).map(Long::parseLong).forEach(pids::add);
-                } catch (IOException removed) {
-                    // an execution's cgroup removed while we walked
+        for (int attempt = 1; ; attempt++) {
+            List<Long> pids = new ArrayList<>();
+            try (Stream<Path> tree = Files.walk(sandboxCgroup(sb))) {
+                for (Path procs : tree.filter(p -> p.getFileName().toString().equals("cgroup.procs")).toList()) {
+                    try {
+                        Files.readAllLines(procs).stream().filter(l -> !l.isBlank()).map(Long::parseLong).forEach(pids::add);
+                    } catch (IOException removed) {
+                        // an execution's cgroup removed while we walked
+                    }
+                }
+                return pids;
+            } catch (IOException | java.io.UncheckedIOException e) {
+                if (attempt == 10) {
+                    throw new IllegalStateException(e);
                 }
             }
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
         }
-        return pids;
     }
 
     private static void awaitProcessCount(Sandbox sb, Predicate<Integer> condition, String what) {

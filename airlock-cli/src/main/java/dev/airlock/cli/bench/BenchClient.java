@@ -102,17 +102,26 @@ final class BenchClient {
         awaitPoolReady(1);
     }
 
-    /** Waits until the server's warm pool holds at least {@code ready} sandboxes (its metric). */
+    /**
+     * Waits until the server's warm pool holds at least {@code ready} sandboxes and no teardown runs
+     * on in the background (its metrics): the next request finds a quiet host.
+     */
     void awaitPoolReady(int ready) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30 + ready).toNanos();
         while (System.nanoTime() < deadline) {
             HttpResponse<String> r = http.send(request("GET", "/metrics", null), HttpResponse.BodyHandlers.ofString());
-            if (r.body().lines().filter(l -> l.startsWith("airlock_pool_ready ")).anyMatch(l -> Double.parseDouble(l.substring(19)) >= ready)) {
+            if (metric(r.body(), "airlock_pool_ready") >= ready && metric(r.body(), "airlock_sandboxes_tearing_down") == 0) {
                 return;
             }
             Thread.sleep(10);
         }
         throw new IllegalStateException("the server's warm pool did not refill to " + ready + " within " + (30 + ready) + "s");
+    }
+
+    /** The value of the untagged metric {@code name} in a Prometheus text answer, or -1 when it has none. */
+    private static double metric(String text, String name) {
+        return text.lines().filter(l -> l.startsWith(name + " ")).mapToDouble(l -> Double.parseDouble(l.substring(name.length() + 1)))
+                .findFirst().orElse(-1);
     }
 
     /** A REST one-shot ({@code POST /v1/run}), which must exit 0. */

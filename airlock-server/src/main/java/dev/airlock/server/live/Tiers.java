@@ -119,6 +119,11 @@ public final class Tiers implements AutoCloseable {
         return all().stream().mapToInt(Engine::warmPoolReady).sum();
     }
 
+    /** Sandboxes every engine is tearing down in the background. */
+    public int tearingDown() {
+        return all().stream().mapToInt(Engine::tearingDownCount).sum();
+    }
+
     /** What the engines reaped when they started, one line each. */
     public List<String> reapedAtStart() {
         return all().stream().flatMap(e -> e.reapedAtStart().stream()).toList();

@@ -33,6 +33,8 @@ public final class ServerMetrics {
                 .description("Sandboxes held by the server").register(registry);
         Gauge.builder("airlock.pool.ready", service, s -> s.tiers().warmPoolReady())
                 .description("Warm-pool sandboxes ready to hand out").register(registry);
+        Gauge.builder("airlock.sandboxes.tearing.down", service, s -> s.tiers().tearingDown())
+                .description("Destroyed sandboxes whose teardown (the runtime's delete, mounts, directories) runs on").register(registry);
     }
 
     void sandboxCreated() {
