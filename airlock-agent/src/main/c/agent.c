@@ -831,6 +831,24 @@ static int open_tty(int in[2], int out[2], int *slave, uint32_t rows, uint32_t c
 }
 
 /*
+ * Whether `pid` is stopped (SIGSTOP from the code, which runs as our user): a stopped spare would
+ * never fork its command, and await_exec would wait for it. Checked before each hand-off; one
+ * stopped in the instant after is the same race as a held supervisor stopped before RELEASE.
+ */
+static int is_stopped(pid_t pid) {
+    char path[32], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;              /* gone: as unusable as stopped */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = '\0';
+    char *paren = strrchr(buf, ')');
+    return paren == NULL || paren[1] == '\0' || paren[2] == 'T' || paren[2] == 't';
+}
+
+/*
  * Hands an execution to the spare supervisor: its five descriptors (stdin's read end, stdout's and
  * stderr's write ends (on a terminal, the slave three times), the report and status pipes' write
  * ends) and its EXEC payload `spec` (validated already). Never blocks: the spare is waiting and
@@ -886,6 +904,9 @@ static void start_exec(uint32_t id, const char *cwd, int held, uint32_t rows, ui
     if (supervisor_count == MAX_SUPERVISORS) {
         send_failed(id, "too many executions still have background processes running (the limit is 32768)");
         return;
+    }
+    if (wanted > 0 && wanted == spare.pid && is_stopped(spare.pid)) {
+        forget_spare(&spare, 1);       /* stopped by the code: killed, and the execution is held instead */
     }
     int use_spare = wanted > 0 && wanted == spare.pid && spare.sock >= 0;
     held = held || (wanted > 0 && !use_spare);

@@ -452,6 +452,24 @@ class AgentClientTest {
         assertThat(next).isEmpty();
     }
 
+    /**
+     * A spare stopped by the sandbox's code (SIGSTOP; it runs as the agent's user) would never fork
+     * its command, and the agent would wait for it: it is killed, and the execution is held instead.
+     */
+    @Test
+    void stoppedSpareIsKilledAndTheExecutionHeldInstead() throws Exception {
+        int spare = agent.client.spare();
+        new ProcessBuilder("kill", "-STOP", Integer.toString(spare)).start().waitFor();
+        List<Integer> placed = new ArrayList<>();
+        Output output = new Output();
+        AgentProcess process = agent.client.startInSpare(command("sh", "-c", "echo ran"), output, placed::add, spare, pid -> { });
+
+        assertThat(process.await(AWAIT)).isEqualTo(new ProcessExit(0, 0, null));
+        assertThat(output.stdout()).isEqualTo("ran\n");
+        assertThat(placed).hasSize(1).doesNotContain(spare);
+        awaitGone(spare);
+    }
+
     /** EXEC_SPARE naming a process that is not the spare (the host's mistake) never hands it anything: the execution is held. */
     @Test
     void executionNamingAnotherProcessAsItsSpareIsHeld() throws Exception {

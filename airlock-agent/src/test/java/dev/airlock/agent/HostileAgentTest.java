@@ -129,6 +129,24 @@ class HostileAgentTest {
     }
 
     /**
+     * A NEXT_SPARE for an execution that was not started in a spare would have the host place a
+     * process the agent names at will: refused.
+     */
+    @Test
+    void nextSpareForAnExecutionNotStartedInASpareClosesTheConnection() throws Exception {
+        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
+        AgentClient client = client();
+        AgentProcess process = startedProcess(client);
+
+        send(Frame.NEXT_SPARE, ints(1, 4242));
+
+        assertThatThrownBy(() -> process.await(Duration.ofSeconds(10)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("agent protocol violation: frame type 37 does not fit the state of request 1");
+        assertThat(client.isOpen()).isFalse();
+    }
+
+    /**
      * A held execution's STARTED names the command, the child of the supervisor FORKED named and the
      * host placed: one naming the supervisor itself is a lie about what runs where. The connection is
      * given up, the start fails.
