@@ -1881,18 +1881,18 @@ static void handle_frame(int type, const unsigned char *payload, size_t len) {
     case T_EXEC_HELD:
     case T_EXEC_SPARE: {
         expect_new_id(id);
-        pid_t spare = 0;
+        pid_t wanted = 0;              /* EXEC_SPARE: the spare the host placed */
         if (type == T_EXEC_SPARE) {
             uint32_t v = read_u32(&r);
             if (v == 0 || v > INT32_MAX) die("malformed frame from host: EXEC_SPARE of pid %u", v);
-            spare = (pid_t) v;
+            wanted = (pid_t) v;
         }
         const unsigned char *spec = r.p;
         size_t spec_len = r.left;
         char *cwd;
         uint32_t rows, cols;
         parse_exec(&r, &cwd, &rows, &cols);
-        start_exec(id, cwd, type == T_EXEC_HELD, rows, cols, spare, spec, spec_len);
+        start_exec(id, cwd, type == T_EXEC_HELD, rows, cols, wanted, spec, spec_len);
         break;
     }
     case T_SPARE:

@@ -5,8 +5,8 @@ import dev.airlock.agent.ExecPlacement;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.OutputListener;
 import dev.airlock.core.SandboxAgent;
-import dev.airlock.core.Trace;
 import dev.airlock.core.SandboxAgent.FileOperationException;
+import dev.airlock.core.Trace;
 
 import java.io.IOException;
 import java.io.InputStream;
