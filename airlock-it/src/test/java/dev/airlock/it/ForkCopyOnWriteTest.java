@@ -14,11 +14,13 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * On the container tier (runc) the forks of a file snapshot share its /workspace copy-on-write:
@@ -143,9 +145,12 @@ class ForkCopyOnWriteTest {
                 forks.forEach(RemoteSandbox::close);
             }
         }
-        try (Stream<Path> t = Files.list(trees())) {
-            assertThat(t.toList()).as("the tree goes with the last fork").isEmpty();
-        }
+        // the last fork's teardown ends in the background, after the delete's answer
+        await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+            try (Stream<Path> t = Files.list(trees())) {
+                assertThat(t.toList()).as("the tree goes with the last fork").isEmpty();
+            }
+        });
         live.client.deleteSnapshot(snap.id());
         assertThat(Files.readAllLines(Path.of("/proc/self/mountinfo"))).as("no overlay, lower or cap mount is left")
                 .noneMatch(l -> l.contains(live.sandboxPrefix) && l.contains("/workspace/"));

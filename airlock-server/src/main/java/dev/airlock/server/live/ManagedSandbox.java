@@ -234,6 +234,14 @@ public final class ManagedSandbox implements SandboxView {
         this.workspaceTree = release;
     }
 
+    /** It is destroyed, and its teardown runs on: a create at its limit may wait for its slot. */
+    public void slotTearingDown() {
+        SandboxSlots.Slot held = slot;
+        if (held != null) {
+            held.tearingDown();
+        }
+    }
+
     /** Lets go of what it held while it lived: its slot, and the snapshot tree its /workspace lay on. */
     public void releaseSlot() {
         SandboxSlots.Slot held = slot;

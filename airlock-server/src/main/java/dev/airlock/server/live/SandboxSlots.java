@@ -2,8 +2,10 @@ package dev.airlock.server.live;
 
 import dev.airlock.server.policy.Client;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The server's sandbox slots: one reservation mechanism for the server-wide limit
@@ -15,16 +17,28 @@ import java.util.Map;
  * <p>A create takes its client's slot first (before it may wait for an approval) and the server's
  * slot after the approval, so a create waiting for a person holds no server-wide slot.
  *
+ * <p>A destroyed sandbox answers before its runtime's teardown ends, and keeps its slot until then
+ * ({@link Slot#tearingDown}). A create that finds its limit held only by such sandboxes waits for
+ * one to be gone, at most {@link #TEARDOWN_WAIT}, instead of being refused: a client that deletes
+ * and creates again at its limit gets its sandbox.
+ *
  * <p>On a node of a cluster, every create also takes a place in the cluster's database ({@link
  * SharedQuotas}), so a client's quota holds across all nodes, and no create is accepted while that
  * database does not answer; {@code --max-sandboxes} stays this node's own capacity.
  */
 public final class SandboxSlots {
 
+    /** The longest a create waits for a sandbox being torn down to give its slot back. */
+    public static final Duration TEARDOWN_WAIT = Duration.ofSeconds(10);
+
     private final int serverMax;
     private final SharedQuotas shared;
     private final Map<String, Integer> perClient = new HashMap<>();
+    /** Of those, the slots of sandboxes being torn down, per client. */
+    private final Map<String, Integer> tearingPerClient = new HashMap<>();
     private int server;
+    /** Of {@code server}, the slots of sandboxes being torn down. */
+    private int serverTearing;
 
     public SandboxSlots(int serverMax) {
         this(serverMax, null);
@@ -51,23 +65,53 @@ public final class SandboxSlots {
 
     /** Takes one of {@code client}'s slots (its quota, across the cluster on a node of one; unlimited when it has none). */
     public Outcome reserveForClient(Client client) {
-        String place = null;
-        if (shared != null) {
-            place = shared.reserve(client.name(), client.maxSandboxes());
-            if (place == null) {
-                return new ClientQuotaReached(client.maxSandboxes(), client.maxSandboxes());
+        long deadline = System.nanoTime() + TEARDOWN_WAIT.toNanos();
+        while (true) {
+            String place = null;
+            if (shared != null) {
+                place = shared.reserve(client.name(), client.maxSandboxes());
+                if (place == null) {
+                    // the cluster's count is full; one of this node's teardowns may be what fills it
+                    if (awaitTeardown(() -> tearingPerClient.getOrDefault(client.name(), 0) > 0, deadline)) {
+                        continue;
+                    }
+                    return new ClientQuotaReached(client.maxSandboxes(), client.maxSandboxes());
+                }
+            }
+            synchronized (this) {
+                int held;
+                while ((held = perClient.getOrDefault(client.name(), 0)) >= client.maxSandboxes() && client.maxSandboxes() > 0
+                        && awaitTeardown(() -> tearingPerClient.getOrDefault(client.name(), 0) > 0, deadline)) {
+                    // woken by a release: count again
+                }
+                if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
+                    if (place != null) {
+                        shared.release(place);
+                    }
+                    return new ClientQuotaReached(held, client.maxSandboxes());
+                }
+                perClient.put(client.name(), held + 1);
+                return new Reserved(new Slot(client.name(), place));
             }
         }
-        synchronized (this) {
-            int held = perClient.getOrDefault(client.name(), 0);
-            if (client.maxSandboxes() > 0 && held >= client.maxSandboxes()) {
-                if (place != null) {
-                    shared.release(place);
-                }
-                return new ClientQuotaReached(held, client.maxSandboxes());
-            }
-            perClient.put(client.name(), held + 1);
-            return new Reserved(new Slot(client.name(), place));
+    }
+
+    /**
+     * Waits (on this object's monitor) for a slot to be given back, while {@code tearing} says one
+     * of the slots in the way belongs to a sandbox being torn down and the deadline has not passed;
+     * false, at once, when there is nothing worth waiting for.
+     */
+    private synchronized boolean awaitTeardown(java.util.function.BooleanSupplier tearing, long deadline) {
+        long left = deadline - System.nanoTime();
+        if (!tearing.getAsBoolean() || left <= 0) {
+            return false;
+        }
+        try {
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 
@@ -82,6 +126,10 @@ public final class SandboxSlots {
         }
         if (slot.server) {
             return new Reserved(slot);
+        }
+        long deadline = System.nanoTime() + TEARDOWN_WAIT.toNanos();
+        while (server >= serverMax && awaitTeardown(() -> serverTearing > 0, deadline)) {
+            // woken by a release: count again
         }
         if (server >= serverMax) {
             return new ServerFull(server, serverMax);
@@ -101,6 +149,11 @@ public final class SandboxSlots {
                 server--;
             }
             perClient.computeIfPresent(slot.client, (k, n) -> n > 1 ? n - 1 : null);
+            if (slot.tearingDown) {
+                serverTearing -= slot.server ? 1 : 0;
+                tearingPerClient.computeIfPresent(slot.client, (k, n) -> n > 1 ? n - 1 : null);
+            }
+            notifyAll();
         }
         if (slot.place != null) {
             shared.release(slot.place);
@@ -117,6 +170,7 @@ public final class SandboxSlots {
         private final String place;
         private boolean server;   // guarded by SandboxSlots.this
         private boolean released; // guarded by SandboxSlots.this
+        private boolean tearingDown; // guarded by SandboxSlots.this
 
         private Slot(String client, String place) {
             this.client = client;
@@ -137,6 +191,18 @@ public final class SandboxSlots {
 
         public void release() {
             SandboxSlots.this.release(this);
+        }
+
+        /** Its sandbox is destroyed and being torn down: a create may wait for this slot ({@link #TEARDOWN_WAIT}). */
+        public void tearingDown() {
+            synchronized (SandboxSlots.this) {
+                if (released || tearingDown) {
+                    return;
+                }
+                tearingDown = true;
+                serverTearing += server ? 1 : 0;
+                tearingPerClient.merge(client, 1, Integer::sum);
+            }
         }
     }
 }

@@ -134,6 +134,7 @@ final class SandboxTeardown {
                 // Stopped, nothing of it runs any more: the rest (the runtime's delete, its mounts and
                 // directories) need not hold the answer up. Else the close itself ends what runs.
                 if (stopped) {
+                    s.slotTearingDown();
                     gone = s.sandbox().closeInBackground();
                 } else {
                     s.sandbox().close();

@@ -52,6 +52,34 @@ class SandboxSlotsTest {
         assertThat(slots.held()).isEqualTo(2);
     }
 
+    /**
+     * A create at the limit whose slots are held by a sandbox being torn down waits for its slot
+     * (a client that deletes and creates again gets its sandbox); held by live sandboxes only, it is
+     * refused at once, as before.
+     */
+    @Test
+    void aCreateAtTheLimitWaitsForASlotBeingTornDownAndOnlyForThat() throws Exception {
+        SandboxSlots slots = new SandboxSlots(1);
+        Client quota1 = client("q", 1);
+        SandboxSlots.Slot live = reserved(slots.reserveForClient(quota1));
+        assertThat(live.takeServerSlot()).isInstanceOf(SandboxSlots.Reserved.class);
+
+        assertThat(slots.reserveForClient(quota1)).isEqualTo(new SandboxSlots.ClientQuotaReached(1, 1));
+
+        live.tearingDown();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<SandboxSlots.Outcome> next = threads.submit(() -> {
+                SandboxSlots.Slot slot = reserved(slots.reserveForClient(quota1));
+                return slot.takeServerSlot();
+            });
+            Thread.sleep(200);
+            assertThat(next).as("waiting for the slot being torn down").isNotDone();
+            live.release();
+            assertThat(next.get(5, java.util.concurrent.TimeUnit.SECONDS)).isInstanceOf(SandboxSlots.Reserved.class);
+        }
+        assertThat(slots.held()).isEqualTo(1);
+    }
+
     @Test
     void aClientQuotaCountsSlotsUntilTheyAreReleasedOnceEach() {
         SandboxSlots slots = new SandboxSlots(10);
