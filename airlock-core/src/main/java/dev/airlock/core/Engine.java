@@ -6,11 +6,12 @@ import org.slf4j.LoggerFactory;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Future;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
 
 /**
  * Turns requests into sandboxes: creates them through the isolation driver (from the warm pool
@@ -41,7 +42,7 @@ public final class Engine implements AutoCloseable {
     private final Set<Sandbox> live = ConcurrentHashMap.newKeySet();
     private final Map<SandboxId, Future<?>> destroying = new ConcurrentHashMap<>();
     private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
-    private final java.util.concurrent.Semaphore backgroundSlots = new java.util.concurrent.Semaphore(MAX_BACKGROUND_DESTROYS);
+    private final Semaphore backgroundSlots = new Semaphore(MAX_BACKGROUND_DESTROYS);
     private final List<String> reaped;
     private volatile boolean closed;
 
