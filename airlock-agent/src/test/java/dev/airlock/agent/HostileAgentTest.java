@@ -116,16 +116,7 @@ class HostileAgentTest {
     /** A FORKED for an execution that was not held would let a lying agent skip the host's placement: refused. */
     @Test
     void forkedForAnExecutionThatWasNotHeldClosesTheConnection() throws Exception {
-        send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
-        AgentClient client = client();
-        AgentProcess process = startedProcess(client);
-
-        send(Frame.FORKED, ints(1, 4242));
-
-        assertThatThrownBy(() -> process.await(Duration.ofSeconds(10)))
-                .isInstanceOf(IOException.class)
-                .hasMessageContaining("agent protocol violation: frame type 19 does not fit the state of request 1");
-        assertThat(client.isOpen()).isFalse();
+        assertFrameForAPlainExecutionClosesTheConnection(Frame.FORKED);
     }
 
     /**
@@ -134,15 +125,20 @@ class HostileAgentTest {
      */
     @Test
     void nextSpareForAnExecutionNotStartedInASpareClosesTheConnection() throws Exception {
+        assertFrameForAPlainExecutionClosesTheConnection(Frame.NEXT_SPARE);
+    }
+
+    /** Frame {@code type} naming pid 4242 for execution 1, started with a plain EXEC, breaks the connection and the execution. */
+    private void assertFrameForAPlainExecutionClosesTheConnection(int type) throws Exception {
         send(Frame.HELLO, ints(AgentClient.PROTOCOL_VERSION));
         AgentClient client = client();
         AgentProcess process = startedProcess(client);
 
-        send(Frame.NEXT_SPARE, ints(1, 4242));
+        send(type, ints(1, 4242));
 
         assertThatThrownBy(() -> process.await(Duration.ofSeconds(10)))
                 .isInstanceOf(IOException.class)
-                .hasMessageContaining("agent protocol violation: frame type 37 does not fit the state of request 1");
+                .hasMessageContaining("agent protocol violation: frame type " + type + " does not fit the state of request 1");
         assertThat(client.isOpen()).isFalse();
     }
 

@@ -259,17 +259,12 @@ class ExecutionCgroupTest extends SandboxTestBase {
     }
 
     private static void awaitProcessCount(Sandbox sb, Predicate<Integer> condition, String what) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        List<Long> pids = processesOf(sb);
-        while (!condition.test(pids.size()) && System.nanoTime() < deadline) {
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            }
-            pids = processesOf(sb);
+        try {
+            awaitUntil(() -> condition.test(processesOf(sb).size()));
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
         }
+        List<Long> pids = processesOf(sb);
         assertThat(pids.size()).as("%s: processes in the sandbox's cgroup: %s", what, commands(pids)).matches(condition::test);
     }
 
@@ -287,16 +282,26 @@ class ExecutionCgroupTest extends SandboxTestBase {
 
     /** Waits for the sandbox to have {@code count} execution cgroups (a spare is placed in the background). */
     private static void awaitExecCgroups(Sandbox sb, int count, String what) throws IOException {
+        awaitUntil(() -> execCgroups(sb).size() == count);
+        assertThat(execCgroups(sb)).as(what).hasSize(count);
+    }
+
+    /** Polls {@code done} every 50 ms for at most 20 s; the caller asserts what it waited for. */
+    private static void awaitUntil(Check done) throws IOException {
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (execCgroups(sb).size() != count && System.nanoTime() < deadline) {
+        while (!done.holds() && System.nanoTime() < deadline) {
             try {
-                Thread.sleep(20);
+                Thread.sleep(50);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException(e);
             }
         }
-        assertThat(execCgroups(sb)).as(what).hasSize(count);
+    }
+
+    @FunctionalInterface
+    private interface Check {
+        boolean holds() throws IOException;
     }
 
     private static List<String> commands(List<Long> pids) {
