@@ -8,26 +8,41 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
-/** The agent executable, shipped as a class-path resource and placed into an image by its driver. */
+/**
+ * The static executables this module compiles, shipped as class-path resources: the agent, placed
+ * into an image by its driver, and Airlock's own container runtime (airlock-launch), placed on the
+ * host by the OCI driver when it is chosen.
+ */
 public final class AgentBinary {
 
     public static final String FILE_NAME = "airlock-agent";
+    public static final String LAUNCHER_FILE_NAME = "airlock-launch";
 
-    private static final String RESOURCE = "/dev/airlock/agent/airlock-agent";
-    private static volatile byte[] bytes;
+    private static final Map<String, byte[]> BYTES = new ConcurrentHashMap<>();
 
     private AgentBinary() {
     }
 
     /** Writes the agent to {@code dir/airlock-agent} with mode 0755 and returns that path. */
     public static Path installTo(Path dir) throws IOException {
-        Path target = dir.resolve(FILE_NAME);
+        return install(dir, FILE_NAME, "rwxr-xr-x", "src/main/c/agent.c");
+    }
+
+    /** Writes the launcher to {@code dir/airlock-launch} with mode 0700 (host root's alone) and returns that path. */
+    public static Path installLauncherTo(Path dir) throws IOException {
+        return install(dir, LAUNCHER_FILE_NAME, "rwx------", "src/main/c/launch.c");
+    }
+
+    private static Path install(Path dir, String name, String mode, String source) throws IOException {
+        Path target = dir.resolve(name);
         // Write aside and rename: the old file may be running (ETXTBSY) or read-only.
-        Path temporary = Files.createTempFile(dir, FILE_NAME, ".tmp");
+        Path temporary = Files.createTempFile(dir, name, ".tmp");
         try {
-            Files.write(temporary, bytes());
-            Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString("rwxr-xr-x"));
+            Files.write(temporary, bytes(name, source));
+            Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString(mode));
             Files.move(temporary, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } finally {
             Files.deleteIfExists(temporary);
@@ -35,17 +50,18 @@ public final class AgentBinary {
         return target;
     }
 
-    private static byte[] bytes() throws IOException {
-        byte[] cached = bytes;
+    private static byte[] bytes(String name, String source) throws IOException {
+        byte[] cached = BYTES.get(name);
         if (cached == null) {
-            try (InputStream in = AgentBinary.class.getResourceAsStream(RESOURCE)) {
+            String resource = "/dev/airlock/agent/" + name;
+            try (InputStream in = AgentBinary.class.getResourceAsStream(resource)) {
                 if (in == null) {
-                    throw AirlockException.internal("the agent executable " + RESOURCE + " is missing from the class path:"
-                            + " build airlock-agent with Maven, which compiles src/main/c/agent.c", null);
+                    throw AirlockException.internal("the executable " + resource + " is missing from the class path:"
+                            + " build airlock-agent with Maven, which compiles " + source, null);
                 }
                 cached = in.readAllBytes();
             }
-            bytes = cached;
+            BYTES.put(name, cached);
         }
         return cached;
     }

@@ -27,7 +27,7 @@ import java.util.zip.GZIPOutputStream;
 /**
  * The guest's initramfs, the image {@code system} as a microVM sees it: the guest init as
  * {@code /init}, the agent at {@code /.airlock/airlock-agent}, the kernel modules the init loads (their signatures cut off: {@link #withoutSignature}),
- * the seccomp filter it installs for the agent ({@link SeccompFilter}, {@code /.airlock/seccomp.bpf}),
+ * the seccomp filter it installs for the agent ({@link dev.airlock.agent.SeccompFilter}, {@code /.airlock/seccomp.bpf}),
  * the merged-/usr links, {@code /home/user} linked to {@code /workspace}, and an {@code /etc} like
  * the OCI driver's system image (a {@code sandbox} user, no host accounts, no resolver, plus the
  * host's harmless /etc files, copied). The host's
@@ -60,7 +60,7 @@ final class GuestImage {
                 cpio.file(".airlock/modules/" + module + ".ko", 0644,
                         withoutSignature(Files.readAllBytes(kernel.modules().resolve(module + ".ko"))));
             }
-            cpio.file(".airlock/seccomp.bpf", 0644, SeccompFilter.compile());
+            cpio.file(".airlock/seccomp.bpf", 0644, dev.airlock.agent.SeccompFilter.compile());
             cpio.file(".airlock/modules.load", 0644, (String.join("\n", kernel.load()) + "\n").getBytes(StandardCharsets.US_ASCII));
             // The kernel opens /dev/console for init before init mounts devtmpfs over /dev.
             cpio.characterDevice("dev/console", 0600, 5, 1);

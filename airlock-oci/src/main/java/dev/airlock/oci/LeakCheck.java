@@ -80,10 +80,13 @@ public final class LeakCheck {
     public List<String> findNow(String prefix) {
         List<String> leaks = new ArrayList<>();
         leaks.addAll(sandboxProcesses(prefix));
-        OciRuntime runtime = OciRuntime.locate(config.runtime()) == null ? null : OciRuntime.find(config.runtime());
+        OciRuntime runtime = Launcher.NAME.equals(config.runtime()) || OciRuntime.locate(config.runtime()) == null ? null
+                : OciRuntime.find(config.runtime());
         if (runtime != null) {
             runtime.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: container " + id));
         }
+        // Airlock's own runtime's records, whichever runtime this engine was given: they need no program to read
+        Launcher.list().stream().filter(id -> id.startsWith(prefix)).forEach(id -> leaks.add("runtime state: airlock-launch record " + id));
         Cgroups.find(prefix).forEach(p -> leaks.add("cgroup: " + p));
         new UidSlots(config.stateRoot(), config.hostIdBase()).held(prefix).forEach(p -> leaks.add("host id range: " + p + slotOwner(p)));
         leaks.addAll(mounts(prefix));

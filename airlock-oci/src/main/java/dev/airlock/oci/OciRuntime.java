@@ -31,10 +31,13 @@ final class OciRuntime {
 
     private final String name;
     private final Path binary;
+    /** Airlock's own runtime ({@value Launcher#NAME}); null for runc, crun and runsc. */
+    private final Launcher launcher;
 
-    private OciRuntime(String name, Path binary) {
+    private OciRuntime(String name, Path binary, Launcher launcher) {
         this.name = name;
         this.binary = binary;
+        this.launcher = launcher;
     }
 
     /**
@@ -59,12 +62,18 @@ final class OciRuntime {
 
     /**
      * Finds the runtime {@code name} (runc, crun or runsc) on the PATH, or at {@code name} itself when
-     * it is an absolute path to one of them (a runtime installed elsewhere); or explains how to install it.
+     * it is an absolute path to one of them (a runtime installed elsewhere); or explains how to install
+     * it. {@value Launcher#NAME} is Airlock's own ({@link Launcher}), which needs nothing installed.
      */
     static OciRuntime find(String name) {
+        if (Launcher.NAME.equals(name)) {
+            Launcher launcher = Launcher.install();
+            return new OciRuntime(Launcher.NAME, launcher.binary(), launcher);
+        }
         String baseName = name == null ? "" : Path.of(name).getFileName() == null ? name : Path.of(name).getFileName().toString();
         if (!List.of("runc", "crun", "runsc").contains(baseName) || !(name.equals(baseName) || name.startsWith("/"))) {
-            throw AirlockException.invalid("unknown OCI runtime '" + name + "': choose runc, crun or runsc (or an absolute path to one)");
+            throw AirlockException.invalid("unknown OCI runtime '" + name + "': choose runc, crun or runsc (or an absolute path to"
+                    + " one), or airlock, Airlock's own");
         }
         Path found = name.startsWith("/") ? (Files.isRegularFile(Path.of(name)) && Files.isExecutable(Path.of(name)) ? Path.of(name) : null)
                 : locate(name);
@@ -72,10 +81,14 @@ final class OciRuntime {
             throw AirlockException.unavailable("OCI runtime '" + name + "' is not installed: install it (apt-get install " + baseName
                     + (baseName.equals("runsc") ? ", or gVisor's own release" : "") + ") or choose another runtime");
         }
-        return new OciRuntime(baseName, found);
+        return new OciRuntime(baseName, found, null);
     }
 
+    /** Where runtime {@code name} is: Airlock's own is always there. */
     static Path locate(String name) {
+        if (Launcher.NAME.equals(name)) {
+            return Launcher.STATE.resolve(dev.airlock.agent.AgentBinary.LAUNCHER_FILE_NAME);
+        }
         String path = System.getenv().getOrDefault("PATH", "") + ":/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/bin:/usr/local/sbin";
         for (String dir : path.split(File.pathSeparator)) {
             if (dir.isEmpty()) {
@@ -221,6 +234,9 @@ final class OciRuntime {
     }
 
     private long startDetached(SandboxId id, Path bundle, Path log, Path image) {
+        if (launcher != null) {
+            return launcher.run(id, bundle, log);
+        }
         Path pidFile = bundle.resolve("init.pid");
         Result r = image == null
                 ? exec(log, "run", "--detach", "--pid-file", pidFile.toString(), "--bundle", bundle.toString(), id.value())
@@ -245,6 +261,9 @@ final class OciRuntime {
      * Sentry died (a memory limit reached), so under runsc they are removed here too.
      */
     boolean delete(String id) {
+        if (launcher != null) {
+            return launcher.delete(id);
+        }
         boolean deleted = exec(null, "delete", "--force", id).exitCode == 0;
         if (isGvisor()) {
             removeCgroupsOf(id);
@@ -257,6 +276,10 @@ final class OciRuntime {
      * its freezer cgroup, runsc by stopping the Sentry's tasks.
      */
     void freeze(String id, boolean freeze) {
+        if (launcher != null) {
+            launcher.freeze(id, freeze);
+            return;
+        }
         String verb = freeze ? "pause" : "resume";
         Result r = exec(null, verb, id);
         if (r.exitCode != 0) {
@@ -293,6 +316,9 @@ final class OciRuntime {
 
     /** Ids of the containers the runtime knows about. */
     List<String> list() {
+        if (launcher != null) {
+            return Launcher.list();
+        }
         // 'runc list' fails outright when a container is deleted while it lists (stat: no such file):
         // with other sandboxes coming and going that is common, so try again before giving up.
         Result r = exec(null, "list", "--format", "json");
@@ -316,6 +342,9 @@ final class OciRuntime {
     }
 
     String version() {
+        if (launcher != null) {
+            return launcher.version();
+        }
         Result r = exec(null, "--version");
         return r.exitCode == 0 ? r.output.lines().findFirst().orElse("").trim() : "unknown";
     }

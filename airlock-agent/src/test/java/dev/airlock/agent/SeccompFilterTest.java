@@ -1,4 +1,4 @@
-package dev.airlock.microvm;
+package dev.airlock.agent;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package dev.airlock.microvm;
+package dev.airlock.agent;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.SeccompAllowList;
@@ -18,9 +18,10 @@ import java.util.TreeMap;
 
 /**
  * The shared seccomp allow-list ({@link SeccompAllowList}, the one the OCI driver hands to runc)
- * compiled to a classic BPF program for the guest's x86_64 kernel, which the guest init installs
- * (no_new_privs, {@code SECCOMP_SET_MODE_FILTER}) just before it executes the agent, so the agent
- * and everything it starts run under it, as in a container.
+ * compiled to a classic BPF program for an x86_64 kernel, which the installer (the microVM's guest
+ * init, or Airlock's own container runtime, airlock-launch) loads with no_new_privs and {@code
+ * SECCOMP_SET_MODE_FILTER} just before it executes the agent, so the agent and everything it starts
+ * run under it, as under runc.
  *
  * <p>The program does what libseccomp makes of the profile for runc with only the native
  * architecture listed: a call of another architecture (i386 through {@code int 0x80}) or of the x32
@@ -31,7 +32,7 @@ import java.util.TreeMap;
  * headers ({@code syscalls-x86_64.txt}); a name the table does not have (a call newer than the
  * headers, so newer than the guest kernel built against the same Debian release) is left out, so refused.
  */
-final class SeccompFilter {
+public final class SeccompFilter {
 
     private static final String TABLE_RESOURCE = "syscalls-x86_64.txt";
 
@@ -60,9 +61,27 @@ final class SeccompFilter {
     private SeccompFilter() {
     }
 
-    /** The program as the guest init reads it: struct sock_filter entries, 8 bytes each, little-endian. */
-    static byte[] compile() {
-        List<Insn> program = program();
+    /** The allow-list's program as its installers read it: struct sock_filter entries, 8 bytes each, little-endian. */
+    public static byte[] compile() {
+        return bytes(program());
+    }
+
+    /**
+     * {@code profile} (an OCI {@code linux.seccomp} section made from the allow-list, as runc is
+     * given it) compiled the same way. Only x86_64 programs are made: a profile naming another
+     * architecture is refused.
+     */
+    public static byte[] compile(JsonNode profile) {
+        for (JsonNode arch : profile.path("architectures")) {
+            if (!"SCMP_ARCH_X86_64".equals(arch.asString())) {
+                throw AirlockException.unavailable("Airlock's seccomp compiler makes x86_64 programs only, and this profile is for "
+                        + arch.asString() + ": use runc (--runtime runc) on this host");
+            }
+        }
+        return bytes(program(profile));
+    }
+
+    private static byte[] bytes(List<Insn> program) {
         ByteBuffer out = ByteBuffer.allocate(program.size() * 8).order(ByteOrder.LITTLE_ENDIAN);
         for (Insn i : program) {
             out.putShort((short) i.code()).put((byte) i.jt()).put((byte) i.jf()).putInt(i.k());
@@ -70,7 +89,7 @@ final class SeccompFilter {
         return out.array();
     }
 
-    /** The program's instructions. */
+    /** The allow-list's program's instructions. */
     static List<Insn> program() {
         JsonNode profile;
         try (InputStream in = SeccompAllowList.open()) {
@@ -78,6 +97,10 @@ final class SeccompFilter {
         } catch (IOException e) {
             throw AirlockException.internal("cannot load the seccomp allow-list: " + e.getMessage(), e);
         }
+        return program(profile);
+    }
+
+    static List<Insn> program(JsonNode profile) {
         Map<String, Integer> numbers = table();
         int defaultAction = action(profile.get("defaultAction").asString(), profile.path("defaultErrnoRet").asInt(1), "defaultAction");
         // each number's rules, in the file's order
@@ -162,8 +185,8 @@ final class SeccompFilter {
                 c.add(new Insn(AND_K, 0, 0, (int) value));
                 c.add(new Insn(JEQ_K, 0, -1, (int) want));
             }
-            default -> throw AirlockException.internal("the seccomp allow-list uses the comparison " + op + ", which the microvm"
-                    + " driver's compiler (SeccompFilter) does not know: it knows SCMP_CMP_EQ and SCMP_CMP_MASKED_EQ; teach it the new one", null);
+            default -> throw AirlockException.internal("the seccomp allow-list uses the comparison " + op + ", which Airlock's"
+                    + " compiler (SeccompFilter) does not know: it knows SCMP_CMP_EQ and SCMP_CMP_MASKED_EQ; teach it the new one", null);
         }
         return c;
     }
@@ -174,7 +197,7 @@ final class SeccompFilter {
             case "SCMP_ACT_ERRNO" -> RET_ERRNO | (errno & 0xFFFF);
             case "SCMP_ACT_KILL_PROCESS" -> RET_KILL_PROCESS;
             default -> throw AirlockException.internal("the seccomp allow-list's " + where + " has the action " + action
-                    + ", which the microvm driver's compiler (SeccompFilter) does not know: it knows SCMP_ACT_ALLOW,"
+                    + ", which Airlock's compiler (SeccompFilter) does not know: it knows SCMP_ACT_ALLOW,"
                     + " SCMP_ACT_ERRNO and SCMP_ACT_KILL_PROCESS", null);
         };
     }
@@ -184,7 +207,7 @@ final class SeccompFilter {
         Map<String, Integer> numbers = new HashMap<>();
         try (InputStream in = SeccompFilter.class.getResourceAsStream(TABLE_RESOURCE)) {
             if (in == null) {
-                throw new IOException("resource " + TABLE_RESOURCE + " is missing from the class path: build airlock-microvm"
+                throw new IOException("resource " + TABLE_RESOURCE + " is missing from the class path: build airlock-agent"
                         + " with Maven, which generates it from the kernel headers (src/build/syscall-table.sh)");
             }
             for (String line : new String(in.readAllBytes(), StandardCharsets.US_ASCII).split("\n")) {

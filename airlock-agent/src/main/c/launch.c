@@ -1,0 +1,514 @@
+/*
+ * airlock-launch: Airlock's own runtime for the container tier (runtime "airlock"). See Launcher.java.
+ *
+ * Runs as host root, once per sandbox, and starts the sandbox's first process (the agent) the way
+ * runc does from the same bundle, in one process and no helper: the host (Java) has already made
+ * the sandbox's cgroups, set their limits, made and mapped its user namespace, and turned the
+ * bundle's config.json into a plain spec file (one setting a line, fields split by tabs). This
+ * program then
+ *
+ *   1. as host root: reads the spec and the compiled seccomp filter, opens the log and the user
+ *      namespace, and joins every cgroup the spec names (the one host-side move a start needs);
+ *   2. joins the user namespace and unshares mount, network, IPC, UTS, cgroup and pid namespaces
+ *      (all owned by that user namespace), and forks the sandbox's PID 1;
+ *   3. in PID 1: brings up the loopback, sets the host name, binds the read-only root onto itself,
+ *      mounts every mount of the spec inside it, binds the harmless devices into /dev with the usual
+ *      links, pivots into it, masks and write-protects what the spec says in /proc and /sys, makes
+ *      the root read-only, sets rlimits, empties the capability bounding set, becomes the
+ *      unprivileged sandbox user with no supplementary group and no capability, sets no_new_privs,
+ *      installs the seccomp filter, and executes the agent;
+ *   4. prints PID 1's host pid on stdout once the agent is executing (the exec closes a pipe), and
+ *      exits: the sandbox runs on, as under "runc run --detach".
+ *
+ * A failure at any step is printed on stderr (the log) and ends with exit status 1; what it made
+ * is the host's to remove (its cgroups; the namespaces go with their last process).
+ *
+ * Spec lines (the first field names the line; paths are absolute):
+ *   log PATH | userns PATH | network new|host | cgroup DIR | rootfs PATH | hostname NAME | seccomp PATH
+ *   mount SOURCE DEST TYPE FLAGS DATA RECURSIVE-ATTRS    (FLAGS, ATTRS decimal; DATA may be empty)
+ *   device HOST-PATH DEST | symlink TARGET LINK | mask PATH | readonly PATH
+ *   rlimit RESOURCE SOFT HARD | user UID GID | cwd PATH | env NAME=VALUE | arg WORD
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_LINES 512
+#define MAX_FIELDS 7
+#define MAX_SPEC_BYTES (1 << 20)
+#define MAX_FILTER_INSNS 4096
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef SYS_pivot_root
+#define SYS_pivot_root 155
+#endif
+
+struct mount_attr_arg {
+    uint64_t attr_set;
+    uint64_t attr_clr;
+    uint64_t propagation;
+    uint64_t userns_fd;
+};
+
+struct line {
+    char *field[MAX_FIELDS];
+    int count;
+};
+
+static struct line lines[MAX_LINES];
+static int line_count;
+/* For each bind mount line: a detached copy of its source, made as host root (see clone_bind_sources). */
+static int bind_fds[MAX_LINES];
+/* Where a failure is written: stderr before PID 1 exists, the error pipe in PID 1. */
+static int error_fd = 2;
+
+static _Noreturn void fail(const char *fmt, ...) {
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(message, sizeof message - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if (n > (int) sizeof message - 2) n = (int) sizeof message - 2;
+    message[n++] = '\n';
+    dprintf(error_fd, "airlock-launch: ");
+    if (write(error_fd, message, (size_t) n) < 0) {
+        /* nothing more to say it with */
+    }
+    _exit(1);
+}
+
+#define CHECK(ok, ...) do { if (!(ok)) fail(__VA_ARGS__); } while (0)
+
+static void read_spec(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    CHECK(fd >= 0, "cannot open the spec %s: %s", path, strerror(errno));
+    static char buf[MAX_SPEC_BYTES + 1];
+    size_t size = 0;
+    ssize_t n;
+    while (size < MAX_SPEC_BYTES && (n = read(fd, buf + size, MAX_SPEC_BYTES - size)) > 0) {
+        size += (size_t) n;
+    }
+    CHECK(size < MAX_SPEC_BYTES, "the spec %s is over %d bytes", path, MAX_SPEC_BYTES);
+    close(fd);
+    buf[size] = '\0';
+    for (char *p = buf, *end; *p != '\0'; p = end + 1) {
+        end = strchr(p, '\n');
+        CHECK(end != NULL, "the spec's last line has no newline");
+        *end = '\0';
+        if (*p == '\0') continue;
+        CHECK(line_count < MAX_LINES, "the spec has over %d lines", MAX_LINES);
+        struct line *l = &lines[line_count++];
+        for (char *f = p;; ) {
+            CHECK(l->count < MAX_FIELDS, "spec line '%s' has over %d fields", p, MAX_FIELDS);
+            l->field[l->count++] = f;
+            char *tab = strchr(f, '\t');
+            if (tab == NULL) break;
+            *tab = '\0';
+            f = tab + 1;
+        }
+    }
+}
+
+/* The value of the first line named key (its field 1), or NULL. */
+static const char *first(const char *key) {
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], key) == 0 && lines[i].count >= 2) return lines[i].field[1];
+    }
+    return NULL;
+}
+
+static const char *required(const char *key) {
+    const char *v = first(key);
+    CHECK(v != NULL, "the spec has no %s line", key);
+    return v;
+}
+
+static unsigned long long number(const char *text, const char *what) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    CHECK(errno == 0 && end != text && *end == '\0', "%s '%s' is not a number", what, text);
+    return v;
+}
+
+static void need_fields(const struct line *l, int n) {
+    CHECK(l->count == n, "spec line '%s' has %d fields, not %d", l->field[0], l->count, n);
+}
+
+static struct sock_filter filter[MAX_FILTER_INSNS];
+static struct sock_fprog filter_program;
+
+static void load_filter(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    CHECK(fd >= 0, "cannot open the seccomp filter %s: %s", path, strerror(errno));
+    size_t size = 0;
+    ssize_t n;
+    while (size < sizeof filter && (n = read(fd, (char *) filter + size, sizeof filter - size)) > 0) {
+        size += (size_t) n;
+    }
+    char extra;
+    CHECK(size > 0 && size % sizeof filter[0] == 0 && read(fd, &extra, 1) == 0,
+          "%s is not a seccomp program of at most %d instructions (%zu bytes)", path, MAX_FILTER_INSNS, size);
+    close(fd);
+    filter_program.len = (unsigned short) (size / sizeof filter[0]);
+    filter_program.filter = filter;
+}
+
+static void write_all(int fd, const char *text, const char *what) {
+    size_t len = strlen(text);
+    CHECK(write(fd, text, len) == (ssize_t) len, "cannot write %s: %s", what, strerror(errno));
+}
+
+/* The flags a remount of the mount at path must keep: in a user namespace the kernel refuses to clear them. */
+static unsigned long locked_flags(const char *path) {
+    struct statvfs st;
+    CHECK(statvfs(path, &st) == 0, "cannot look at the mount of %s: %s", path, strerror(errno));
+    unsigned long flags = 0;
+    if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (st.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (st.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (st.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    if (st.f_flag & ST_RDONLY) flags |= MS_RDONLY;
+    return flags;
+}
+
+/* Makes the bind mount at path read-only (and whatever else flags says), keeping its locked flags. */
+static void remount_bind(const char *path, unsigned long flags) {
+    unsigned long keep = locked_flags(path);
+    CHECK(mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | keep | flags, NULL) == 0,
+          "cannot remount %s (flags 0x%lx): %s", path, keep | flags, strerror(errno));
+}
+
+/* One mount of the spec, at rootfs + dest (the destination exists in the image, or in a tmpfs this made). */
+static void do_mount(const char *rootfs, const struct line *l) {
+    need_fields(l, 7);
+    const char *source = l->field[1], *dest = l->field[2], *type = l->field[3], *data = l->field[5];
+    unsigned long flags = (unsigned long) number(l->field[4], "mount flags");
+    unsigned long long attrs = number(l->field[6], "mount attributes");
+    char target[4096];
+    CHECK(snprintf(target, sizeof target, "%s%s", rootfs, dest) < (int) sizeof target, "mount point %s is too long", dest);
+    if (strcmp(type, "bind") == 0) {
+        struct stat st;
+        CHECK(fstat(bind_fds[l - lines], &st) == 0, "cannot look at %s: %s", source, strerror(errno));
+        if (access(target, F_OK) != 0) {
+            /* inside a tmpfs this made (/dev): a file or directory to bind onto */
+            if (S_ISDIR(st.st_mode)) {
+                CHECK(mkdir(target, 0755) == 0, "cannot make mount point %s: %s", dest, strerror(errno));
+            } else {
+                int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                CHECK(fd >= 0, "cannot make mount point %s: %s", dest, strerror(errno));
+                close(fd);
+            }
+        }
+        CHECK(syscall(SYS_move_mount, bind_fds[l - lines], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) == 0,
+              "cannot bind %s on %s: %s", source, dest, strerror(errno));
+        close(bind_fds[l - lines]);
+        return;   /* its flags and attributes were set on the copy */
+    } else {
+        if (access(target, F_OK) != 0) {
+            CHECK(mkdir(target, 0755) == 0, "cannot make mount point %s: %s", dest, strerror(errno));
+        }
+        CHECK(mount(source, target, type, flags, data[0] == '\0' ? NULL : data) == 0,
+              "cannot mount %s on %s: %s", type, dest, strerror(errno));
+    }
+    if (attrs != 0) {
+        struct mount_attr_arg attr = { .attr_set = attrs };
+        CHECK(syscall(SYS_mount_setattr, -1, target, AT_RECURSIVE, &attr, sizeof attr) == 0,
+              "cannot set the recursive attributes 0x%llx of %s: %s", attrs, dest, strerror(errno));
+    }
+}
+
+/*
+ * Every bind source of the spec, copied as a detached mount (open_tree) while this is still host
+ * root: a source the sandbox's root could not reach (an input in a directory only host root may
+ * enter) is bound all the same, and nothing of the host is opened after the user namespace is
+ * joined. The copy gets its flags here (read-only, nosuid, nodev, noexec, recursively when the
+ * spec's attributes say so) and is moved into place inside the sandbox's mount namespace.
+ */
+static void clone_bind_sources(void) {
+    for (int i = 0; i < line_count; i++) {
+        const struct line *l = &lines[i];
+        bind_fds[i] = -1;
+        if (strcmp(l->field[0], "mount") != 0 || l->count != 7 || strcmp(l->field[3], "bind") != 0) continue;
+        unsigned long flags = (unsigned long) number(l->field[4], "mount flags");
+        unsigned long long attrs = number(l->field[6], "mount attributes");
+        unsigned int recursive = (flags & MS_REC) ? AT_RECURSIVE : 0;
+        int fd = (int) syscall(SYS_open_tree, AT_FDCWD, l->field[1], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | recursive);
+        CHECK(fd >= 0, "cannot bind %s: %s", l->field[1], strerror(errno));
+        struct mount_attr_arg top = { 0 };
+        if (flags & MS_RDONLY) top.attr_set |= MOUNT_ATTR_RDONLY;
+        if (flags & MS_NOSUID) top.attr_set |= MOUNT_ATTR_NOSUID;
+        if (flags & MS_NODEV) top.attr_set |= MOUNT_ATTR_NODEV;
+        if (flags & MS_NOEXEC) top.attr_set |= MOUNT_ATTR_NOEXEC;
+        if (top.attr_set != 0) {
+            CHECK(syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &top, sizeof top) == 0, "cannot set the flags of %s: %s",
+                  l->field[1], strerror(errno));
+        }
+        if (attrs != 0) {
+            struct mount_attr_arg all = { .attr_set = attrs };
+            CHECK(syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &all, sizeof all) == 0,
+                  "cannot set the recursive attributes 0x%llx of %s: %s", attrs, l->field[1], strerror(errno));
+        }
+        bind_fds[i] = fd;
+    }
+}
+
+static void loopback_up(void) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr = { 0 };
+    strcpy(ifr.ifr_name, "lo");
+    CHECK(fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0, "cannot look at the loopback interface: %s", strerror(errno));
+    ifr.ifr_flags |= IFF_UP;
+    CHECK(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0, "cannot bring the loopback interface up: %s", strerror(errno));
+    close(fd);
+}
+
+/* A path of /proc or /sys the code must not read: a file becomes /dev/null, a directory an empty read-only tmpfs. */
+static void mask(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        return;   /* this kernel has none */
+    }
+    if (S_ISDIR(st.st_mode)) {
+        CHECK(mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555") == 0,
+              "cannot mask %s: %s", path, strerror(errno));
+    } else {
+        CHECK(mount("/dev/null", path, NULL, MS_BIND, NULL) == 0, "cannot mask %s: %s", path, strerror(errno));
+    }
+}
+
+static void read_only(const char *path) {
+    if (access(path, F_OK) != 0) {
+        return;
+    }
+    CHECK(mount(path, path, NULL, MS_BIND | MS_REC, NULL) == 0, "cannot bind %s onto itself: %s", path, strerror(errno));
+    remount_bind(path, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+/* Nothing in any capability set, the bounding set emptied first (that needs CAP_SETPCAP, which goes last). */
+static void drop_capabilities(void) {
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+        CHECK(prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0, "cannot drop capability %d from the bounding set: %s", cap, strerror(errno));
+    }
+    CHECK(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0 || errno == EINVAL,
+          "cannot clear the ambient capabilities: %s", strerror(errno));
+}
+
+static void clear_all_capabilities(void) {
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    CHECK(syscall(SYS_capset, &header, data) == 0, "cannot clear the capability sets: %s", strerror(errno));
+}
+
+/* PID 1 of the sandbox, in its new namespaces: sets the sandbox up and becomes the agent. Never returns. */
+static _Noreturn void sandbox_init(void) {
+    const char *rootfs = required("rootfs");
+    if (strcmp(required("network"), "new") == 0) {
+        loopback_up();
+    }
+    const char *hostname = first("hostname");
+    if (hostname != NULL) {
+        CHECK(sethostname(hostname, strlen(hostname)) == 0, "cannot set the host name: %s", strerror(errno));
+    }
+    /* Nothing mounted here reaches the host, and nothing the host mounts later reaches here. */
+    CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "cannot make the mounts private: %s", strerror(errno));
+    CHECK(mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) == 0, "cannot bind the root %s: %s", rootfs, strerror(errno));
+    char target[4096];
+    for (int i = 0; i < line_count; i++) {
+        const struct line *l = &lines[i];
+        if (strcmp(l->field[0], "mount") == 0) {
+            do_mount(rootfs, l);
+        } else if (strcmp(l->field[0], "device") == 0) {
+            need_fields(l, 3);
+            snprintf(target, sizeof target, "%s%s", rootfs, l->field[2]);
+            int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            CHECK(fd >= 0, "cannot make %s: %s", l->field[2], strerror(errno));
+            close(fd);
+            CHECK(mount(l->field[1], target, NULL, MS_BIND, NULL) == 0, "cannot bind %s on %s: %s", l->field[1], l->field[2],
+                  strerror(errno));
+        } else if (strcmp(l->field[0], "symlink") == 0) {
+            need_fields(l, 3);
+            snprintf(target, sizeof target, "%s%s", rootfs, l->field[2]);
+            CHECK(symlink(l->field[1], target) == 0, "cannot link %s: %s", l->field[2], strerror(errno));
+        }
+    }
+    CHECK(chdir(rootfs) == 0, "cannot enter %s: %s", rootfs, strerror(errno));
+    /* The old root goes below the new one and is detached at once: nothing of the host stays reachable. */
+    CHECK(syscall(SYS_pivot_root, ".", ".") == 0, "cannot pivot into %s: %s", rootfs, strerror(errno));
+    CHECK(umount2(".", MNT_DETACH) == 0, "cannot detach the host's root: %s", strerror(errno));
+    CHECK(chdir("/") == 0, "cannot enter the new root: %s", strerror(errno));
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], "mask") == 0) {
+            mask(lines[i].field[1]);
+        } else if (strcmp(lines[i].field[0], "readonly") == 0) {
+            read_only(lines[i].field[1]);
+        }
+    }
+    remount_bind("/", MS_RDONLY);
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], "rlimit") == 0) {
+            need_fields(&lines[i], 4);
+            struct rlimit r = { number(lines[i].field[2], "soft limit"), number(lines[i].field[3], "hard limit") };
+            CHECK(setrlimit((int) number(lines[i].field[1], "rlimit"), &r) == 0, "cannot set rlimit %s: %s", lines[i].field[1],
+                  strerror(errno));
+        }
+    }
+    uid_t uid = 0;
+    gid_t gid = 0;
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], "user") == 0) {
+            need_fields(&lines[i], 3);
+            uid = (uid_t) number(lines[i].field[1], "uid");
+            gid = (gid_t) number(lines[i].field[2], "gid");
+        }
+    }
+    CHECK(uid != 0 && gid != 0, "the spec names no unprivileged user: a sandbox never runs as root");
+    drop_capabilities();
+    CHECK(setgroups(0, NULL) == 0, "cannot drop the supplementary groups: %s", strerror(errno));
+    CHECK(setresgid(gid, gid, gid) == 0 && setresuid(uid, uid, uid) == 0, "cannot become uid %u gid %u: %s", uid, gid, strerror(errno));
+    clear_all_capabilities();
+    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "cannot set no_new_privs: %s", strerror(errno));
+    const char *cwd = first("cwd");
+    CHECK(chdir(cwd == NULL ? "/" : cwd) == 0, "cannot enter %s: %s", cwd, strerror(errno));
+    static char *argv[MAX_LINES + 1], *envp[MAX_LINES + 1];
+    int argc = 0, envc = 0;
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], "arg") == 0) argv[argc++] = lines[i].field[1];
+        if (strcmp(lines[i].field[0], "env") == 0) envp[envc++] = lines[i].field[1];
+    }
+    CHECK(argc > 0, "the spec has no arg line: nothing to run");
+    /* Last: from here on every system call, the execve first, is the filter's to allow. */
+    if (filter_program.len > 0) {
+        CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter_program) == 0, "cannot install the seccomp filter: %s",
+              strerror(errno));
+    }
+    execve(argv[0], argv, envp);
+    fail("cannot run %s: %s", argv[0], strerror(errno));
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        puts("airlock-launch 1");
+        return 0;
+    }
+    if (argc != 3 || strcmp(argv[1], "run") != 0) {
+        fputs("usage: airlock-launch run SPEC   (Airlock's container runtime; the host's Launcher runs it)\n", stderr);
+        return 2;
+    }
+    read_spec(argv[2]);
+    /* Everything that needs host root is done before the user namespace is joined. */
+    const char *seccomp = first("seccomp");
+    if (seccomp != NULL) {
+        load_filter(seccomp);
+    }
+    const char *log = first("log");
+    int log_fd = log == NULL ? -1 : open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    CHECK(log == NULL || log_fd >= 0, "cannot open the log %s: %s", log, strerror(errno));
+    clone_bind_sources();
+    int userns = open(required("userns"), O_RDONLY | O_CLOEXEC);
+    CHECK(userns >= 0, "cannot open the user namespace %s: %s", first("userns"), strerror(errno));
+    char self[32];
+    snprintf(self, sizeof self, "%d", getpid());
+    for (int i = 0; i < line_count; i++) {
+        if (strcmp(lines[i].field[0], "cgroup") == 0) {
+            char procs[4096];
+            snprintf(procs, sizeof procs, "%s/cgroup.procs", lines[i].field[1]);
+            int fd = open(procs, O_WRONLY | O_CLOEXEC);
+            CHECK(fd >= 0, "cannot open %s: %s", procs, strerror(errno));
+            write_all(fd, self, procs);
+            close(fd);
+        }
+    }
+    CHECK(setns(userns, CLONE_NEWUSER) == 0, "cannot join the user namespace: %s", strerror(errno));
+    close(userns);
+    /* Its root: host root's ids mean nothing inside (files made with them would have no owner). */
+    CHECK(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0, "cannot become the user namespace's root: %s", strerror(errno));
+    /* A new network namespace holds only a loopback: no route out exists. "host" only for 'airlock verify --unsafe'. */
+    int network = strcmp(required("network"), "new") == 0 ? CLONE_NEWNET : 0;
+    CHECK(unshare(CLONE_NEWNS | network | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWPID) == 0,
+          "cannot make the sandbox's namespaces: %s", strerror(errno));
+    int errors[2];
+    CHECK(pipe2(errors, O_CLOEXEC) == 0, "cannot make a pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    CHECK(pid >= 0, "cannot start the sandbox's first process: %s", strerror(errno));
+    if (pid == 0) {
+        close(errors[0]);
+        error_fd = errors[1];
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        CHECK(null >= 0 && dup2(null, 0) == 0, "cannot open /dev/null: %s", strerror(errno));
+        int out = log_fd >= 0 ? log_fd : null;
+        CHECK(dup2(out, 1) == 1 && dup2(out, 2) == 2, "cannot redirect the output: %s", strerror(errno));
+        setsid();
+        sandbox_init();
+    }
+    close(errors[1]);
+    /* The exec closes the pipe's other end; a failure writes its reason first. */
+    char reason[1024];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(errors[0], reason + got, sizeof reason - 1 - got)) > 0) {
+        got += (size_t) n;
+    }
+    if (got > 0) {
+        reason[got] = '\0';
+        fputs(reason, stderr);
+        waitpid(pid, NULL, 0);
+        return 1;
+    }
+    printf("%d\n", pid);
+    return 0;
+}

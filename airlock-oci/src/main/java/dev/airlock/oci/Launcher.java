@@ -1,0 +1,551 @@
+package dev.airlock.oci;
+
+import dev.airlock.agent.AgentBinary;
+import dev.airlock.agent.SeccompFilter;
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
+import dev.airlock.core.SandboxId;
+import dev.airlock.core.Trace;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Airlock's own runtime for the container tier ({@code --runtime airlock}): the static program
+ * {@code airlock-launch} (src/main/c/launch.c of airlock-agent) starts the agent from the same
+ * bundle runc is given, in one process, with no runtime daemon, no second binary and no state of
+ * a runtime's own beyond one record per sandbox.
+ *
+ * <p>What runc does from the bundle is split: this class makes the sandbox's cgroups (under the
+ * same paths runc uses, {@link Cgroups#pathOf}) and writes their limits, compiles the bundle's
+ * seccomp profile to a BPF program ({@link SeccompFilter}), and turns {@code config.json} into
+ * the launcher's plain spec ({@link #spec}); the launcher joins the cgroups, the sandbox's user
+ * namespace and new ones, mounts, pivots, drops privileges, installs the filter and executes the
+ * agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
+ * its whole pid namespace), its cgroups frozen or removed, its record read.
+ *
+ * <p>Records: {@value #STATE}/sandboxes/ID holds "PID START" (the host pid of the sandbox's PID 1
+ * and its start time in clock ticks since boot, so a reused pid is never signalled).
+ */
+final class Launcher {
+
+    static final String NAME = "airlock";
+    static final Path STATE = Path.of("/run/airlock-launch");
+    private static final Path RECORDS = STATE.resolve("sandboxes");
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final long COMMAND_TIMEOUT_SECONDS = 60;
+    /** How long a delete waits for the sandbox's processes to be gone from its cgroups. */
+    private static final long DELETE_WAIT_MILLIS = 10_000;
+
+    // mount(2) flags
+    private static final long MS_RDONLY = 1, MS_NOSUID = 2, MS_NODEV = 4, MS_NOEXEC = 8, MS_NOATIME = 1024, MS_BIND = 4096,
+            MS_REC = 16384, MS_RELATIME = 1 << 21, MS_STRICTATIME = 1 << 24;
+    // mount_setattr(2) attributes, set recursively
+    private static final long ATTR_RDONLY = 1, ATTR_NOSUID = 2, ATTR_NODEV = 4, ATTR_NOEXEC = 8;
+    private static final Map<String, Integer> RLIMITS = Map.of("RLIMIT_FSIZE", 1, "RLIMIT_CORE", 4, "RLIMIT_NPROC", 6, "RLIMIT_NOFILE", 7);
+    /** The devices runc gives every container, bound from the host's nodes (nothing else of /dev exists inside). */
+    private static final List<String> DEVICES = List.of("null", "zero", "full", "random", "urandom", "tty");
+
+    private final Path binary;
+
+    private Launcher(Path binary) {
+        this.binary = binary;
+    }
+
+    /** Places the launcher on this host ({@value #STATE}, host root's alone). */
+    static Launcher install() {
+        try {
+            Files.createDirectories(RECORDS);
+            Files.setPosixFilePermissions(STATE, PosixFilePermissions.fromString("rwx------"));
+            return new Launcher(AgentBinary.installLauncherTo(STATE));
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot place Airlock's runtime (airlock-launch) in " + STATE + ": " + e.getMessage());
+        }
+    }
+
+    Path binary() {
+        return binary;
+    }
+
+    String version() {
+        return run(List.of(binary.toString(), "--version"), null).output.strip();
+    }
+
+    /**
+     * Starts the sandbox of {@code bundle} ({@code config.json}, as {@link OciConfig#write} made it,
+     * with a user namespace to join) and returns the host pid of its PID 1, the agent.
+     */
+    long run(SandboxId id, Path bundle, Path log) {
+        JsonNode config;
+        try {
+            config = JSON.readTree(Files.readAllBytes(bundle.resolve("config.json")));
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot read the bundle of sandbox " + id + ": " + e.getMessage(), e);
+        }
+        Trace.mark("launch: bundle read");
+        List<Path> cgroups = makeCgroups(id.value(), config.path("linux").path("resources"));
+        Trace.mark("launch: cgroups made");
+        try {
+            Path filter = null;
+            if (config.path("linux").get("seccomp") instanceof JsonNode profile && !profile.isNull()) {
+                filter = bundle.resolve("seccomp.bpf");
+                Files.write(filter, compiled(profile));
+            }
+            Trace.mark("launch: seccomp compiled");
+            Path spec = bundle.resolve("launch.spec");
+            Files.writeString(spec, spec(config, cgroups, filter, log), StandardCharsets.UTF_8);
+            Trace.mark("launch: spec written");
+            Result r = run(List.of(binary.toString(), "run", spec.toString()), log);
+            Trace.mark("launch: launcher returned");
+            if (r.exitCode != 0) {
+                throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + lastLine(log)
+                        + " (run 'airlock doctor' to see what this host supports)");
+            }
+            long pid = Long.parseLong(r.output.strip());
+            Files.writeString(RECORDS.resolve(id.value()), pid + " " + startTime(pid) + "\n");
+            return pid;
+        } catch (IOException | RuntimeException e) {
+            removeCgroups(id.value());
+            if (e instanceof AirlockException ae) {
+                throw ae;
+            }
+            throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + e.getMessage());
+        }
+    }
+
+    /** The last profile compiled and its program: every sandbox of an engine has the same profile. */
+    private record Compiled(JsonNode profile, byte[] program) {
+    }
+
+    private static volatile Compiled lastCompiled;
+
+    private static byte[] compiled(JsonNode profile) {
+        Compiled last = lastCompiled;
+        if (last == null || !last.profile().equals(profile)) {
+            last = new Compiled(profile, SeccompFilter.compile(profile));
+            lastCompiled = last;
+        }
+        return last.program();
+    }
+
+    /**
+     * The launcher's spec for {@code config}: every control of the bundle as a line the launcher
+     * carries out, in runc's order (mounts, devices and links, pivot, then read-only paths before
+     * masked ones). What the launcher always does whatever the bundle says (a read-only root, no
+     * capability, no_new_privs) is checked here against the bundle, so the two never disagree.
+     */
+    static String spec(JsonNode config, List<Path> cgroups, Path filter, Path log) {
+        JsonNode process = config.path("process");
+        JsonNode linux = config.path("linux");
+        require(config.path("root").path("readonly").asBoolean(false), "a read-only root");
+        require(process.path("noNewPrivileges").asBoolean(false), "noNewPrivileges");
+        process.path("capabilities").properties().forEach(set -> require(set.getValue().isEmpty(), "no capability in " + set.getKey()));
+        String userns = null;
+        boolean newNetwork = false;
+        for (JsonNode ns : linux.path("namespaces")) {
+            if (ns.path("type").asString().equals("user")) {
+                userns = ns.path("path").asString(null);
+            }
+            newNetwork |= ns.path("type").asString().equals("network");
+        }
+        require(userns != null, "a user namespace to join (SandboxUserNamespace)");
+        List<String> namespaces = new ArrayList<>();
+        linux.path("namespaces").forEach(ns -> namespaces.add(ns.path("type").asString()));
+        require(namespaces.containsAll(List.of("pid", "ipc", "uts", "mount", "cgroup")), "pid, ipc, uts, mount and cgroup namespaces");
+        StringBuilder s = new StringBuilder();
+        line(s, "log", log.toString());
+        line(s, "userns", userns);
+        // a bundle weakened for 'airlock verify --unsafe' keeps the host's network namespace
+        line(s, "network", newNetwork ? "new" : "host");
+        cgroups.forEach(c -> line(s, "cgroup", c.toString()));
+        line(s, "rootfs", config.path("root").path("path").asString());
+        line(s, "hostname", config.path("hostname").asString("sandbox"));
+        if (filter != null) {
+            line(s, "seccomp", filter.toString());
+        }
+        for (JsonNode m : config.path("mounts")) {
+            long flags = 0;
+            long attrs = 0;
+            List<String> data = new ArrayList<>();
+            String type = m.path("type").asString();
+            for (JsonNode o : m.path("options")) {
+                switch (o.asString()) {
+                    case "ro" -> flags |= MS_RDONLY;
+                    case "rw" -> { }
+                    case "nosuid" -> flags |= MS_NOSUID;
+                    case "nodev" -> flags |= MS_NODEV;
+                    case "noexec" -> flags |= MS_NOEXEC;
+                    case "noatime" -> flags |= MS_NOATIME;
+                    case "relatime" -> flags |= MS_RELATIME;
+                    case "strictatime" -> flags |= MS_STRICTATIME;
+                    case "bind" -> {
+                        flags |= MS_BIND;
+                        type = "bind";
+                    }
+                    case "rbind" -> {
+                        flags |= MS_BIND | MS_REC;
+                        type = "bind";
+                    }
+                    case "rro" -> attrs |= ATTR_RDONLY;
+                    case "rnosuid" -> attrs |= ATTR_NOSUID;
+                    case "rnodev" -> attrs |= ATTR_NODEV;
+                    case "rnoexec" -> attrs |= ATTR_NOEXEC;
+                    default -> data.add(o.asString());
+                }
+            }
+            line(s, "mount", m.path("source").asString(), m.path("destination").asString(), type, Long.toString(flags),
+                    String.join(",", data), Long.toString(attrs));
+        }
+        for (String d : DEVICES) {
+            line(s, "device", "/dev/" + d, "/dev/" + d);
+        }
+        line(s, "symlink", "/proc/self/fd", "/dev/fd");
+        line(s, "symlink", "/proc/self/fd/0", "/dev/stdin");
+        line(s, "symlink", "/proc/self/fd/1", "/dev/stdout");
+        line(s, "symlink", "/proc/self/fd/2", "/dev/stderr");
+        line(s, "symlink", "pts/ptmx", "/dev/ptmx");
+        linux.path("readonlyPaths").forEach(p -> line(s, "readonly", p.asString()));
+        linux.path("maskedPaths").forEach(p -> line(s, "mask", p.asString()));
+        for (JsonNode r : process.path("rlimits")) {
+            Integer resource = RLIMITS.get(r.path("type").asString());
+            require(resource != null, "an rlimit the launcher knows (" + RLIMITS.keySet() + "), not " + r.path("type").asString());
+            line(s, "rlimit", resource.toString(), Long.toString(r.path("soft").asLong()), Long.toString(r.path("hard").asLong()));
+        }
+        line(s, "user", Long.toString(process.path("user").path("uid").asLong()), Long.toString(process.path("user").path("gid").asLong()));
+        line(s, "cwd", process.path("cwd").asString("/"));
+        process.path("env").forEach(e -> line(s, "env", e.asString()));
+        process.path("args").forEach(a -> line(s, "arg", a.asString()));
+        return s.toString();
+    }
+
+    private static void require(boolean held, String what) {
+        if (!held) {
+            throw AirlockException.internal("the bundle lacks " + what + ", which Airlock's runtime (airlock-launch) always gives", null);
+        }
+    }
+
+    private static void line(StringBuilder s, String key, String... fields) {
+        s.append(key);
+        for (String f : fields) {
+            if (f.indexOf('\t') >= 0 || f.indexOf('\n') >= 0 || f.indexOf('\0') >= 0) {
+                throw AirlockException.invalid("'" + Printable.of(f, 200) + "' has a tab, newline or NUL, which Airlock's runtime"
+                        + " (airlock-launch) cannot be given: rename it");
+            }
+            s.append('\t').append(f);
+        }
+        s.append('\n');
+    }
+
+    /**
+     * The sandbox's cgroup in every hierarchy runc would place it in (each v1 controller's and the
+     * v2 tree), made and limited as the bundle's resources say; returns the directories to join.
+     */
+    static List<Path> makeCgroups(String id, JsonNode resources) {
+        List<Path> made = new ArrayList<>();
+        try {
+            Path v2 = Cgroups.v2Root();
+            if (!Cgroups.isV2()) {
+                try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(Cgroups.v1Hierarchy("memory").getParent())) {
+                    for (Path h : hierarchies) {
+                        if (Files.isSymbolicLink(h) || !Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS) || h.equals(v2)
+                                || !Files.exists(h.resolve("cgroup.procs"))) {
+                            continue;
+                        }
+                        Path parent = h.resolve(Cgroups.PARENT);
+                        Files.createDirectories(parent);
+                        Path dir = parent.resolve(id);
+                        if (h.getFileName().toString().equals("cpuset")) {
+                            inheritCpuset(h, parent);
+                        }
+                        Files.createDirectory(dir);
+                        made.add(dir);
+                        limitV1(h.getFileName().toString(), dir, resources);
+                    }
+                }
+            }
+            if (v2 != null) {
+                Path parent = v2.resolve(Cgroups.PARENT);
+                Files.createDirectories(parent);
+                if (Cgroups.isV2()) {
+                    enable(v2);
+                    enable(parent);
+                }
+                Path dir = parent.resolve(id);
+                Files.createDirectory(dir);
+                made.add(dir);
+                if (Cgroups.isV2()) {
+                    limitV2(dir, resources);
+                }
+            }
+            return made;
+        } catch (IOException | RuntimeException e) {
+            removeCgroups(id);
+            throw AirlockException.unavailable("cannot make the cgroups of sandbox " + id + ": " + e.getMessage());
+        }
+    }
+
+    /** A new v1 cpuset group has no cpus or memory nodes: it takes its parent's, as runc gives it. */
+    private static void inheritCpuset(Path hierarchy, Path parent) throws IOException {
+        for (String file : List.of("cpuset.cpus", "cpuset.mems")) {
+            if (Files.readString(parent.resolve(file)).isBlank()) {
+                Files.writeString(parent.resolve(file), Files.readString(hierarchy.resolve(file)).strip());
+            }
+        }
+    }
+
+    private static void limitV1(String controller, Path dir, JsonNode resources) throws IOException {
+        switch (controller) {
+            case "cpuset" -> inheritCpuset(dir.getParent(), dir);
+            case "memory" -> {
+                long limit = resources.path("memory").path("limit").asLong(0);
+                if (limit > 0) {
+                    Files.writeString(dir.resolve("memory.limit_in_bytes"), Long.toString(limit));
+                    long swap = resources.path("memory").path("swap").asLong(0);
+                    if (swap > 0 && Files.exists(dir.resolve("memory.memsw.limit_in_bytes"))) {
+                        Files.writeString(dir.resolve("memory.memsw.limit_in_bytes"), Long.toString(swap));
+                    }
+                }
+            }
+            case "pids" -> {
+                long limit = resources.path("pids").path("limit").asLong(0);
+                if (limit > 0) {
+                    Files.writeString(dir.resolve("pids.max"), Long.toString(limit));
+                }
+            }
+            case "cpu", "cpu,cpuacct" -> {
+                long period = resources.path("cpu").path("period").asLong(0);
+                long quota = resources.path("cpu").path("quota").asLong(0);
+                if (period > 0 && quota > 0) {
+                    Files.writeString(dir.resolve("cpu.cfs_period_us"), Long.toString(period));
+                    Files.writeString(dir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
+                }
+            }
+            case "devices" -> {
+                // runc's default device rules: nothing but the harmless character devices and terminals
+                Files.writeString(dir.resolve("devices.deny"), "a");
+                for (String rule : List.of("c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm", "c 5:1 rwm",
+                        "c 5:2 rwm", "c 136:* rwm")) {
+                    Files.writeString(dir.resolve("devices.allow"), rule);
+                }
+            }
+            default -> { }
+        }
+    }
+
+    private static void enable(Path group) throws IOException {
+        String available = Files.readString(group.resolve("cgroup.controllers"));
+        StringBuilder wanted = new StringBuilder();
+        for (String c : List.of("cpu", "memory", "pids")) {
+            if (available.contains(c)) {
+                wanted.append(" +").append(c);
+            }
+        }
+        if (!wanted.isEmpty()) {
+            Files.writeString(group.resolve("cgroup.subtree_control"), wanted.toString().strip());
+        }
+    }
+
+    private static void limitV2(Path dir, JsonNode resources) throws IOException {
+        long memory = resources.path("memory").path("limit").asLong(0);
+        if (memory > 0 && Files.exists(dir.resolve("memory.max"))) {
+            Files.writeString(dir.resolve("memory.max"), Long.toString(memory));
+            if (Files.exists(dir.resolve("memory.swap.max"))) {
+                long swap = resources.path("memory").path("swap").asLong(memory);
+                Files.writeString(dir.resolve("memory.swap.max"), Long.toString(Math.max(0, swap - memory)));
+            }
+        }
+        long pids = resources.path("pids").path("limit").asLong(0);
+        if (pids > 0 && Files.exists(dir.resolve("pids.max"))) {
+            Files.writeString(dir.resolve("pids.max"), Long.toString(pids));
+        }
+        long period = resources.path("cpu").path("period").asLong(0);
+        long quota = resources.path("cpu").path("quota").asLong(0);
+        if (period > 0 && quota > 0 && Files.exists(dir.resolve("cpu.max"))) {
+            Files.writeString(dir.resolve("cpu.max"), quota + " " + period);
+        }
+    }
+
+    /** Removes the sandbox's cgroups that are empty (with its executions' below them); true when none is left. */
+    static boolean removeCgroups(String id) {
+        boolean all = true;
+        for (Path c : Cgroups.find(id)) {
+            if (c.getFileName().toString().equals(id)) {
+                all &= Cgroups.remove(c) && !Files.exists(c);
+            }
+        }
+        return all;
+    }
+
+    /**
+     * Kills everything the sandbox runs (SIGKILL to its PID 1 ends its pid namespace; a frozen one
+     * is thawed first, or the kill would wait), waits for its cgroups to empty, and removes them
+     * and the record. True when the sandbox was known.
+     */
+    boolean delete(String id) {
+        Path record = RECORDS.resolve(id);
+        boolean known = Files.exists(record);
+        long[] pid = readRecord(record);
+        if (pid != null) {
+            try {
+                freeze(id, false);
+            } catch (RuntimeException e) {
+                // its freezer cgroup went already: nothing to thaw
+            }
+            if (startTime(pid[0]) == pid[1]) {
+                ProcessHandle.of(pid[0]).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        }
+        long deadline = System.currentTimeMillis() + DELETE_WAIT_MILLIS;
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (!removeCgroups(id) && System.currentTimeMillis() < deadline) {
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            Files.deleteIfExists(record);
+        } catch (IOException e) {
+            return false;
+        }
+        return known || !Cgroups.find(id).isEmpty();
+    }
+
+    /** Freezes or thaws every process of the sandbox through its cgroup (v2 cgroup.freeze, else the v1 freezer). */
+    void freeze(String id, boolean freeze) {
+        try {
+            if (Cgroups.isV2()) {
+                Path dir = Cgroups.v2Root().resolve(Cgroups.PARENT).resolve(id);
+                Files.writeString(dir.resolve("cgroup.freeze"), freeze ? "1" : "0");
+                await(() -> Files.readString(dir.resolve("cgroup.events")).contains("frozen " + (freeze ? "1" : "0")), id);
+            } else {
+                Path state = Cgroups.v1Hierarchy("freezer").resolve(Cgroups.PARENT).resolve(id).resolve("freezer.state");
+                String want = freeze ? "FROZEN" : "THAWED";
+                Files.writeString(state, want);
+                await(() -> Files.readString(state).strip().equals(want), id);
+            }
+        } catch (IOException e) {
+            throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    private interface Check {
+        boolean holds() throws IOException;
+    }
+
+    private static void await(Check check, String id) throws IOException {
+        long deadline = System.currentTimeMillis() + ExecCgroups.FREEZE_TIMEOUT_MILLIS * ExecCgroups.FREEZE_ROUNDS;
+        while (!check.holds()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IOException("the freezer of sandbox " + id + " did not settle");
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted");
+            }
+        }
+    }
+
+    /** Ids of the sandboxes started by the launcher and not yet deleted. */
+    static List<String> list() {
+        List<String> ids = new ArrayList<>();
+        try (DirectoryStream<Path> records = Files.newDirectoryStream(RECORDS)) {
+            records.forEach(r -> ids.add(r.getFileName().toString()));
+        } catch (IOException e) {
+            // no record directory: nothing was started on this host
+        }
+        return ids;
+    }
+
+    private static long[] readRecord(Path record) {
+        try {
+            String[] f = Files.readString(record).strip().split(" ");
+            return new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])};
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The start time of process {@code pid} in clock ticks since boot (field 22 of /proc/PID/stat); -1 when it is gone. */
+    static long startTime(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(after[19]);
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private record Result(int exitCode, String output) {
+    }
+
+    /** Runs the launcher: its stdout is read (the pid), its stderr goes to {@code log} (a detached sandbox writes there too). */
+    private static Result run(List<String> command, Path log) {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+        if (log != null) {
+            pb.redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        } else {
+            pb.redirectErrorStream(true);
+        }
+        boolean interrupted = Thread.interrupted();
+        try {
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(COMMAND_TIMEOUT_SECONDS);
+            while (true) {
+                try {
+                    if (p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                        break;
+                    }
+                    p.destroyForcibly();
+                    throw AirlockException.internal("airlock-launch did not finish within " + COMMAND_TIMEOUT_SECONDS + "s", null);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            return new Result(p.exitValue(), out);
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot run " + command.getFirst() + ": " + e.getMessage());
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static String lastLine(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            for (int i = lines.size() - 1; i >= 0; i--) {
+                if (!lines.get(i).isBlank()) {
+                    return Printable.of(lines.get(i).strip(), 500);
+                }
+            }
+        } catch (IOException e) {
+            return "no message (" + e.getMessage() + ")";
+        }
+        return "no message";
+    }
+}
