@@ -232,42 +232,96 @@ static void remount_bind(const char *path, unsigned long flags) {
           "cannot remount %s (flags 0x%lx): %s", path, keep | flags, strerror(errno));
 }
 
-/* One mount of the spec, at rootfs + dest (the destination exists in the image, or in a tmpfs this made). */
-static void do_mount(const char *rootfs, const struct line *l) {
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define RESOLVE_NO_MAGICLINKS_ 0x02
+#define RESOLVE_IN_ROOT_ 0x10
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+
+struct open_how_arg {
+    uint64_t flags;
+    uint64_t mode;
+    uint64_t resolve;
+};
+
+/* The new root, open, once it is bound onto itself: every destination is resolved inside it. */
+static int root_fd = -1;
+
+static int open_in_root(const char *path, int flags) {
+    struct open_how_arg how = { .flags = (uint64_t) (flags | O_CLOEXEC), .resolve = RESOLVE_IN_ROOT_ | RESOLVE_NO_MAGICLINKS_ };
+    return (int) syscall(SYS_openat2, root_fd, path[0] == '/' ? path + 1 : path, &how, sizeof how);
+}
+
+/*
+ * The destination dest inside the new root, as an O_PATH descriptor: a symbolic link on the way
+ * (an image may hold any) resolves as it would inside the sandbox, never out to the host, as runc
+ * resolves its destinations. A destination that does not exist (inside a tmpfs this made, as
+ * /dev/pts) is made first: a directory, or with file set, an empty file to bind a file onto.
+ */
+static int destination(const char *dest, int file) {
+    int fd = open_in_root(dest, O_PATH);
+    if (fd >= 0 || errno != ENOENT) {
+        CHECK(fd >= 0, "cannot find mount point %s: %s", dest, strerror(errno));
+        return fd;
+    }
+    char parent[4096];
+    CHECK(snprintf(parent, sizeof parent, "%s", dest) < (int) sizeof parent, "mount point %s is too long", dest);
+    char *slash = strrchr(parent, '/');
+    CHECK(slash != NULL && slash[1] != '\0', "mount point %s is not an absolute path", dest);
+    const char *name = dest + (slash - parent) + 1;
+    *slash = '\0';
+    int dir = open_in_root(parent[0] == '\0' ? "/" : parent, O_PATH | O_DIRECTORY);
+    CHECK(dir >= 0, "cannot find the directory of mount point %s: %s", dest, strerror(errno));
+    if (file) {
+        int made = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        CHECK(made >= 0, "cannot make mount point %s: %s", dest, strerror(errno));
+        close(made);
+    } else {
+        CHECK(mkdirat(dir, name, 0755) == 0, "cannot make mount point %s: %s", dest, strerror(errno));
+    }
+    fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    CHECK(fd >= 0, "cannot open mount point %s: %s", dest, strerror(errno));
+    close(dir);
+    return fd;
+}
+
+/* The path mount(2) is given for an O_PATH descriptor: its /proc magic link. */
+static const char *fd_path(int fd) {
+    static char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return path;
+}
+
+/* One mount of the spec, on its destination inside the new root. */
+static void do_mount(const struct line *l) {
     need_fields(l, 7);
     const char *source = l->field[1], *dest = l->field[2], *type = l->field[3], *data = l->field[5];
     unsigned long flags = (unsigned long) number(l->field[4], "mount flags");
     unsigned long long attrs = number(l->field[6], "mount attributes");
-    char target[4096];
-    CHECK(snprintf(target, sizeof target, "%s%s", rootfs, dest) < (int) sizeof target, "mount point %s is too long", dest);
     if (strcmp(type, "bind") == 0) {
         struct stat st;
         CHECK(fstat(bind_fds[l - lines], &st) == 0, "cannot look at %s: %s", source, strerror(errno));
-        if (access(target, F_OK) != 0) {
-            /* inside a tmpfs this made (/dev): a file or directory to bind onto */
-            if (S_ISDIR(st.st_mode)) {
-                CHECK(mkdir(target, 0755) == 0, "cannot make mount point %s: %s", dest, strerror(errno));
-            } else {
-                int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-                CHECK(fd >= 0, "cannot make mount point %s: %s", dest, strerror(errno));
-                close(fd);
-            }
-        }
-        CHECK(syscall(SYS_move_mount, bind_fds[l - lines], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) == 0,
+        int target = destination(dest, !S_ISDIR(st.st_mode));
+        CHECK(syscall(SYS_move_mount, bind_fds[l - lines], "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0,
               "cannot bind %s on %s: %s", source, dest, strerror(errno));
         close(bind_fds[l - lines]);
+        close(target);
         return;   /* its flags and attributes were set on the copy */
-    } else {
-        if (access(target, F_OK) != 0) {
-            CHECK(mkdir(target, 0755) == 0, "cannot make mount point %s: %s", dest, strerror(errno));
-        }
-        CHECK(mount(source, target, type, flags, data[0] == '\0' ? NULL : data) == 0,
-              "cannot mount %s on %s: %s", type, dest, strerror(errno));
     }
+    int target = destination(dest, 0);
+    CHECK(mount(source, fd_path(target), type, flags, data[0] == '\0' ? NULL : data) == 0,
+          "cannot mount %s on %s: %s", type, dest, strerror(errno));
+    close(target);
     if (attrs != 0) {
+        /* the new mount, reached again through the root */
+        int mounted = open_in_root(dest, O_PATH);
         struct mount_attr_arg attr = { .attr_set = attrs };
-        CHECK(syscall(SYS_mount_setattr, -1, target, AT_RECURSIVE, &attr, sizeof attr) == 0,
+        CHECK(mounted >= 0 && syscall(SYS_mount_setattr, mounted, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0,
               "cannot set the recursive attributes 0x%llx of %s: %s", attrs, dest, strerror(errno));
+        close(mounted);
     }
 }
 
@@ -367,25 +421,31 @@ static _Noreturn void sandbox_init(void) {
     /* Nothing mounted here reaches the host, and nothing the host mounts later reaches here. */
     CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "cannot make the mounts private: %s", strerror(errno));
     CHECK(mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) == 0, "cannot bind the root %s: %s", rootfs, strerror(errno));
-    char target[4096];
+    root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    CHECK(root_fd >= 0, "cannot open the root %s: %s", rootfs, strerror(errno));
     for (int i = 0; i < line_count; i++) {
         const struct line *l = &lines[i];
         if (strcmp(l->field[0], "mount") == 0) {
-            do_mount(rootfs, l);
+            do_mount(l);
         } else if (strcmp(l->field[0], "device") == 0) {
             need_fields(l, 3);
-            snprintf(target, sizeof target, "%s%s", rootfs, l->field[2]);
-            int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-            CHECK(fd >= 0, "cannot make %s: %s", l->field[2], strerror(errno));
-            close(fd);
-            CHECK(mount(l->field[1], target, NULL, MS_BIND, NULL) == 0, "cannot bind %s on %s: %s", l->field[1], l->field[2],
+            int target = destination(l->field[2], 1);
+            CHECK(mount(l->field[1], fd_path(target), NULL, MS_BIND, NULL) == 0, "cannot bind %s on %s: %s", l->field[1], l->field[2],
                   strerror(errno));
+            close(target);
         } else if (strcmp(l->field[0], "symlink") == 0) {
             need_fields(l, 3);
-            snprintf(target, sizeof target, "%s%s", rootfs, l->field[2]);
-            CHECK(symlink(l->field[1], target) == 0, "cannot link %s: %s", l->field[2], strerror(errno));
+            char parent[4096];
+            snprintf(parent, sizeof parent, "%s", l->field[2]);
+            char *slash = strrchr(parent, '/');
+            CHECK(slash != NULL, "link %s is not an absolute path", l->field[2]);
+            *slash = '\0';
+            int dir = open_in_root(parent[0] == '\0' ? "/" : parent, O_PATH | O_DIRECTORY);
+            CHECK(dir >= 0 && symlinkat(l->field[1], dir, slash + 1) == 0, "cannot link %s: %s", l->field[2], strerror(errno));
+            close(dir);
         }
     }
+    close(root_fd);
     CHECK(chdir(rootfs) == 0, "cannot enter %s: %s", rootfs, strerror(errno));
     /* The old root goes below the new one and is detached at once: nothing of the host stays reachable. */
     CHECK(syscall(SYS_pivot_root, ".", ".") == 0, "cannot pivot into %s: %s", rootfs, strerror(errno));
