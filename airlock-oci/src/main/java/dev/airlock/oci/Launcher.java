@@ -98,11 +98,7 @@ final class Launcher {
         List<Path> cgroups = makeCgroups(id.value(), config.path("linux").path("resources"));
         Trace.mark("launch: cgroups made");
         try {
-            Path filter = null;
-            if (config.path("linux").get("seccomp") instanceof JsonNode profile && !profile.isNull()) {
-                filter = bundle.resolve("seccomp.bpf");
-                Files.write(filter, compiled(profile));
-            }
+            Path filter = config.path("linux").get("seccomp") instanceof JsonNode profile && !profile.isNull() ? compiled(profile) : null;
             Trace.mark("launch: seccomp compiled");
             Path spec = bundle.resolve("launch.spec");
             Files.writeString(spec, spec(config, cgroups, filter, log), StandardCharsets.UTF_8);
@@ -125,19 +121,30 @@ final class Launcher {
         }
     }
 
-    /** The last profile compiled and its program: every sandbox of an engine has the same profile. */
-    private record Compiled(JsonNode profile, byte[] program) {
-    }
-
-    private static volatile Compiled lastCompiled;
-
-    private static byte[] compiled(JsonNode profile) {
-        Compiled last = lastCompiled;
-        if (last == null || !last.profile().equals(profile)) {
-            last = new Compiled(profile, SeccompFilter.compile(profile));
-            lastCompiled = last;
+    /**
+     * The program of {@code profile}, compiled once per host: kept in {@value #STATE} under the
+     * profile's SHA-256 (compiling costs a cold process such as a one-shot {@code airlock run} about
+     * 130 ms here). Only host root can write there, and a file is written aside and renamed into place.
+     */
+    private static Path compiled(JsonNode profile) throws IOException {
+        byte[] text = profile.toString().getBytes(StandardCharsets.UTF_8);
+        String name;
+        try {
+            name = "seccomp-" + java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(text)) + ".bpf";
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
         }
-        return last.program();
+        Path program = STATE.resolve(name);
+        if (!Files.exists(program)) {
+            Path aside = Files.createTempFile(STATE, "seccomp", ".tmp");
+            try {
+                Files.write(aside, SeccompFilter.compile(profile));
+                Files.move(aside, program, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            } finally {
+                Files.deleteIfExists(aside);
+            }
+        }
+        return program;
     }
 
     /**
