@@ -25,7 +25,8 @@ final class EngineOptions {
     static final String MICROVM = MicroVmDriverProvider.NAME;
 
     @Option(names = "--runtime", paramLabel = "NAME",
-            description = "What runs sandboxes: runc or crun (containers), runsc (gVisor), an absolute path to an OCI runtime,"
+            description = "What runs sandboxes: runc or crun (containers), airlock (containers started by Airlock's own built-in"
+                    + " runtime: no runc needed; airlock doctor times each), runsc (gVisor), an absolute path to an OCI runtime,"
                     + " or microvm (a QEMU guest with its own kernel; software-emulated where KVM does not boot one, several seconds"
                     + " a start) (env AIRLOCK_RUNTIME; default runc).")
     String runtime = System.getenv().getOrDefault("AIRLOCK_RUNTIME", "runc");

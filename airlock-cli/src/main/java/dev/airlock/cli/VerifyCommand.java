@@ -69,7 +69,7 @@ final class VerifyCommand implements Callable<Integer> {
             return 0;
         }
         if (engineOptions.microVm() && !weakenings.isEmpty()) {
-            throw AirlockException.invalid("--unsafe-disable weakens container sandboxes (runc, crun, runsc); the microvm tier has no"
+            throw AirlockException.invalid("--unsafe-disable weakens container sandboxes (runc, crun, airlock, runsc); the microvm tier has no"
                     + " such switch: leave it out, or give an OCI --runtime");
         }
         VerifyTarget target = engineOptions.microVm() ? new VerifyTarget.MicroVm(engineOptions.microVmConfig())

@@ -28,9 +28,21 @@ public record HostReport(
     public record Check(String name, boolean ok, String detail) {
     }
 
-    /** One OCI runtime: installed or not, and whether a real sandbox started and ran a command. */
-    public record RuntimeCheck(String name, boolean installed, boolean works, String version, String detail, String isolation) {
+    /**
+     * One OCI runtime: installed or not, whether a real sandbox started and ran a command, and for
+     * a container runtime that works, the median of {@value #TIMED_STARTS} sandbox starts (create to
+     * agent ready, no warm pool) in milliseconds; NaN where not measured.
+     */
+    public record RuntimeCheck(String name, boolean installed, boolean works, String version, String detail, String isolation,
+                               double startMillis) {
+
+        public RuntimeCheck(String name, boolean installed, boolean works, String version, String detail, String isolation) {
+            this(name, installed, works, version, detail, isolation, Double.NaN);
+        }
     }
+
+    /** Sandbox starts timed per container runtime, after the one that proves it works. */
+    static final int TIMED_STARTS = 5;
 
     public static HostReport probe(OciDriverConfig config) {
         List<Check> checks = new ArrayList<>();
@@ -39,7 +51,7 @@ public record HostReport(
         checks.add(cgroups());
         checks.add(kvm());
         List<RuntimeCheck> runtimes = new ArrayList<>();
-        for (String name : List.of("runc", "crun", "runsc")) {
+        for (String name : List.of("runc", "crun", Launcher.NAME, "runsc")) {
             runtimes.add(probeRuntime(config.withRuntime(name), name));
         }
         return new HostReport(checks, runtimes, config.runtime());
@@ -59,6 +71,8 @@ public record HostReport(
     private static RuntimeCheck probeRuntime(OciDriverConfig config, String name) {
         String isolation = switch (name) {
             case "runsc" -> "user-space kernel (gVisor): system calls served by the Sentry, not the host kernel";
+            case Launcher.NAME -> "container (Airlock's own runtime, built in): namespaces, seccomp allow-list, cgroups, no capabilities;"
+                    + " shares the host kernel";
             default -> "container: namespaces, seccomp allow-list, cgroups, no capabilities; shares the host kernel";
         };
         if (OciRuntime.locate(name) == null) {
@@ -67,16 +81,37 @@ public record HostReport(
         String version = "";
         try (Engine engine = new Engine(new OciDriver(config))) {
             version = ((OciDriver) engine.driver()).runtime().version();
+            boolean ok;
+            String detail;
             try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
                 ExecResult r = sandbox.exec(ExecRequest.of("id", "-u"));
-                boolean ok = r.exitCode() == 0 && r.stdoutText().trim().equals("1000");
-                return new RuntimeCheck(name, true, ok, version,
-                        ok ? "started a sandbox and ran a command as uid 1000" : "sandbox started but 'id -u' gave: " + r.stdoutText().trim() + r.stderrText().trim(),
-                        isolation);
+                ok = r.exitCode() == 0 && r.stdoutText().trim().equals("1000");
+                detail = ok ? "started a sandbox and ran a command as uid 1000" : "sandbox started but 'id -u' gave: " + r.stdoutText().trim() + r.stderrText().trim();
             }
+            double start = ok && !name.equals("runsc") ? medianStartMillis(engine) : Double.NaN;
+            return new RuntimeCheck(name, true, ok, version, detail, isolation, start);
         } catch (RuntimeException e) {
             return new RuntimeCheck(name, true, false, version, "cannot start a sandbox: " + e.getMessage(), isolation);
         }
+    }
+
+    /** The median time of {@link #TIMED_STARTS} sandbox starts of {@code engine}, in milliseconds. */
+    private static double medianStartMillis(Engine engine) {
+        double[] times = new double[TIMED_STARTS];
+        for (int i = 0; i < TIMED_STARTS; i++) {
+            long t0 = System.nanoTime();
+            try (Sandbox sandbox = engine.create(SandboxSpec.defaults())) {
+                times[i] = (System.nanoTime() - t0) / 1e6;
+            }
+        }
+        java.util.Arrays.sort(times);
+        return times[TIMED_STARTS / 2];
+    }
+
+    /** The working container runtime whose sandboxes started fastest here, or null when none was timed. */
+    public RuntimeCheck fastestContainerRuntime() {
+        return runtimes.stream().filter(r -> r.works() && !Double.isNaN(r.startMillis()))
+                .min(java.util.Comparator.comparingDouble(RuntimeCheck::startMillis)).orElse(null);
     }
 
     private static Check userNamespaces() {
@@ -133,6 +168,15 @@ public record HostReport(
             if (r.works()) {
                 sb.append("          isolation: ").append(r.isolation()).append('\n');
             }
+            if (!Double.isNaN(r.startMillis())) {
+                sb.append(String.format("          start: %.1f ms (median of %d sandbox starts, no warm pool)%n", r.startMillis(), TIMED_STARTS));
+            }
+        }
+        RuntimeCheck fastest = fastestContainerRuntime();
+        if (fastest != null) {
+            sb.append("\nfastest container runtime here: ").append(fastest.name())
+                    .append(String.format(" (%.1f ms a start)", fastest.startMillis()))
+                    .append(fastest.name().equals(defaultRuntime) ? "" : "; choose it with --runtime " + fastest.name()).append('\n');
         }
         sb.append("\ndefault runtime: ").append(defaultRuntime).append(defaultRuntimeWorks() ? " (works)" : " (NOT working)").append('\n');
         return sb.toString();
@@ -145,7 +189,10 @@ public record HostReport(
         checks.forEach(c -> host.addObject().put("name", c.name()).put("ok", c.ok()).put("detail", c.detail()));
         ArrayNode rts = root.putArray("runtimes");
         runtimes.forEach(r -> rts.addObject().put("name", r.name()).put("installed", r.installed()).put("works", r.works())
-                .put("version", r.version()).put("detail", r.detail()).put("isolation", r.isolation()));
+                .put("version", r.version()).put("detail", r.detail()).put("isolation", r.isolation())
+                .put("startMillis", Double.isNaN(r.startMillis()) ? null : r.startMillis()));
+        RuntimeCheck fastest = fastestContainerRuntime();
+        root.put("fastestContainerRuntime", fastest == null ? null : fastest.name());
         root.put("defaultRuntime", defaultRuntime);
         root.put("defaultRuntimeWorks", defaultRuntimeWorks());
         return json.writerWithDefaultPrettyPrinter().writeValueAsString(root);

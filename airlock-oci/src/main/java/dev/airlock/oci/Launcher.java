@@ -342,7 +342,7 @@ final class Launcher {
             case "devices" -> {
                 // runc's default device rules: nothing but the harmless character devices and terminals
                 Files.writeString(dir.resolve("devices.deny"), "a");
-                for (String rule : List.of("c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm", "c 5:1 rwm",
+                for (String rule : List.of("c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm",
                         "c 5:2 rwm", "c 136:* rwm")) {
                     Files.writeString(dir.resolve("devices.allow"), rule);
                 }

@@ -17,7 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * One OCI runtime binary (runc, crun or runsc) and the few commands Airlock gives it. Containers
+ * One OCI runtime binary (runc, crun or runsc, or Airlock's own, {@link Launcher}) and the few commands Airlock gives it. Containers
  * live in the runtime's default state root, so an operator's own {@code runc list} shows them.
  *
  * <p>Everything that differs for gVisor's runsc is decided here, in one place ({@link #isGvisor}

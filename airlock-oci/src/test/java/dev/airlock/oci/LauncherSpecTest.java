@@ -1,0 +1,89 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ObjectNode;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The launcher's spec from a bundle ({@link Launcher#spec}): every control carried over, and a bundle it cannot honour refused. */
+class LauncherSpecTest {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private static ObjectNode bundle() {
+        return (ObjectNode) JSON.readTree("""
+                {"process": {"user": {"uid": 1000, "gid": 1000}, "args": ["/.airlock/airlock-agent", "/run/airlock/agent.sock"],
+                             "env": ["PATH=/usr/bin:/bin"], "cwd": "/workspace", "noNewPrivileges": true,
+                             "capabilities": {"bounding": [], "effective": [], "inheritable": [], "permitted": [], "ambient": []},
+                             "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 1024}]},
+                 "root": {"path": "/run/airlock/image", "readonly": true}, "hostname": "sandbox",
+                 "mounts": [{"destination": "/proc", "type": "proc", "source": "proc", "options": ["nosuid", "noexec", "nodev"]},
+                            {"destination": "/usr", "type": "bind", "source": "/usr",
+                             "options": ["rbind", "ro", "nosuid", "nodev", "rro", "rnosuid", "rnodev"]},
+                            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=1024", "mode=1777"]}],
+                 "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"},
+                                          {"type": "user", "path": "/proc/42/ns/user"}, {"type": "cgroup"}],
+                           "maskedPaths": ["/proc/kcore"], "readonlyPaths": ["/proc/sys"]}}
+                """);
+    }
+
+    private static String spec(JsonNode bundle) {
+        return Launcher.spec(bundle, List.of(Path.of("/sys/fs/cgroup/memory/airlock/x")), Path.of("/run/airlock-launch/f.bpf"),
+                Path.of("/run/airlock/x/runtime.log"));
+    }
+
+    @Test
+    void everyControlOfTheBundleBecomesALine() {
+        List<String> lines = spec(bundle()).lines().toList();
+        assertThat(lines).containsSubsequence(
+                "log\t/run/airlock/x/runtime.log", "userns\t/proc/42/ns/user", "network\tnew", "cgroup\t/sys/fs/cgroup/memory/airlock/x",
+                "rootfs\t/run/airlock/image", "hostname\tsandbox", "seccomp\t/run/airlock-launch/f.bpf",
+                "mount\tproc\t/proc\tproc\t14\t\t0",
+                // rbind, ro, nosuid, nodev: MS_BIND|MS_REC|MS_RDONLY|MS_NOSUID|MS_NODEV; rro, rnosuid, rnodev recursively
+                "mount\t/usr\t/usr\tbind\t" + (4096 + 16384 + 1 + 2 + 4) + "\t\t7",
+                "mount\ttmpfs\t/tmp\ttmpfs\t6\tsize=1024,mode=1777\t0",
+                "device\t/dev/null\t/dev/null", "symlink\tpts/ptmx\t/dev/ptmx",
+                // read-only paths first, then masks, as runc orders them
+                "readonly\t/proc/sys", "mask\t/proc/kcore",
+                "rlimit\t7\t1024\t1024", "user\t1000\t1000", "cwd\t/workspace", "env\tPATH=/usr/bin:/bin",
+                "arg\t/.airlock/airlock-agent", "arg\t/run/airlock/agent.sock");
+    }
+
+    @Test
+    void aBundleWeakenedToTheHostNetworkSaysSo() {
+        ObjectNode b = bundle();
+        var namespaces = (tools.jackson.databind.node.ArrayNode) b.get("linux").get("namespaces");
+        namespaces.remove(1);
+        assertThat(spec(b)).contains("network\thost\n");
+    }
+
+    @Test
+    void aBundleTheLauncherCannotHonourIsRefused() {
+        ObjectNode writable = bundle();
+        ((ObjectNode) writable.get("root")).put("readonly", false);
+        assertThatThrownBy(() -> spec(writable)).isInstanceOf(AirlockException.class).hasMessageContaining("a read-only root");
+
+        ObjectNode capable = bundle();
+        ((tools.jackson.databind.node.ArrayNode) capable.get("process").get("capabilities").get("bounding")).add("CAP_SYS_ADMIN");
+        assertThatThrownBy(() -> spec(capable)).isInstanceOf(AirlockException.class).hasMessageContaining("no capability in bounding");
+
+        ObjectNode ownUserNamespace = bundle();
+        ((ObjectNode) ownUserNamespace.get("linux").get("namespaces").get(5)).remove("path");
+        assertThatThrownBy(() -> spec(ownUserNamespace)).isInstanceOf(AirlockException.class).hasMessageContaining("a user namespace to join");
+    }
+
+    @Test
+    void aFieldWithATabIsRefusedWithItsName() {
+        ObjectNode b = bundle();
+        ((ObjectNode) b.get("mounts").get(1)).put("source", "/srv/a\tb");
+        assertThatThrownBy(() -> spec(b)).isInstanceOf(AirlockException.class).hasMessageContaining("has a tab, newline or NUL")
+                .hasMessageContaining("rename it");
+    }
+}
