@@ -26,7 +26,8 @@ public final class RuncBaseline implements AutoCloseable {
     private int runs;
 
     public RuncBaseline(OciDriverConfig config, List<String> command) {
-        this.runtime = OciRuntime.find(config.runtime());
+        // the baseline is a plain OCI runtime's own run: runc's when the sandboxes are Airlock's own runtime's
+        this.runtime = OciRuntime.find(Launcher.NAME.equals(config.runtime()) ? "runc" : config.runtime());
         this.state = StateDirectory.create(config.stateRoot());
         this.uidSlots = new UidSlots(config.stateRoot(), config.hostIdBase());
         this.hostIdBase = uidSlots.allocate("al-" + state.name() + "-baseline");
