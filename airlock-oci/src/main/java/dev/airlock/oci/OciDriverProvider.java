@@ -6,6 +6,7 @@ import dev.airlock.core.Isolation;
 import dev.airlock.core.IsolationDriver;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /** The OCI driver by name, {@value #NAME}, for servers that choose their driver at wiring time. */
@@ -24,14 +25,16 @@ public final class OciDriverProvider implements DriverProvider {
     }
 
     /**
-     * The container tier with runc and the gVisor tier with runsc; the state directory, host ids and
-     * start timeout of {@code base} carry over when it is an OCI driver (two runtimes share them as
-     * two engines on one host do).
+     * The container tier with the container runtime {@code base} names (runc, crun or Airlock's own),
+     * else runc; the gVisor tier with runsc. The state directory, host ids and start timeout of
+     * {@code base} carry over when it is an OCI driver (two runtimes share them as two engines on one
+     * host do).
      */
     @Override
     public DriverSettings settingsFor(Isolation tier, DriverSettings base) {
+        String configured = NAME.equals(base.driver()) ? base.options().get("runtime") : null;
         String runtime = switch (tier) {
-            case CONTAINER -> "runc";
+            case CONTAINER -> List.of("runc", "crun", Launcher.NAME).contains(configured) ? configured : "runc";
             case GVISOR -> "runsc";
             case MICROVM -> null;
         };

@@ -45,4 +45,14 @@ class OciDriverSettingsTest {
     void theDriverIsRegisteredByName() {
         assertThat(ServiceLoader.load(DriverProvider.class).stream().map(p -> p.get().name())).contains("oci");
     }
+
+    @Test
+    void theContainerTierKeepsTheContainerRuntimeItWasGivenAndGvisorIsRunsc() {
+        OciDriverProvider provider = new OciDriverProvider();
+        DriverSettings launcher = OciDriverConfig.defaults().withRuntime(Launcher.NAME).toSettings();
+        assertThat(provider.settingsFor(dev.airlock.core.Isolation.CONTAINER, launcher).options()).containsEntry("runtime", Launcher.NAME);
+        assertThat(provider.settingsFor(dev.airlock.core.Isolation.GVISOR, launcher).options()).containsEntry("runtime", "runsc");
+        DriverSettings gvisor = OciDriverConfig.defaults().withRuntime("runsc").toSettings();
+        assertThat(provider.settingsFor(dev.airlock.core.Isolation.CONTAINER, gvisor).options()).containsEntry("runtime", "runc");
+    }
 }
