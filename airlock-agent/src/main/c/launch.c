@@ -7,10 +7,11 @@
  * bundle's config.json into a plain spec file (one setting a line, fields split by tabs). This
  * program then
  *
- *   1. as host root: reads the spec and the compiled seccomp filter, opens the log and the user
- *      namespace, and joins every cgroup the spec names (the one host-side move a start needs);
- *   2. joins the user namespace and unshares mount, network, IPC, UTS, cgroup and pid namespaces
- *      (all owned by that user namespace), and forks the sandbox's PID 1;
+ *   1. as host root: reads the spec and the compiled seccomp filter, opens the log, the user
+ *      namespace and every cgroup the spec names;
+ *   2. joins the user namespace and unshares mount, network, IPC, UTS and pid namespaces (all owned
+ *      by that user namespace), forks the sandbox's PID 1 and moves it into the cgroups while it
+ *      sets up (the one host-side move a start needs); PID 1 makes its cgroup namespace once placed;
  *   3. in PID 1: brings up the loopback, sets the host name, binds the read-only root onto itself,
  *      mounts every mount of the spec inside it, binds the harmless devices into /dev with the usual
  *      links, pivots into it, masks and write-protects what the spec says in /proc and /sys, makes
@@ -205,11 +206,6 @@ static void load_filter(const char *path) {
     filter_program.filter = filter;
 }
 
-static void write_all(int fd, const char *text, const char *what) {
-    size_t len = strlen(text);
-    CHECK(write(fd, text, len) == (ssize_t) len, "cannot write %s: %s", what, strerror(errno));
-}
-
 /* The flags a remount of the mount at path must keep: in a user namespace the kernel refuses to clear them. */
 static unsigned long locked_flags(const char *path) {
     struct statvfs st;
@@ -246,6 +242,9 @@ struct open_how_arg {
     uint64_t mode;
     uint64_t resolve;
 };
+
+/* PID 1's end of the pipe on which the launcher says it has moved PID 1 into the sandbox's cgroups. */
+static int placed_fd = -1;
 
 /* The new root, open, once it is bound onto itself: every destination is resolved inside it. */
 static int root_fd = -1;
@@ -467,6 +466,11 @@ static _Noreturn void sandbox_init(void) {
                   strerror(errno));
         }
     }
+    /* In its cgroups before anything of the sandbox runs, and their root is all its cgroup namespace shows. */
+    char placed;
+    CHECK(read(placed_fd, &placed, 1) == 1, "the launcher did not place the sandbox in its cgroups");
+    close(placed_fd);
+    CHECK(unshare(CLONE_NEWCGROUP) == 0, "cannot make the sandbox's cgroup namespace: %s", strerror(errno));
     uid_t uid = 0;
     gid_t gid = 0;
     for (int i = 0; i < line_count; i++) {
@@ -521,16 +525,16 @@ int main(int argc, char **argv) {
     clone_bind_sources();
     int userns = open(required("userns"), O_RDONLY | O_CLOEXEC);
     CHECK(userns >= 0, "cannot open the user namespace %s: %s", first("userns"), strerror(errno));
-    char self[32];
-    snprintf(self, sizeof self, "%d", getpid());
+    /* Opened as host root; written after the user namespace is joined (the kernel checks the opener's credentials). */
+    static int cgroup_fds[MAX_LINES];
+    int cgroups = 0;
     for (int i = 0; i < line_count; i++) {
         if (strcmp(lines[i].field[0], "cgroup") == 0) {
             char procs[4096];
             snprintf(procs, sizeof procs, "%s/cgroup.procs", lines[i].field[1]);
-            int fd = open(procs, O_WRONLY | O_CLOEXEC);
-            CHECK(fd >= 0, "cannot open %s: %s", procs, strerror(errno));
-            write_all(fd, self, procs);
-            close(fd);
+            cgroup_fds[cgroups] = open(procs, O_WRONLY | O_CLOEXEC);
+            CHECK(cgroup_fds[cgroups] >= 0, "cannot open %s: %s", procs, strerror(errno));
+            cgroups++;
         }
     }
     CHECK(setns(userns, CLONE_NEWUSER) == 0, "cannot join the user namespace: %s", strerror(errno));
@@ -539,14 +543,17 @@ int main(int argc, char **argv) {
     CHECK(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0, "cannot become the user namespace's root: %s", strerror(errno));
     /* A new network namespace holds only a loopback: no route out exists. "host" only for 'airlock verify --unsafe'. */
     int network = strcmp(required("network"), "new") == 0 ? CLONE_NEWNET : 0;
-    CHECK(unshare(CLONE_NEWNS | network | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWPID) == 0,
+    /* The cgroup namespace comes later, from PID 1 once it is in its cgroups (see placed_fd). */
+    CHECK(unshare(CLONE_NEWNS | network | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID) == 0,
           "cannot make the sandbox's namespaces: %s", strerror(errno));
-    int errors[2];
-    CHECK(pipe2(errors, O_CLOEXEC) == 0, "cannot make a pipe: %s", strerror(errno));
+    int errors[2], placed[2];
+    CHECK(pipe2(errors, O_CLOEXEC) == 0 && pipe2(placed, O_CLOEXEC) == 0, "cannot make a pipe: %s", strerror(errno));
     pid_t pid = fork();
     CHECK(pid >= 0, "cannot start the sandbox's first process: %s", strerror(errno));
     if (pid == 0) {
         close(errors[0]);
+        close(placed[1]);
+        placed_fd = placed[0];
         error_fd = errors[1];
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         CHECK(null >= 0 && dup2(null, 0) == 0, "cannot open /dev/null: %s", strerror(errno));
@@ -556,6 +563,24 @@ int main(int argc, char **argv) {
         sandbox_init();
     }
     close(errors[1]);
+    close(placed[0]);
+    /*
+     * PID 1 into the sandbox's cgroups while it sets its mounts up: the first move waits for an RCU
+     * grace period in the kernel (5 to 35 ms here), which this overlaps with that work, as runc does.
+     */
+    char child[32];
+    snprintf(child, sizeof child, "%d", pid);
+    for (int i = 0; i < cgroups; i++) {
+        if (write(cgroup_fds[i], child, strlen(child)) != (ssize_t) strlen(child)) {
+            int e = errno;
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            fail("cannot place the sandbox in its cgroup: %s", strerror(e));
+        }
+        close(cgroup_fds[i]);
+    }
+    CHECK(write(placed[1], "p", 1) == 1, "cannot tell the sandbox it is placed: %s", strerror(errno));
+    close(placed[1]);
     /* The exec closes the pipe's other end; a failure writes its reason first. */
     char reason[1024];
     size_t got = 0;
