@@ -9,7 +9,6 @@ import dev.airlock.core.Trace;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -20,7 +19,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Airlock's own runtime for the container tier ({@code --runtime airlock}): the static program
@@ -45,7 +43,6 @@ final class Launcher {
     static final Path STATE = Path.of("/run/airlock-launch");
     private static final Path RECORDS = STATE.resolve("sandboxes");
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final long COMMAND_TIMEOUT_SECONDS = 60;
     /** How long a delete waits for the sandbox's processes to be gone from its cgroups. */
     private static final long DELETE_WAIT_MILLIS = 10_000;
 
@@ -80,7 +77,7 @@ final class Launcher {
     }
 
     String version() {
-        return run(List.of(binary.toString(), "--version"), null).output.strip();
+        return OciRuntime.run(List.of(binary.toString(), "--version"), null, false).output().strip();
     }
 
     /**
@@ -103,13 +100,13 @@ final class Launcher {
             Path spec = bundle.resolve("launch.spec");
             Files.writeString(spec, spec(config, cgroups, filter, log), StandardCharsets.UTF_8);
             Trace.mark("launch: spec written");
-            Result r = run(List.of(binary.toString(), "run", spec.toString()), log);
+            OciRuntime.Result r = OciRuntime.run(List.of(binary.toString(), "run", spec.toString()), log, true);
             Trace.mark("launch: launcher returned");
-            if (r.exitCode != 0) {
-                throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + lastLine(log)
+            if (r.exitCode() != 0) {
+                throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + OciRuntime.lastError(log)
                         + " (run 'airlock doctor' to see what this host supports)");
             }
-            long pid = Long.parseLong(r.output.strip());
+            long pid = Long.parseLong(r.output().strip());
             Files.writeString(RECORDS.resolve(id.value()), pid + " " + startTime(pid) + "\n");
             return pid;
         } catch (IOException | RuntimeException e) {
@@ -503,56 +500,5 @@ final class Launcher {
         } catch (IOException | RuntimeException e) {
             return -1;
         }
-    }
-
-    private record Result(int exitCode, String output) {
-    }
-
-    /** Runs the launcher: its stdout is read (the pid), its stderr goes to {@code log} (a detached sandbox writes there too). */
-    private static Result run(List<String> command, Path log) {
-        ProcessBuilder pb = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        if (log != null) {
-            pb.redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        } else {
-            pb.redirectErrorStream(true);
-        }
-        boolean interrupted = Thread.interrupted();
-        try {
-            Process p = pb.start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(COMMAND_TIMEOUT_SECONDS);
-            while (true) {
-                try {
-                    if (p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                        break;
-                    }
-                    p.destroyForcibly();
-                    throw AirlockException.internal("airlock-launch did not finish within " + COMMAND_TIMEOUT_SECONDS + "s", null);
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            return new Result(p.exitValue(), out);
-        } catch (IOException e) {
-            throw AirlockException.unavailable("cannot run " + command.getFirst() + ": " + e.getMessage());
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static String lastLine(Path log) {
-        try {
-            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-            for (int i = lines.size() - 1; i >= 0; i--) {
-                if (!lines.get(i).isBlank()) {
-                    return Printable.of(lines.get(i).strip(), 500);
-                }
-            }
-        } catch (IOException e) {
-            return "no message (" + e.getMessage() + ")";
-        }
-        return "no message";
     }
 }

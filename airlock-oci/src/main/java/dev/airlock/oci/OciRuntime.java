@@ -360,24 +360,37 @@ final class OciRuntime {
         return command;
     }
 
-    private record Result(int exitCode, String output) {
+    /** One runtime command's end: its exit status and what it printed (on stdout, and on stderr unless logged). */
+    record Result(int exitCode, String output) {
     }
 
     private Result exec(Path log, String... args) {
-        List<String> command = command(args);
-        ProcessBuilder pb = new ProcessBuilder(command)
-                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                .redirectErrorStream(true);
-        if (log != null) {
-            // A detached container inherits the runtime's stdio: a file, so nothing waits on a pipe it holds.
-            pb.redirectOutput(log.toFile());
+        // A detached container inherits the runtime's stdio: a file, so nothing waits on a pipe it holds.
+        return run(command(args), log, false);
+    }
+
+    /**
+     * Runs {@code command} to its end, at most {@value #COMMAND_TIMEOUT_SECONDS} s, even when the
+     * caller is being cancelled: a half-done create or delete would leave a sandbox behind.
+     *
+     * @param log        null: stdout and stderr are read together; else where stderr goes (appended),
+     *                   and stdout too unless {@code readStdout} (then the log is started afresh)
+     * @param readStdout whether stdout is read into the result when there is a log
+     */
+    static Result run(List<String> command, Path log, boolean readStdout) {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+        if (log == null) {
+            pb.redirectErrorStream(true);
+        } else if (readStdout) {
+            pb.redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        } else {
+            pb.redirectErrorStream(true).redirectOutput(log.toFile());
         }
-        // Runtime commands are short and must finish even when the caller is being cancelled:
-        // a half-done create or delete would leave a container behind.
+        String what = Path.of(command.getFirst()).getFileName() + (command.size() > 1 ? " " + command.get(1) : "");
         boolean interrupted = Thread.interrupted();
         try {
             Process p = pb.start();
-            String out = log == null ? new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8) : "";
+            String out = log == null || readStdout ? new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8) : "";
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(COMMAND_TIMEOUT_SECONDS);
             while (true) {
                 try {
@@ -385,14 +398,14 @@ final class OciRuntime {
                         break;
                     }
                     p.destroyForcibly();
-                    throw AirlockException.internal(name + " " + args[0] + " did not finish within " + COMMAND_TIMEOUT_SECONDS + "s", null);
+                    throw AirlockException.internal(what + " did not finish within " + COMMAND_TIMEOUT_SECONDS + "s", null);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
             }
             return new Result(p.exitValue(), out);
         } catch (IOException e) {
-            throw AirlockException.unavailable("cannot run " + binary + ": " + e.getMessage());
+            throw AirlockException.unavailable("cannot run " + command.getFirst() + ": " + e.getMessage());
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();
@@ -400,7 +413,8 @@ final class OciRuntime {
         }
     }
 
-    private static String lastError(Path log) {
+    /** The log's last line that says something: a runtime's reason for failing. */
+    static String lastError(Path log) {
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
             for (int i = lines.size() - 1; i >= 0; i--) {

@@ -38,11 +38,7 @@ class ImageSandboxTest {
 
     @BeforeAll
     static void openEngine() throws IOException {
-        Path busybox = Path.of("/bin/busybox");
-        assumeThat(Files.isRegularFile(busybox)).as("busybox-static installed (bin/test installs it)").isTrue();
-        // a dynamically linked busybox (Debian's 'busybox') names its loader; the image has none
-        assumeThat(new String(Files.readAllBytes(busybox), java.nio.charset.StandardCharsets.ISO_8859_1))
-                .as("/bin/busybox is statically linked (busybox-static)").doesNotContain("/lib64/ld-linux");
+        TestArchives.staticBusybox();
         storeRoot = Files.createTempDirectory(Path.of("/var/tmp"), "airlock-images-test");
         Files.setAttribute(storeRoot, "unix:mode", 0711);
         config = OciDriverConfig.defaults().withImageRoot(storeRoot.resolve("images"));

@@ -95,6 +95,20 @@ public final class TestArchives {
         }
     }
 
+    /**
+     * The host's /bin/busybox, for an image of its own: the test is skipped unless it is the static
+     * one (busybox-static, which bin/test installs); a dynamically linked busybox names its loader,
+     * which such an image does not have.
+     */
+    public static byte[] staticBusybox() throws IOException {
+        Path busybox = Path.of("/bin/busybox");
+        org.assertj.core.api.Assumptions.assumeThat(Files.isRegularFile(busybox)).as("busybox-static installed (bin/test installs it)").isTrue();
+        byte[] bytes = Files.readAllBytes(busybox);
+        org.assertj.core.api.Assumptions.assumeThat(new String(bytes, StandardCharsets.ISO_8859_1))
+                .as("/bin/busybox is statically linked (busybox-static)").doesNotContain("/lib64/ld-linux");
+        return bytes;
+    }
+
     public static Layer layer() {
         return new Layer();
     }
