@@ -24,10 +24,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A hostile image: its {@code /workspace} and {@code /tmp} are absolute symbolic links to a path
- * that exists on the host too. The runtime mounts the sandbox's tmpfs where the link leads inside
- * the image's root (runc: securejoin; airlock-launch: {@code openat2} with {@code RESOLVE_IN_ROOT}),
- * never on the host's path, so the sandbox's files land in its own tmpfs and the host's directory
- * stays as it was.
+ * that exists on the host too. Two layers stop it: the import replaces every link at a mount point
+ * with a real directory ({@code ImageSkeleton}), and the runtime resolves each destination inside
+ * the root (runc: securejoin; airlock-launch: {@code openat2} with {@code RESOLVE_IN_ROOT}), so the
+ * sandbox's files land in its own tmpfs and the host's directory stays as it was, on either runtime.
+ * The second layer alone is what guards destinations an image cannot name (the system image's, the
+ * devices in /dev); this test shows the two together.
  */
 class ImageSymlinkTest {
 
