@@ -243,6 +243,15 @@ public final class AgentClient implements SandboxAgent {
     }
 
     @Override
+    public CompletableFuture<Void> mkdirWithoutWaiting(String path, boolean parents) {
+        try {
+            return files.mkdirWithoutWaiting(path, parents);
+        } catch (IOException | RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
     public void remove(String path, boolean recursive) throws IOException {
         files.remove(path, recursive);
     }

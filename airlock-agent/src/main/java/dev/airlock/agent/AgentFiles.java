@@ -139,10 +139,17 @@ final class AgentFiles {
     }
 
     void mkdir(String path, boolean parents) throws IOException {
+        await(mkdirWithoutWaiting(path, parents), "the request to create the directory " + path);
+    }
+
+    /** Sends the request to make directory {@code path}; the future completes with the agent's answer. */
+    CompletableFuture<Void> mkdirWithoutWaiting(String path, boolean parents) throws IOException {
         checkPath(path);
         int id = client.newId();
-        operation(id, "create the directory " + path, new FrameBuilder(Frame.MKDIR, "directory " + path)
-                .u32(id).string(path).u32(parents ? Frame.MKDIR_PARENTS : 0));
+        PendingOperation operation = new PendingOperation("cannot create the directory " + path);
+        client.request(id, operation, new FrameBuilder(Frame.MKDIR, "directory " + path).u32(id).string(path)
+                .u32(parents ? Frame.MKDIR_PARENTS : 0).build());
+        return operation.result();
     }
 
     void remove(String path, boolean recursive) throws IOException {

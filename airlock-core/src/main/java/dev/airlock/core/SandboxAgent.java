@@ -100,6 +100,20 @@ public interface SandboxAgent extends AutoCloseable {
     /** Creates a directory; with {@code parents}, missing parents too and no error if it exists. */
     void mkdir(String path, boolean parents) throws IOException;
 
+    /**
+     * As {@link #mkdir}, without waiting for the agent's answer: the request is sent, and every
+     * request sent after it finds the directory made (the agent answers requests in order). The
+     * future completes with the answer.
+     */
+    default java.util.concurrent.CompletableFuture<Void> mkdirWithoutWaiting(String path, boolean parents) {
+        try {
+            mkdir(path, parents);
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
+        } catch (IOException | RuntimeException e) {
+            return java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+    }
+
     /** Removes a file, symlink or empty directory; with {@code recursive}, a whole tree (never following symlinks). */
     void remove(String path, boolean recursive) throws IOException;
 

@@ -252,6 +252,11 @@ final class CgroupedAgent implements SandboxAgent {
     }
 
     @Override
+    public java.util.concurrent.CompletableFuture<Void> mkdirWithoutWaiting(String path, boolean parents) {
+        return agent.mkdirWithoutWaiting(path, parents);
+    }
+
+    @Override
     public void remove(String path, boolean recursive) throws IOException {
         agent.remove(path, recursive);
     }

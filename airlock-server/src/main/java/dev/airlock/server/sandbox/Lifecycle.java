@@ -101,8 +101,13 @@ public final class Lifecycle {
         managed.holdWorkspaceTree(tree == null ? null : tree::close);
         try {
             if (p.outputBytes() > 0) {
-                // ready for the code to write into, so that outputs need no set-up
-                sandbox.files().mkdir(OutputStore.DIR, true);
+                // ready for the code to write into, so that outputs need no set-up; not waited for: every
+                // later request to the agent finds it made, and a sandbox without it only has no outputs
+                String id = managed.id();
+                sandbox.files().mkdirWithoutWaiting(OutputStore.DIR, true).exceptionally(e -> {
+                    LOG.warn("sandbox {}: cannot make {}: {}", id, OutputStore.DIR, e.getMessage());
+                    return null;
+                });
             }
             store.insert(new SandboxStore.Row(managed.id(), engine.driver().instance(), managed.createdAt(), Json.specJson(spec)));
             if (snap != null) {
