@@ -13,7 +13,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
@@ -26,15 +25,15 @@ import java.util.Map;
  * bundle runc is given, in one process, with no runtime daemon, no second binary and no state of
  * a runtime's own beyond one record per sandbox.
  *
- * <p>What runc does from the bundle is split: this class makes the sandbox's cgroups (under the
- * same paths runc uses, {@link Cgroups#pathOf}) and writes their limits, compiles the bundle's
+ * <p>What runc does from the bundle is split: the host makes the sandbox's cgroups and writes their
+ * limits ({@link LaunchCgroups}), compiles the bundle's
  * seccomp profile to a BPF program ({@link SeccompFilter}), and turns {@code config.json} into
- * the launcher's plain spec ({@link #spec}); the launcher joins the cgroups, the sandbox's user
+ * the launcher's plain spec ({@link #spec}); the launcher places PID 1 in the cgroups, joins the sandbox's user
  * namespace and new ones, mounts, pivots, drops privileges, installs the filter and executes the
  * agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
  * its whole pid namespace), its cgroups frozen or removed, its record read.
  *
- * <p>Records: {@value #STATE}/sandboxes/ID holds "PID START" (the host pid of the sandbox's PID 1
+ * <p>Records: /run/airlock-launch/sandboxes/ID holds "PID START" (the host pid of the sandbox's PID 1
  * and its start time in clock ticks since boot, so a reused pid is never signalled).
  */
 final class Launcher {
@@ -92,7 +91,7 @@ final class Launcher {
             throw AirlockException.internal("cannot read the bundle of sandbox " + id + ": " + e.getMessage(), e);
         }
         Trace.mark("launch: bundle read");
-        List<Path> cgroups = makeCgroups(id.value(), config.path("linux").path("resources"));
+        List<Path> cgroups = LaunchCgroups.make(id.value(), config.path("linux").path("resources"));
         Trace.mark("launch: cgroups made");
         try {
             Path filter = config.path("linux").get("seccomp") instanceof JsonNode profile && !profile.isNull() ? compiled(profile) : null;
@@ -110,7 +109,7 @@ final class Launcher {
             Files.writeString(RECORDS.resolve(id.value()), pid + " " + startTime(pid) + "\n");
             return pid;
         } catch (IOException | RuntimeException e) {
-            removeCgroups(id.value());
+            LaunchCgroups.remove(id.value());
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
@@ -253,146 +252,6 @@ final class Launcher {
     }
 
     /**
-     * The sandbox's cgroup in every hierarchy runc would place it in (each v1 controller's and the
-     * v2 tree), made and limited as the bundle's resources say; returns the directories to join.
-     */
-    static List<Path> makeCgroups(String id, JsonNode resources) {
-        List<Path> made = new ArrayList<>();
-        try {
-            Path v2 = Cgroups.v2Root();
-            if (!Cgroups.isV2()) {
-                try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(Cgroups.v1Hierarchy("memory").getParent())) {
-                    for (Path h : hierarchies) {
-                        if (Files.isSymbolicLink(h) || !Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS) || h.equals(v2)
-                                || !Files.exists(h.resolve("cgroup.procs"))) {
-                            continue;
-                        }
-                        Path parent = h.resolve(Cgroups.PARENT);
-                        Files.createDirectories(parent);
-                        Path dir = parent.resolve(id);
-                        if (h.getFileName().toString().equals("cpuset")) {
-                            inheritCpuset(h, parent);
-                        }
-                        Files.createDirectory(dir);
-                        made.add(dir);
-                        limitV1(h.getFileName().toString(), dir, resources);
-                    }
-                }
-            }
-            if (v2 != null) {
-                Path parent = v2.resolve(Cgroups.PARENT);
-                Files.createDirectories(parent);
-                if (Cgroups.isV2()) {
-                    enable(v2);
-                    enable(parent);
-                }
-                Path dir = parent.resolve(id);
-                Files.createDirectory(dir);
-                made.add(dir);
-                if (Cgroups.isV2()) {
-                    limitV2(dir, resources);
-                }
-            }
-            return made;
-        } catch (IOException | RuntimeException e) {
-            removeCgroups(id);
-            throw AirlockException.unavailable("cannot make the cgroups of sandbox " + id + ": " + e.getMessage());
-        }
-    }
-
-    /** A new v1 cpuset group has no cpus or memory nodes: it takes its parent's, as runc gives it. */
-    private static void inheritCpuset(Path hierarchy, Path parent) throws IOException {
-        for (String file : List.of("cpuset.cpus", "cpuset.mems")) {
-            if (Files.readString(parent.resolve(file)).isBlank()) {
-                Files.writeString(parent.resolve(file), Files.readString(hierarchy.resolve(file)).strip());
-            }
-        }
-    }
-
-    private static void limitV1(String controller, Path dir, JsonNode resources) throws IOException {
-        switch (controller) {
-            case "cpuset" -> inheritCpuset(dir.getParent(), dir);
-            case "memory" -> {
-                long limit = resources.path("memory").path("limit").asLong(0);
-                if (limit > 0) {
-                    Files.writeString(dir.resolve("memory.limit_in_bytes"), Long.toString(limit));
-                    long swap = resources.path("memory").path("swap").asLong(0);
-                    if (swap > 0 && Files.exists(dir.resolve("memory.memsw.limit_in_bytes"))) {
-                        Files.writeString(dir.resolve("memory.memsw.limit_in_bytes"), Long.toString(swap));
-                    }
-                }
-            }
-            case "pids" -> {
-                long limit = resources.path("pids").path("limit").asLong(0);
-                if (limit > 0) {
-                    Files.writeString(dir.resolve("pids.max"), Long.toString(limit));
-                }
-            }
-            case "cpu", "cpu,cpuacct" -> {
-                long period = resources.path("cpu").path("period").asLong(0);
-                long quota = resources.path("cpu").path("quota").asLong(0);
-                if (period > 0 && quota > 0) {
-                    Files.writeString(dir.resolve("cpu.cfs_period_us"), Long.toString(period));
-                    Files.writeString(dir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
-                }
-            }
-            case "devices" -> {
-                // runc's default device rules: nothing but the harmless character devices and terminals
-                Files.writeString(dir.resolve("devices.deny"), "a");
-                for (String rule : List.of("c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 5:0 rwm",
-                        "c 5:2 rwm", "c 136:* rwm")) {
-                    Files.writeString(dir.resolve("devices.allow"), rule);
-                }
-            }
-            default -> { }
-        }
-    }
-
-    private static void enable(Path group) throws IOException {
-        String available = Files.readString(group.resolve("cgroup.controllers"));
-        StringBuilder wanted = new StringBuilder();
-        for (String c : List.of("cpu", "memory", "pids")) {
-            if (available.contains(c)) {
-                wanted.append(" +").append(c);
-            }
-        }
-        if (!wanted.isEmpty()) {
-            Files.writeString(group.resolve("cgroup.subtree_control"), wanted.toString().strip());
-        }
-    }
-
-    private static void limitV2(Path dir, JsonNode resources) throws IOException {
-        long memory = resources.path("memory").path("limit").asLong(0);
-        if (memory > 0 && Files.exists(dir.resolve("memory.max"))) {
-            Files.writeString(dir.resolve("memory.max"), Long.toString(memory));
-            if (Files.exists(dir.resolve("memory.swap.max"))) {
-                long swap = resources.path("memory").path("swap").asLong(memory);
-                Files.writeString(dir.resolve("memory.swap.max"), Long.toString(Math.max(0, swap - memory)));
-            }
-        }
-        long pids = resources.path("pids").path("limit").asLong(0);
-        if (pids > 0 && Files.exists(dir.resolve("pids.max"))) {
-            Files.writeString(dir.resolve("pids.max"), Long.toString(pids));
-        }
-        long period = resources.path("cpu").path("period").asLong(0);
-        long quota = resources.path("cpu").path("quota").asLong(0);
-        if (period > 0 && quota > 0 && Files.exists(dir.resolve("cpu.max"))) {
-            Files.writeString(dir.resolve("cpu.max"), quota + " " + period);
-        }
-    }
-
-    /** Removes the sandbox's cgroups that are empty (with its executions' below them); true when none is left. */
-    static boolean removeCgroups(String id) {
-        boolean all = true;
-        for (Path c : Cgroups.find(id)) {
-            if (c.getFileName().toString().equals(id)) {
-                all &= Cgroups.remove(c) && !Files.exists(c);
-            }
-        }
-        return all;
-    }
-
-    /**
      * Kills everything the sandbox runs (SIGKILL to its PID 1 ends its pid namespace; a frozen one
      * is thawed first, or the kill would wait), waits for its cgroups to empty, and removes them
      * and the record. True when the sandbox was known.
@@ -403,7 +262,7 @@ final class Launcher {
         long[] pid = readRecord(record);
         if (pid != null) {
             try {
-                freeze(id, false);
+                LaunchCgroups.freeze(id, false);
             } catch (RuntimeException e) {
                 // its freezer cgroup went already: nothing to thaw
             }
@@ -414,7 +273,7 @@ final class Launcher {
         long deadline = System.currentTimeMillis() + DELETE_WAIT_MILLIS;
         boolean interrupted = Thread.interrupted();
         try {
-            while (!removeCgroups(id) && System.currentTimeMillis() < deadline) {
+            while (!LaunchCgroups.remove(id) && System.currentTimeMillis() < deadline) {
                 try {
                     Thread.sleep(5);
                 } catch (InterruptedException e) {
@@ -432,43 +291,6 @@ final class Launcher {
             return false;
         }
         return known || !Cgroups.find(id).isEmpty();
-    }
-
-    /** Freezes or thaws every process of the sandbox through its cgroup (v2 cgroup.freeze, else the v1 freezer). */
-    void freeze(String id, boolean freeze) {
-        try {
-            if (Cgroups.isV2()) {
-                Path dir = Cgroups.v2Root().resolve(Cgroups.PARENT).resolve(id);
-                Files.writeString(dir.resolve("cgroup.freeze"), freeze ? "1" : "0");
-                await(() -> Files.readString(dir.resolve("cgroup.events")).contains("frozen " + (freeze ? "1" : "0")), id);
-            } else {
-                Path state = Cgroups.v1Hierarchy("freezer").resolve(Cgroups.PARENT).resolve(id).resolve("freezer.state");
-                String want = freeze ? "FROZEN" : "THAWED";
-                Files.writeString(state, want);
-                await(() -> Files.readString(state).strip().equals(want), id);
-            }
-        } catch (IOException e) {
-            throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " sandbox " + id + ": " + e.getMessage(), e);
-        }
-    }
-
-    private interface Check {
-        boolean holds() throws IOException;
-    }
-
-    private static void await(Check check, String id) throws IOException {
-        long deadline = System.currentTimeMillis() + ExecCgroups.FREEZE_TIMEOUT_MILLIS * ExecCgroups.FREEZE_ROUNDS;
-        while (!check.holds()) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new IOException("the freezer of sandbox " + id + " did not settle");
-            }
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted");
-            }
-        }
     }
 
     /** Ids of the sandboxes started by the launcher and not yet deleted. */

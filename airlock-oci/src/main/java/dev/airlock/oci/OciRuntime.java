@@ -277,7 +277,7 @@ final class OciRuntime {
      */
     void freeze(String id, boolean freeze) {
         if (launcher != null) {
-            launcher.freeze(id, freeze);
+            LaunchCgroups.freeze(id, freeze);
             return;
         }
         String verb = freeze ? "pause" : "resume";
