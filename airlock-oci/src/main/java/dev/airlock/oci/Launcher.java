@@ -60,7 +60,7 @@ final class Launcher {
         this.binary = binary;
     }
 
-    /** Places the launcher on this host ({@value #STATE}, host root's alone). */
+    /** Places the launcher on this host ({@code /run/airlock-launch}, host root's alone). */
     static Launcher install() {
         try {
             Files.createDirectories(RECORDS);
@@ -118,7 +118,7 @@ final class Launcher {
     }
 
     /**
-     * The program of {@code profile}, compiled once per host: kept in {@value #STATE} under the
+     * The program of {@code profile}, compiled once per host: kept in {@code /run/airlock-launch} under the
      * profile's SHA-256 (compiling costs a cold process such as a one-shot {@code airlock run} about
      * 130 ms here). Only host root can write there, and a file is written aside and renamed into place.
      */
