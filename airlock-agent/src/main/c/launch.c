@@ -376,7 +376,7 @@ static void mask(const char *path) {
         return;   /* this kernel has none */
     }
     if (S_ISDIR(st.st_mode)) {
-        CHECK(mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555") == 0,
+        CHECK(mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") == 0,
               "cannot mask %s: %s", path, strerror(errno));
     } else {
         CHECK(mount("/dev/null", path, NULL, MS_BIND, NULL) == 0, "cannot mask %s: %s", path, strerror(errno));
