@@ -140,11 +140,14 @@ public final class SandboxSlots {
     }
 
     private void release(Slot slot) {
+        String giveBack;
         synchronized (this) {
             if (slot.released) {
                 return;
             }
             slot.released = true;
+            giveBack = slot.placeGivenBack ? null : slot.place;
+            slot.placeGivenBack = true;
             if (slot.server) {
                 server--;
             }
@@ -155,8 +158,8 @@ public final class SandboxSlots {
             }
             notifyAll();
         }
-        if (slot.place != null) {
-            shared.release(slot.place);
+        if (giveBack != null) {
+            shared.release(giveBack);
         }
     }
 
@@ -171,6 +174,7 @@ public final class SandboxSlots {
         private boolean server;   // guarded by SandboxSlots.this
         private boolean released; // guarded by SandboxSlots.this
         private boolean tearingDown; // guarded by SandboxSlots.this
+        private boolean placeGivenBack; // guarded by SandboxSlots.this
 
         private Slot(String client, String place) {
             this.client = client;
@@ -193,8 +197,15 @@ public final class SandboxSlots {
             SandboxSlots.this.release(this);
         }
 
-        /** Its sandbox is destroyed and being torn down: a create may wait for this slot ({@link #TEARDOWN_WAIT}). */
+        /**
+         * Its sandbox is destroyed and being torn down: a create on this node may wait for this slot
+         * ({@link #TEARDOWN_WAIT}). Its place in the cluster's count of the client's quota is given
+         * back now: nothing of the sandbox runs any more, and a create on another node, which cannot
+         * see this node's teardowns, would otherwise be refused until it ends; this node's own counts
+         * hold the slot until the sandbox is gone.
+         */
         public void tearingDown() {
+            String giveBack;
             synchronized (SandboxSlots.this) {
                 if (released || tearingDown) {
                     return;
@@ -202,6 +213,11 @@ public final class SandboxSlots {
                 tearingDown = true;
                 serverTearing += server ? 1 : 0;
                 tearingPerClient.merge(client, 1, Integer::sum);
+                giveBack = placeGivenBack ? null : place;
+                placeGivenBack = true;
+            }
+            if (giveBack != null) {
+                shared.release(giveBack);
             }
         }
     }
