@@ -14,7 +14,7 @@ import java.util.List;
 
 /**
  * The cgroup files of jailed QEMUs ({@link VmmJail}): v2 or the v1 controllers, made, written,
- * frozen, thawed, emptied with SIGKILL (bounded by {@link #KILL_WAIT_MILLIS}) and removed.
+ * thawed (freezing: {@link dev.airlock.core.CgroupFreezer}), emptied with SIGKILL (bounded by {@link #KILL_WAIT_MILLIS}) and removed.
  */
 final class GuestCgroups {
 
@@ -56,33 +56,6 @@ final class GuestCgroups {
             write(cpuDir.resolve("cpu.cfs_period_us"), Long.toString(CPU_PERIOD_US));
             write(cpuDir.resolve("cpu.cfs_quota_us"), Long.toString(quota));
             mkdir(v1("freezer").resolve(VmmJail.CGROUP_PARENT).resolve(sandbox), made); // for pause; v2 has cgroup.freeze
-        }
-    }
-
-    /** Freezes or thaws {@code cgroup} and waits until the kernel says it is (at most {@link #KILL_WAIT_MILLIS}). */
-    static void freeze(Path cgroup, boolean freeze) throws IOException {
-        if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
-            write(cgroup.resolve("cgroup.freeze"), freeze ? "1" : "0");
-            awaitState(cgroup.resolve("cgroup.events"), freeze ? "frozen 1" : "frozen 0");
-        } else if (Files.exists(cgroup.resolve("freezer.state"))) {
-            write(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
-            awaitState(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
-        }
-    }
-
-    /** Waits until {@code file} has a line {@code line}, for at most {@link #KILL_WAIT_MILLIS}. */
-    private static void awaitState(Path file, String line) throws IOException {
-        long deadline = System.currentTimeMillis() + KILL_WAIT_MILLIS;
-        while (!Files.readAllLines(file, StandardCharsets.US_ASCII).contains(line)) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new IOException(file + " did not reach '" + line + "' within " + KILL_WAIT_MILLIS + " ms");
-            }
-            try {
-                Thread.sleep(5);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while waiting for " + file);
-            }
         }
     }
 

@@ -193,12 +193,12 @@ final class VmmJail {
     /**
      * Freezes ({@code freeze}) or thaws every process of the jail, QEMU with its guest: a frozen
      * guest is not scheduled at all, its clock included. Waits until the kernel says the whole
-     * cgroup is frozen (at most {@link GuestCgroups#KILL_WAIT_MILLIS}).
+     * cgroup is frozen (at most {@link dev.airlock.core.CgroupFreezer#WAIT_MILLIS}).
      */
     void freeze(boolean freeze) {
         try {
             for (Path cgroup : cgroups) {
-                GuestCgroups.freeze(cgroup, freeze);
+                dev.airlock.core.CgroupFreezer.freeze(cgroup, freeze);
             }
         } catch (IOException e) {
             throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " the QEMU of sandbox " + sandbox

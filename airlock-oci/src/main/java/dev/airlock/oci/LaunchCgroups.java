@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.AirlockException;
+import dev.airlock.core.CgroupFreezer;
 import tools.jackson.databind.JsonNode;
 
 import java.io.IOException;
@@ -40,9 +41,6 @@ final class LaunchCgroups {
                         Path parent = h.resolve(Cgroups.PARENT);
                         Files.createDirectories(parent);
                         Path dir = parent.resolve(id);
-                        if (h.getFileName().toString().equals("cpuset")) {
-                            inheritCpuset(h, parent);
-                        }
                         Files.createDirectory(dir);
                         made.add(dir);
                         limitV1(h.getFileName().toString(), dir, resources);
@@ -81,7 +79,10 @@ final class LaunchCgroups {
 
     private static void limitV1(String controller, Path dir, JsonNode resources) throws IOException {
         switch (controller) {
-            case "cpuset" -> inheritCpuset(dir.getParent(), dir);
+            case "cpuset" -> {
+                inheritCpuset(dir.getParent().getParent(), dir.getParent());
+                inheritCpuset(dir.getParent(), dir);
+            }
             case "memory" -> {
                 long limit = resources.path("memory").path("limit").asLong(0);
                 if (limit > 0) {
@@ -164,38 +165,12 @@ final class LaunchCgroups {
 
     /** Freezes or thaws every process of the sandbox through its cgroup (v2 cgroup.freeze, else the v1 freezer). */
     static void freeze(String id, boolean freeze) {
+        Path v2 = Cgroups.v2Root();
+        Path cgroup = Cgroups.isV2() ? v2.resolve(Cgroups.PARENT).resolve(id) : Cgroups.v1Hierarchy("freezer").resolve(Cgroups.PARENT).resolve(id);
         try {
-            if (Cgroups.isV2()) {
-                Path dir = Cgroups.v2Root().resolve(Cgroups.PARENT).resolve(id);
-                Files.writeString(dir.resolve("cgroup.freeze"), freeze ? "1" : "0");
-                await(() -> Files.readString(dir.resolve("cgroup.events")).contains("frozen " + (freeze ? "1" : "0")), id);
-            } else {
-                Path state = Cgroups.v1Hierarchy("freezer").resolve(Cgroups.PARENT).resolve(id).resolve("freezer.state");
-                String want = freeze ? "FROZEN" : "THAWED";
-                Files.writeString(state, want);
-                await(() -> Files.readString(state).strip().equals(want), id);
-            }
+            CgroupFreezer.freeze(cgroup, freeze);
         } catch (IOException e) {
             throw AirlockException.internal("cannot " + (freeze ? "freeze" : "thaw") + " sandbox " + id + ": " + e.getMessage(), e);
-        }
-    }
-
-    private interface Check {
-        boolean holds() throws IOException;
-    }
-
-    private static void await(Check check, String id) throws IOException {
-        long deadline = System.currentTimeMillis() + ExecCgroups.FREEZE_TIMEOUT_MILLIS * ExecCgroups.FREEZE_ROUNDS;
-        while (!check.holds()) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new IOException("the freezer of sandbox " + id + " did not settle");
-            }
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted");
-            }
         }
     }
 }

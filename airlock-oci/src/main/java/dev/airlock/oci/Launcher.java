@@ -34,7 +34,7 @@ import java.util.Map;
  * its whole pid namespace), its cgroups frozen or removed, its record read.
  *
  * <p>Records: /run/airlock-launch/sandboxes/ID holds "PID START" (the host pid of the sandbox's PID 1
- * and its start time in clock ticks since boot, so a reused pid is never signalled).
+ * and its start time in epoch milliseconds, so a reused pid is never signalled).
  */
 final class Launcher {
 
@@ -60,12 +60,23 @@ final class Launcher {
         this.binary = binary;
     }
 
-    /** Places the launcher on this host ({@code /run/airlock-launch}, host root's alone). */
-    static Launcher install() {
+    /** The launcher this process placed, while its binary is there. */
+    private static volatile Launcher installed;
+
+    /**
+     * Places the launcher on this host ({@code /run/airlock-launch}, host root's alone): once per
+     * process (this version's binary replaces an older one), again only if it was removed since.
+     */
+    static synchronized Launcher install() {
+        Launcher done = installed;
+        if (done != null && Files.isExecutable(done.binary)) {
+            return done;
+        }
         try {
             Files.createDirectories(RECORDS);
             Files.setPosixFilePermissions(STATE, PosixFilePermissions.fromString("rwx------"));
-            return new Launcher(AgentBinary.installLauncherTo(STATE));
+            installed = new Launcher(AgentBinary.installLauncherTo(STATE));
+            return installed;
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot place Airlock's runtime (airlock-launch) in " + STATE + ": " + e.getMessage());
         }
@@ -106,7 +117,7 @@ final class Launcher {
                         + " (run 'airlock doctor' to see what this host supports)");
             }
             long pid = Long.parseLong(r.output().strip());
-            Files.writeString(RECORDS.resolve(id.value()), pid + " " + startTime(pid) + "\n");
+            Files.writeString(RECORDS.resolve(id.value()), pid + " " + started(pid) + "\n");
             return pid;
         } catch (IOException | RuntimeException e) {
             LaunchCgroups.remove(id.value());
@@ -156,17 +167,16 @@ final class Launcher {
         require(process.path("noNewPrivileges").asBoolean(false), "noNewPrivileges");
         process.path("capabilities").properties().forEach(set -> require(set.getValue().isEmpty(), "no capability in " + set.getKey()));
         String userns = null;
-        boolean newNetwork = false;
+        List<String> namespaces = new ArrayList<>();
         for (JsonNode ns : linux.path("namespaces")) {
+            namespaces.add(ns.path("type").asString());
             if (ns.path("type").asString().equals("user")) {
                 userns = ns.path("path").asString(null);
             }
-            newNetwork |= ns.path("type").asString().equals("network");
         }
         require(userns != null, "a user namespace to join (SandboxUserNamespace)");
-        List<String> namespaces = new ArrayList<>();
-        linux.path("namespaces").forEach(ns -> namespaces.add(ns.path("type").asString()));
         require(namespaces.containsAll(List.of("pid", "ipc", "uts", "mount", "cgroup")), "pid, ipc, uts, mount and cgroup namespaces");
+        boolean newNetwork = namespaces.contains("network");
         StringBuilder s = new StringBuilder();
         line(s, "log", log.toString());
         line(s, "userns", userns);
@@ -254,11 +264,10 @@ final class Launcher {
     /**
      * Kills everything the sandbox runs (SIGKILL to its PID 1 ends its pid namespace; a frozen one
      * is thawed first, or the kill would wait), waits for its cgroups to empty, and removes them
-     * and the record. True when the sandbox was known.
+     * and the record. True when the sandbox was known and nothing of it is left.
      */
     boolean delete(String id) {
         Path record = RECORDS.resolve(id);
-        boolean known = Files.exists(record);
         long[] pid = readRecord(record);
         if (pid != null) {
             try {
@@ -266,14 +275,14 @@ final class Launcher {
             } catch (RuntimeException e) {
                 // its freezer cgroup went already: nothing to thaw
             }
-            if (startTime(pid[0]) == pid[1]) {
-                ProcessHandle.of(pid[0]).ifPresent(ProcessHandle::destroyForcibly);
-            }
+            // the recorded start time: a pid the kernel gave to another process since is never signalled
+            ProcessHandle.of(pid[0]).filter(p -> started(p.pid()) == pid[1]).ifPresent(ProcessHandle::destroyForcibly);
         }
         long deadline = System.currentTimeMillis() + DELETE_WAIT_MILLIS;
+        boolean removed;
         boolean interrupted = Thread.interrupted();
         try {
-            while (!LaunchCgroups.remove(id) && System.currentTimeMillis() < deadline) {
+            while (!(removed = LaunchCgroups.remove(id)) && System.currentTimeMillis() < deadline) {
                 try {
                     Thread.sleep(5);
                 } catch (InterruptedException e) {
@@ -286,11 +295,10 @@ final class Launcher {
             }
         }
         try {
-            Files.deleteIfExists(record);
+            return Files.deleteIfExists(record) && pid != null && removed;
         } catch (IOException e) {
             return false;
         }
-        return known || !Cgroups.find(id).isEmpty();
     }
 
     /** Ids of the sandboxes started by the launcher and not yet deleted. */
@@ -313,14 +321,8 @@ final class Launcher {
         }
     }
 
-    /** The start time of process {@code pid} in clock ticks since boot (field 22 of /proc/PID/stat); -1 when it is gone. */
-    static long startTime(long pid) {
-        try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-            String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return Long.parseLong(after[19]);
-        } catch (IOException | RuntimeException e) {
-            return -1;
-        }
+    /** When process {@code pid} started, in epoch milliseconds as the JDK reads it; -1 when it is gone. */
+    private static long started(long pid) {
+        return ProcessHandle.of(pid).flatMap(p -> p.info().startInstant()).map(java.time.Instant::toEpochMilli).orElse(-1L);
     }
 }
