@@ -28,8 +28,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * with a real directory ({@code ImageSkeleton}), and the runtime resolves each destination inside
  * the root (runc: securejoin; airlock-launch: {@code openat2} with {@code RESOLVE_IN_ROOT}), so the
  * sandbox's files land in its own tmpfs and the host's directory stays as it was, on either runtime.
- * The second layer alone is what guards destinations an image cannot name (the system image's, the
- * devices in /dev); this test shows the two together.
+ * This test shows the two together; {@link LauncherMountPointTest} the launcher's layer alone.
  */
 class ImageSymlinkTest {
 
