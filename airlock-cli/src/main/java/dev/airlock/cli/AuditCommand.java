@@ -3,6 +3,7 @@ package dev.airlock.cli;
 import dev.airlock.core.AirlockException;
 import dev.airlock.server.audit.AuditReader;
 import dev.airlock.server.audit.AuditRecord;
+import dev.airlock.server.cluster.ClusterMembership;
 import dev.airlock.server.config.ServerConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -90,18 +91,52 @@ final class AuditCommand implements Callable<Integer> {
         @Option(names = "--data-dir", paramLabel = "DIR", description = "The server's data directory (env AIRLOCK_DATA_DIR; default /var/lib/airlock).")
         Path dataDir = defaultDataDir();
 
+        @Option(names = "--cluster", paramLabel = "URL", description = "Also check the log against the heads its node published in this"
+                + " cluster's PostgreSQL database, as serve --cluster takes it (env AIRLOCK_CLUSTER_URL; docs/cluster.md#audit-anchors).")
+        String cluster = System.getenv("AIRLOCK_CLUSTER_URL");
+
+        @Option(names = "--node-name", paramLabel = "NAME", description = "The node whose log this is, with --cluster (env AIRLOCK_NODE_NAME;"
+                + " default this host's name, as serve's).")
+        String nodeName = System.getenv("AIRLOCK_NODE_NAME");
+
         @Override
         public Integer call() {
+            if (cluster == null || cluster.isBlank()) {
+                if (nodeName != null && !nodeName.equals(System.getenv("AIRLOCK_NODE_NAME"))) {
+                    throw AirlockException.invalid("--node-name names the node whose anchors to check the log against: give --cluster too");
+                }
+            }
             try (AuditReader reader = AuditReader.open(dataDir.resolve(ServerConfig.DATABASE))) {
                 AuditReader.Verdict v = reader.verify();
-                if (v.ok()) {
-                    System.out.println("audit log intact: " + v.records() + " records, chain verified from seq " + v.fromSeq()
-                            + (v.pruned() > 0 ? " (the anchor of " + v.pruned() + " pruned records: docs/audit.md#retention-and-the-cap)" : ""));
+                if (!v.ok()) {
+                    System.out.println("audit log BROKEN at seq " + v.brokenSeq() + ": " + v.problem());
+                    System.out.println(v.records() + " records before it verified");
+                    return 1;
+                }
+                String intact = "audit log intact: " + v.records() + " records, chain verified from seq " + v.fromSeq()
+                        + (v.pruned() > 0 ? " (the anchor of " + v.pruned() + " pruned records: docs/audit.md#retention-and-the-cap)" : "");
+                if (cluster == null || cluster.isBlank()) {
+                    System.out.println(intact);
                     return 0;
                 }
-                System.out.println("audit log BROKEN at seq " + v.brokenSeq() + ": " + v.problem());
-                System.out.println(v.records() + " records before it verified");
-                return 1;
+                String node = nodeName != null ? nodeName : ServeCommand.hostName();
+                List<AuditReader.ClusterAnchor> anchors = ClusterMembership.anchors(cluster, node);
+                if (anchors.isEmpty()) {
+                    throw AirlockException.invalid("the cluster's database holds no audit anchors of node '" + node + "': give the node's"
+                            + " name (--node-name; a node publishes its log's head every lease once it has records)");
+                }
+                AuditReader.AnchorVerdict a = reader.checkAnchors(anchors);
+                if (!a.ok()) {
+                    System.out.println("audit log BROKEN at seq " + a.brokenSeq() + " against the cluster's anchors of node '" + node + "': "
+                            + a.problem());
+                    System.out.println("its own chain verifies (" + v.records() + " records); " + a.matched() + " anchors before it matched");
+                    return 1;
+                }
+                AuditReader.ClusterAnchor newest = anchors.getLast();
+                System.out.println(intact + "; it matches the " + a.matched() + " anchors node '" + node + "' published in the cluster"
+                        + " (the newest: seq " + newest.seq() + " at " + newest.time() + ")"
+                        + (a.beforeKept() > 0 ? "; " + a.beforeKept() + " older anchors name records pruned since" : ""));
+                return 0;
             }
         }
     }

@@ -85,6 +85,15 @@ final class ServeCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** A node's name when --node-name gives none: this host's, in lower case. */
+    static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName().toLowerCase(java.util.Locale.ROOT);
+        } catch (java.net.UnknownHostException e) {
+            throw AirlockException.invalid("this host's name cannot be found (" + e.getMessage() + "): name the node with --node-name");
+        }
+    }
+
     /** The cluster this server joins, or null; the node's name defaults to the host's. */
     private ClusterSettings clusterSettings() {
         if (cluster == null || cluster.isBlank()) {
@@ -93,14 +102,7 @@ final class ServeCommand implements Callable<Integer> {
             }
             return null;
         }
-        String name = nodeName;
-        if (name == null) {
-            try {
-                name = java.net.InetAddress.getLocalHost().getHostName().toLowerCase(java.util.Locale.ROOT);
-            } catch (java.net.UnknownHostException e) {
-                throw AirlockException.invalid("this host's name cannot be found (" + e.getMessage() + "): name the node with --node-name");
-            }
-        }
+        String name = nodeName != null ? nodeName : hostName();
         int peerPort = clusterPort != null ? clusterPort : port == 0 ? 0 : ClusterSettings.DEFAULT_PEER_PORT;
         return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease), peerPort);
     }

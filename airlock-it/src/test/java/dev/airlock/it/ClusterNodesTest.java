@@ -176,6 +176,126 @@ class ClusterNodesTest {
         assertThat(delta == null || delta.path("state").asString().equals("left")).as("a node whose start failed has left: %s", delta).isTrue();
     }
 
+    /**
+     * A node publishes its audit log's head in the database every lease and as it leaves; {@code
+     * airlock audit verify --cluster} checks the log against them. Whoever holds the node's host can
+     * rewrite a record and recompute the chain after it, which the log's own check cannot see: the
+     * heads published before can. Records cut from the end leave a head past the last one.
+     */
+    @Test
+    void aNodesAuditLogIsCheckedAgainstTheHeadsItPublishedInTheDatabase() throws Exception {
+        Path dir = Files.createTempDirectory("airlock-anchors-");
+        NODE_DIRS.add(dir);
+        Files.writeString(dir.resolve("policy.yaml"), POLICY);
+        try (AirlockServer delta = AirlockServer.start(ServerConfig.defaults().withPort(0).withE2bPort(ServerConfig.E2B_OFF).withDataDir(dir)
+                .withPoolSize(0).withPolicyFile(dir.resolve("policy.yaml")).withCluster(node("delta")))) {
+            // alpha and beta drained meanwhile, so that delta's creates are placed on it and written in its log
+            drain(alpha, "alpha", true, 200);
+            drain(alpha, "beta", true, 200);
+            try {
+                createAndDestroy(delta, 3);
+            } finally {
+                drain(alpha, "alpha", false, 200);
+                drain(alpha, "beta", false, 200);
+            }
+
+            // while it runs: the head it has written (the records of the requests above, once they are) is published within a
+            // lease and a heartbeat
+            long head = 0;
+            for (long end = System.nanoTime() + Duration.ofSeconds(10).toNanos(); head == 0 && System.nanoTime() < end; Thread.sleep(100)) {
+                assertThat(delta.audit().flush(5000)).isTrue();
+                head = delta.audit().head().seq();
+            }
+            assertThat(head).as("records of the creates written").isPositive();
+            long end = System.nanoTime() + LEASE.plusSeconds(5).toNanos();
+            long published = 0;
+            while (published < head && System.nanoTime() < end) {
+                Thread.sleep(100);
+                try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:" + pg.url());
+                     java.sql.ResultSet rs = c.createStatement().executeQuery("SELECT coalesce(max(seq), 0) FROM airlock_audit_anchors WHERE node = 'delta'")) {
+                    rs.next();
+                    published = rs.getLong(1);
+                }
+            }
+            assertThat(published).as("the newest head published while the node runs").isGreaterThanOrEqualTo(head);
+        }
+        String[] verify = {"audit", "verify", "--data-dir", dir.toString(), "--cluster", pg.url(), "--node-name", "delta"};
+        InProcessCli whole = InProcessCli.run(verify);
+        assertThat(whole.exit()).as(whole.out() + whole.err()).isZero();
+        assertThat(whole.out()).contains("audit log intact", "it matches the", "anchors node 'delta' published in the cluster");
+
+        // a record changed and the chain after it recomputed: the log's own check passes, the published heads do not
+        Path db = dir.resolve(ServerConfig.DATABASE);
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + db)) {
+            List<dev.airlock.server.audit.AuditRecord> all;
+            try (dev.airlock.server.audit.AuditReader reader = dev.airlock.server.audit.AuditReader.open(db)) {
+                all = reader.query(new dev.airlock.server.audit.AuditReader.Query(null, null, null, 0));
+            }
+            String prev = all.get(1).prevHash();
+            try (java.sql.PreparedStatement ps = c.prepareStatement("UPDATE audit SET detail = ?, prev_hash = ?, hash = ? WHERE seq = ?")) {
+                for (int i = 1; i < all.size(); i++) {
+                    dev.airlock.server.audit.AuditRecord r = all.get(i);
+                    String detail = i == 1 ? r.detail().replace("}", ",\"forged\":true}") : r.detail();
+                    String hash = new dev.airlock.server.audit.AuditRecord(r.seq(), r.time(), r.kind(), r.actor(), r.sandbox(), detail, prev, null)
+                            .computeHash();
+                    ps.setString(1, detail);
+                    ps.setString(2, prev);
+                    ps.setString(3, hash);
+                    ps.setLong(4, r.seq());
+                    ps.executeUpdate();
+                    prev = hash;
+                }
+            }
+            InProcessCli alone = InProcessCli.run("audit", "verify", "--data-dir", dir.toString());
+            assertThat(alone.exit()).as("the rewritten chain verifies on its own: " + alone.out()).isZero();
+            InProcessCli rewritten = InProcessCli.run(verify);
+            assertThat(rewritten.exit()).as(rewritten.out()).isEqualTo(1);
+            assertThat(rewritten.out()).contains("audit log BROKEN at seq", "against the cluster's anchors of node 'delta'",
+                    "but the node published", "the log was rewritten");
+
+            // the newest records cut from the end (the chain that is left is whole): the last head published is past it
+            try (java.sql.Statement st = c.createStatement()) {
+                st.executeUpdate("DELETE FROM audit");
+            }
+            try (java.sql.PreparedStatement ps = c.prepareStatement("INSERT INTO audit (seq, time, kind, actor, sandbox, detail, prev_hash,"
+                    + " hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")) {
+                for (dev.airlock.server.audit.AuditRecord r : all.subList(0, all.size() - 2)) {
+                    ps.setLong(1, r.seq());
+                    ps.setString(2, r.time());
+                    ps.setString(3, r.kind());
+                    ps.setString(4, r.actor());
+                    ps.setString(5, r.sandbox());
+                    ps.setString(6, r.detail());
+                    ps.setString(7, r.prevHash());
+                    ps.setString(8, r.hash());
+                    ps.executeUpdate();
+                }
+            }
+        }
+        InProcessCli cut = InProcessCli.run(verify);
+        assertThat(cut.exit()).as(cut.out()).isEqualTo(1);
+        assertThat(cut.out()).contains("past this log's last record, seq " + (Long.parseLong(whole.out()
+                .replaceAll("(?s).*audit log intact: (\\d+) records.*", "$1")) - 2), "records were cut from its end");
+
+        InProcessCli nobody = InProcessCli.run("audit", "verify", "--data-dir", dir.toString(), "--cluster", pg.url(), "--node-name", "nobody");
+        assertThat(nobody.exit()).isEqualTo(2);
+        assertThat(nobody.err()).contains("holds no audit anchors of node 'nobody'");
+    }
+
+    /** Creates and destroys {@code n} sandboxes through {@code node}'s REST API, one after the other. */
+    private static void createAndDestroy(AirlockServer node, int n) throws IOException, InterruptedException {
+        for (int i = 0; i < n; i++) {
+            HttpResponse<String> created = HTTP.send(java.net.http.HttpRequest.newBuilder(node.uri().resolve("/v1/sandboxes"))
+                    .header("Authorization", "Bearer " + node.token()).header("Content-Type", "application/json")
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+            String id = JSON.readTree(created.body()).path("id").asString();
+            assertThat(HTTP.send(java.net.http.HttpRequest.newBuilder(node.uri().resolve("/v1/sandboxes/" + id))
+                    .header("Authorization", "Bearer " + node.token()).DELETE().build(), HttpResponse.BodyHandlers.ofString())
+                    .statusCode()).isEqualTo(204);
+        }
+    }
+
     private static void startNode(ClusterSettings cluster) throws IOException {
         Path dir = Files.createTempDirectory("airlock-e2e-");
         try {

@@ -113,6 +113,9 @@ public final class SandboxRuntime implements AutoCloseable {
             cluster = config.cluster() == null ? null : ClusterMembership.join(config.cluster(),
                     tiers.all().stream().map(e -> e.driver().isolation().id()).distinct().toList(),
                     config.maxSandboxes());
+            if (cluster != null) {
+                cluster.anchorAudit(audit);
+            }
             SandboxService service = new SandboxService(config, policy, tiers, store, metrics, egressLog, audit, cluster);
             // a request a profile's approveRequests covers waits for a person, asked through the service
             broker.decideRequestsWith(service::approveRequest);
@@ -303,6 +306,12 @@ public final class SandboxRuntime implements AutoCloseable {
             tiers.close();
         } finally {
             if (cluster != null) {
+                // the node's last records written first, so that the head it publishes as it leaves is its last
+                try {
+                    audit.flush(5000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
                 cluster.close();
             }
             audit.close();

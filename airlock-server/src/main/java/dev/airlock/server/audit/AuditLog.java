@@ -79,6 +79,12 @@ public final class AuditLog implements AutoCloseable {
     private long lastRetentionCheck;
     /** The seq the kept chain starts after (0 until something was pruned). */
     private long anchorSeq;
+    /** The last record written, as other threads read it (a cluster node publishes it: {@link #head}). */
+    private volatile Head head;
+
+    /** The newest record of the chain: its seq and hash (seq 0 and the genesis hash for an empty log). */
+    public record Head(long seq, String hash) {
+    }
 
     private AuditLog() {
         this.db = null;
@@ -93,6 +99,7 @@ public final class AuditLog implements AutoCloseable {
         this.anchorSeq = anchorSeq;
         this.lastSeq = lastSeq;
         this.lastHash = lastHash;
+        this.head = new Head(lastSeq, lastHash);
         this.settings = settings;
         this.windows = new RepeatWindows(settings.window());
         this.queue = new ArrayBlockingQueue<>(QUEUE);
@@ -352,6 +359,7 @@ public final class AuditLog implements AutoCloseable {
                 db.setAutoCommit(true);
                 lastSeq = seq;
                 lastHash = hash;
+                head = new Head(seq, hash);
                 return;
             } catch (SQLException e) {
                 try {
@@ -369,6 +377,16 @@ public final class AuditLog implements AutoCloseable {
             }
         }
         LOG.error("LOST {} audit records after seq {}: the state database refuses writes", written, lastSeq);
+    }
+
+    /** The newest record written so far; null for {@link #NONE}. */
+    public Head head() {
+        return head;
+    }
+
+    /** How long records are kept (older ones are pruned). */
+    public java.time.Duration retention() {
+        return settings.retention();
     }
 
     /** Writes every record enqueued so far, then stops the writer and closes the connection. */

@@ -191,6 +191,67 @@ public final class AuditReader implements AutoCloseable {
         return new Verdict(count, null, null, from, anchor.pruned());
     }
 
+    /** The head of a node's chain as the node published it to its cluster's database at {@code time} (docs/cluster.md). */
+    public record ClusterAnchor(long seq, String hash, Instant time) {
+    }
+
+    /**
+     * What a node's published anchors say of this log: {@code matched} anchors name a record this
+     * log holds with the same hash, {@code beforeKept} name records pruned since; {@code brokenSeq}
+     * is the lowest seq an anchor contradicts, null when none does.
+     */
+    public record AnchorVerdict(int matched, int beforeKept, Long brokenSeq, String problem) {
+        public boolean ok() {
+            return brokenSeq == null;
+        }
+    }
+
+    /**
+     * Checks this log against the anchors its node published: a chain recomputed after a record was
+     * changed verifies on its own ({@link #verify}), but no longer has the hashes the node published
+     * before the change; records cut from the end leave an anchor past the last one.
+     */
+    public AnchorVerdict checkAnchors(List<ClusterAnchor> anchors) {
+        try {
+            AuditPruner.Anchor pruned = AuditPruner.anchor(db);
+            long last;
+            try (Statement st = db.createStatement(); ResultSet rs = st.executeQuery("SELECT coalesce(max(seq), 0) FROM audit")) {
+                rs.next();
+                last = Math.max(rs.getLong(1), pruned.seq());
+            }
+            int matched = 0;
+            int beforeKept = 0;
+            try (PreparedStatement ps = db.prepareStatement("SELECT hash FROM audit WHERE seq = ?")) {
+                for (ClusterAnchor a : anchors.stream().sorted(java.util.Comparator.comparingLong(ClusterAnchor::seq)).toList()) {
+                    String held;
+                    if (a.seq() < pruned.seq()) {
+                        beforeKept++;
+                        continue;
+                    } else if (a.seq() == pruned.seq()) {
+                        held = pruned.hash();
+                    } else if (a.seq() > last) {
+                        return new AnchorVerdict(matched, beforeKept, a.seq(), "the node published seq " + a.seq() + " at " + a.time()
+                                + ", past this log's last record, seq " + last + ": records were cut from its end (or this is another node's log)");
+                    } else {
+                        ps.setLong(1, a.seq());
+                        try (ResultSet rs = ps.executeQuery()) {
+                            held = rs.next() ? rs.getString(1) : null;
+                        }
+                    }
+                    if (!a.hash().equals(held)) {
+                        return new AnchorVerdict(matched, beforeKept, a.seq(), "record seq " + a.seq() + (held == null ? " is missing" : " has hash " + held)
+                                + ", but the node published " + a.hash() + " for it at " + a.time() + ": the log was rewritten at or before seq "
+                                + a.seq() + " since (its chain recomputed, or the file replaced)");
+                    }
+                    matched++;
+                }
+            }
+            return new AnchorVerdict(matched, beforeKept, null, null);
+        } catch (SQLException e) {
+            throw AirlockException.internal("cannot read the audit log: " + e.getMessage(), e);
+        }
+    }
+
     @Override
     public void close() {
         try {

@@ -2,6 +2,8 @@ package dev.airlock.server.cluster;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
+import dev.airlock.server.audit.AuditLog;
+import dev.airlock.server.audit.AuditReader;
 import dev.airlock.server.command.Command.NodeView;
 import dev.airlock.server.config.ClusterSettings;
 import dev.airlock.server.live.SharedQuotas;
@@ -41,6 +43,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private static final long SCHEMA_LOCK = 0x6169726c6f636bL;
     /** The most nodes a listing returns. */
     static final int MAX_NODES = 1000;
+    /** A node's newest audit anchors kept whole; older ones are thinned to the first of each hour, and cut past the log's retention. */
+    static final int RECENT_ANCHORS = 1000;
 
     private final ClusterSettings settings;
     private final String instance = UUID.randomUUID().toString();
@@ -56,6 +60,11 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private final java.util.Map<String, String> unbound = new java.util.concurrent.ConcurrentHashMap<>();
     /** Places whose release failed (the database away): given back at the next heartbeat. */
     private final java.util.Set<String> unreleased = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** This node's audit log, whose head it anchors in the database every lease; null until {@link #anchorAudit}. */
+    private volatile AuditLog audit;
+    private long anchoredSeq;
+    private long anchoredAt;
+    private boolean anchorConflictSaid;
 
     private ClusterMembership(ClusterSettings settings) {
         this.settings = settings;
@@ -131,6 +140,9 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 st.execute("ALTER TABLE airlock_nodes ADD COLUMN IF NOT EXISTS peer_sha256 TEXT NOT NULL DEFAULT ''");
                 st.execute("ALTER TABLE airlock_places ADD COLUMN IF NOT EXISTS sandbox TEXT");
                 st.execute("CREATE INDEX IF NOT EXISTS airlock_places_sandbox ON airlock_places (sandbox)");
+                // each node's audit chain head, published every lease: what 'airlock audit verify --cluster' checks its log against
+                st.execute("CREATE TABLE IF NOT EXISTS airlock_audit_anchors (node TEXT NOT NULL, seq BIGINT NOT NULL, hash TEXT NOT NULL,"
+                        + " anchored_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (node, seq))");
             }
             db.commit();
             db.setAutoCommit(true);
@@ -253,9 +265,95 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                     execute("give back a place", "DELETE FROM airlock_places WHERE id = ?", place);
                     unreleased.remove(place);
                 }
+                anchor(false);
             } catch (AirlockException e) {
                 // said once per outage (onDatabase); tried again at the next beat
             }
+        }
+    }
+
+    /**
+     * From now on, the head of {@code log} (its newest record's seq and hash) is published in the
+     * database every lease while it moves, and when this node leaves: a node's own audit log is a
+     * file on its host, which whoever controls the host could rewrite and re-chain; the anchors
+     * published before are out of its reach.
+     */
+    public void anchorAudit(AuditLog log) {
+        this.audit = log;
+    }
+
+    /**
+     * Publishes the audit log's head, when it moved and a lease has passed since the last ({@code
+     * now}: whatever the time); keeps the newest {@value #RECENT_ANCHORS} whole, the first of each
+     * hour before them, none older than the log's retention. Called holding the lock.
+     */
+    private void anchor(boolean now) {
+        AuditLog log = audit;
+        AuditLog.Head head = log == null ? null : log.head();
+        if (head == null || head.seq() <= anchoredSeq || !now && System.currentTimeMillis() - anchoredAt < settings.lease().toMillis()) {
+            return;
+        }
+        String node = settings.nodeName();
+        onDatabase("anchor the audit log of node '" + node + "'", db -> {
+            try (PreparedStatement ins = db.prepareStatement("INSERT INTO airlock_audit_anchors (node, seq, hash) VALUES (?, ?, ?)"
+                    + " ON CONFLICT (node, seq) DO NOTHING")) {
+                ins.setString(1, node);
+                ins.setLong(2, head.seq());
+                ins.setString(3, head.hash());
+                if (ins.executeUpdate() == 0 && !anchorConflictSaid) {
+                    // an anchor of this seq is there already: this log is not the one the name published before
+                    anchorConflictSaid = true;
+                    LOG.error("node '{}': the cluster's database holds an earlier audit anchor of seq {} under this node's name; this"
+                            + " node's audit log is not the one published before (a new data directory, or a changed log): 'airlock audit"
+                            + " verify --cluster' tells which", node, head.seq());
+                }
+            }
+            try (PreparedStatement thin = db.prepareStatement("DELETE FROM airlock_audit_anchors a WHERE a.node = ? AND (a.anchored_at < now() - ?"
+                    + " * interval '1 second' OR a.seq < (SELECT seq FROM airlock_audit_anchors WHERE node = ? ORDER BY seq DESC OFFSET "
+                    + (RECENT_ANCHORS - 1) + " LIMIT 1) AND EXISTS (SELECT 1 FROM airlock_audit_anchors b WHERE b.node = a.node"
+                    + " AND b.seq < a.seq AND date_trunc('hour', b.anchored_at) = date_trunc('hour', a.anchored_at)))")) {
+                thin.setString(1, node);
+                thin.setLong(2, log.retention().toSeconds());
+                thin.setString(3, node);
+                thin.executeUpdate();
+            }
+            return null;
+        });
+        anchoredSeq = head.seq();
+        anchoredAt = System.currentTimeMillis();
+    }
+
+    /**
+     * The audit anchors node {@code node} published in the cluster's database at {@code url}, oldest
+     * first, for {@code airlock audit verify --cluster}.
+     */
+    public static List<AuditReader.ClusterAnchor> anchors(String url, String node) {
+        String jdbc = ClusterSettings.jdbcUrl(url);
+        String shown = ClusterSettings.withoutCredentials(jdbc).substring("jdbc:".length());
+        Properties p = new Properties();
+        p.setProperty("connectTimeout", "5");
+        p.setProperty("socketTimeout", "30");
+        p.setProperty("loginTimeout", "5");
+        try (Connection db = DriverManager.getConnection(jdbc, p)) {
+            try (Statement st = db.createStatement(); ResultSet rs = st.executeQuery("SELECT to_regclass('airlock_audit_anchors') IS NOT NULL")) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    throw new AirlockException(Kind.NOT_FOUND, "the database " + shown + " holds no cluster's audit anchors: is it the URL the nodes were"
+                            + " given with --cluster?");
+                }
+            }
+            List<AuditReader.ClusterAnchor> out = new ArrayList<>();
+            try (PreparedStatement ps = db.prepareStatement("SELECT seq, hash, anchored_at FROM airlock_audit_anchors WHERE node = ? ORDER BY seq")) {
+                ps.setString(1, node);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        out.add(new AuditReader.ClusterAnchor(rs.getLong(1), rs.getString(2), rs.getTimestamp(3).toInstant()));
+                    }
+                }
+            }
+            return out;
+        } catch (SQLException e) {
+            throw AirlockException.unavailable("cannot read the audit anchors in the cluster's database " + shown + ": " + e.getMessage());
         }
     }
 
@@ -626,6 +724,11 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
             t.interrupt();
         }
         synchronized (lock) {
+            try {
+                anchor(true);
+            } catch (AirlockException e) {
+                LOG.warn("node '{}': could not publish its audit log's last head ({})", settings.nodeName(), e.getMessage());
+            }
             try {
                 execute("mark node '" + settings.nodeName() + "' left", "UPDATE airlock_nodes SET left_at = now(), sandboxes = 0"
                         + " WHERE name = ? AND instance = ?", settings.nodeName(), instance);

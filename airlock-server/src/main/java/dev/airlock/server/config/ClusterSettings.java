@@ -35,11 +35,7 @@ public record ClusterSettings(String url, String nodeName, Path secretFile, Dura
         if (url == null || url.isBlank()) {
             throw AirlockException.invalid("a cluster needs the URL of its PostgreSQL database: --cluster postgresql://HOST:PORT/DB?user=U&password=P");
         }
-        url = url.startsWith("jdbc:") ? url : "jdbc:" + url;
-        if (!url.startsWith("jdbc:postgresql://")) {
-            throw AirlockException.invalid("the cluster's database URL must be a PostgreSQL one, postgresql://HOST:PORT/DB, not '"
-                    + Printable.of(withoutCredentials(url)) + "'");
-        }
+        url = jdbcUrl(url);
         if (nodeName == null || !NODE_NAME.matcher(nodeName).matches()) {
             throw AirlockException.invalid("node name '" + Printable.of(nodeName) + "' is not valid: give 1 to 63 of a-z, 0-9 and '-'"
                     + " (not at either end), unique in the cluster (--node-name)");
@@ -55,12 +51,22 @@ public record ClusterSettings(String url, String nodeName, Path secretFile, Dura
         }
     }
 
+    /** {@code url} as JDBC takes it ({@code jdbc:postgresql://...}); refused when it is not PostgreSQL's. */
+    public static String jdbcUrl(String url) {
+        String jdbc = url.startsWith("jdbc:") ? url : "jdbc:" + url;
+        if (!jdbc.startsWith("jdbc:postgresql://")) {
+            throw AirlockException.invalid("the cluster's database URL must be a PostgreSQL one, postgresql://HOST:PORT/DB, not '"
+                    + Printable.of(withoutCredentials(jdbc)) + "'");
+        }
+        return jdbc;
+    }
+
     /** The URL as it may be shown: as {@code --cluster} takes it, without its query (a password) or a user in it. */
     public String shownUrl() {
         return withoutCredentials(url).substring("jdbc:".length());
     }
 
-    static String withoutCredentials(String url) {
+    public static String withoutCredentials(String url) {
         int query = url.indexOf('?');
         String base = query < 0 ? url : url.substring(0, query);
         int at = base.indexOf('@');
