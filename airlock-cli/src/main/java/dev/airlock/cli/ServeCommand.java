@@ -55,6 +55,11 @@ final class ServeCommand implements Callable<Integer> {
             + " (env AIRLOCK_CLUSTER_LEASE; default 15).")
     int clusterLease;
 
+    @Option(names = "--cluster-lost-kept", paramLabel = "SECONDS", defaultValue = "${env:AIRLOCK_CLUSTER_LOST_KEPT:-3600}",
+            description = "How long the sandboxes of a node that is down stay listed as lost (answered 410) before the node that runs the"
+            + " cluster's duties removes them from its catalog (env AIRLOCK_CLUSTER_LOST_KEPT; default 3600).")
+    long clusterLostKept;
+
     @Option(names = "--cluster-port", paramLabel = "PORT", defaultValue = "${env:AIRLOCK_CLUSTER_PORT}", description = "TCP port, on --host, that the cluster's other nodes call"
             + " this one on, over TLS (env AIRLOCK_CLUSTER_PORT; default 7702; any free port when --port is 0).")
     Integer clusterPort;
@@ -104,6 +109,7 @@ final class ServeCommand implements Callable<Integer> {
         }
         String name = nodeName != null ? nodeName : hostName();
         int peerPort = clusterPort != null ? clusterPort : port == 0 ? 0 : ClusterSettings.DEFAULT_PEER_PORT;
-        return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease), peerPort);
+        return new ClusterSettings(cluster, name, clusterSecret, java.time.Duration.ofSeconds(clusterLease), peerPort,
+                java.time.Duration.ofSeconds(clusterLostKept));
     }
 }

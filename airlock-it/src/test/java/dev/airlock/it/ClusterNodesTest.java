@@ -35,6 +35,8 @@ class ClusterNodesTest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
     private static final Duration LEASE = Duration.ofSeconds(2);
+    /** How long the catalog keeps a down node's sandboxes here (an hour by default). */
+    private static final Duration LOST_KEPT = Duration.ofSeconds(3);
     /** The same policy on every node, as a cluster needs: client {@code local} (each node's own token) may hold 2 sandboxes. */
     private static final String POLICY = """
             profiles:
@@ -84,7 +86,7 @@ class ClusterNodesTest {
     }
 
     private static ClusterSettings node(String name) {
-        return new ClusterSettings(pg.url(), name, secret, LEASE, 0);
+        return new ClusterSettings(pg.url(), name, secret, LEASE, 0, LOST_KEPT);
     }
 
     private static Path secretFile(String content) throws IOException {
@@ -280,6 +282,71 @@ class ClusterNodesTest {
         InProcessCli nobody = InProcessCli.run("audit", "verify", "--data-dir", dir.toString(), "--cluster", pg.url(), "--node-name", "nobody");
         assertThat(nobody.exit()).isEqualTo(2);
         assertThat(nobody.err()).contains("holds no audit anchors of node 'nobody'");
+    }
+
+    /**
+     * The cluster-wide duty (removing from the catalog the sandboxes of a node down for longer than
+     * its lease and {@code --cluster-lost-kept}) runs on one node at a time, the holder of a lease in
+     * the database. A holder that goes silent loses it once it runs out; the node that takes it over
+     * gets the next fencing token, and while another instance holds the lease no live node does the
+     * duty.
+     */
+    @Test
+    void oneNodeAtATimeRunsTheClustersDutiesUnderAFencedLease() throws Exception {
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:" + pg.url())) {
+            // a node down for an hour, with two sandboxes still in the catalog
+            sql(c, "INSERT INTO airlock_nodes (name, instance, api_address, tiers, capacity, lease_ms, started_at, heartbeat_at)"
+                    + " VALUES ('ghost', 'ghost-1', 'http://192.0.2.1:7700', 'container', 10, 2000, now() - interval '2 hours',"
+                    + " now() - interval '1 hour')");
+            String places = "INSERT INTO airlock_places (id, node, client, created_at, sandbox) VALUES"
+                    + " (gen_random_uuid()::text, 'ghost', 'local', now(), 'al-ghost-1'), (gen_random_uuid()::text, 'ghost', 'local', now(), 'al-ghost-2')";
+            sql(c, places);
+            try {
+                awaitQuery(c, "SELECT count(*) FROM airlock_places WHERE node = 'ghost'", "0", LEASE.plusSeconds(5));
+                String holder = query(c, "SELECT holder FROM airlock_duties WHERE name = 'duties'");
+                assertThat(holder).as("the node that runs the duties").isIn("alpha", "beta");
+                long token = Long.parseLong(query(c, "SELECT token FROM airlock_duties WHERE name = 'duties'"));
+                assertThat(token).isPositive();
+
+                // the lease taken by another instance (a node that then went silent): no live node does the duty while it lasts
+                sql(c, "UPDATE airlock_duties SET holder = 'ghost', instance = 'ghost-1', token = token + 1, expires_at = now() + interval '1 hour'");
+                sql(c, places);
+                Thread.sleep(LEASE.toMillis() * 2);
+                assertThat(query(c, "SELECT count(*) FROM airlock_places WHERE node = 'ghost'")).as("places kept while the lease is another's")
+                        .isEqualTo("2");
+
+                // its lease runs out: a live node takes it over with the next token, and does the duty
+                sql(c, "UPDATE airlock_duties SET expires_at = now() - interval '1 millisecond'");
+                awaitQuery(c, "SELECT count(*) FROM airlock_places WHERE node = 'ghost'", "0", LEASE.plusSeconds(5));
+                assertThat(query(c, "SELECT holder FROM airlock_duties WHERE name = 'duties'")).isIn("alpha", "beta");
+                assertThat(Long.parseLong(query(c, "SELECT token FROM airlock_duties WHERE name = 'duties'"))).isEqualTo(token + 2);
+            } finally {
+                sql(c, "DELETE FROM airlock_places WHERE node = 'ghost'");
+                sql(c, "DELETE FROM airlock_nodes WHERE name = 'ghost'");
+            }
+        }
+    }
+
+    private static void sql(java.sql.Connection c, String sql) throws java.sql.SQLException {
+        try (java.sql.Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
+    private static String query(java.sql.Connection c, String sql) throws java.sql.SQLException {
+        try (java.sql.Statement st = c.createStatement(); java.sql.ResultSet rs = st.executeQuery(sql)) {
+            return rs.next() ? rs.getString(1) : null;
+        }
+    }
+
+    private static void awaitQuery(java.sql.Connection c, String sql, String expected, Duration within) throws Exception {
+        long end = System.nanoTime() + within.toNanos();
+        String seen = query(c, sql);
+        while (!expected.equals(seen) && System.nanoTime() < end) {
+            Thread.sleep(100);
+            seen = query(c, sql);
+        }
+        assertThat(seen).as(sql).isEqualTo(expected);
     }
 
     /** Creates and destroys {@code n} sandboxes through {@code node}'s REST API, one after the other. */

@@ -43,6 +43,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private static final long SCHEMA_LOCK = 0x6169726c6f636bL;
     /** The most nodes a listing returns. */
     static final int MAX_NODES = 1000;
+    /** The lease of the cluster-wide duties: one node at a time holds it (docs/cluster.md#duties). */
+    static final String DUTIES = "duties";
     /** A node's newest audit anchors kept whole; older ones are thinned to the first of each hour, and cut past the log's retention. */
     static final int RECENT_ANCHORS = 1000;
 
@@ -65,6 +67,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     private long anchoredSeq;
     private long anchoredAt;
     private boolean anchorConflictSaid;
+    /** The fencing token of the duties' lease while this node holds it; 0 when it does not. */
+    private long dutyToken;
 
     private ClusterMembership(ClusterSettings settings) {
         this.settings = settings;
@@ -143,6 +147,9 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 // each node's audit chain head, published every lease: what 'airlock audit verify --cluster' checks its log against
                 st.execute("CREATE TABLE IF NOT EXISTS airlock_audit_anchors (node TEXT NOT NULL, seq BIGINT NOT NULL, hash TEXT NOT NULL,"
                         + " anchored_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (node, seq))");
+                // the lease of a duty the cluster's nodes share: its holder, and a token that grows each time another takes it
+                st.execute("CREATE TABLE IF NOT EXISTS airlock_duties (name TEXT PRIMARY KEY, holder TEXT NOT NULL, instance TEXT NOT NULL,"
+                        + " token BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)");
             }
             db.commit();
             db.setAutoCommit(true);
@@ -266,6 +273,7 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                     unreleased.remove(place);
                 }
                 anchor(false);
+                duties();
             } catch (AirlockException e) {
                 // said once per outage (onDatabase); tried again at the next beat
             }
@@ -321,6 +329,53 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         });
         anchoredSeq = head.seq();
         anchoredAt = System.currentTimeMillis();
+    }
+
+    /**
+     * Takes or renews the lease of the cluster's duties, for a lease from now: a node takes it when
+     * none holds it or its holder let it run out (down, partitioned, stopped), and then the fencing
+     * token grows by one. The holder does the duties, each statement fenced by its token: one that
+     * lost the lease (or whose token is older) changes nothing, even when its statement arrives after
+     * another node took over. The duty: the places of a node that has been down for longer than its
+     * lease plus {@code lostKept} are removed (its sandboxes, listed {@code lost} until then, are
+     * gone from the catalog). Called holding the lock.
+     */
+    private void duties() {
+        String node = settings.nodeName();
+        long token = onDatabase("take the lease of the cluster's duties", db -> {
+            try (PreparedStatement ps = db.prepareStatement("INSERT INTO airlock_duties (name, holder, instance, token, expires_at)"
+                    + " VALUES (?, ?, ?, 1, now() + ? * interval '1 millisecond') ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder,"
+                    + " instance = EXCLUDED.instance, expires_at = EXCLUDED.expires_at, token = airlock_duties.token"
+                    + " + CASE WHEN airlock_duties.instance = EXCLUDED.instance THEN 0 ELSE 1 END"
+                    + " WHERE airlock_duties.instance = EXCLUDED.instance OR airlock_duties.expires_at < now() RETURNING token")) {
+                ps.setString(1, DUTIES);
+                ps.setString(2, node);
+                ps.setString(3, instance);
+                ps.setLong(4, settings.lease().toMillis());
+                try (ResultSet rs = ps.executeQuery()) {
+                    return rs.next() ? rs.getLong(1) : 0L;
+                }
+            }
+        });
+        if (token != dutyToken) {
+            if (token == 0) {
+                LOG.info("node '{}' no longer runs the cluster's duties: another node took their lease", node);
+            } else {
+                LOG.info("node '{}' runs the cluster's duties (fencing token {})", node, token);
+            }
+            dutyToken = token;
+        }
+        if (token == 0) {
+            return;
+        }
+        int removed = execute("remove the lost sandboxes of nodes down for long", "DELETE FROM airlock_places p USING airlock_nodes n"
+                + " WHERE p.node = n.name AND n.left_at IS NULL AND now() - n.heartbeat_at > (n.lease_ms + ?) * interval '1 millisecond'"
+                + " AND EXISTS (SELECT 1 FROM airlock_duties d WHERE d.name = ? AND d.instance = ? AND d.token = ? AND d.expires_at > now())",
+                settings.lostKept().toMillis(), DUTIES, instance, token);
+        if (removed > 0) {
+            LOG.info("node '{}': removed {} lost sandboxes of nodes down for longer than {} s from the cluster's catalog", node, removed,
+                    settings.lostKept().toSeconds());
+        }
     }
 
     /**
@@ -728,6 +783,14 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 anchor(true);
             } catch (AirlockException e) {
                 LOG.warn("node '{}': could not publish its audit log's last head ({})", settings.nodeName(), e.getMessage());
+            }
+            try {
+                // the duties' lease given up: another node takes it at its next heartbeat, not a lease later
+                execute("give up the lease of the cluster's duties", "UPDATE airlock_duties SET expires_at = now() - interval '1 millisecond'"
+                        + " WHERE name = ? AND instance = ?", DUTIES, instance);
+            } catch (AirlockException e) {
+                LOG.warn("node '{}': could not give up the lease of the cluster's duties ({}); another node takes it once it runs out",
+                        settings.nodeName(), e.getMessage());
             }
             try {
                 execute("mark node '" + settings.nodeName() + "' left", "UPDATE airlock_nodes SET left_at = now(), sandboxes = 0"

@@ -22,10 +22,13 @@ import java.util.regex.Pattern;
  * @param secretFile a file of at least {@value #MIN_SECRET_BYTES} bytes that only its owner may read
  * @param lease      a node whose last heartbeat is older than this is down
  * @param peerPort   the port other nodes call this one on, over TLS (0: any free one), on the API's host
+ * @param lostKept   how long the catalog keeps the sandboxes of a node that is down (listed {@code lost}, answered 410)
+ *                   before the node that runs the cluster's duties removes them
  */
-public record ClusterSettings(String url, String nodeName, Path secretFile, Duration lease, int peerPort) {
+public record ClusterSettings(String url, String nodeName, Path secretFile, Duration lease, int peerPort, Duration lostKept) {
 
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(15);
+    public static final Duration DEFAULT_LOST_KEPT = Duration.ofHours(1);
     /** The port other nodes call this one on (TLS), unless {@code --cluster-port} gives another (7700 is the API's, 7701 the E2B door's). */
     public static final int DEFAULT_PEER_PORT = 7702;
     public static final int MIN_SECRET_BYTES = 32;
@@ -49,6 +52,14 @@ public record ClusterSettings(String url, String nodeName, Path secretFile, Dura
         if (peerPort < 0 || peerPort > 65535) {
             throw AirlockException.invalid("the cluster's peer port must be 0 to 65535 (--cluster-port), not " + peerPort);
         }
+        if (lostKept == null || lostKept.isNegative() || lostKept.compareTo(Duration.ofDays(365)) > 0) {
+            throw AirlockException.invalid("how long lost sandboxes stay listed must be 0 s to 365 days (--cluster-lost-kept), not " + lostKept);
+        }
+    }
+
+    /** A node's settings with lost sandboxes kept {@link #DEFAULT_LOST_KEPT}. */
+    public ClusterSettings(String url, String nodeName, Path secretFile, Duration lease, int peerPort) {
+        this(url, nodeName, secretFile, lease, peerPort, DEFAULT_LOST_KEPT);
     }
 
     /** {@code url} as JDBC takes it ({@code jdbc:postgresql://...}); refused when it is not PostgreSQL's. */
