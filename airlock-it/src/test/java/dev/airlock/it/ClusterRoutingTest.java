@@ -260,6 +260,47 @@ class ClusterRoutingTest {
         }
     }
 
+    /**
+     * A snapshot is named after the node that holds its files ({@code snap-<node>-...}): listed
+     * through any node, described, forked and deleted through a node that does not hold it, each
+     * carried out by the node that does (the fork is placed there, with the snapshot's files).
+     */
+    @Test
+    void aSnapshotIsListedForkedAndDeletedThroughANodeThatDoesNotHoldIt() {
+        LiveServer alpha = NODES.get("alpha");
+        Placed p = elsewhere(alpha, "alpha");
+        List<String> made = new ArrayList<>(List.of(p.id()));
+        try {
+            ok(alpha.raw("PUT", "/v1/sandboxes/" + p.id() + "/files?path=/workspace/kept.txt", "kept across nodes"), 201);
+            String snap = ok(alpha.raw("POST", "/v1/sandboxes/" + p.id() + "/snapshots", "{}"), 201).path("id").asString();
+            assertThat(snap).startsWith("snap-" + p.node() + "-");
+            // through the third node, which holds neither the sandbox nor the snapshot
+            LiveServer other = NODES.entrySet().stream().filter(e -> !e.getKey().equals("alpha") && !e.getKey().equals(p.node()))
+                    .findFirst().orElseThrow().getValue();
+            for (LiveServer via : List.of(alpha, other)) {
+                assertThat(ok(via.raw("GET", "/v1/snapshots", null), 200).path("snapshots").valueStream().map(n -> n.path("id").asString()))
+                        .as("the joined listing").containsOnlyOnce(snap);
+                assertThat(ok(via.raw("GET", "/v1/snapshots/" + snap, null), 200).path("sandbox").asString()).isEqualTo(p.id());
+            }
+            JsonNode forks = ok(other.raw("POST", "/v1/snapshots/" + snap + "/fork", "{\"count\": 1}"), 201);
+            JsonNode fork = forks.has("sandboxes") ? forks.path("sandboxes").get(0) : forks;
+            made.add(fork.path("id").asString());
+            assertThat(fork.path("node").asString()).isEqualTo(p.node());
+            assertThat(other.raw("GET", "/v1/sandboxes/" + fork.path("id").asString() + "/files?path=/workspace/kept.txt", null).body())
+                    .isEqualTo("kept across nodes");
+            ok(other.raw("DELETE", "/v1/snapshots/" + snap, null), 204);
+            assertThat(ok(alpha.raw("GET", "/v1/snapshots", null), 200).path("snapshots").valueStream().map(n -> n.path("id").asString()))
+                    .doesNotContain(snap);
+            assertThat(other.raw("GET", "/v1/snapshots/" + snap, null).statusCode()).isEqualTo(404);
+        } finally {
+            for (String id : made) {
+                if (id != null && !id.isEmpty()) {
+                    alpha.raw("DELETE", "/v1/sandboxes/" + id, null);
+                }
+            }
+        }
+    }
+
     @Test
     void anApprovalRequestedThroughOneNodeIsListedAndDecidedOnAnother() throws Exception {
         LiveServer alpha = NODES.get("alpha");

@@ -97,21 +97,35 @@ public final class NodeCalls implements NodeRouting {
 
     @Override
     public Peer approvalOwner(String id) {
+        return namedIn(id, "ap-", "approval", "the request that waited for it ended with that node");
+    }
+
+    @Override
+    public Peer snapshotOwner(String id) {
+        return namedIn(id, "snap-", "snapshot", "its files are on that node's host, and come back with it");
+    }
+
+    /**
+     * The node named in {@code id} ({@code <prefix><node>-<hex>}) when it is another node of the
+     * cluster; null when it is this one, names none, or names no node (this node then answers that
+     * no such {@code what} exists). Throws GONE, saying {@code after}, when that node is down or gone.
+     */
+    private Peer namedIn(String id, String prefix, String what, String after) {
         int last = id.lastIndexOf('-');
-        if (!id.startsWith("ap-") || last <= 3) {
+        if (!id.startsWith(prefix) || last <= prefix.length()) {
             return null;
         }
-        String node = id.substring(3, last);
+        String node = id.substring(prefix.length(), last);
         if (node.equals(membership.nodeName())) {
             return null;
         }
         ClusterMembership.Member m = membership.member(node);
         if (m == null) {
-            return null;   // no such node: this one answers that no such approval exists
+            return null;
         }
         if (m.state().equals("down") || m.state().equals("left")) {
-            throw new AirlockException(Kind.GONE, "approval " + Printable.of(id) + " waited on node '" + node + "', which is " + m.state()
-                    + ": the request that waited for it ended with that node");
+            throw new AirlockException(Kind.GONE, what + " " + Printable.of(id) + " is on node '" + node + "', which is " + m.state() + ": "
+                    + after);
         }
         return new Peer(m.name(), m.peerAddress(), m.fingerprint());
     }

@@ -51,6 +51,13 @@ public interface NodeRouting {
      */
     Peer approvalOwner(String id);
 
+    /**
+     * The node that holds snapshot {@code id}, when another node's name is in it ({@code
+     * snap-<node>-<hex>}); null when it is this node's, or names none. Throws GONE when that node is
+     * down or gone.
+     */
+    Peer snapshotOwner(String id);
+
     /** The node a create of a sandbox on {@code tier} goes to: null for this node. */
     Peer place(String tier);
 

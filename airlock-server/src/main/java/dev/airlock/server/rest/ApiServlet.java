@@ -302,6 +302,9 @@ public final class ApiServlet extends HttpServlet {
         if (m.template().startsWith("/v1/approvals/{id}")) {
             return routing.approvalOwner(m.params().get("id"));
         }
+        if (m.template().startsWith("/v1/snapshots/{snapshot}")) {
+            return routing.snapshotOwner(m.params().get("snapshot"));
+        }
         return m.template().equals("/v1/sandboxes") && req.getMethod().equals("POST") ? placeCreate(routing, req, client) : null;
     }
 
@@ -327,7 +330,8 @@ public final class ApiServlet extends HttpServlet {
     }
 
     /** The listings a node of a cluster joins with every other node's: the route, and the field of its array. */
-    private static final Map<String, String> JOINED = Map.of("/v1/sandboxes", "sandboxes", "/v1/approvals", "approvals");
+    private static final Map<String, String> JOINED = Map.of("/v1/sandboxes", "sandboxes", "/v1/approvals", "approvals", "/v1/snapshots",
+            "snapshots");
 
     /**
      * On the API port of a node of a cluster, for a listing of {@link #JOINED}: its answer with the
@@ -366,9 +370,9 @@ public final class ApiServlet extends HttpServlet {
     }
 
     /**
-     * Where a create goes: a node that offers its profile's tier (docs/cluster.md, "Placement"). A
-     * create from a snapshot, or one whose profile this node does not know, stays here (the snapshot
-     * is here; the refusal is this node's to give).
+     * Where a create goes: a node that offers its profile's tier (docs/cluster.md, "Placement"). One
+     * whose profile this node does not know stays here (the refusal is this node's to give); a
+     * sandbox from a snapshot is made by its fork, on the snapshot's node.
      */
     private NodeRouting.Peer placeCreate(NodeRouting routing, HttpServletRequest req, Client client) throws IOException {
         tools.jackson.databind.JsonNode body;
@@ -377,7 +381,7 @@ public final class ApiServlet extends HttpServlet {
         } catch (tools.jackson.core.JacksonException e) {
             return null;
         }
-        if (body == null || !body.isObject() || body.hasNonNull("snapshot")) {
+        if (body == null || !body.isObject()) {
             return null;
         }
         String name = body.hasNonNull("profile") ? body.path("profile").asString() : client.profiles().isEmpty() ? null : client.profiles().getFirst();

@@ -107,7 +107,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         this.metrics = metrics;
         this.approvals = new Approvals(audit, policy.approvalTimeout(), cluster == null ? null : cluster.nodeName());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
-        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"));
+        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"), cluster == null ? null : cluster.nodeName());
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
                 tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);

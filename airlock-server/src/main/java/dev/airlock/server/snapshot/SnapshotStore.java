@@ -81,7 +81,8 @@ public final class SnapshotStore {
     /** The most snapshots one client holds at once. */
     static final int MAX_SNAPSHOTS = 64;
     public static final Duration DEFAULT_TTL = Duration.ofHours(24);
-    private static final Pattern ID = Pattern.compile("snap-[0-9a-f]{16}");
+    /** {@code snap-<hex>}, or on a node of a cluster {@code snap-<node>-<hex>}: any node finds a snapshot's node in its id. */
+    private static final Pattern ID = Pattern.compile("snap-([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?-)?[0-9a-f]{16}");
     static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
     private static final String MANIFEST = "manifest.json";
     private static final String META = "snapshot.json";
@@ -93,7 +94,16 @@ public final class SnapshotStore {
     /** Snapshots' /workspace files as host trees, for drivers that layer /workspace on them ({@link #workspaceTree}). */
     private final WorkspaceTrees trees;
 
+    /** The prefix of this store's snapshot ids: {@code snap-}, with the node's name after it on a node of a cluster. */
+    private final String idPrefix;
+
     public SnapshotStore(Path root) {
+        this(root, null);
+    }
+
+    /** The store in {@code root}; {@code node}: the name of this node of a cluster, put in every id it gives, or null. */
+    public SnapshotStore(Path root, String node) {
+        this.idPrefix = node == null ? "snap-" : "snap-" + node + "-";
         this.root = root;
         this.blobs = root.resolve("blobs");
         try {
@@ -122,7 +132,7 @@ public final class SnapshotStore {
             throw new AirlockException(Kind.LIMIT_EXCEEDED, "client '" + owner + "' holds " + held.size()
                     + " snapshots, the most it may: delete some (DELETE /v1/snapshots/{id})");
         }
-        String id = "snap-" + HexFormat.of().formatHex(randomBytes());
+        String id = idPrefix + HexFormat.of().formatHex(randomBytes());
         Path incoming = root.resolve("incoming").resolve(id);
         SnapshotCapture c = new SnapshotCapture(this, sandbox.id(), owner, agent, incoming, held.stream().mapToLong(SnapshotView::bytes).sum(),
                 quotaBytes);
