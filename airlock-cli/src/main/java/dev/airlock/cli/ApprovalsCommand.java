@@ -45,6 +45,10 @@ final class ApprovalsCommand {
                 + " default: the data directory's token, /var/lib/airlock/token or $AIRLOCK_DATA_DIR/token).")
         Path tokenFile = defaultTokenFile();
 
+        @Option(names = "--ca-file", paramLabel = "FILE", description = "For an https --url whose certificate a private authority signed"
+                + " (or that signed its own, as serve --tls-cert allows): that authority's certificate, PEM (env AIRLOCK_CA_FILE).")
+        Path caFile = System.getenv("AIRLOCK_CA_FILE") == null ? null : Path.of(System.getenv("AIRLOCK_CA_FILE"));
+
         JsonNode call(String method, String path, ObjectNode body) {
             String token = TokenFile.read(tokenFile);
             HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url.replaceAll("/+$", "") + path))
@@ -53,8 +57,19 @@ final class ApprovalsCommand {
             b = body == null ? b.method(method, HttpRequest.BodyPublishers.noBody())
                     : b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body.toString()));
             HttpResponse<String> r;
-            try (HttpClient http = HttpClient.newHttpClient()) {
+            HttpClient.Builder client = HttpClient.newBuilder();
+            if (caFile != null) {
+                try {
+                    client.sslContext(dev.airlock.client.CaCertificates.sslContext(caFile));
+                } catch (IllegalArgumentException e) {
+                    throw AirlockException.invalid(e.getMessage() + " (--ca-file)");
+                }
+            }
+            try (HttpClient http = client.build()) {
                 r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            } catch (javax.net.ssl.SSLHandshakeException e) {
+                throw AirlockException.unavailable("the server at " + url + " showed a certificate this machine does not trust ("
+                        + e.getMessage() + "): give the authority that signed it with --ca-file (env AIRLOCK_CA_FILE)");
             } catch (IOException e) {
                 String why = e.getMessage() != null ? e.getMessage()
                         : e instanceof java.net.ConnectException ? "connection refused" : e.getClass().getSimpleName();

@@ -50,7 +50,7 @@ public final class Airlock implements AutoCloseable {
      * Connects as configured by the environment: {@code AIRLOCK_URL} (default
      * {@code http://127.0.0.1:7700}) and {@code AIRLOCK_TOKEN}, or else the token file the server
      * wrote, {@code $AIRLOCK_DATA_DIR/token} (default {@code /var/lib/airlock/token}), which only
-     * the server's user can read.
+     * the server's user can read; {@code AIRLOCK_CA_FILE}: as {@link Builder#caFile}.
      */
     public static Airlock fromEnvironment() {
         return fromEnvironment(System.getenv());
@@ -65,7 +65,9 @@ public final class Airlock implements AutoCloseable {
             Path file = (dataDir == null || dataDir.isBlank() ? DEFAULT_DATA_DIR : Path.of(dataDir)).resolve("token");
             token = readToken(file);
         }
-        return connect(uri, token.trim());
+        String caFile = env.get("AIRLOCK_CA_FILE");
+        Builder b = builder().url(uri).token(token.trim());
+        return (caFile == null || caFile.isBlank() ? b : b.caFile(Path.of(caFile.trim()))).build();
     }
 
     private static String readToken(Path file) {
@@ -229,8 +231,19 @@ public final class Airlock implements AutoCloseable {
         private String token;
         private Duration connectTimeout = Duration.ofSeconds(10);
         private Duration requestTimeout = Duration.ofSeconds(60);
+        private Path caFile;
 
         Builder() {
+        }
+
+        /**
+         * For an {@code https} server whose certificate a private authority signed (or that signed
+         * its own, as {@code serve --tls-cert} allows): the PEM file of that authority's
+         * certificate, trusted instead of the JDK's authorities.
+         */
+        public Builder caFile(Path pemFile) {
+            this.caFile = Objects.requireNonNull(pemFile, "caFile");
+            return this;
         }
 
         /** The server, such as {@code http://127.0.0.1:7700}; a path prefix is kept. */
@@ -287,7 +300,7 @@ public final class Airlock implements AutoCloseable {
                             + " (position " + i + "): copy it again from the server's token file");
                 }
             }
-            return new Airlock(new Transport(url, token, connectTimeout, requestTimeout));
+            return new Airlock(new Transport(url, token, connectTimeout, requestTimeout, caFile == null ? null : CaCertificates.sslContext(caFile)));
         }
 
         private static Duration positive(String field, Duration d) {

@@ -36,16 +36,17 @@ final class Transport {
     private final Duration requestTimeout;
     private volatile boolean closed;
 
-    Transport(URI base, String token, Duration connectTimeout, Duration requestTimeout) {
+    /** {@code tls}: whom an https server's certificate must be signed by (null: the JDK's trusted authorities). */
+    Transport(URI base, String token, Duration connectTimeout, Duration requestTimeout, javax.net.ssl.SSLContext tls) {
         String b = base.toString();
         this.base = b.endsWith("/") ? b.substring(0, b.length() - 1) : b;
         this.authorization = "Bearer " + token;
         this.requestTimeout = requestTimeout;
-        this.http = HttpClient.newBuilder()
+        HttpClient.Builder http = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)          // no h2c upgrade dance with a local server
                 .followRedirects(HttpClient.Redirect.NEVER)     // never carry the token elsewhere
-                .connectTimeout(connectTimeout)
-                .build();
+                .connectTimeout(connectTimeout);
+        this.http = (tls == null ? http : http.sslContext(tls)).build();
     }
 
     String baseUrl() {
@@ -192,6 +193,9 @@ final class Transport {
                     + " within " + requestTimeout.toMillis() + " ms", e);
         } catch (ConnectException e) {
             throw unreachable(what, "connection refused", e);
+        } catch (javax.net.ssl.SSLHandshakeException e) {
+            throw new AirlockConnectionException("the Airlock server at " + base + " showed a certificate this client does not trust ("
+                    + reason(e) + "): give the authority that signed it with Airlock.builder().caFile(...) (env AIRLOCK_CA_FILE)", e);
         } catch (IOException e) {
             if (Thread.currentThread().isInterrupted()) {
                 throw new AirlockInterruptedException("interrupted while waiting for " + what + " at " + base, e);

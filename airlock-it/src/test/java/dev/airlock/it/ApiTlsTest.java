@@ -15,8 +15,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.math.BigInteger;
@@ -28,7 +26,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
-import java.security.KeyStore;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
 import java.time.Instant;
@@ -92,14 +89,7 @@ class ApiTlsTest {
         issue(cert, key, "localhost", "airlock.test");
         server = AirlockServer.start(ServerConfig.defaults().withPort(0).withDataDir(dir.resolve("data")).withPoolSize(0)
                 .withE2bPort(ServerConfig.E2B_OFF).withTls(new ServerConfig.TlsFiles(cert, key)));
-        KeyStore trust = KeyStore.getInstance("PKCS12");
-        trust.load(null, null);
-        trust.setCertificateEntry("airlock", certificate);
-        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-        tmf.init(trust);
-        SSLContext ctx = SSLContext.getInstance("TLS");
-        ctx.init(null, tmf.getTrustManagers(), null);
-        trusting = HttpClient.newBuilder().sslContext(ctx).build();
+        trusting = HttpClient.newBuilder().sslContext(dev.airlock.client.CaCertificates.sslContext(cert)).build();
     }
 
     @AfterAll
@@ -131,6 +121,38 @@ class ApiTlsTest {
             // the TLS side closed the plain connection
         }
         assertThat(plain == null || plain.statusCode() == 400).as("plain HTTP: %s", plain == null ? null : plain.body()).isTrue();
+    }
+
+    /**
+     * The SDK and the CLI's commands that call a server trust a server whose certificate is not a
+     * public authority's when given it (or its authority) as a CA file; without one they refuse the
+     * connection and say what to give.
+     */
+    @Test
+    void theSdkAndTheCliTrustTheServerGivenItsCaFileAndSayWhatToGiveWithoutIt() {
+        URI https = URI.create("https://localhost:" + server.uri().getPort());
+        try (dev.airlock.client.Airlock sdk = dev.airlock.client.Airlock.builder().url(https).token(server.token()).caFile(cert).build()) {
+            assertThat(sdk.list()).isEmpty();
+        }
+        try (dev.airlock.client.Airlock untrusting = dev.airlock.client.Airlock.builder().url(https).token(server.token()).build()) {
+            assertThatThrownBy(untrusting::list).isInstanceOf(dev.airlock.client.AirlockConnectionException.class)
+                    .hasMessageContaining("does not trust").hasMessageContaining("caFile");
+        }
+        String[] call = {"approvals", "list", "--url", https.toString(), "--token-file", dir.resolve("data/token").toString()};
+        InProcessCli trusted = InProcessCli.run(concat(call, "--ca-file", cert.toString()));
+        assertThat(trusted.exit()).as(trusted.err()).isZero();
+        InProcessCli untrusted = InProcessCli.run(call);
+        assertThat(untrusted.exit()).isEqualTo(3);
+        assertThat(untrusted.err()).contains("does not trust", "--ca-file");
+        InProcessCli missing = InProcessCli.run(concat(call, "--ca-file", dir.resolve("missing.pem").toString()));
+        assertThat(missing.exit()).isEqualTo(2);
+        assertThat(missing.err()).contains("is not a file");
+        assertThatThrownBy(() -> dev.airlock.client.CaCertificates.sslContext(key)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(key.toString());
+    }
+
+    private static String[] concat(String[] a, String... more) {
+        return java.util.stream.Stream.concat(java.util.Arrays.stream(a), java.util.Arrays.stream(more)).toArray(String[]::new);
     }
 
     @Test
