@@ -301,6 +301,39 @@ class ClusterRoutingTest {
         }
     }
 
+    /**
+     * The MCP door of a node that does not hold a sandbox sends the tool calls that name it to the
+     * node that does, which authorizes, records and runs them as its own MCP door would: a file
+     * written and read back, a command run in it, and the sandbox destroyed, all through alpha's
+     * MCP endpoint; the holder's audit log names the session on alpha.
+     */
+    @Test
+    void mcpToolCallsOnASandboxOfAnotherNodeAreCarriedOutByThatNode() {
+        LiveServer alpha = NODES.get("alpha");
+        Placed p = elsewhere(alpha, "alpha");
+        boolean destroyed = false;
+        try (McpLoadClient mcp = new McpLoadClient(alpha.uri(), alpha.token(), Duration.ofSeconds(60))) {
+            mcp.call("sandbox_write_file", Map.of("sandboxId", p.id(), "path", "notes.txt", "content", "written through alpha's MCP"));
+            assertThat(String.valueOf(mcp.call("sandbox_read_file", Map.of("sandboxId", p.id(), "path", "notes.txt"))))
+                    .contains("written through alpha's MCP");
+            Map<String, Object> ran = mcp.call("sandbox_exec", Map.of("sandboxId", p.id(), "command", "cat notes.txt; hostname"));
+            assertThat(String.valueOf(ran)).contains("written through alpha's MCP");
+            assertThat(ran.get("exitCode")).isEqualTo(0);
+            LiveServer holder = NODES.get(p.node());
+            assertThat(holder.audit(p.id(), "request")).anySatisfy(r -> {
+                assertThat(r.actor()).contains("local").contains("mcp-http:alpha/");
+                assertThat(r.detail()).contains("sandbox_exec");
+            });
+            mcp.call("sandbox_destroy", Map.of("sandboxId", p.id()));
+            destroyed = true;
+            assertThat(alpha.raw("GET", "/v1/sandboxes/" + p.id(), null).statusCode()).isEqualTo(404);
+        } finally {
+            if (!destroyed) {
+                alpha.raw("DELETE", "/v1/sandboxes/" + p.id(), null);
+            }
+        }
+    }
+
     @Test
     void anApprovalRequestedThroughOneNodeIsListedAndDecidedOnAnother() throws Exception {
         LiveServer alpha = NODES.get("alpha");

@@ -101,7 +101,7 @@ public final class AirlockServer implements AutoCloseable {
                 guards.add(e2b.guard());
             }
             NodeTls tls = config.cluster() == null ? null : NodeTls.create(config.cluster().nodeName());
-            PeerListener peer = tls == null ? null : peerPort(jetty, config, service, tls, sessions);
+            PeerListener peer = tls == null ? null : peerPort(jetty, config, service, tls, sessions, mcp);
             if (peer != null) {
                 guards.add(peer.guard());
             }
@@ -177,10 +177,11 @@ public final class AirlockServer implements AutoCloseable {
     /**
      * A node of a cluster's peer port (docs/cluster.md, "Between nodes"): TLS only, with the key and
      * certificate the node made at start; the REST API, for the calls other nodes forward, each signed
-     * with the cluster's secret. No console, no MCP, no E2B door, and no client's token here.
+     * with the cluster's secret, and the MCP tool calls another node's MCP door sends on. No console, no MCP endpoint, no E2B
+     * door, and no client's token here.
      */
-    private static PeerListener peerPort(Server jetty, ServerConfig config, SandboxService service, NodeTls tls, ConsoleSessions sessions)
-            throws IOException {
+    private static PeerListener peerPort(Server jetty, ServerConfig config, SandboxService service, NodeTls tls, ConsoleSessions sessions,
+                                         McpHttpEndpoint mcp) throws IOException {
         ServerConnector connector = tlsConnector(jetty, tls.serverContext());
         connector.setName("peer");
         connector.setHost(config.host());
@@ -190,7 +191,7 @@ public final class AirlockServer implements AutoCloseable {
         ServletContextHandler context = new ServletContextHandler();
         context.setContextPath("/");
         context.setVirtualHosts(List.of("@peer"));
-        context.addServlet(new ServletHolder("peer", new ApiServlet(service, config, openApi(), sessions, true)), "/*");
+        context.addServlet(new ServletHolder("peer", new ApiServlet(service, config, openApi(), sessions, true, mcp)), "/*");
         JettyWebSocketServletContainerInitializer.configure(context, null);   // a terminal another node relays
         context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
         context.setErrorHandler(new JsonErrorHandler());

@@ -278,6 +278,30 @@ public final class NodeCalls implements NodeRouting {
         }
     }
 
+    @Override
+    public byte[] callTool(Peer to, String client, String via, byte[] call) {
+        long now = System.currentTimeMillis();
+        HttpRequest request = HttpRequest.newBuilder(URI.create("https://" + to.address() + TOOL_CALLS))
+                .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "POST", TOOL_CALLS, client, via))
+                .header(CLIENT_HEADER, client).header(VIA_HEADER, via).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(call)).build();
+        HttpResponse<byte[]> answer;
+        try {
+            answer = http(to).send(request, HttpResponse.BodyHandlers.ofByteArray());
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot reach node '" + to.name() + "' (which holds the sandbox this tool call names) at its"
+                    + " peer port " + to.address() + ": " + e + " (airlock cluster nodes shows its state)");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while node '" + to.name() + "' ran the tool call");
+        }
+        if (answer.statusCode() != 200) {
+            throw AirlockException.unavailable("node '" + to.name() + "', which holds the sandbox, answered the tool call with "
+                    + answer.statusCode() + ": " + Printable.of(new String(answer.body(), StandardCharsets.UTF_8), 500));
+        }
+        return answer.body();
+    }
+
     /** The request's own body, streamed, its length kept when it has one (an upload). */
     private static HttpRequest.BodyPublisher streamed(HttpServletRequest req) {
         long length = req.getContentLengthLong();

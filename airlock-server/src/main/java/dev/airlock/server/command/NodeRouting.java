@@ -35,6 +35,8 @@ public interface NodeRouting {
     String CLIENT_HEADER = "Airlock-Client";
     /** The door the client used on the node that forwarded it ({@code rest}, {@code console}). */
     String VIA_HEADER = "Airlock-Via";
+    /** Where a node's peer port takes an MCP tool call on a sandbox it holds, sent on by the node whose MCP door had it. */
+    String TOOL_CALLS = "/v1/cluster/mcp/call";
 
     /**
      * The node that holds sandbox {@code id}, when another node does; null when this node holds it
@@ -68,6 +70,14 @@ public interface NodeRouting {
      * could not be reached and nothing of the request was sent.
      */
     void forward(Peer to, HttpServletRequest req, HttpServletResponse resp, byte[] body, String client, String via) throws IOException;
+
+    /**
+     * Sends an MCP tool call ({@code call}: its {@code name}, {@code arguments} and the {@code
+     * session} it came in, as JSON) to {@code to}, which holds the sandbox it names, as {@code
+     * client} through MCP door {@code via}; returns the tool's result as JSON. The call lasts as
+     * long as the tool does there.
+     */
+    byte[] callTool(Peer to, String client, String via, byte[] call);
 
     /**
      * What the other nodes answered a request asked of them all: the bodies of their {@code 200}s,

@@ -26,7 +26,7 @@ import java.util.Map;
  * with {@link McpHttpGuard} in front of it (bearer token, Host and Origin checks, cancellation and
  * session tracking).
  */
-public final class McpHttpEndpoint implements AutoCloseable {
+public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.command.ToolCalls {
 
     public static final String PATH = "/mcp";
     private static final Logger LOG = LoggerFactory.getLogger(McpHttpEndpoint.class);
@@ -34,15 +34,40 @@ public final class McpHttpEndpoint implements AutoCloseable {
     private final List<McpAsyncServer> servers;
     private final SessionSandboxes sessions;
     private final RunningCalls calls;
+    private final CommandApi service;
+    private final ServerConfig config;
 
     /** How much MCP state the server holds now: what a client's requests can make it keep, each bounded. */
     public record StateSizes(int sessions, int endedSessions, int trackedCalls) {
     }
 
-    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions, RunningCalls calls) {
+    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions, RunningCalls calls, CommandApi service, ServerConfig config) {
         this.servers = servers;
         this.sessions = sessions;
         this.calls = calls;
+        this.service = service;
+        this.config = config;
+    }
+
+    /**
+     * A tool call another node's MCP door sent on (a node of a cluster's peer port takes it): run
+     * with {@code client}'s tools here, as the session it came in on node {@code node}.
+     */
+    @Override
+    public byte[] call(Client client, String node, byte[] call) {
+        Map<String, Object> sent;
+        try {
+            sent = McpServers.JSON.readValue(call, new io.modelcontextprotocol.json.TypeRef<Map<String, Object>>() { });
+        } catch (java.io.IOException e) {
+            throw dev.airlock.core.AirlockException.invalid("a forwarded tool call that is not a JSON object: " + e.getMessage());
+        }
+        SandboxTools tools = new SandboxTools(service, config, sessions, calls, McpServers.HTTP, client);
+        try {
+            return McpServers.JSON.writeValueAsBytes(ToolCatalog.forwarded(tools, config, node, sent));
+        } catch (java.io.IOException e) {
+            throw new dev.airlock.core.AirlockException(dev.airlock.core.AirlockException.Kind.INTERNAL,
+                    "cannot write a tool's result: " + e.getMessage(), e);
+        }
     }
 
     public StateSizes stateSizes() {
@@ -79,7 +104,7 @@ public final class McpHttpEndpoint implements AutoCloseable {
                 new InboundMessages(calls), sessions));
         guard.setAsyncSupported(true);
         context.addFilter(guard, PATH, EnumSet.of(DispatcherType.REQUEST));
-        return new McpHttpEndpoint(List.copyOf(servers), sessions, calls);
+        return new McpHttpEndpoint(List.copyOf(servers), sessions, calls, service, config);
     }
 
     /** Ends every session (destroying the sandboxes they own) and stops the MCP server. */

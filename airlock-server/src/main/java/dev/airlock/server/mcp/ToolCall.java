@@ -20,14 +20,24 @@ final class ToolCall {
     private static final Logger LOG = LoggerFactory.getLogger(ToolCall.class);
     private static final Duration SEND_TIMEOUT = Duration.ofSeconds(10);
 
+    /** The MCP session's exchange; null for a call another node's MCP door sent on (no notifications go back then). */
     private final McpAsyncServerExchange exchange;
     private final McpSchema.CallToolRequest request;
+    private final String session;
     /** Set once the service authorized the call. */
     private Caller caller;
 
     ToolCall(McpAsyncServerExchange exchange, McpSchema.CallToolRequest request) {
         this.exchange = exchange;
         this.request = request;
+        this.session = exchange.sessionId();
+    }
+
+    /** A call another node's MCP door had in {@code session} ({@code <node>/<session>}) and sent on. */
+    ToolCall(McpSchema.CallToolRequest request, String session) {
+        this.exchange = null;
+        this.request = request;
+        this.session = session;
     }
 
     /** The caller the service authorized this call as; its commands are executed as it. */
@@ -55,9 +65,14 @@ final class ToolCall {
         return request.arguments();
     }
 
+    /** Whether another node's MCP door had this call and sent it on. */
+    boolean forwarded() {
+        return exchange == null;
+    }
+
     /** The MCP session this call came in. */
     String session() {
-        return exchange.sessionId();
+        return session;
     }
 
     /** The key under which a cancellation of this call arrives, or null if none is known. */
@@ -77,7 +92,7 @@ final class ToolCall {
      * approves; accept with "no" or decline denies; cancel, or no answer, leaves it undecided.
      */
     Caller.Asker elicitation() {
-        McpSchema.ClientCapabilities caps = exchange.getClientCapabilities();
+        McpSchema.ClientCapabilities caps = exchange == null ? null : exchange.getClientCapabilities();
         if (caps == null || caps.elicitation() == null) {
             return null;
         }
@@ -100,6 +115,9 @@ final class ToolCall {
     }
 
     void log(String logger, String text) {
+        if (exchange == null) {
+            return;
+        }
         try {
             exchange.loggingNotification(new McpSchema.LoggingMessageNotification(McpSchema.LoggingLevel.INFO, logger, text))
                     .block(SEND_TIMEOUT);
@@ -110,7 +128,7 @@ final class ToolCall {
 
     void progress(double progress, Double total, String message) {
         Object token = progressToken();
-        if (token == null) {
+        if (token == null || exchange == null) {
             return;
         }
         try {

@@ -7,6 +7,7 @@ import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.policy.Profile;
 import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.command.NodeRouting;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.spec.McpSchema;
 import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
@@ -307,9 +308,54 @@ final class ToolCatalog {
                 .build();
         return AsyncToolSpecification.builder()
                 .tool(tool)
-                .callHandler((exchange, request) -> Mono.fromCallable(() -> invoke(t, handler, new ToolCall(exchange, request)))
+                .callHandler((exchange, request) -> Mono.fromCallable(() -> invoke(t, handler, exchange != null ? new ToolCall(exchange, request)
+                                : new ToolCall(request, (String) request.meta().get(FORWARDED_SESSION))))
                         .subscribeOn(CALLS))
                 .build();
+    }
+
+    /** The request meta of a call another node sent on: the session it came in there, {@code <node>/<session>}. */
+    static final String FORWARDED_SESSION = "airlock/forwardedSession";
+
+    /**
+     * A call on a sandbox another node of the cluster holds: sent to that node, whose MCP tools
+     * authorize, record and run it as this door would (docs/cluster.md, "Between nodes"); its
+     * result comes back whole (no output or progress notifications while it runs, and a cancel
+     * here does not reach it).
+     */
+    private static CallToolResult forward(NodeRouting routing, NodeRouting.Peer owner, SandboxTools t, ToolCall call, String via,
+                                          Map<String, Object> args) {
+        Map<String, Object> sent = new java.util.LinkedHashMap<>();
+        sent.put("name", call.tool());
+        sent.put("arguments", args);
+        sent.put("session", call.session());
+        try {
+            byte[] answer = routing.callTool(owner, t.client().name(), via, McpServers.JSON.writeValueAsBytes(sent));
+            return McpServers.JSON.readValue(answer, CallToolResult.class);
+        } catch (java.io.IOException e) {
+            throw new AirlockException(AirlockException.Kind.INTERNAL, "node '" + owner.name() + "' answered tool call " + call.tool()
+                    + " with what is not a tool's result: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Runs a call another node's MCP door sent on ({@code name}, {@code arguments}, {@code session})
+     * with {@code t}'s tools, as {@code node}'s session; a tool {@code t}'s client is not granted is
+     * refused as an unknown one.
+     */
+    static CallToolResult forwarded(SandboxTools t, ServerConfig config, String node, Map<String, Object> call) {
+        Object name = call.get("name");
+        Object session = call.get("session");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> args = call.get("arguments") instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of();
+        for (AsyncToolSpecification spec : tools(t, config)) {
+            if (spec.tool().name().equals(name)) {
+                McpSchema.CallToolRequest request = McpSchema.CallToolRequest.builder().name((String) name).arguments(args)
+                        .meta(Map.of(FORWARDED_SESSION, node + "/" + session)).build();
+                return spec.callHandler().apply(null, request).block();
+            }
+        }
+        return ToolResults.error("Unknown tool: " + dev.airlock.core.Printable.of(String.valueOf(name), 100));
     }
 
     private static Map<String, Object> schema(String json) {
@@ -326,6 +372,25 @@ final class ToolCatalog {
         String via = http ? McpServers.HTTP + ":" + call.session() : McpServers.STDIO;
         Map<String, Object> args = call.rawArguments();
         String sandbox = args != null && args.get("sandboxId") instanceof String id ? id : null;
+        NodeRouting routing = t.service().routing();
+        if (routing != null && sandbox != null && !call.forwarded()) {
+            NodeRouting.Peer owner;
+            try {
+                owner = routing.ownerOf(sandbox, t.client().name());
+            } catch (AirlockException e) {
+                t.callEnded(call.callKey());
+                return ToolResults.refused(e);   // lost with its node
+            }
+            if (owner != null) {
+                try {
+                    return forward(routing, owner, t, call, via, args);
+                } catch (AirlockException e) {
+                    return ToolResults.refused(e);
+                } finally {
+                    t.callEnded(call.callKey());
+                }
+            }
+        }
         String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));
         CommandApi.Request request = new CommandApi.Request(t.client(), via, t.transport(), call.tool(),
                 OPERATIONS.get(call.tool()), sandbox, digest,

@@ -59,6 +59,7 @@ public final class ApiServlet extends HttpServlet {
     private final ApprovalEvents approvalEvents;
     /** Whether this servlet serves a node's peer port: calls other nodes forward, and nothing else (docs/cluster.md). */
     private final boolean peerPort;
+    private final dev.airlock.server.command.ToolCalls toolCalls;
 
     /**
      * @param peerPort true for a node of a cluster's peer port: it takes only other nodes' signed calls
@@ -66,6 +67,13 @@ public final class ApiServlet extends HttpServlet {
      *                 and, on a node of a cluster, forwards those another node must carry out
      */
     public ApiServlet(CommandApi service, ServerConfig config, byte[] openApi, ConsoleSessions sessions, boolean peerPort) {
+        this(service, config, openApi, sessions, peerPort, null);
+    }
+
+    /** {@code toolCalls}: on a node's peer port, the MCP door's tools, for the calls another node's MCP door sends on. */
+    public ApiServlet(CommandApi service, ServerConfig config, byte[] openApi, ConsoleSessions sessions, boolean peerPort,
+                      dev.airlock.server.command.ToolCalls toolCalls) {
+        this.toolCalls = toolCalls;
         this.peerPort = peerPort;
         this.service = service;
         this.config = config;
@@ -214,6 +222,14 @@ public final class ApiServlet extends HttpServlet {
             }
             Client client = auth.client();
             String via = auth.via();
+            if (peerPort && toolCalls != null && path.equals(NodeRouting.TOOL_CALLS) && req.getMethod().equals("POST")) {
+                // an MCP tool call on a sandbox this node holds: the tool authorizes, records and runs it as the MCP door would
+                byte[] answer = toolCalls.call(client, req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0], RestCall.body(req));
+                resp.setStatus(200);
+                resp.setContentType("application/json");
+                resp.getOutputStream().write(answer);
+                return;
+            }
             if (peerPort) {
                 // which node the client reached, on this node's audit log (the name is in what the cluster's secret signed)
                 endpoint += " from node " + req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0];
