@@ -228,6 +228,8 @@ class ClusterNodesTest {
 
         // a record changed and the chain after it recomputed: the log's own check passes, the published heads do not
         Path db = dir.resolve(ServerConfig.DATABASE);
+        Path original = dir.resolve("original.db");
+        Files.copy(db, original);
         try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + db)) {
             List<dev.airlock.server.audit.AuditRecord> all;
             try (dev.airlock.server.audit.AuditReader reader = dev.airlock.server.audit.AuditReader.open(db)) {
@@ -254,25 +256,11 @@ class ClusterNodesTest {
             assertThat(rewritten.exit()).as(rewritten.out()).isEqualTo(1);
             assertThat(rewritten.out()).contains("audit log BROKEN at seq", "against the cluster's anchors of node 'delta'",
                     "but the node published", "the log was rewritten");
-
-            // the newest records cut from the end (the chain that is left is whole): the last head published is past it
-            try (java.sql.Statement st = c.createStatement()) {
-                st.executeUpdate("DELETE FROM audit");
-            }
-            try (java.sql.PreparedStatement ps = c.prepareStatement("INSERT INTO audit (seq, time, kind, actor, sandbox, detail, prev_hash,"
-                    + " hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")) {
-                for (dev.airlock.server.audit.AuditRecord r : all.subList(0, all.size() - 2)) {
-                    ps.setLong(1, r.seq());
-                    ps.setString(2, r.time());
-                    ps.setString(3, r.kind());
-                    ps.setString(4, r.actor());
-                    ps.setString(5, r.sandbox());
-                    ps.setString(6, r.detail());
-                    ps.setString(7, r.prevHash());
-                    ps.setString(8, r.hash());
-                    ps.executeUpdate();
-                }
-            }
+        }
+        // the log as it was, its two newest records cut (the chain that is left is whole): the last head published is past it
+        Files.copy(original, db, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + db); java.sql.Statement st = c.createStatement()) {
+            st.executeUpdate("DELETE FROM audit WHERE seq > (SELECT max(seq) - 2 FROM audit)");
         }
         InProcessCli cut = InProcessCli.run(verify);
         assertThat(cut.exit()).as(cut.out()).isEqualTo(1);
