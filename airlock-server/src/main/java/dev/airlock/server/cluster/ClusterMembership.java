@@ -308,8 +308,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
                 ins.setString(1, node);
                 ins.setLong(2, head.seq());
                 ins.setString(3, head.hash());
-                if (ins.executeUpdate() == 0 && !anchorConflictSaid) {
-                    // an anchor of this seq is there already: this log is not the one the name published before
+                if (ins.executeUpdate() == 0 && !anchorConflictSaid && !head.hash().equals(anchored(db, node, head.seq()))) {
+                    // another head of this seq is there already: this log is not the one the name published before
                     anchorConflictSaid = true;
                     LOG.error("node '{}': the cluster's database holds an earlier audit anchor of seq {} under this node's name; this"
                             + " node's audit log is not the one published before (a new data directory, or a changed log): 'airlock audit"
@@ -329,6 +329,17 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         });
         anchoredSeq = head.seq();
         anchoredAt = System.currentTimeMillis();
+    }
+
+    /** The hash node {@code node} published for seq {@code seq}, or null. */
+    private static String anchored(Connection db, String node, long seq) throws SQLException {
+        try (PreparedStatement ps = db.prepareStatement("SELECT hash FROM airlock_audit_anchors WHERE node = ? AND seq = ?")) {
+            ps.setString(1, node);
+            ps.setLong(2, seq);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
     }
 
     /**
