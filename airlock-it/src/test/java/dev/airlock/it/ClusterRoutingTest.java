@@ -304,8 +304,8 @@ class ClusterRoutingTest {
     /**
      * The MCP door of a node that does not hold a sandbox sends the tool calls that name it to the
      * node that does, which authorizes, records and runs them as its own MCP door would: a file
-     * written and read back, a command run in it, and the sandbox destroyed, all through alpha's
-     * MCP endpoint; the holder's audit log names the session on alpha.
+     * written and read back, the sandbox listed with its node, a command run in it, and the sandbox
+     * destroyed, all through alpha's MCP endpoint; the holder's audit log names the session on alpha.
      */
     @Test
     void mcpToolCallsOnASandboxOfAnotherNodeAreCarriedOutByThatNode() {
@@ -316,6 +316,13 @@ class ClusterRoutingTest {
             mcp.call("sandbox_write_file", Map.of("sandboxId", p.id(), "path", "notes.txt", "content", "written through alpha's MCP"));
             assertThat(String.valueOf(mcp.call("sandbox_read_file", Map.of("sandboxId", p.id(), "path", "notes.txt"))))
                     .contains("written through alpha's MCP");
+            // listed through alpha's MCP door with the node that holds it: every node's sandboxes, as REST's listing
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> listed = (List<Map<String, Object>>) mcp.call("sandbox_list", Map.of()).get("sandboxes");
+            assertThat(listed).anySatisfy(s -> {
+                assertThat(s.get("sandboxId")).isEqualTo(p.id());
+                assertThat(s.get("node")).isEqualTo(p.node());
+            });
             Map<String, Object> ran = mcp.call("sandbox_exec", Map.of("sandboxId", p.id(), "command", "cat notes.txt; hostname"));
             assertThat(String.valueOf(ran)).contains("written through alpha's MCP");
             assertThat(ran.get("exitCode")).isEqualTo(0);

@@ -51,7 +51,7 @@ public final class NodeCalls implements NodeRouting {
     static final Duration FRESH = Duration.ofSeconds(60);
     private static final Duration CONNECT = Duration.ofSeconds(5);
     /** How long a node waits for each other node's answer to a listing it gathers. */
-    static final Duration ASK = Duration.ofSeconds(10);
+    static final Duration ASK = NodeRouting.ASK;
     /** Request headers a forward does not copy: the client's credentials, the hop's own, and the node headers (set anew). */
     private static final Set<String> NOT_FORWARDED = Set.of("host", "authorization", "cookie", "connection", "content-length",
             "transfer-encoding", "upgrade", "expect", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection",
@@ -279,15 +279,15 @@ public final class NodeCalls implements NodeRouting {
     }
 
     @Override
-    public byte[] callTool(Peer to, String client, String via, byte[] call) {
+    public byte[] callTool(Peer to, String client, String via, byte[] call, Duration timeout) {
         long now = System.currentTimeMillis();
-        HttpRequest request = HttpRequest.newBuilder(URI.create("https://" + to.address() + TOOL_CALLS))
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("https://" + to.address() + TOOL_CALLS))
                 .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "POST", TOOL_CALLS, client, via))
                 .header(CLIENT_HEADER, client).header(VIA_HEADER, via).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(call)).build();
+                .POST(HttpRequest.BodyPublishers.ofByteArray(call));
         HttpResponse<byte[]> answer;
         try {
-            answer = http(to).send(request, HttpResponse.BodyHandlers.ofByteArray());
+            answer = http(to).send((timeout == null ? request : request.timeout(timeout)).build(), HttpResponse.BodyHandlers.ofByteArray());
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot reach node '" + to.name() + "' (which holds the sandbox this tool call names) at its"
                     + " peer port " + to.address() + ": " + e + " (airlock cluster nodes shows its state)");
@@ -300,6 +300,17 @@ public final class NodeCalls implements NodeRouting {
                     + answer.statusCode() + ": " + Printable.of(new String(answer.body(), StandardCharsets.UTF_8), 500));
         }
         return answer.body();
+    }
+
+    @Override
+    public String nodeName() {
+        return membership.nodeName();
+    }
+
+    @Override
+    public List<Peer> others() {
+        return membership.serving(null).stream().filter(m -> !m.name().equals(membership.nodeName()))
+                .map(m -> new Peer(m.name(), m.peerAddress(), m.fingerprint())).toList();
     }
 
     /** The request's own body, streamed, its length kept when it has one (an upload). */

@@ -75,9 +75,18 @@ public interface NodeRouting {
      * Sends an MCP tool call ({@code call}: its {@code name}, {@code arguments} and the {@code
      * session} it came in, as JSON) to {@code to}, which holds the sandbox it names, as {@code
      * client} through MCP door {@code via}; returns the tool's result as JSON. The call lasts as
-     * long as the tool does there.
+     * long as the tool does there, or {@code timeout} when not null.
      */
-    byte[] callTool(Peer to, String client, String via, byte[] call);
+    byte[] callTool(Peer to, String client, String via, byte[] call, java.time.Duration timeout);
+
+    /** This node's name in the cluster. */
+    String nodeName();
+
+    /** The other nodes that serve (up or draining); throws UNAVAILABLE when the cluster's database does not answer. */
+    java.util.List<Peer> others();
+
+    /** How long a node is waited for when every node is asked the same (a listing). */
+    java.time.Duration ASK = java.time.Duration.ofSeconds(10);
 
     /**
      * What the other nodes answered a request asked of them all: the bodies of their {@code 200}s,

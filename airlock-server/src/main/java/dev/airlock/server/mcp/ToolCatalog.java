@@ -330,12 +330,73 @@ final class ToolCatalog {
         sent.put("arguments", args);
         sent.put("session", call.session());
         try {
-            byte[] answer = routing.callTool(owner, t.client().name(), via, McpServers.JSON.writeValueAsBytes(sent));
+            byte[] answer = routing.callTool(owner, t.client().name(), via, McpServers.JSON.writeValueAsBytes(sent), null);
             return McpServers.JSON.readValue(answer, CallToolResult.class);
         } catch (java.io.IOException e) {
             throw new AirlockException(AirlockException.Kind.INTERNAL, "node '" + owner.name() + "' answered tool call " + call.tool()
                     + " with what is not a tool's result: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * {@code sandbox_list} on a node of a cluster: this node's sandboxes with every other serving
+     * node's (asked at once, the same call sent on, each within {@link NodeRouting#ASK}), each named
+     * with its node, and the sandboxes of nodes that are down as {@code lost}; {@code partial} says
+     * which nodes did not answer.
+     */
+    @SuppressWarnings("unchecked")
+    private static CallToolResult joined(NodeRouting routing, SandboxTools t, ToolCall call, String via, CallToolResult local) {
+        List<Map<String, Object>> all = new java.util.ArrayList<>();
+        for (Map<String, Object> s : (List<Map<String, Object>>) ((Map<String, Object>) local.structuredContent()).get("sandboxes")) {
+            Map<String, Object> named = new java.util.LinkedHashMap<>(s);
+            named.put("node", routing.nodeName());
+            all.add(named);
+        }
+        List<String> missing = new java.util.ArrayList<>();
+        try (var asks = Executors.newVirtualThreadPerTaskExecutor()) {
+            Map<NodeRouting.Peer, java.util.concurrent.Future<CallToolResult>> answers = new java.util.LinkedHashMap<>();
+            byte[] sent = McpServers.JSON.writeValueAsBytes(Map.of("name", call.tool(), "arguments", Map.of(), "session", call.session()));
+            for (NodeRouting.Peer peer : routing.others()) {
+                answers.put(peer, asks.submit(() -> McpServers.JSON.readValue(routing.callTool(peer, t.client().name(), via, sent, NodeRouting.ASK),
+                        CallToolResult.class)));
+            }
+            for (var a : answers.entrySet()) {
+                try {
+                    CallToolResult r = a.getValue().get();
+                    if (Boolean.TRUE.equals(r.isError()) || !(r.structuredContent() instanceof Map<?, ?> m) || !(m.get("sandboxes") instanceof List<?> items)) {
+                        missing.add(a.getKey().name());
+                        continue;
+                    }
+                    for (Object item : items) {
+                        Map<String, Object> named = new java.util.LinkedHashMap<>((Map<String, Object>) item);
+                        named.put("node", a.getKey().name());
+                        all.add(named);
+                    }
+                } catch (java.util.concurrent.ExecutionException e) {
+                    missing.add(a.getKey().name());
+                }
+            }
+        } catch (AirlockException | java.io.IOException e) {
+            missing.add("the other nodes (the cluster's database does not answer)");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while asking the cluster's other nodes");
+        }
+        for (NodeRouting.Lost lost : routing.lost(t.client().name())) {
+            Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("sandboxId", lost.sandbox());
+            m.put("node", lost.node());
+            m.put("state", "lost");
+            m.put("message", "node '" + lost.node() + "', which held it, is " + lost.state() + ": the sandbox is lost");
+            all.add(m);
+        }
+        Map<String, Object> out = new java.util.LinkedHashMap<>();
+        out.put("sandboxes", all);
+        if (!missing.isEmpty()) {
+            out.put("partial", String.join(", ", missing) + " did not answer within " + NodeRouting.ASK.toSeconds() + " s: what "
+                    + (missing.size() == 1 ? "it holds is" : "they hold is") + " missing");
+        }
+        return ToolResults.ok(out);
     }
 
     /**
@@ -397,7 +458,9 @@ final class ToolCatalog {
                 t.service().policy().elicitation() ? call.elicitation() : null, null);
         try {
             call.authorizedAs(t.service().authorize(request));
-            return handler.apply(call);
+            CallToolResult result = handler.apply(call);
+            return routing != null && !call.forwarded() && call.tool().equals("sandbox_list") && !Boolean.TRUE.equals(result.isError())
+                    ? joined(routing, t, call, via, result) : result;
         } catch (AirlockException e) {
             if (e.kind() == AirlockException.Kind.INTERNAL) {
                 LOG.warn("tool {} failed: {}", call.tool(), e.getMessage(), e);
