@@ -341,6 +341,75 @@ class ClusterRoutingTest {
         }
     }
 
+    /**
+     * A terminal's socket relayed to another node, attacked by its client: a message over the
+     * terminal's 64 KiB is refused with 1009; typing into a terminal whose program reads nothing
+     * is not kept in the relay's memory: once 64 messages wait for the other node the client is
+     * closed with 1008 (or, where the buffers fill first, its sends stop completing).
+     */
+    @Test
+    void aRelayedTerminalRefusesAnOversizedMessageAndEndsAFloodOfTyping() throws Exception {
+        LiveServer beta = NODES.get("beta");
+        Placed p = elsewhere(beta, "beta");
+        try {
+            String started = "{\"background\": true, \"tty\": true, \"rows\": 24, \"cols\": 80, \"command\": [\"sleep\", \"600\"]}";
+            String pid = ok(beta.raw("POST", "/v1/sandboxes/" + p.id() + "/exec", started), 202).path("id").asString();
+            URI attach = URI.create("ws" + beta.uri().toString().substring("http".length()) + "/v1/sandboxes/" + p.id() + "/processes/"
+                    + pid + "/attach");
+
+            CompletableFuture<Integer> closedWith = new CompletableFuture<>();
+            java.net.http.WebSocket.Listener closes = new java.net.http.WebSocket.Listener() {
+                @Override
+                public java.util.concurrent.CompletionStage<?> onClose(java.net.http.WebSocket ws, int status, String reason) {
+                    closedWith.complete(status);
+                    return null;
+                }
+
+                @Override
+                public void onError(java.net.http.WebSocket ws, Throwable error) {
+                    closedWith.completeExceptionally(error);
+                }
+            };
+            java.net.http.WebSocket big = HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + beta.token())
+                    .buildAsync(attach, closes).get(30, TimeUnit.SECONDS);
+            big.sendBinary(java.nio.ByteBuffer.allocate(64 * 1024 + 1), true);
+            assertThat(closedWith.get(30, TimeUnit.SECONDS)).as("close status of an oversized message").isEqualTo(1009);
+
+            StringBuilder typingClosed = new StringBuilder();
+            java.net.http.WebSocket typing = HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + beta.token())
+                    .buildAsync(attach, new java.net.http.WebSocket.Listener() {
+                        @Override
+                        public java.util.concurrent.CompletionStage<?> onClose(java.net.http.WebSocket ws, int status, String reason) {
+                            typingClosed.append(status).append(' ').append(reason);
+                            return null;
+                        }
+                    }).get(30, TimeUnit.SECONDS);
+            byte[] keys = new byte[60 * 1024];
+            java.util.Arrays.fill(keys, (byte) 'x');
+            int sent = 0;
+            String ended = null;
+            // 2,000 messages are 120 MB: far more than the pipes, the socket buffers and the relay's 64 waiting messages hold
+            while (sent < 2000 && ended == null) {
+                try {
+                    typing.sendBinary(java.nio.ByteBuffer.wrap(keys), true).get(5, TimeUnit.SECONDS);
+                    sent++;
+                } catch (java.util.concurrent.TimeoutException e) {
+                    ended = "held back";
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Thread.sleep(200);   // the close frame, if one came
+                    ended = "closed: " + typingClosed;
+                }
+            }
+            assertThat(ended).as("the flood ends (%d messages of 60 KiB went)", sent).isNotNull();
+            if (ended.startsWith("closed")) {
+                assertThat(ended).contains("1008", "more than 64 messages wait for node");
+            }
+            typing.abort();
+        } finally {
+            ok(beta.raw("DELETE", "/v1/sandboxes/" + p.id(), null), 204);
+        }
+    }
+
     @Test
     void anApprovalRequestedThroughOneNodeIsListedAndDecidedOnAnother() throws Exception {
         LiveServer alpha = NODES.get("alpha");

@@ -18,8 +18,10 @@ import java.util.function.Function;
  * A terminal's WebSocket on one node carried to the node that holds the sandbox (docs/cluster.md,
  * "Between nodes"): the client's socket ends here, a second one runs over TLS to the other node's
  * peer port, signed like every call between nodes, and each message goes across as it is, in
- * order, with back-pressure both ways (a message is asked for only once the one before was
- * passed on). Closing either side closes the other with its status and reason.
+ * order: from the other node, a message is asked for only once the one before was passed on to
+ * the client; from the client, at most {@value #MAX_QUEUED} wait (Jetty reads on without waiting
+ * for them), and a client that sends more is closed (ClusterRoutingTest floods one). Closing
+ * either side closes the other with its status and reason.
  *
  * <p>Bounded: a message at most {@value #MAX_MESSAGE} bytes (the terminal's own limit), at most
  * {@value #MAX_QUEUED} of the client's messages waiting to go across (a client that sends faster
