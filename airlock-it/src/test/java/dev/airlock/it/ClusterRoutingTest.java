@@ -343,12 +343,13 @@ class ClusterRoutingTest {
 
     /**
      * A terminal's socket relayed to another node, attacked by its client: a message over the
-     * terminal's 64 KiB is refused with 1009; typing into a terminal whose program reads nothing
-     * is not kept in the relay's memory: once 64 messages wait for the other node the client is
-     * closed with 1008 (or, where the buffers fill first, its sends stop completing).
+     * terminal's 64 KiB is refused with 1009. (A flood of typing is bounded by the relay's 64
+     * waiting messages: TerminalRelayTest, against a node that takes nothing. Here the other node's
+     * terminal takes what is typed at whatever speed its tty discards it, so a flood cannot show
+     * the bound reliably.)
      */
     @Test
-    void aRelayedTerminalRefusesAnOversizedMessageAndEndsAFloodOfTyping() throws Exception {
+    void aRelayedTerminalRefusesAnOversizedMessage() throws Exception {
         LiveServer beta = NODES.get("beta");
         Placed p = elsewhere(beta, "beta");
         try {
@@ -374,37 +375,6 @@ class ClusterRoutingTest {
                     .buildAsync(attach, closes).get(30, TimeUnit.SECONDS);
             big.sendBinary(java.nio.ByteBuffer.allocate(64 * 1024 + 1), true);
             assertThat(closedWith.get(30, TimeUnit.SECONDS)).as("close status of an oversized message").isEqualTo(1009);
-
-            StringBuilder typingClosed = new StringBuilder();
-            java.net.http.WebSocket typing = HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + beta.token())
-                    .buildAsync(attach, new java.net.http.WebSocket.Listener() {
-                        @Override
-                        public java.util.concurrent.CompletionStage<?> onClose(java.net.http.WebSocket ws, int status, String reason) {
-                            typingClosed.append(status).append(' ').append(reason);
-                            return null;
-                        }
-                    }).get(30, TimeUnit.SECONDS);
-            byte[] keys = new byte[60 * 1024];
-            java.util.Arrays.fill(keys, (byte) 'x');
-            int sent = 0;
-            String ended = null;
-            // 2,000 messages are 120 MB: far more than the pipes, the socket buffers and the relay's 64 waiting messages hold
-            while (sent < 2000 && ended == null) {
-                try {
-                    typing.sendBinary(java.nio.ByteBuffer.wrap(keys), true).get(5, TimeUnit.SECONDS);
-                    sent++;
-                } catch (java.util.concurrent.TimeoutException e) {
-                    ended = "held back";
-                } catch (java.util.concurrent.ExecutionException e) {
-                    Thread.sleep(200);   // the close frame, if one came
-                    ended = "closed: " + typingClosed;
-                }
-            }
-            assertThat(ended).as("the flood ends (%d messages of 60 KiB went)", sent).isNotNull();
-            if (ended.startsWith("closed")) {
-                assertThat(ended).contains("1008", "more than 64 messages wait for node");
-            }
-            typing.abort();
         } finally {
             ok(beta.raw("DELETE", "/v1/sandboxes/" + p.id(), null), 204);
         }
@@ -559,6 +529,13 @@ class ClusterRoutingTest {
         return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    private static HttpResponse<String> post(HttpClient client, String url, Map<String, String> headers, String body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        headers.forEach(b::header);
+        return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     @Test
     void aNodesCallIsRefusedOnTheApiPortAndAClientsTokenOnThePeerPort() throws Exception {
         LiveServer beta = NODES.get("beta");
@@ -588,6 +565,19 @@ class ClusterRoutingTest {
         assertThat(get(tls, peer + target, Map.of("Airlock-Node", "alpha " + stale + " " + sign(SECRET, "alpha", stale, "GET", target, "local", "rest"),
                 "Airlock-Client", "local", "Airlock-Via", "rest")).statusCode()).isEqualTo(401);
         assertThat(get(tls, peer + "/v1/approvals", signed).statusCode()).isEqualTo(401);
+        // the MCP tool calls another node's door sends on: taken signed on the peer port only
+        String tools = dev.airlock.server.command.NodeRouting.TOOL_CALLS;
+        String call = "{\"name\": \"sandbox_list\", \"arguments\": {}, \"session\": \"s1\"}";
+        Map<String, String> signedCall = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "POST", tools, "local", "mcp-http:s1"),
+                "Airlock-Client", "local", "Airlock-Via", "mcp-http:s1");
+        HttpResponse<String> listed = post(tls, peer + tools, signedCall, call);
+        assertThat(listed.statusCode()).as(listed.body()).isEqualTo(200);
+        assertThat(listed.body()).contains("\"sandboxes\"");
+        assertThat(post(tls, peer + tools, Map.of("Authorization", "Bearer " + beta.token()), call).statusCode()).isEqualTo(401);
+        assertThat(post(tls, peer + tools, signed, call).statusCode()).as("a signature of another call").isEqualTo(401);
+        assertThat(post(HTTP, beta.uri() + tools, signedCall, call).statusCode()).isEqualTo(401);
+        assertThat(post(HTTP, beta.uri() + tools, Map.of("Authorization", "Bearer " + beta.token()), call).statusCode())
+                .as("a client's token on the API port finds no such route").isEqualTo(404);
         // the peer port speaks TLS only: plain HTTP gets no API
         HttpResponse<String> plain = null;
         try {

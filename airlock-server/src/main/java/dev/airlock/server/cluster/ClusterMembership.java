@@ -111,13 +111,8 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     }
 
     private Connection connect() {
-        Properties p = new Properties();
-        p.setProperty("connectTimeout", "5");
-        p.setProperty("socketTimeout", "10");
-        p.setProperty("loginTimeout", "5");
-        p.setProperty("ApplicationName", "airlock " + settings.nodeName());
         try {
-            return DriverManager.getConnection(settings.url(), p);
+            return connection(settings.url(), "airlock " + settings.nodeName(), 10);
         } catch (SQLException e) {
             throw AirlockException.unavailable("cannot reach the cluster's database " + settings.shownUrl() + ": " + e.getMessage()
                     + " (--cluster gives its URL; the database must be running and reachable from this node)");
@@ -396,11 +391,7 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
     public static List<AuditReader.ClusterAnchor> anchors(String url, String node) {
         String jdbc = ClusterSettings.jdbcUrl(url);
         String shown = ClusterSettings.withoutCredentials(jdbc).substring("jdbc:".length());
-        Properties p = new Properties();
-        p.setProperty("connectTimeout", "5");
-        p.setProperty("socketTimeout", "30");
-        p.setProperty("loginTimeout", "5");
-        try (Connection db = DriverManager.getConnection(jdbc, p)) {
+        try (Connection db = connection(jdbc, "airlock audit verify", 30)) {
             try (Statement st = db.createStatement(); ResultSet rs = st.executeQuery("SELECT to_regclass('airlock_audit_anchors') IS NOT NULL")) {
                 rs.next();
                 if (!rs.getBoolean(1)) {
@@ -421,6 +412,16 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         } catch (SQLException e) {
             throw AirlockException.unavailable("cannot read the audit anchors in the cluster's database " + shown + ": " + e.getMessage());
         }
+    }
+
+    /** A connection to the cluster's database at {@code jdbcUrl}: 5 s to connect and log in, {@code socketSeconds} for each call. */
+    private static Connection connection(String jdbcUrl, String applicationName, int socketSeconds) throws SQLException {
+        Properties p = new Properties();
+        p.setProperty("connectTimeout", "5");
+        p.setProperty("socketTimeout", Integer.toString(socketSeconds));
+        p.setProperty("loginTimeout", "5");
+        p.setProperty("ApplicationName", applicationName);
+        return DriverManager.getConnection(jdbcUrl, p);
     }
 
     /** The database answered: said once when it had not. Called holding the lock. */

@@ -51,7 +51,6 @@ public final class NodeCalls implements NodeRouting {
     static final Duration FRESH = Duration.ofSeconds(60);
     private static final Duration CONNECT = Duration.ofSeconds(5);
     /** How long a node waits for each other node's answer to a listing it gathers. */
-    static final Duration ASK = NodeRouting.ASK;
     /** Request headers a forward does not copy: the client's credentials, the hop's own, and the node headers (set anew). */
     private static final Set<String> NOT_FORWARDED = Set.of("host", "authorization", "cookie", "connection", "content-length",
             "transfer-encoding", "upgrade", "expect", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection",
@@ -206,9 +205,7 @@ public final class NodeCalls implements NodeRouting {
                 throw AirlockException.unavailable("interrupted while asking the cluster's other nodes");
             }
         }
-        return new Answers(bodies, unanswered.isEmpty() ? null : "node" + (unanswered.size() == 1 ? " " : "s ")
-                + String.join(", ", unanswered) + " did not answer within " + ASK.toSeconds() + " s: what " + (unanswered.size() == 1
-                ? "it holds is" : "they hold is") + " missing");
+        return new Answers(bodies, NodeRouting.partial(unanswered.stream().map(n -> "node " + n).toList()));
     }
 
     private static String target(HttpServletRequest req) {

@@ -20,7 +20,7 @@ import java.util.function.Function;
  * peer port, signed like every call between nodes, and each message goes across as it is, in
  * order: from the other node, a message is asked for only once the one before was passed on to
  * the client; from the client, at most {@value #MAX_QUEUED} wait (Jetty reads on without waiting
- * for them), and a client that sends more is closed (ClusterRoutingTest floods one). Closing
+ * for them), and a client that sends more is closed (TerminalRelayTest). Closing
  * either side closes the other with its status and reason.
  *
  * <p>Bounded: a message at most {@value #MAX_MESSAGE} bytes (the terminal's own limit), at most

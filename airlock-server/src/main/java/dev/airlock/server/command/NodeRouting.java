@@ -103,6 +103,16 @@ public interface NodeRouting {
 
     /** A sandbox of a node that is down: lost with it (docs/cluster.md, "Failure"). */
     record Lost(String sandbox, String node, String state) {
+        /** What a listing says of it. */
+        public String message() {
+            return "node '" + node + "', which held it, is " + state + ": the sandbox is lost";
+        }
+    }
+
+    /** What a listing joined from every node says when {@code unanswered} (names, or words) did not answer; null when none. */
+    static String partial(java.util.List<String> unanswered) {
+        return unanswered.isEmpty() ? null : String.join(", ", unanswered) + " did not answer within " + ASK.toSeconds() + " s: what "
+                + (unanswered.size() == 1 ? "it holds is" : "they hold is") + " missing";
     }
 
     /** The sandboxes of {@code client} that nodes now down held: listed as {@code lost} until those nodes return. */

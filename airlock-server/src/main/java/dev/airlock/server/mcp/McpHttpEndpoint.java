@@ -4,6 +4,7 @@ import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.command.CommandApi;
 import io.modelcontextprotocol.server.McpAsyncServer;
+import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.transport.HttpServletStreamableServerTransportProvider;
 import jakarta.servlet.DispatcherType;
@@ -34,19 +35,19 @@ public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.
     private final List<McpAsyncServer> servers;
     private final SessionSandboxes sessions;
     private final RunningCalls calls;
-    private final CommandApi service;
-    private final ServerConfig config;
+    /** Each client's tools, by client: what the calls another node's MCP door sends on run with. */
+    private final Map<String, List<AsyncToolSpecification>> tools;
 
     /** How much MCP state the server holds now: what a client's requests can make it keep, each bounded. */
     public record StateSizes(int sessions, int endedSessions, int trackedCalls) {
     }
 
-    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions, RunningCalls calls, CommandApi service, ServerConfig config) {
+    private McpHttpEndpoint(List<McpAsyncServer> servers, SessionSandboxes sessions, RunningCalls calls,
+                            Map<String, List<AsyncToolSpecification>> tools) {
         this.servers = servers;
         this.sessions = sessions;
         this.calls = calls;
-        this.service = service;
-        this.config = config;
+        this.tools = tools;
     }
 
     /**
@@ -61,9 +62,8 @@ public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.
         } catch (java.io.IOException e) {
             throw dev.airlock.core.AirlockException.invalid("a forwarded tool call that is not a JSON object: " + e.getMessage());
         }
-        SandboxTools tools = new SandboxTools(service, config, sessions, calls, McpServers.HTTP, client);
         try {
-            return McpServers.JSON.writeValueAsBytes(ToolCatalog.forwarded(tools, config, node, sent));
+            return McpServers.JSON.writeValueAsBytes(ToolCatalog.forwarded(tools.getOrDefault(client.name(), List.of()), node, sent));
         } catch (java.io.IOException e) {
             throw new dev.airlock.core.AirlockException(dev.airlock.core.AirlockException.Kind.INTERNAL,
                     "cannot write a tool's result: " + e.getMessage(), e);
@@ -86,13 +86,17 @@ public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.
         SessionSandboxes sessions = new SessionSandboxes(service, true);
         Map<String, HttpServlet> transports = new LinkedHashMap<>();
         List<McpAsyncServer> servers = new ArrayList<>();
+        Map<String, List<AsyncToolSpecification>> tools = new LinkedHashMap<>();
         for (Client client : service.policy().clients().values()) {
             HttpServletStreamableServerTransportProvider transport = HttpServletStreamableServerTransportProvider.builder()
                     .jsonMapper(McpServers.JSON)
                     .mcpEndpoint(PATH)
                     .sessionSweepInterval(SessionSandboxes.IDLE_SESSION)
                     .build();
-            servers.add(McpServers.build(McpServer.async(transport), service, config, sessions, calls, McpServers.HTTP, client));
+            List<AsyncToolSpecification> granted = ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, McpServers.HTTP, client),
+                    config);
+            servers.add(McpServers.build(McpServer.async(transport), service, client, granted));
+            tools.put(client.name(), granted);
             transports.put(client.name(), transport);
         }
         // Never reached: the guard answers every request itself, through the client's transport.
@@ -104,7 +108,7 @@ public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.
                 new InboundMessages(calls), sessions));
         guard.setAsyncSupported(true);
         context.addFilter(guard, PATH, EnumSet.of(DispatcherType.REQUEST));
-        return new McpHttpEndpoint(List.copyOf(servers), sessions, calls, service, config);
+        return new McpHttpEndpoint(List.copyOf(servers), sessions, calls, Map.copyOf(tools));
     }
 
     /** Ends every session (destroying the sandboxes they own) and stops the MCP server. */

@@ -84,20 +84,21 @@ final class McpServers {
     private McpServers() {
     }
 
-    static McpServer.AsyncSpecification<?> configure(McpServer.AsyncSpecification<?> spec, CommandApi service,
-                                                     ServerConfig config, SessionSandboxes sessions, RunningCalls calls,
-                                                     String transport, Client client) {
+    /** The server one client sees: only the tools its policy grants. */
+    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, CommandApi service, ServerConfig config,
+                                SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
+        return build(spec, service, client, ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport, client), config));
+    }
+
+    /** The server {@code client} sees, with {@code tools}, the tools its policy grants ({@link ToolCatalog#tools}). */
+    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, CommandApi service, Client client,
+                                java.util.List<io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification> tools) {
         return spec.serverInfo(NAME, VERSION)
                 .jsonMapper(JSON)
                 .jsonSchemaValidator(new PrintableSchemaValidator())
                 .instructions(INSTRUCTIONS.formatted(ToolCatalog.network(service.policy().profile(client.profiles().getFirst()))))
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).logging().build())
-                .tools(ToolCatalog.tools(new SandboxTools(service, config, sessions, calls, transport, client), config));
-    }
-
-    /** The server one client sees: only the tools its policy grants. */
-    static McpAsyncServer build(McpServer.AsyncSpecification<?> spec, CommandApi service, ServerConfig config,
-                                SessionSandboxes sessions, RunningCalls calls, String transport, Client client) {
-        return configure(spec, service, config, sessions, calls, transport, client).build();
+                .tools(tools)
+                .build();
     }
 }

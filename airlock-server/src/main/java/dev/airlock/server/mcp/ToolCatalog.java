@@ -364,7 +364,7 @@ final class ToolCatalog {
                 try {
                     CallToolResult r = a.getValue().get();
                     if (Boolean.TRUE.equals(r.isError()) || !(r.structuredContent() instanceof Map<?, ?> m) || !(m.get("sandboxes") instanceof List<?> items)) {
-                        missing.add(a.getKey().name());
+                        missing.add("node " + a.getKey().name());
                         continue;
                     }
                     for (Object item : items) {
@@ -373,7 +373,7 @@ final class ToolCatalog {
                         all.add(named);
                     }
                 } catch (java.util.concurrent.ExecutionException e) {
-                    missing.add(a.getKey().name());
+                    missing.add("node " + a.getKey().name());
                 }
             }
         } catch (AirlockException | java.io.IOException e) {
@@ -387,29 +387,28 @@ final class ToolCatalog {
             m.put("sandboxId", lost.sandbox());
             m.put("node", lost.node());
             m.put("state", "lost");
-            m.put("message", "node '" + lost.node() + "', which held it, is " + lost.state() + ": the sandbox is lost");
+            m.put("message", lost.message());
             all.add(m);
         }
         Map<String, Object> out = new java.util.LinkedHashMap<>();
         out.put("sandboxes", all);
         if (!missing.isEmpty()) {
-            out.put("partial", String.join(", ", missing) + " did not answer within " + NodeRouting.ASK.toSeconds() + " s: what "
-                    + (missing.size() == 1 ? "it holds is" : "they hold is") + " missing");
+            out.put("partial", NodeRouting.partial(missing));
         }
         return ToolResults.ok(out);
     }
 
     /**
      * Runs a call another node's MCP door sent on ({@code name}, {@code arguments}, {@code session})
-     * with {@code t}'s tools, as {@code node}'s session; a tool {@code t}'s client is not granted is
-     * refused as an unknown one.
+     * with {@code granted}, the client's tools ({@link #tools}), as {@code node}'s session; a tool the
+     * client is not granted is refused as an unknown one.
      */
-    static CallToolResult forwarded(SandboxTools t, ServerConfig config, String node, Map<String, Object> call) {
+    static CallToolResult forwarded(List<AsyncToolSpecification> granted, String node, Map<String, Object> call) {
         Object name = call.get("name");
         Object session = call.get("session");
         @SuppressWarnings("unchecked")
         Map<String, Object> args = call.get("arguments") instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of();
-        for (AsyncToolSpecification spec : tools(t, config)) {
+        for (AsyncToolSpecification spec : granted) {
             if (spec.tool().name().equals(name)) {
                 McpSchema.CallToolRequest request = McpSchema.CallToolRequest.builder().name((String) name).arguments(args)
                         .meta(Map.of(FORWARDED_SESSION, node + "/" + session)).build();

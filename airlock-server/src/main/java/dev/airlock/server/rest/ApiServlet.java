@@ -375,7 +375,7 @@ public final class ApiServlet extends HttpServlet {
                 // what a node that is down held: lost with it, listed so until it returns (it reaps them then)
                 for (NodeRouting.Lost lost : routing.lost(client.name())) {
                     items.addObject().put("id", lost.sandbox()).put("node", lost.node()).put("state", "lost").put("owner", client.name())
-                            .put("message", "node '" + lost.node() + "', which held it, is " + lost.state() + ": the sandbox is lost");
+                            .put("message", lost.message());
                 }
             }
             if (others.partial() != null) {
