@@ -215,6 +215,22 @@ const scenarios = {
     return failure(Sandbox.create({ ...OPTS, apiKey: "e2b_" + "0".repeat(40) }));
   },
 
+  // a sandbox another node of a cluster holds (E2B_CLUSTER_SANDBOX), through this node's door: connected to, a command
+  // streamed, a file written and read, found in the listing, killed
+  async elsewhere() {
+    const id = process.env.E2B_CLUSTER_SANDBOX;
+    const sbx = await Sandbox.connect(id, OPTS);
+    const chunks = [];
+    const run = await sbx.commands.run("echo first; sleep 1; echo second", { onStdout: (d) => chunks.push(d) });
+    await sbx.files.write("/home/user/through.txt", "written through another node\n");
+    const read = await sbx.files.read("/home/user/through.txt");
+    const seen = await sbx.commands.run("cat /workspace/through.txt");
+    const listed = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
+    const killed = await sbx.kill();
+    const listedAfter = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
+    return { stdout: run.stdout, chunks, read, seen: seen.stdout, listed, killed, listedAfter };
+  },
+
   // a template that is none of the client's profiles: a clear error
   async unknownTemplate() {
     return failure(Sandbox.create("no-such-template", OPTS));

@@ -84,7 +84,7 @@ class ClusterRoutingTest {
         Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
         Files.writeString(secret, SECRET);
         for (String name : List.of("alpha", "beta", "gamma")) {
-            NODES.put(name, LiveServer.withPolicy(POLICY, c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_OFF)
+            NODES.put(name, LiveServer.withPolicy(POLICY, c -> c.withPoolSize(0).withE2bPort(ServerConfig.E2B_AFTER_API)
                     .withCluster(new ClusterSettings(pg.url(), name, secret, Duration.ofSeconds(5), 0))));
         }
     }
@@ -258,6 +258,51 @@ class ClusterRoutingTest {
         } finally {
             ok(alpha.raw("DELETE", sb, null), 204);
         }
+    }
+
+    /**
+     * E2B's own SDK through one node's E2B door, on a sandbox that door's create placed on another
+     * node: connected to, a command streamed, a file written and read, listed, killed; each request
+     * carried out and recorded by the node that holds it, and the envd access token the holder
+     * gave honoured by the node the SDK calls.
+     */
+    @Test
+    void e2bsSdkThroughANodeThatDoesNotHoldTheSandbox() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        String door = alpha.server.e2bUri().toString();
+        String key = dev.airlock.server.e2b.E2bDoor.apiKey(alpha.token());
+        String id = null;
+        String node = null;
+        for (int i = 0; i < 50 && id == null; i++) {
+            JsonNode s = ok(post(HTTP, door + "/sandboxes", Map.of("X-API-Key", key), "{\"templateID\": \"base\", \"timeout\": 300}"), 201);
+            String created = s.path("sandboxID").asString();
+            node = ok(alpha.raw("GET", "/v1/sandboxes/" + created, null), 200).path("node").asString();
+            if (node.equals("alpha")) {
+                HttpRequest kill = HttpRequest.newBuilder(URI.create(door + "/sandboxes/" + created)).header("X-API-Key", key).DELETE().build();
+                assertThat(HTTP.send(kill, HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(204);
+            } else {
+                id = created;
+            }
+        }
+        assertThat(id).as("50 E2B creates through alpha all stayed there").isNotNull();
+        McpNode.install();
+        McpNode.Result r = McpNode.run(List.of("node", "e2b-client.mjs", "elsewhere"), Map.of("E2B_API_URL", door, "E2B_SANDBOX_URL", door,
+                "E2B_API_KEY", key, "E2B_CLUSTER_SANDBOX", id), Duration.ofMinutes(5));
+        assertThat(r.exitCode()).as(r.stderr()).isZero();
+        JsonNode s = r.json().path("elsewhere");
+        assertThat(s.has("error")).as(s.toString()).isFalse();
+        assertThat(s.path("stdout").asString()).isEqualTo("first\nsecond\n");
+        assertThat(s.path("chunks").size()).as("streamed as it came, through the node: %s", s.path("chunks")).isGreaterThan(1);
+        assertThat(s.path("read").asString()).isEqualTo("written through another node\n");
+        assertThat(s.path("seen").asString()).isEqualTo("written through another node\n");
+        assertThat(s.path("listed").valueStream().map(JsonNode::asString)).as("alpha's listing joins %s's", node).contains(id);
+        assertThat(s.path("killed").asBoolean()).isTrue();
+        assertThat(s.path("listedAfter").valueStream().map(JsonNode::asString)).doesNotContain(id);
+        // what the node that holds it recorded: the SDK's requests, as the client's, through the E2B door, from alpha
+        assertThat(NODES.get(node).audit(id, "request")).anySatisfy(rec -> {
+            assertThat(rec.detail()).contains("POST envd /process.Process/Start from node alpha");
+            assertThat(rec.actor()).isEqualTo("local@e2b");
+        });
     }
 
     /**
@@ -578,6 +623,22 @@ class ClusterRoutingTest {
         assertThat(post(HTTP, beta.uri() + tools, signedCall, call).statusCode()).isEqualTo(401);
         assertThat(post(HTTP, beta.uri() + tools, Map.of("Authorization", "Bearer " + beta.token()), call).statusCode())
                 .as("a client's token on the API port finds no such route").isEqualTo(404);
+        // the E2B door's requests another node sends on: taken signed for the E2B door only, never with a client's key or token
+        String e2b = dev.airlock.server.command.NodeRouting.E2B_DOOR + "/sandboxes";
+        Map<String, String> signedE2b = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", e2b, "local", "e2b"),
+                "Airlock-Client", "local", "Airlock-Via", "e2b");
+        HttpResponse<String> e2bListed = get(tls, peer + e2b, signedE2b);
+        assertThat(e2bListed.statusCode()).as(e2bListed.body()).isEqualTo(200);
+        assertThat(e2bListed.body()).startsWith("[");
+        String e2bKey = dev.airlock.server.e2b.E2bDoor.apiKey(beta.token());
+        assertThat(get(tls, peer + e2b, Map.of("X-API-Key", e2bKey)).statusCode()).isEqualTo(401);
+        assertThat(get(tls, peer + e2b, Map.of("X-API-Key", e2bKey, "Airlock-Client", "local", "Airlock-Via", "e2b")).statusCode()).isEqualTo(401);
+        assertThat(get(tls, peer + e2b, Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", e2b, "local", "rest"),
+                "Airlock-Client", "local", "Airlock-Via", "rest")).statusCode()).as("signed for the REST door").isEqualTo(401);
+        assertThat(get(tls, peer + e2b, signed).statusCode()).as("a signature of another call").isEqualTo(401);
+        HttpResponse<String> onDoor = get(HTTP, beta.server.e2bUri() + "/sandboxes", signedE2b);
+        assertThat(onDoor.statusCode()).as("a node's call on the E2B door's own port").isEqualTo(401);
+        assertThat(get(HTTP, beta.server.e2bUri() + e2b, signedE2b).statusCode()).isEqualTo(401);
         // the peer port speaks TLS only: plain HTTP gets no API
         HttpResponse<String> plain = null;
         try {

@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.server.config.ServerConfig;
 import dev.airlock.server.cluster.NodeTls;
 import dev.airlock.server.console.ConsoleServlet;
+import dev.airlock.server.command.NodeRouting;
 import dev.airlock.server.e2b.E2bDoor;
 import dev.airlock.server.http.ApiTls;
 import dev.airlock.server.http.ConnectionGuard;
@@ -96,12 +97,13 @@ public final class AirlockServer implements AutoCloseable {
             context.setErrorHandler(new JsonErrorHandler());
             jetty.setErrorHandler(new JsonErrorHandler());
             context.setVirtualHosts(List.of("@api"));
-            E2bListener e2b = config.e2bBindPort() < 0 ? null : e2bDoor(jetty, config, service);
+            E2bDoor door = config.e2bBindPort() < 0 ? null : new E2bDoor(service, config.maxTtl());
+            E2bListener e2b = door == null ? null : e2bDoor(jetty, config, door);
             if (e2b != null) {
                 guards.add(e2b.guard());
             }
             NodeTls tls = config.cluster() == null ? null : NodeTls.create(config.cluster().nodeName());
-            PeerListener peer = tls == null ? null : peerPort(jetty, config, service, tls, sessions, mcp);
+            PeerListener peer = tls == null ? null : peerPort(jetty, config, service, tls, sessions, mcp, door);
             if (peer != null) {
                 guards.add(peer.guard());
             }
@@ -148,10 +150,7 @@ public final class AirlockServer implements AutoCloseable {
      * The E2B door's connector and context (docs/e2b.md): at the root of a port of its own, since
      * the SDKs build their URLs from the root; the same connection bounds as the API's port.
      */
-    private static E2bListener e2bDoor(Server jetty, ServerConfig config, SandboxService service) throws IOException {
-        // uploads (POST /files) are multipart: parts over 1 MiB wait on disk, in the data directory, until the request ends
-        java.nio.file.Path uploads = config.dataDir().resolve("e2b-uploads");
-        java.nio.file.Files.createDirectories(uploads);
+    private static E2bListener e2bDoor(Server jetty, ServerConfig config, E2bDoor door) throws IOException {
         ServerConnector connector = new ServerConnector(jetty);
         connector.setName("e2b");
         connector.setHost(config.host());
@@ -161,13 +160,20 @@ public final class AirlockServer implements AutoCloseable {
         ServletContextHandler context = new ServletContextHandler();
         context.setContextPath("/");
         context.setVirtualHosts(List.of("@e2b"));
-        ServletHolder door = new ServletHolder("e2b", new E2bDoor(service, config.maxTtl()));
-        door.getRegistration().setMultipartConfig(new jakarta.servlet.MultipartConfigElement(uploads.toString(),
-                E2bDoor.MAX_UPLOAD, E2bDoor.MAX_UPLOAD, 1 << 20));
-        context.addServlet(door, "/*");
+        context.addServlet(e2bServlet(config, door), "/*");
         context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
         context.setErrorHandler(new JsonErrorHandler());
         return new E2bListener(connector, guard, context);
+    }
+
+    /** The E2B door's servlet: uploads (POST /files) are multipart, parts over 1 MiB wait on disk, in the data directory, until the request ends. */
+    private static ServletHolder e2bServlet(ServerConfig config, E2bDoor door) throws IOException {
+        java.nio.file.Path uploads = config.dataDir().resolve("e2b-uploads");
+        java.nio.file.Files.createDirectories(uploads);
+        ServletHolder holder = new ServletHolder("e2b", door);
+        holder.getRegistration().setMultipartConfig(new jakarta.servlet.MultipartConfigElement(uploads.toString(),
+                E2bDoor.MAX_UPLOAD, E2bDoor.MAX_UPLOAD, 1 << 20));
+        return holder;
     }
 
     /** A node's peer port, its bounds, and what it serves. */
@@ -177,11 +183,12 @@ public final class AirlockServer implements AutoCloseable {
     /**
      * A node of a cluster's peer port (docs/cluster.md, "Between nodes"): TLS only, with the key and
      * certificate the node made at start; the REST API, for the calls other nodes forward, each signed
-     * with the cluster's secret, and the MCP tool calls another node's MCP door sends on. No console, no MCP endpoint, no E2B
-     * door, and no client's token here.
+     * with the cluster's secret, the MCP tool calls another node's MCP door sends on, and the requests
+     * another node's E2B door sends on (under {@link NodeRouting#E2B_DOOR}, when this node's door is on).
+     * No console, no MCP endpoint, and no client's token or key here.
      */
     private static PeerListener peerPort(Server jetty, ServerConfig config, SandboxService service, NodeTls tls, ConsoleSessions sessions,
-                                         McpHttpEndpoint mcp) throws IOException {
+                                         McpHttpEndpoint mcp, E2bDoor door) throws IOException {
         ServerConnector connector = tlsConnector(jetty, tls.serverContext());
         connector.setName("peer");
         connector.setHost(config.host());
@@ -192,6 +199,9 @@ public final class AirlockServer implements AutoCloseable {
         context.setContextPath("/");
         context.setVirtualHosts(List.of("@peer"));
         context.addServlet(new ServletHolder("peer", new ApiServlet(service, config, openApi(), sessions, true, mcp)), "/*");
+        if (door != null) {
+            context.addServlet(e2bServlet(config, door), NodeRouting.E2B_DOOR + "/*");
+        }
         JettyWebSocketServletContainerInitializer.configure(context, null);   // a terminal another node relays
         context.addFilter(new org.eclipse.jetty.ee10.servlet.FilterHolder(new UnreadBodies()), "/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
         context.setErrorHandler(new JsonErrorHandler());

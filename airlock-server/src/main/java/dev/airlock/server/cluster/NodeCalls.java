@@ -50,9 +50,12 @@ public final class NodeCalls implements NodeRouting {
     /** How far a node's call's time may be from this node's: calls older or newer are refused. */
     static final Duration FRESH = Duration.ofSeconds(60);
     private static final Duration CONNECT = Duration.ofSeconds(5);
-    /** How long a node waits for each other node's answer to a listing it gathers. */
-    /** Request headers a forward does not copy: the client's credentials, the hop's own, and the node headers (set anew). */
-    private static final Set<String> NOT_FORWARDED = Set.of("host", "authorization", "cookie", "connection", "content-length",
+    /**
+     * Request headers a forward does not copy: the client's credentials (REST's, the console's and
+     * the E2B door's), the hop's own, and the node headers (set anew).
+     */
+    private static final Set<String> NOT_FORWARDED = Set.of("host", "authorization", "cookie", "x-api-key", "x-access-token",
+            "e2b-traffic-access-token", "connection", "content-length",
             "transfer-encoding", "upgrade", "expect", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection",
             "http2-settings", NODE_HEADER.toLowerCase(Locale.ROOT), CLIENT_HEADER.toLowerCase(Locale.ROOT), VIA_HEADER.toLowerCase(Locale.ROOT));
     /** Response headers a forward does not copy: the hop's own. */
@@ -156,7 +159,7 @@ public final class NodeCalls implements NodeRouting {
 
     @Override
     public org.eclipse.jetty.websocket.api.Session.Listener relay(Peer to, HttpServletRequest req, String client, String via) {
-        String target = target(req);
+        String target = target(req, via);
         long now = System.currentTimeMillis();
         String signature = membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "GET", target, client, via);
         URI uri = URI.create("wss://" + to.address() + target);
@@ -181,7 +184,7 @@ public final class NodeCalls implements NodeRouting {
         } catch (AirlockException e) {
             return new Answers(List.of(), "the cluster's database does not answer, so the other nodes are not known: this node's own only");
         }
-        String target = target(req);
+        String target = target(req, via);
         List<java.util.concurrent.CompletableFuture<HttpResponse<byte[]>>> calls = new ArrayList<>();
         for (ClusterMembership.Member m : others) {
             Peer to = new Peer(m.name(), m.peerAddress(), m.fingerprint());
@@ -212,6 +215,18 @@ public final class NodeCalls implements NodeRouting {
         return req.getRequestURI() + (req.getQueryString() == null ? "" : "?" + req.getQueryString());
     }
 
+    /** Where on a peer port a request that came through door {@code via} goes: the E2B door's under its own place, the rest as it came. */
+    private static String target(HttpServletRequest req, String via) {
+        return (via.equals(E2B_VIA) ? E2B_DOOR : "") + target(req);
+    }
+
+    /** Whether a request sent on is a create, so that it counts against its node's free capacity while it is under way. */
+    private static boolean isCreate(HttpServletRequest req, String via) {
+        String path = req.getRequestURI();
+        return req.getMethod().equals("POST") && (via.equals(E2B_VIA) ? path.equals("/sandboxes") || path.equals("/v2/sandboxes")
+                : path.equals("/v1/sandboxes"));
+    }
+
     /** A call to {@code to}: the request's own headers (not its credentials), and this node's signature for {@code client} and {@code via}. */
     private HttpRequest.Builder signed(Peer to, HttpServletRequest req, String target, String client, String via) {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("https://" + to.address() + target));
@@ -231,10 +246,10 @@ public final class NodeCalls implements NodeRouting {
 
     @Override
     public void forward(Peer to, HttpServletRequest req, HttpServletResponse resp, byte[] body, String client, String via) throws IOException {
-        HttpRequest.Builder b = signed(to, req, target(req), client, via);
+        HttpRequest.Builder b = signed(to, req, target(req, via), client, via);
         b.method(req.getMethod(), body != null ? HttpRequest.BodyPublishers.ofByteArray(body) : streamed(req));
         AtomicInteger inFlight = placing.computeIfAbsent(to.name(), k -> new AtomicInteger());
-        boolean create = req.getMethod().equals("POST") && req.getRequestURI().equals("/v1/sandboxes");
+        boolean create = isCreate(req, via);
         if (create) {
             inFlight.incrementAndGet();
         }
@@ -297,6 +312,17 @@ public final class NodeCalls implements NodeRouting {
                     + answer.statusCode() + ": " + Printable.of(new String(answer.body(), StandardCharsets.UTF_8), 500));
         }
         return answer.body();
+    }
+
+    @Override
+    public byte[] key(String purpose) {
+        try {
+            Mac m = Mac.getInstance("HmacSHA256");
+            m.init(new SecretKeySpec(secret, "HmacSHA256"));
+            return m.doFinal(("airlock-node-key/1\n" + purpose).getBytes(StandardCharsets.UTF_8));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Override

@@ -37,6 +37,13 @@ public interface NodeRouting {
     String VIA_HEADER = "Airlock-Via";
     /** Where a node's peer port takes an MCP tool call on a sandbox it holds, sent on by the node whose MCP door had it. */
     String TOOL_CALLS = "/v1/cluster/mcp/call";
+    /**
+     * Where a node's peer port takes a request of the E2B door on a sandbox it holds (or a create
+     * placed on it), sent on by the node whose E2B door had it: the path after it is the door's own.
+     */
+    String E2B_DOOR = "/v1/cluster/e2b";
+    /** The door name of a request of the E2B door sent on to another node. */
+    String E2B_VIA = "e2b";
 
     /**
      * The node that holds sandbox {@code id}, when another node does; null when this node holds it
@@ -64,7 +71,8 @@ public interface NodeRouting {
     Peer place(String tier);
 
     /**
-     * Sends the request to {@code to} as {@code client} through door {@code via}, and copies its
+     * Sends the request to {@code to} as {@code client} through door {@code via} (to the E2B door's
+     * place on the peer port, {@link #E2B_DOOR}, for {@link #E2B_VIA}), and copies its
      * answer into {@code resp} as it arrives (a stream stays a stream). {@code body} is the body the
      * door already read, or null to stream the request's own. Throws {@link Unreached} when the node
      * could not be reached and nothing of the request was sent.
@@ -78,6 +86,12 @@ public interface NodeRouting {
      * long as the tool does there, or {@code timeout} when not null.
      */
     byte[] callTool(Peer to, String client, String via, byte[] call, java.time.Duration timeout);
+
+    /**
+     * A key for {@code purpose} that every node of the cluster derives alike from the cluster's
+     * secret (an HMAC of the purpose under it), so that what one node signs with it another checks.
+     */
+    byte[] key(String purpose);
 
     /** This node's name in the cluster. */
     String nodeName();

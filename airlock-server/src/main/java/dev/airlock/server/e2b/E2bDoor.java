@@ -5,6 +5,7 @@ import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.server.audit.Audit;
 import dev.airlock.server.command.Command;
 import dev.airlock.server.command.CommandApi;
+import dev.airlock.server.command.NodeRouting;
 import dev.airlock.server.control.Refused;
 import dev.airlock.server.http.BodyReader;
 import dev.airlock.server.http.HttpStatus;
@@ -28,6 +29,11 @@ import java.nio.charset.StandardCharsets;
  * other is for the control plane ({@link E2bSandboxes}), authenticated by the E2B API key. Either
  * way the client found is asked about the request's operation like any other door's, and its
  * commands run through every control.
+ *
+ * <p>On a node of a cluster the door's requests reach every node's sandboxes (docs/cluster.md,
+ * "The E2B door"): one on a sandbox another node holds, and a create placed on another node, is
+ * sent to that node's peer port, under {@link NodeRouting#E2B_DOOR}, where this same servlet
+ * serves it for the client the node's signature names; a listing joins every node's.
  */
 public final class E2bDoor extends HttpServlet {
 
@@ -51,7 +57,8 @@ public final class E2bDoor extends HttpServlet {
 
     public E2bDoor(CommandApi service, java.time.Duration maxTtl) {
         this.service = service;
-        this.keys = new E2bKeys(service::policy);
+        NodeRouting routing = service.routing();
+        this.keys = new E2bKeys(service::policy, routing == null ? null : routing.key("e2b-access-token"));
         this.sandboxes = new E2bSandboxes(keys, maxTtl, service::policy);
         this.envd = new Envd();
         this.interpreter = new E2bInterpreter();
@@ -67,6 +74,10 @@ public final class E2bDoor extends HttpServlet {
         final HttpServletRequest req;
         final HttpServletResponse resp;
         final Client client;
+        /** The path the door serves: the request's, less the peer port's place for the door when another node sent it on. */
+        final String path;
+        /** Whether another node's door had the request and sent it on: this node's own answer then, never joined or sent on. */
+        final boolean forwarded;
         private final String endpoint;
         private final String sandbox;
         private byte[] body;
@@ -76,6 +87,8 @@ public final class E2bDoor extends HttpServlet {
             this.req = req;
             this.resp = resp;
             this.client = client;
+            this.path = path(req);
+            this.forwarded = isForwarded(req);
             this.endpoint = endpoint;
             this.sandbox = sandbox;
         }
@@ -102,7 +115,7 @@ public final class E2bDoor extends HttpServlet {
         void authorize(Operation operation, CommandApi.Repeats repeats) throws IOException {
             byte[] args = (req.getQueryString() == null ? "" : req.getQueryString()).getBytes(StandardCharsets.UTF_8);
             // an upload's content is not read here (its size is in the file record)
-            boolean streamsItsBody = req.getMethod().equals("POST") && req.getRequestURI().equals("/files");
+            boolean streamsItsBody = req.getMethod().equals("POST") && path.equals("/files");
             byte[] read;
             try {
                 read = streamsItsBody ? new byte[0] : body();
@@ -131,19 +144,44 @@ public final class E2bDoor extends HttpServlet {
             resp.getOutputStream().write(json.toString().getBytes(StandardCharsets.UTF_8));
         }
 
+        /**
+         * On a node of a cluster, when this call came to this node's own door: every other serving
+         * node's answers to the same {@code GET} through its door (a listing joins them); null otherwise.
+         */
+        NodeRouting.Answers others() {
+            NodeRouting routing = service.routing();
+            return routing == null || forwarded ? null : routing.askOthers(req, client.name(), NodeRouting.E2B_VIA);
+        }
+
         /** Records a request no route has, so the audit log has every request. */
         void undecided() {
             service.recordUndecided(new CommandApi.Request(client, VIA, VIA, endpoint, null, sandbox, null, null, null));
         }
     }
 
+    /** The path the door serves: the request's, after the peer port's place for the door ({@link NodeRouting#E2B_DOOR}) there. */
+    static String path(HttpServletRequest req) {
+        String path = req.getRequestURI().substring(req.getContextPath().length() + req.getServletPath().length());
+        return path.isEmpty() ? "/" : path;
+    }
+
+    /**
+     * Whether the request came to a node's peer port, sent on by another node's door: the servlet
+     * is mapped there under {@link NodeRouting#E2B_DOOR}, and at the root of its own port.
+     */
+    private static boolean isForwarded(HttpServletRequest req) {
+        return !req.getServletPath().isEmpty();
+    }
+
     @Override
     protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
         String sandbox = req.getHeader("E2b-Sandbox-Id");
         boolean daemon = sandbox != null;
-        String endpoint = req.getMethod() + " " + (daemon ? "envd " : "") + template(req.getRequestURI());
+        String endpoint = req.getMethod() + " " + (daemon ? "envd " : "") + template(path(req));
         try {
-            if (daemon) {
+            if (isForwarded(req)) {
+                forwarded(req, resp, sandbox, endpoint);
+            } else if (daemon) {
                 daemon(req, resp, sandbox, endpoint);
             } else {
                 controlPlane(req, resp, endpoint);
@@ -180,11 +218,76 @@ public final class E2bDoor extends HttpServlet {
                     + " (airlock e2b env prints it)");
             return;
         }
-        sandboxes.serve(new Call(req, resp, client, endpoint, E2bSandboxes.sandboxOf(req.getRequestURI())));
+        Call c = new Call(req, resp, client, endpoint, E2bSandboxes.sandboxOf(path(req)));
+        NodeRouting routing = service.routing();
+        if (routing != null && sentOn(routing, c)) {
+            return;
+        }
+        sandboxes.serve(c);
+    }
+
+    /**
+     * On a node of a cluster: sends a control-plane request to the node that must carry it out when
+     * that is another (the node that holds the sandbox it names; for a create, the node placement
+     * chooses for its template's profile), which authorizes, records and carries it out; true when
+     * sent. A create placed on a node that cannot be reached is made here.
+     */
+    private boolean sentOn(NodeRouting routing, Call c) throws IOException {
+        String id = E2bSandboxes.sandboxOf(c.path);
+        NodeRouting.Peer to;
+        try {
+            if (id != null) {
+                to = routing.ownerOf(id, c.client.name());
+            } else if (c.req.getMethod().equals("POST") && E2bSandboxes.isSandboxes(c.path)) {
+                dev.airlock.server.policy.Profile profile = sandboxes.profileOf(c.client, c.body());
+                to = profile == null ? null : routing.place(profile.isolation() == null ? null : profile.isolation().id());
+            } else {
+                return false;
+            }
+        } catch (AirlockException e) {
+            c.undecided();   // lost with its node, or a body over the bound: on the log, then refused
+            throw e;
+        }
+        if (to == null) {
+            return false;
+        }
+        try {
+            routing.forward(to, c.req, c.resp, id == null ? c.body() : null, c.client.name(), NodeRouting.E2B_VIA);
+            return true;
+        } catch (NodeRouting.Unreached e) {
+            if (id != null) {
+                throw e;
+            }
+            LOG.info("E2B create placed on node '{}' is made here: {}", to.name(), e.getMessage());
+            return false;
+        }
+    }
+
+    /**
+     * A request another node's E2B door sent on to this node's peer port: the client is the one the
+     * node's signature (the cluster's secret) names, never one of a key or token, and the request is
+     * this node's to carry out.
+     */
+    private void forwarded(HttpServletRequest req, HttpServletResponse resp, String sandbox, String endpoint) throws IOException {
+        NodeRouting routing = service.routing();
+        String name = routing == null || !NodeRouting.E2B_VIA.equals(req.getHeader(NodeRouting.VIA_HEADER)) ? null : routing.forwardedClient(req);
+        Client client = name == null ? null : service.policy().clients().get(name);
+        if (client == null) {
+            service.refuseUnauthenticated(VIA, VIA, endpoint, req.getRemoteAddr(), req.getHeader(NodeRouting.NODE_HEADER) != null);
+            error(resp, 401, "this is a node's peer port: it takes only calls of the cluster's nodes, signed with the cluster's secret,"
+                    + " and no client's key or token; E2B's SDKs call a node's E2B door");
+            return;
+        }
+        // which node the client reached, on this node's audit log (the name is in what the cluster's secret signed)
+        String from = endpoint + " from node " + req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0];
+        if (sandbox != null) {
+            daemon(req, resp, client, sandbox, from);
+        } else {
+            sandboxes.serve(new Call(req, resp, client, from, E2bSandboxes.sandboxOf(path(req))));
+        }
     }
 
     private void daemon(HttpServletRequest req, HttpServletResponse resp, String sandbox, String endpoint) throws IOException {
-        String port = req.getHeader("E2b-Sandbox-Port");
         // envd's calls carry the access token as X-Access-Token; the code interpreter's context calls only as the traffic token
         String token = req.getHeader("X-Access-Token") != null ? req.getHeader("X-Access-Token") : req.getHeader("E2B-Traffic-Access-Token");
         Client client = keys.clientOfAccessToken(sandbox, token).orElse(null);
@@ -194,7 +297,25 @@ public final class E2bDoor extends HttpServlet {
             throw new AirlockException(Kind.PERMISSION_DENIED, "missing or wrong X-Access-Token for sandbox " + Json.printable(sandbox, 64)
                     + ": connect to the sandbox with the SDK (Sandbox.connect), which gets its access token from the API");
         }
-        if (req.getRequestURI().equals("/health") && req.getMethod().equals("GET")) {
+        NodeRouting routing = service.routing();
+        NodeRouting.Peer owner;
+        try {
+            owner = routing == null ? null : routing.ownerOf(sandbox, client.name());
+        } catch (AirlockException e) {
+            service.recordUndecided(new CommandApi.Request(client, VIA, VIA, endpoint, null, sandbox, null, null, null));
+            throw e;   // lost with its node
+        }
+        if (owner != null) {
+            routing.forward(owner, req, resp, null, client.name(), NodeRouting.E2B_VIA);
+            return;
+        }
+        daemon(req, resp, client, sandbox, endpoint);
+    }
+
+    /** A request to the daemon of a sandbox this node holds, once its client is known. */
+    private void daemon(HttpServletRequest req, HttpServletResponse resp, Client client, String sandbox, String endpoint) throws IOException {
+        String port = req.getHeader("E2b-Sandbox-Port");
+        if (path(req).equals("/health") && req.getMethod().equals("GET")) {
             // whether the sandbox's daemon is there, as envd's health says it: 204, or 502 once the sandbox is gone
             resp.setStatus(service.live(sandbox) ? 204 : 502);
             return;
@@ -244,7 +365,7 @@ public final class E2bDoor extends HttpServlet {
 
     private static boolean isRpc(HttpServletRequest req) {
         String type = req.getContentType();
-        return type != null && (type.startsWith(ConnectRpc.UNARY) || type.startsWith(ConnectRpc.STREAM)) && !req.getRequestURI().equals("/files");
+        return type != null && (type.startsWith(ConnectRpc.UNARY) || type.startsWith(ConnectRpc.STREAM)) && !path(req).equals("/files");
     }
 
     private static int status(AirlockException e) {

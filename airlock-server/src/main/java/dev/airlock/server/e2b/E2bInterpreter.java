@@ -34,7 +34,7 @@ final class E2bInterpreter {
 
     void serve(E2bDoor.Call c, String sandbox) throws IOException {
         String method = c.req.getMethod();
-        String path = c.req.getRequestURI();
+        String path = c.path;
         if (method.equals("POST") && path.equals("/execute")) {
             execute(c, sandbox);
         } else if (method.equals("POST") && path.equals("/contexts")) {

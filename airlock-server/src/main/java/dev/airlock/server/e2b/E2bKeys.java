@@ -29,9 +29,14 @@ final class E2bKeys {
     private final Supplier<Policy> policy;
     private final byte[] key = new byte[32];
 
-    E2bKeys(Supplier<Policy> policy) {
+    /** {@code key}: the access tokens' key, or null for one drawn now. */
+    E2bKeys(Supplier<Policy> policy, byte[] key) {
         this.policy = policy;
-        new SecureRandom().nextBytes(key);
+        if (key == null) {
+            new SecureRandom().nextBytes(this.key);
+        } else {
+            System.arraycopy(key, 0, this.key, 0, this.key.length);
+        }
     }
 
     /** The E2B API key of an Airlock token. */

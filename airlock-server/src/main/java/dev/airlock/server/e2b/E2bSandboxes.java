@@ -3,10 +3,12 @@ package dev.airlock.server.e2b;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.NetworkPolicy;
 import dev.airlock.server.command.Command;
+import dev.airlock.server.command.NodeRouting;
 import dev.airlock.server.command.SandboxView;
 import dev.airlock.server.policy.Client;
 import dev.airlock.server.policy.Operation;
 import dev.airlock.server.policy.Policy;
+import dev.airlock.server.policy.Profile;
 import dev.airlock.server.wire.Json;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.node.ArrayNode;
@@ -53,6 +55,9 @@ final class E2bSandboxes {
     private final Duration maxTtl;
     private final Supplier<Policy> policy;
 
+    /** On a node of a cluster, the header of a listing that some node did not answer: which, and that what it holds is missing. */
+    static final String PARTIAL_HEADER = "Airlock-Partial";
+
     E2bSandboxes(E2bKeys keys, Duration maxTtl, Supplier<Policy> policy) {
         this.keys = keys;
         this.maxTtl = maxTtl;
@@ -65,14 +70,34 @@ final class E2bSandboxes {
         return m.matches() ? URLDecoder.decode(m.group(1), StandardCharsets.UTF_8) : null;
     }
 
+    /** Whether {@code path} is the collection of sandboxes (a create, a listing). */
+    static boolean isSandboxes(String path) {
+        return path.equals("/sandboxes") || path.equals("/v2/sandboxes");
+    }
+
+    /**
+     * The profile a create's {@code body} asks for, by its template, for placing it on a node of a
+     * cluster; null when the body is not one the create takes (the node asked then says why).
+     */
+    Profile profileOf(Client client, byte[] body) {
+        try {
+            JsonNode create = Json.MAPPER.readTree(body);
+            String template = create != null && create.isObject() ? Json.string(create, "templateID") : null;
+            String name = profile(client, policy.get().e2bTemplates(), template == null || template.isBlank() ? BASE : template);
+            return policy.get().profiles().get(name != null ? name : client.profiles().isEmpty() ? "" : client.profiles().getFirst());
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
     void serve(E2bDoor.Call c) throws IOException {
         String method = c.req.getMethod();
-        String path = c.req.getRequestURI();
+        String path = c.path;
         Matcher m = SANDBOX_PATH.matcher(path);
         String id = m.matches() ? URLDecoder.decode(m.group(1), StandardCharsets.UTF_8) : null;
         String rest = m.matches() && m.group(2) != null ? m.group(2) : "";
         boolean v2 = path.startsWith("/v2/");
-        if (id == null && (path.equals("/sandboxes") || path.equals("/v2/sandboxes"))) {
+        if (id == null && isSandboxes(path)) {
             switch (method) {
                 case "POST" -> create(c);
                 case "GET" -> list(c);
@@ -227,6 +252,19 @@ final class E2bSandboxes {
         for (SandboxView s : c.execute(new Command.ListSandboxes(metadata))) {
             if (states.contains(s.state())) {
                 out.add(listed(s));
+            }
+        }
+        NodeRouting.Answers others = c.others();
+        if (others != null) {
+            // every other node's listing, the same query sent on; a node that did not answer is named in a header
+            for (byte[] answer : others.bodies()) {
+                JsonNode theirs = Json.MAPPER.readTree(answer);
+                if (theirs != null && theirs.isArray()) {
+                    theirs.forEach(out::add);
+                }
+            }
+            if (others.partial() != null) {
+                c.resp.setHeader(PARTIAL_HEADER, others.partial());
             }
         }
         c.resp.setStatus(200);

@@ -34,7 +34,7 @@ final class Envd {
     static final String WORKSPACE = "/workspace";
 
     void serve(E2bDoor.Call c, String sandbox) throws IOException {
-        String path = c.req.getRequestURI();
+        String path = c.path;
         String method = c.req.getMethod();
         if (path.equals("/files")) {
             switch (method) {
