@@ -393,6 +393,65 @@ class ClusterRoutingTest {
      * terminal takes what is typed at whatever speed its tty discards it, so a flood cannot show
      * the bound reliably.)
      */
+    /**
+     * Through one node's MCP door, {@code sandbox_create} and {@code run_code} are placed on any
+     * node and {@code sandbox_fork} is carried out where the snapshot's files are; the sandboxes a
+     * session made on other nodes end with the session, as its own node's do.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void mcpCreatesAndForksArePlacedOnAnyNodeAndEndWithTheSessionThatMadeThem() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        List<String> made = new ArrayList<>();
+        String snapshot = null;
+        try {
+            try (McpLoadClient mcp = new McpLoadClient(alpha.uri(), alpha.token(), Duration.ofSeconds(60))) {
+                String elsewhere = null;
+                String node = null;
+                for (int i = 0; i < 50 && elsewhere == null; i++) {
+                    String id = (String) mcp.call("sandbox_create", Map.of()).get("sandboxId");
+                    made.add(id);
+                    String at = ok(alpha.raw("GET", "/v1/sandboxes/" + id, null), 200).path("node").asString();
+                    if (!at.equals("alpha")) {
+                        elsewhere = id;
+                        node = at;
+                    }
+                }
+                assertThat(elsewhere).as("50 MCP creates through alpha all stayed there").isNotNull();
+                assertThat(NODES.get(node).audit(elsewhere, null)).anySatisfy(r -> assertThat(r.actor()).contains("local").contains("mcp-http:alpha/"));
+                assertThat(String.valueOf(mcp.call("run_code", Map.of("language", "python", "code", "print(6 * 7)")))).contains("42");
+                // a snapshot of the other node's sandbox, forked through alpha: made where its files are
+                mcp.call("sandbox_write_file", Map.of("sandboxId", elsewhere, "path", "kept.txt", "content", "from the snapshot"));
+                snapshot = (String) mcp.call("sandbox_snapshot", Map.of("sandboxId", elsewhere)).get("snapshotId");
+                assertThat(snapshot).startsWith("snap-" + node + "-");
+                List<Map<String, Object>> forks = (List<Map<String, Object>>) mcp.call("sandbox_fork", Map.of("snapshotId", snapshot, "count", 2))
+                        .get("sandboxes");
+                assertThat(forks).hasSize(2);
+                for (Map<String, Object> fork : forks) {
+                    String id = (String) fork.get("sandboxId");
+                    made.add(id);
+                    assertThat(ok(alpha.raw("GET", "/v1/sandboxes/" + id, null), 200).path("node").asString()).isEqualTo(node);
+                    assertThat(mcp.read(id, "kept.txt")).isEqualTo("from the snapshot");
+                }
+            }
+            // the session ended (the SDK's DELETE): what it made, on every node, is destroyed
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            List<String> left = made;
+            while (!left.isEmpty() && System.nanoTime() < deadline) {
+                left = made.stream().filter(id -> alpha.raw("GET", "/v1/sandboxes/" + id, null).statusCode() != 404).toList();
+                Thread.sleep(200);
+            }
+            assertThat(left).as("sandboxes of the ended session still there").isEmpty();
+        } finally {
+            for (String id : made) {
+                alpha.raw("DELETE", "/v1/sandboxes/" + id, null);
+            }
+            if (snapshot != null) {
+                alpha.raw("DELETE", "/v1/snapshots/" + snapshot, null);
+            }
+        }
+    }
+
     @Test
     void aRelayedTerminalRefusesAnOversizedMessage() throws Exception {
         LiveServer beta = NODES.get("beta");
@@ -623,6 +682,14 @@ class ClusterRoutingTest {
         assertThat(post(HTTP, beta.uri() + tools, signedCall, call).statusCode()).isEqualTo(401);
         assertThat(post(HTTP, beta.uri() + tools, Map.of("Authorization", "Bearer " + beta.token()), call).statusCode())
                 .as("a client's token on the API port finds no such route").isEqualTo(404);
+        // the notice that another node's MCP session ended: taken signed on the peer port only
+        String ended = dev.airlock.server.command.NodeRouting.SESSION_ENDED;
+        Map<String, String> signedEnd = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "POST", ended, "local", "mcp-http:s1"),
+                "Airlock-Client", "local", "Airlock-Via", "mcp-http:s1");
+        assertThat(post(tls, peer + ended, signedEnd, "{\"session\": \"s1\"}").statusCode()).isEqualTo(204);
+        assertThat(post(tls, peer + ended, Map.of("Authorization", "Bearer " + beta.token()), "{\"session\": \"s1\"}").statusCode()).isEqualTo(401);
+        assertThat(post(tls, peer + ended, signedCall, "{\"session\": \"s1\"}").statusCode()).as("a signature of another call").isEqualTo(401);
+        assertThat(post(HTTP, beta.uri() + ended, signedEnd, "{\"session\": \"s1\"}").statusCode()).isEqualTo(401);
         // the E2B door's requests another node sends on: taken signed for the E2B door only, never with a client's key or token
         String e2b = dev.airlock.server.command.NodeRouting.E2B_DOOR + "/sandboxes";
         Map<String, String> signedE2b = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", e2b, "local", "e2b"),

@@ -47,6 +47,8 @@ import java.util.function.Predicate;
  */
 public final class NodeCalls implements NodeRouting {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(NodeCalls.class);
+
     /** How far a node's call's time may be from this node's: calls older or newer are refused. */
     static final Duration FRESH = Duration.ofSeconds(60);
     private static final Duration CONNECT = Duration.ofSeconds(5);
@@ -257,13 +259,7 @@ public final class NodeCalls implements NodeRouting {
         try {
             answer = http(to).send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
         } catch (IOException e) {
-            String why = "cannot reach node '" + to.name() + "' (which " + (create ? "was chosen for this create"
-                    : "holds what this request names") + ") at its peer port " + to.address() + " over TLS with its published certificate: " + e
-                    + " (airlock cluster nodes shows its state)";
-            // refused, timed out or not the pinned certificate: the request was not sent, and may go elsewhere
-            boolean unsent = e instanceof java.net.ConnectException || e instanceof java.net.http.HttpConnectTimeoutException
-                    || e instanceof javax.net.ssl.SSLHandshakeException;
-            throw unsent ? new Unreached(why) : AirlockException.unavailable(why);
+            throw unreached(to, create ? "was chosen for this create" : "holds what this request names", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted while forwarding to node '" + to.name() + "'");
@@ -290,28 +286,75 @@ public final class NodeCalls implements NodeRouting {
         }
     }
 
+    /**
+     * Why node {@code to} (which {@code role}) could not be called: {@link Unreached} when the call
+     * was not sent (the connection refused or timed out, or not the pinned certificate), so that it
+     * may go elsewhere; UNAVAILABLE otherwise.
+     */
+    private static AirlockException unreached(Peer to, String role, IOException e) {
+        String why = "cannot reach node '" + to.name() + "' (which " + role + ") at its peer port " + to.address()
+                + " over TLS with its published certificate: " + e + " (airlock cluster nodes shows its state)";
+        boolean unsent = e instanceof java.net.ConnectException || e instanceof java.net.http.HttpConnectTimeoutException
+                || e instanceof javax.net.ssl.SSLHandshakeException;
+        return unsent ? new Unreached(why) : AirlockException.unavailable(why);
+    }
+
+    /** A JSON {@code POST} of this node's own to {@code target} on {@code to}'s peer port, signed for {@code client} and {@code via}. */
+    private HttpRequest.Builder nodePost(Peer to, String target, String client, String via, byte[] body) {
+        long now = System.currentTimeMillis();
+        return HttpRequest.newBuilder(URI.create("https://" + to.address() + target))
+                .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "POST", target, client, via))
+                .header(CLIENT_HEADER, client).header(VIA_HEADER, via).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+    }
+
     @Override
     public byte[] callTool(Peer to, String client, String via, byte[] call, Duration timeout) {
-        long now = System.currentTimeMillis();
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("https://" + to.address() + TOOL_CALLS))
-                .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "POST", TOOL_CALLS, client, via))
-                .header(CLIENT_HEADER, client).header(VIA_HEADER, via).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(call));
+        HttpRequest.Builder request = nodePost(to, TOOL_CALLS, client, via, call);
         HttpResponse<byte[]> answer;
         try {
             answer = http(to).send((timeout == null ? request : request.timeout(timeout)).build(), HttpResponse.BodyHandlers.ofByteArray());
         } catch (IOException e) {
-            throw AirlockException.unavailable("cannot reach node '" + to.name() + "' (which holds the sandbox this tool call names) at its"
-                    + " peer port " + to.address() + ": " + e + " (airlock cluster nodes shows its state)");
+            throw unreached(to, "holds the sandbox or snapshot this tool call names, or was chosen for its sandboxes", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted while node '" + to.name() + "' ran the tool call");
         }
         if (answer.statusCode() != 200) {
-            throw AirlockException.unavailable("node '" + to.name() + "', which holds the sandbox, answered the tool call with "
+            throw AirlockException.unavailable("node '" + to.name() + "' answered the tool call with "
                     + answer.statusCode() + ": " + Printable.of(new String(answer.body(), StandardCharsets.UTF_8), 500));
         }
         return answer.body();
+    }
+
+    @Override
+    public void sessionEnded(String node, String client, String session) {
+        ClusterMembership.Member m;
+        try {
+            m = membership.member(node);
+        } catch (AirlockException e) {
+            LOG.warn("MCP session {} ended, and node '{}' made sandboxes for it: the cluster's database does not answer, so the node is"
+                    + " not told (they end at their idle time)", session, node);
+            return;
+        }
+        if (m == null || m.state().equals("down") || m.state().equals("left")) {
+            return;   // what it made is lost with it, or gone
+        }
+        Peer to = new Peer(m.name(), m.peerAddress(), m.fingerprint());
+        byte[] body = dev.airlock.server.wire.Json.object().put("session", session).toString().getBytes(StandardCharsets.UTF_8);
+        try {
+            HttpResponse<Void> r = http(to).send(nodePost(to, SESSION_ENDED, client, "mcp-http:" + session, body).timeout(ASK).build(),
+                    HttpResponse.BodyHandlers.discarding());
+            if (r.statusCode() != 204) {
+                LOG.warn("node '{}' answered {} when told that MCP session {} ended: the sandboxes it made for it end at their idle time",
+                        node, r.statusCode(), session);
+            }
+        } catch (IOException e) {
+            LOG.warn("node '{}' could not be told that MCP session {} ended ({}): the sandboxes it made for it end at their idle time",
+                    node, session, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override

@@ -38,6 +38,11 @@ public interface NodeRouting {
     /** Where a node's peer port takes an MCP tool call on a sandbox it holds, sent on by the node whose MCP door had it. */
     String TOOL_CALLS = "/v1/cluster/mcp/call";
     /**
+     * Where a node's peer port learns that an MCP session of another node ended: it destroys the
+     * sandboxes it made for that session's {@code sandbox_create} and {@code sandbox_fork}.
+     */
+    String SESSION_ENDED = "/v1/cluster/mcp/ended";
+    /**
      * Where a node's peer port takes a request of the E2B door on a sandbox it holds (or a create
      * placed on it), sent on by the node whose E2B door had it: the path after it is the door's own.
      */
@@ -92,6 +97,13 @@ public interface NodeRouting {
      * secret (an HMAC of the purpose under it), so that what one node signs with it another checks.
      */
     byte[] key(String purpose);
+
+    /**
+     * Tells node {@code node} that this node's MCP session {@code session} of {@code client} ended,
+     * so that it destroys what it made for that session; within {@link #ASK}, and a node that does
+     * not answer is logged (what it made ends at its own idle time).
+     */
+    void sessionEnded(String node, String client, String session);
 
     /** This node's name in the cluster. */
     String nodeName();

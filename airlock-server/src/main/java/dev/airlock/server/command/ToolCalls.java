@@ -14,4 +14,7 @@ public interface ToolCalls {
      * node}'s MCP door had, for {@code client}; the tool's result, as JSON.
      */
     byte[] call(Client client, String node, byte[] call);
+
+    /** Node {@code node}'s MCP session {@code session} ended: the sandboxes made here for it are destroyed. */
+    void sessionEnded(String node, String session);
 }

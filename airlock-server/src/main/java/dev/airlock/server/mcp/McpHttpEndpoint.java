@@ -70,6 +70,11 @@ public final class McpHttpEndpoint implements AutoCloseable, dev.airlock.server.
         }
     }
 
+    @Override
+    public void sessionEnded(String node, String session) {
+        sessions.end(SessionSandboxes.remote(node, session), "ended on node " + node);
+    }
+
     public StateSizes stateSizes() {
         return new StateSizes(sessions.size(), sessions.endedSize(), calls.size());
     }

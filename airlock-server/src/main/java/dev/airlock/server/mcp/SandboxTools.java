@@ -256,6 +256,11 @@ final class SandboxTools {
         return m;
     }
 
+    /** Which sandboxes belong to which MCP session. */
+    SessionSandboxes sessions() {
+        return sessions;
+    }
+
     /** The call {@code key} ended, whatever the tool: it can no longer be cancelled. */
     void callEnded(String key) {
         calls.end(key);

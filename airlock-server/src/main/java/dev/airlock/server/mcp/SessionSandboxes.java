@@ -30,6 +30,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * nothing here. Each client holds at most {@link #MAX_SESSIONS_PER_CLIENT} sessions (a new one
  * ends its least recently used idle session), and at most {@link #MAX_ENDED} ended ids are
  * remembered.
+ *
+ * <p>On a node of a cluster a session's {@code sandbox_create} and {@code sandbox_fork} may be
+ * carried out by another node (docs/cluster.md, "MCP tool calls"): the session here then names
+ * that node, and tells it when the session ends; there, the sandboxes belong to the session under
+ * the name {@code <node>/<session>} ({@link #remote}), which only that notice ends (not idleness:
+ * the calls of the session go to its own node), and which is dropped once none of its sandboxes is
+ * left (a node that died sends no notice; its sessions' sandboxes end at their own idle time).
  */
 final class SessionSandboxes implements AutoCloseable {
 
@@ -49,6 +56,8 @@ final class SessionSandboxes implements AutoCloseable {
 
     private static final class Session {
         final Set<String> sandboxes = ConcurrentHashMap.newKeySet();
+        /** The other nodes of a cluster that made sandboxes for it: told when it ends (at most one entry per node). */
+        final Set<String> elsewhere = ConcurrentHashMap.newKeySet();
         final AtomicInteger inFlight = new AtomicInteger();
         /** The policy client that opened it (HTTP); no other client's request may touch it. */
         volatile String client;
@@ -79,6 +88,20 @@ final class SessionSandboxes implements AutoCloseable {
             service.execute(Caller.SERVER, new Command.ListSandboxes(Map.of())).forEach(s -> live.add(s.id()));
             owned.retainAll(live);
         }
+    }
+
+    /** Node {@code node} of the cluster made a sandbox for {@code session}: it is told when the session ends. */
+    void ownElsewhere(String session, String node) {
+        session(session).elsewhere.add(node);
+    }
+
+    /** The name here of a session of another node of a cluster, whose calls that node sent on. */
+    static String remote(String node, String session) {
+        return node + "/" + session;
+    }
+
+    private static boolean isRemote(String session) {
+        return session.indexOf('/') >= 0;
     }
 
     boolean owns(String session, String sandboxId) {
@@ -175,6 +198,10 @@ final class SessionSandboxes implements AutoCloseable {
                 // already gone: expired or destroyed by hand
             }
         }
+        var routing = service.routing();
+        if (routing != null && s.client != null) {
+            s.elsewhere.forEach(node -> routing.sessionEnded(node, s.client, session));
+        }
     }
 
     private Session session(String id) {
@@ -190,7 +217,13 @@ final class SessionSandboxes implements AutoCloseable {
             }
             Instant now = Instant.now();
             sessions.forEach((id, s) -> {
-                if (s.inFlight.get() <= 0 && s.lastSeen.plus(IDLE_SESSION).isBefore(now)) {
+                if (isRemote(id)) {
+                    // another node's session: ended by its notice; dropped here once nothing of it is left
+                    s.sandboxes.removeIf(sandbox -> !service.live(sandbox));
+                    if (s.sandboxes.isEmpty()) {
+                        sessions.remove(id, s);
+                    }
+                } else if (s.inFlight.get() <= 0 && s.lastSeen.plus(IDLE_SESSION).isBefore(now)) {
                     end(id, "was idle for " + IDLE_SESSION.toMinutes() + " minutes");
                 }
             });

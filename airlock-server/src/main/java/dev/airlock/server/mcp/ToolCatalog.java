@@ -338,6 +338,52 @@ final class ToolCatalog {
         }
     }
 
+    /** The tools that make sandboxes without naming one: on a node of a cluster, carried out where placement (or the snapshot) says. */
+    private static final java.util.Set<String> PLACED = java.util.Set.of("sandbox_create", "run_code", "sandbox_fork");
+
+    /**
+     * A call that makes sandboxes, on a node of a cluster: {@code sandbox_create} and {@code
+     * run_code} go to the node placement chooses for the client's profile's tier (as a REST create
+     * does), {@code sandbox_fork} to the node that holds the snapshot; the sandboxes a create or fork
+     * made there still end with this session (that node is told when it ends). Null when this node
+     * is the one, or when the node chosen for a create could not be reached (this node makes it).
+     */
+    private static CallToolResult placed(NodeRouting routing, SandboxTools t, ToolCall call, String via, Map<String, Object> args) {
+        NodeRouting.Peer to;
+        try {
+            if (call.tool().equals("sandbox_fork")) {
+                to = args != null && args.get("snapshotId") instanceof String snapshot ? routing.snapshotOwner(snapshot) : null;
+            } else {
+                var profile = t.client().profiles().isEmpty() ? null : t.service().policy().profiles().get(t.client().profiles().getFirst());
+                to = profile == null ? null : routing.place(profile.isolation() == null ? null : profile.isolation().id());
+            }
+        } catch (AirlockException e) {
+            t.callEnded(call.callKey());
+            return ToolResults.refused(e);   // the snapshot's node is down
+        }
+        if (to == null) {
+            return null;
+        }
+        try {
+            CallToolResult result = forward(routing, to, t, call, via, args);
+            if (!call.tool().equals("run_code") && !Boolean.TRUE.equals(result.isError())) {
+                t.sessions().ownElsewhere(call.session(), to.name());
+            }
+            t.callEnded(call.callKey());
+            return result;
+        } catch (NodeRouting.Unreached e) {
+            if (call.tool().equals("sandbox_fork")) {
+                t.callEnded(call.callKey());
+                return ToolResults.refused(e);
+            }
+            LOG.info("{} placed on node '{}' is made here: {}", call.tool(), to.name(), e.getMessage());
+            return null;
+        } catch (AirlockException e) {
+            t.callEnded(call.callKey());
+            return ToolResults.refused(e);
+        }
+    }
+
     /**
      * {@code sandbox_list} on a node of a cluster: this node's sandboxes with every other serving
      * node's (asked at once, the same call sent on, each within {@link NodeRouting#ASK}), each named
@@ -449,6 +495,12 @@ final class ToolCatalog {
                 } finally {
                     t.callEnded(call.callKey());
                 }
+            }
+        }
+        if (routing != null && sandbox == null && !call.forwarded() && PLACED.contains(call.tool())) {
+            CallToolResult made = placed(routing, t, call, via, args);
+            if (made != null) {
+                return made;
             }
         }
         String digest = Audit.digest(ToolResults.JSON.writeValueAsString(args == null ? Map.of() : new java.util.TreeMap<>(args)));

@@ -230,6 +230,17 @@ public final class ApiServlet extends HttpServlet {
                 resp.getOutputStream().write(answer);
                 return;
             }
+            if (peerPort && toolCalls != null && path.equals(NodeRouting.SESSION_ENDED) && req.getMethod().equals("POST")) {
+                // an MCP session of the node that signed this ended: what this node made for it is destroyed
+                tools.jackson.databind.JsonNode ended = Json.parseObject(RestCall.body(req), java.util.Set.of("session"));
+                String session = Json.string(ended, "session");
+                if (session == null || session.isEmpty() || session.length() > 200) {
+                    throw AirlockException.invalid("'session' is the id of the MCP session that ended (at most 200 characters)");
+                }
+                toolCalls.sessionEnded(req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0], session);
+                resp.setStatus(204);
+                return;
+            }
             if (peerPort) {
                 // which node the client reached, on this node's audit log (the name is in what the cluster's secret signed)
                 endpoint += " from node " + req.getHeader(NodeRouting.NODE_HEADER).split(" ", 2)[0];
