@@ -457,7 +457,7 @@ final class ToolCatalog {
         for (AsyncToolSpecification spec : granted) {
             if (spec.tool().name().equals(name)) {
                 McpSchema.CallToolRequest request = McpSchema.CallToolRequest.builder().name((String) name).arguments(args)
-                        .meta(Map.of(FORWARDED_SESSION, node + "/" + session)).build();
+                        .meta(Map.of(FORWARDED_SESSION, SessionSandboxes.remote(node, String.valueOf(session)))).build();
                 return spec.callHandler().apply(null, request).block();
             }
         }
