@@ -394,6 +394,62 @@ class ClusterRoutingTest {
      * the bound reliably.)
      */
     /**
+     * A snapshot whose node cannot take a fork (draining) is forked on another node, which fetches
+     * its files from the node that holds it, each checked against its digest: the fork has them, the
+     * copy is never listed, a blob altered on the holder's disk is refused, and a snapshot deleted on
+     * its node is not forked from the copy.
+     */
+    @Test
+    void aSnapshotIsForkedElsewhereWhenItsNodeIsDrainingWithItsFilesFetchedAndChecked() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        Placed p = elsewhere(alpha, "alpha");
+        String sb = "/v1/sandboxes/" + p.id();
+        List<String> made = new ArrayList<>(List.of(p.id()));
+        try {
+            ok(alpha.raw("PUT", sb + "/files?path=/workspace/moved.txt", "fetched from " + p.node()), 201);
+            ok(alpha.raw("PUT", sb + "/files?path=/tmp/also.txt", "and from /tmp"), 201);
+            String snap = ok(alpha.raw("POST", sb + "/snapshots", "{}"), 201).path("id").asString();
+            ok(alpha.raw("POST", "/v1/cluster/nodes/" + p.node() + "/drain", "{}"), 200);
+            JsonNode forks = ok(alpha.raw("POST", "/v1/snapshots/" + snap + "/fork", "{\"count\": 2}"), 201);
+            for (JsonNode fork : forks.path("sandboxes")) {
+                String id = fork.path("id").asString();
+                made.add(id);
+                assertThat(fork.path("node").asString()).as("not the draining node that holds the snapshot").isNotEqualTo(p.node());
+                assertThat(alpha.raw("GET", "/v1/sandboxes/" + id + "/files?path=/workspace/moved.txt", null).body())
+                        .isEqualTo("fetched from " + p.node());
+                assertThat(alpha.raw("GET", "/v1/sandboxes/" + id + "/files?path=/tmp/also.txt", null).body()).isEqualTo("and from /tmp");
+            }
+            assertThat(forks.path("sandboxes").size()).isEqualTo(2);
+            for (LiveServer via : NODES.values()) {
+                assertThat(ok(via.raw("GET", "/v1/snapshots", null), 200).path("snapshots").valueStream().map(n -> n.path("id").asString()))
+                        .as("the copy on the fork's node is not listed").containsOnlyOnce(snap);
+            }
+            // a blob altered on the holder's disk after the snapshot was taken (larger than a response's buffer, so the holder has
+            // sent it before its own check ends): the node that fetches it finds it does not match, and refuses the fork
+            String content = "a".repeat(256 * 1024) + System.nanoTime();
+            ok(alpha.raw("PUT", sb + "/files?path=/workspace/altered.txt", content), 201);
+            String altered = ok(alpha.raw("POST", sb + "/snapshots", "{}"), 201).path("id").asString();
+            Path blob = NODES.get(p.node()).dataDir.resolve("snapshots/blobs").resolve(HexFormat.of().formatHex(
+                    java.security.MessageDigest.getInstance("SHA-256").digest(content.getBytes(StandardCharsets.UTF_8))));
+            assertThat(blob).exists();
+            blob.toFile().setWritable(true);
+            Files.writeString(blob, content.replace('a', 'e'));
+            HttpResponse<String> refused = alpha.raw("POST", "/v1/snapshots/" + altered + "/fork", "{}");
+            assertThat(refused.statusCode()).as(refused.body()).isEqualTo(409);
+            assertThat(refused.body()).contains(altered).contains("does not match its digest");
+            // deleted on its node: the copy fetched before does not make a fork
+            ok(alpha.raw("DELETE", "/v1/snapshots/" + snap, null), 204);
+            assertThat(alpha.raw("POST", "/v1/snapshots/" + snap + "/fork", "{}").statusCode()).isEqualTo(404);
+            ok(alpha.raw("DELETE", "/v1/snapshots/" + altered, null), 204);
+        } finally {
+            ok(alpha.raw("POST", "/v1/cluster/nodes/" + p.node() + "/drain", "{\"draining\": false}"), 200);
+            for (String id : made) {
+                alpha.raw("DELETE", "/v1/sandboxes/" + id, null);
+            }
+        }
+    }
+
+    /**
      * Through one node's MCP door, {@code sandbox_create} and {@code run_code} are placed on any
      * node and {@code sandbox_fork} is carried out where the snapshot's files are; the sandboxes a
      * session made on other nodes end with the session, as its own node's do.

@@ -5,6 +5,7 @@ import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.Printable;
 import dev.airlock.server.command.NodeRouting;
 import jakarta.servlet.http.HttpServletRequest;
+import tools.jackson.databind.JsonNode;
 import jakarta.servlet.http.HttpServletResponse;
 
 import javax.crypto.Mac;
@@ -45,13 +46,15 @@ import java.util.function.Predicate;
  * two at random, the one with more free capacity (capacity less the places it holds, which count
  * the creates in flight on every node, less the creates this node is forwarding to it now).
  */
-public final class NodeCalls implements NodeRouting {
+public final class NodeCalls implements NodeRouting, dev.airlock.server.snapshot.SnapshotStore.Source {
 
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(NodeCalls.class);
 
     /** How far a node's call's time may be from this node's: calls older or newer are refused. */
     static final Duration FRESH = Duration.ofSeconds(60);
     private static final Duration CONNECT = Duration.ofSeconds(5);
+    /** How long a snapshot's record, or one of its blobs, may take to come from the node that holds it. */
+    private static final Duration SNAPSHOT_CALL = Duration.ofMinutes(5);
     /**
      * Request headers a forward does not copy: the client's credentials (REST's, the console's and
      * the E2B door's), the hop's own, and the node headers (set anew).
@@ -151,6 +154,111 @@ public final class NodeCalls implements NodeRouting {
         int j = up.size() == 1 ? i : (i + 1 + random.nextInt(up.size() - 1)) % up.size();
         ClusterMembership.Member best = free(up.get(j)) > free(up.get(i)) ? up.get(j) : up.get(i);
         return best.name().equals(membership.nodeName()) ? null : new Peer(best.name(), best.peerAddress(), best.fingerprint());
+    }
+
+    @Override
+    public Peer forkPlace(String id, String client) {
+        Peer holder = snapshotOwner(id);
+        if (holder == null) {
+            return null;   // this node's own, or none: this node answers
+        }
+        JsonNode held = held(holder, id, client);
+        String tier = held.path("tier").isString() ? held.path("tier").asString() : null;
+        if (held.path("memory").asBoolean(false)) {
+            return holder;   // processes are restored where their checkpoint is
+        }
+        List<ClusterMembership.Member> up;
+        try {
+            up = membership.candidates(tier);
+        } catch (AirlockException e) {
+            return holder;
+        }
+        if (up.stream().anyMatch(m -> m.name().equals(holder.name()) && free(m) > 0)) {
+            return holder;   // the files are there: nothing moves
+        }
+        return place(tier);
+    }
+
+    @Override
+    public boolean elsewhere(String id) {
+        try {
+            return snapshotOwner(id) != null;
+        } catch (AirlockException e) {
+            return true;   // another node's, which is down: describe says so
+        }
+    }
+
+    @Override
+    public dev.airlock.server.snapshot.SnapshotStore.Held describe(String id, String owner) {
+        Peer holder = snapshotOwner(id);
+        if (holder == null) {
+            throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Printable.of(id) + "': list yours with GET /v1/snapshots");
+        }
+        JsonNode held = held(holder, id, owner);
+        java.util.Base64.Decoder b64 = java.util.Base64.getDecoder();
+        return new dev.airlock.server.snapshot.SnapshotStore.Held(b64.decode(held.path("record").asString()),
+                b64.decode(held.path("manifest").asString()));
+    }
+
+    @Override
+    public InputStream blob(String id, String owner, String digest) throws IOException {
+        Peer holder = snapshotOwner(id);
+        if (holder == null) {
+            throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Printable.of(id) + "'");
+        }
+        HttpResponse<InputStream> r = snapshotCall(holder, SNAPSHOTS + "/" + id + "/blobs/" + digest, owner, HttpResponse.BodyHandlers.ofInputStream());
+        if (r.statusCode() != 200) {
+            String body;
+            try (InputStream in = r.body()) {
+                body = new String(in.readNBytes(4096), StandardCharsets.UTF_8);
+            }
+            throw answered(holder, r.statusCode(), body);
+        }
+        return r.body();
+    }
+
+    /** What node {@code holder} says of snapshot {@code id} of {@code client}: its record, manifest (both base64), {@code memory} and tier. */
+    private JsonNode held(Peer holder, String id, String client) {
+        HttpResponse<byte[]> r;
+        try {
+            r = snapshotCall(holder, SNAPSHOTS + "/" + id, client, HttpResponse.BodyHandlers.ofByteArray());
+        } catch (IOException e) {
+            throw unreached(holder, "holds the snapshot", e);
+        }
+        String body = new String(r.body(), StandardCharsets.UTF_8);
+        if (r.statusCode() != 200) {
+            throw answered(holder, r.statusCode(), body);
+        }
+        return dev.airlock.server.wire.Json.MAPPER.readTree(body);
+    }
+
+    private <T> HttpResponse<T> snapshotCall(Peer to, String target, String client, HttpResponse.BodyHandler<T> handler) throws IOException {
+        try {
+            return http(to).send(nodeCall(to, "GET", target, client, "rest", HttpRequest.BodyPublishers.noBody()).timeout(SNAPSHOT_CALL).build(),
+                    handler);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw AirlockException.unavailable("interrupted while asking node '" + to.name() + "' for a snapshot");
+        }
+    }
+
+    /** A refusal of node {@code from}'s: its status's kind, with its message (an error body's {@code message}, else the body). */
+    private static AirlockException answered(Peer from, int status, String body) {
+        String message = body;
+        try {
+            JsonNode n = dev.airlock.server.wire.Json.MAPPER.readTree(body);
+            message = n.path("error").path("message").isString() ? n.path("error").path("message").asString() : n.path("message").asString(body);
+        } catch (RuntimeException e) {
+            // not JSON: the body as it is
+        }
+        Kind kind = switch (status) {
+            case 404 -> Kind.NOT_FOUND;
+            case 409 -> Kind.CONFLICT;
+            case 410 -> Kind.GONE;
+            default -> Kind.UNAVAILABLE;
+        };
+        return new AirlockException(kind, "node '" + from.name() + "', which holds the snapshot, answered " + status + ": "
+                + Printable.of(message, 500));
     }
 
     /** A node's free capacity as this node sees it: what the database counts, less the creates this node is forwarding there. */
@@ -301,11 +409,15 @@ public final class NodeCalls implements NodeRouting {
 
     /** A JSON {@code POST} of this node's own to {@code target} on {@code to}'s peer port, signed for {@code client} and {@code via}. */
     private HttpRequest.Builder nodePost(Peer to, String target, String client, String via, byte[] body) {
+        return nodeCall(to, "POST", target, client, via, HttpRequest.BodyPublishers.ofByteArray(body)).header("Content-Type", "application/json");
+    }
+
+    /** A call of this node's own to {@code target} on {@code to}'s peer port, signed for {@code client} and {@code via}. */
+    private HttpRequest.Builder nodeCall(Peer to, String method, String target, String client, String via, HttpRequest.BodyPublisher body) {
         long now = System.currentTimeMillis();
         return HttpRequest.newBuilder(URI.create("https://" + to.address() + target))
-                .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, "POST", target, client, via))
-                .header(CLIENT_HEADER, client).header(VIA_HEADER, via).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+                .header(NODE_HEADER, membership.nodeName() + " " + now + " " + mac(membership.nodeName(), now, method, target, client, via))
+                .header(CLIENT_HEADER, client).header(VIA_HEADER, via).method(method, body);
     }
 
     @Override

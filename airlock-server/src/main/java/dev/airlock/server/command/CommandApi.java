@@ -85,6 +85,16 @@ public interface CommandApi {
     /** Whether sandbox {@code id} is live (not destroyed, whoever owns it): what ends its preview links. */
     boolean live(String id);
 
+    /**
+     * On a node of a cluster: snapshot {@code id} of {@code client} as another node fetches it for a
+     * fork there (its record and manifest), and the tier of its profile; NOT_FOUND for one this node
+     * does not hold.
+     */
+    dev.airlock.server.snapshot.SnapshotStore.Held exportSnapshot(String id, String client);
+
+    /** On a node of a cluster: writes blob {@code digest} of snapshot {@code id} of {@code client} to {@code out}, checked as it is read. */
+    void exportSnapshotBlob(String id, String client, String digest, java.io.OutputStream out) throws java.io.IOException;
+
     /** The tier sandboxes of {@code profile} get on this server. */
     Isolation isolation(Profile profile);
 }

@@ -43,6 +43,11 @@ public interface NodeRouting {
      */
     String SESSION_ENDED = "/v1/cluster/mcp/ended";
     /**
+     * Where a node's peer port hands another node a snapshot it holds, for a fork there: {@code
+     * /{id}}, its record, manifest and profile's tier; {@code /{id}/blobs/{digest}}, one blob.
+     */
+    String SNAPSHOTS = "/v1/cluster/snapshots";
+    /**
      * Where a node's peer port takes a request of the E2B door on a sandbox it holds (or a create
      * placed on it), sent on by the node whose E2B door had it: the path after it is the door's own.
      */
@@ -74,6 +79,14 @@ public interface NodeRouting {
 
     /** The node a create of a sandbox on {@code tier} goes to: null for this node. */
     Peer place(String tier);
+
+    /**
+     * The node a fork of snapshot {@code id} (of {@code client}) goes to: the node that holds it
+     * while it is up and has room (nothing to move), else the node placement chooses for the tier
+     * of the snapshot's profile, which fetches its files (docs/cluster.md, "Snapshots"); null for
+     * this node. Throws GONE when the node that holds it is down or gone.
+     */
+    Peer forkPlace(String id, String client);
 
     /**
      * Sends the request to {@code to} as {@code client} through door {@code via} (to the E2B door's

@@ -352,7 +352,7 @@ final class ToolCatalog {
         NodeRouting.Peer to;
         try {
             if (call.tool().equals("sandbox_fork")) {
-                to = args != null && args.get("snapshotId") instanceof String snapshot ? routing.snapshotOwner(snapshot) : null;
+                to = args != null && args.get("snapshotId") instanceof String snapshot ? routing.forkPlace(snapshot, t.client().name()) : null;
             } else {
                 var profile = t.client().profiles().isEmpty() ? null : t.service().policy().profiles().get(t.client().profiles().getFirst());
                 to = profile == null ? null : routing.place(profile.isolation() == null ? null : profile.isolation().id());

@@ -230,6 +230,10 @@ public final class ApiServlet extends HttpServlet {
                 resp.getOutputStream().write(answer);
                 return;
             }
+            if (peerPort && path.startsWith(NodeRouting.SNAPSHOTS + "/") && req.getMethod().equals("GET")) {
+                snapshotForNode(resp, client, RestRoute.segments(path.substring(NodeRouting.SNAPSHOTS.length())));
+                return;
+            }
             if (peerPort && toolCalls != null && path.equals(NodeRouting.SESSION_ENDED) && req.getMethod().equals("POST")) {
                 // an MCP session of the node that signed this ended: what this node made for it is destroyed
                 tools.jackson.databind.JsonNode ended = Json.parseObject(RestCall.body(req), java.util.Set.of("session"));
@@ -314,6 +318,43 @@ public final class ApiServlet extends HttpServlet {
     }
 
     /**
+     * On a node's peer port, for another node that forks a snapshot this node holds (docs/cluster.md,
+     * "Snapshots"): {@code [id]}, the snapshot's record and manifest (base64, byte for byte), whether
+     * it keeps processes, and its profile's tier; {@code [id, blobs, digest]}, one of its blobs. Only
+     * the client's own snapshots; the fork is authorized and recorded by the node that makes it.
+     */
+    private void snapshotForNode(HttpServletResponse resp, Client client, List<String> parts) throws IOException {
+        if (parts.size() == 1) {
+            var held = service.exportSnapshot(parts.getFirst(), client.name());
+            tools.jackson.databind.JsonNode record = Json.MAPPER.readTree(held.record());
+            dev.airlock.server.policy.Profile profile = service.policy().profiles().get(record.path("profile").asString());
+            java.util.Base64.Encoder b64 = java.util.Base64.getEncoder();
+            var out = Json.object().put("record", b64.encodeToString(held.record())).put("manifest", b64.encodeToString(held.manifest()))
+                    .put("memory", record.path("memory").asBoolean(false));
+            if (profile != null && profile.isolation() != null) {
+                out.put("tier", profile.isolation().id());
+            }
+            resp.setStatus(200);
+            resp.setContentType("application/json");
+            resp.getOutputStream().write(out.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } else if (parts.size() == 3 && parts.get(1).equals("blobs")) {
+            resp.setStatus(200);
+            resp.setContentType("application/octet-stream");
+            try {
+                service.exportSnapshotBlob(parts.getFirst(), client.name(), parts.get(2), resp.getOutputStream());
+            } catch (AirlockException e) {
+                if (!resp.isCommitted()) {
+                    resp.resetBuffer();   // what was read of a blob that failed its check is not sent, not even inside the refusal
+                }
+                throw e;
+            }
+        } else {
+            throw new AirlockException(Kind.NOT_FOUND, "no such endpoint on a node's peer port: " + NodeRouting.SNAPSHOTS + "/"
+                    + Json.printable(String.join("/", parts)));
+        }
+    }
+
+    /**
      * On the API port of a node of a cluster: the node that must carry this request out when it is
      * not this one (the node that holds its sandbox; for a create, the node placement chooses), else
      * null. A call that came through the peer port is never sent on: it is this node's.
@@ -328,6 +369,9 @@ public final class ApiServlet extends HttpServlet {
         }
         if (m.template().startsWith("/v1/approvals/{id}")) {
             return routing.approvalOwner(m.params().get("id"));
+        }
+        if (m.template().equals("/v1/snapshots/{snapshot}/fork") && req.getMethod().equals("POST")) {
+            return routing.forkPlace(m.params().get("snapshot"), client.name());
         }
         if (m.template().startsWith("/v1/snapshots/{snapshot}")) {
             return routing.snapshotOwner(m.params().get("snapshot"));

@@ -54,7 +54,8 @@ final class Admissions {
                 }
                 if (c.snapshot() != null) {
                     // a restore: the snapshot's profile and image, which the controls then judge as for any create
-                    Command.SnapshotView snap = snapshots.get(c.snapshot(), client.name());
+                    // another node's snapshot, on a node of a cluster: its files fetched here first (a mirror, which the create then reads)
+                    Command.SnapshotView snap = snapshots.forRestore(c.snapshot(), client.name());
                     if ((c.profile() != null && !c.profile().equals(snap.profile())) || (c.image() != null && !c.image().equals(snap.image()))) {
                         throw AirlockException.invalid("a sandbox restored from snapshot " + snap.id() + " gets its profile '" + snap.profile()
                                 + "' and image '" + snap.image() + "': leave out profile and image");

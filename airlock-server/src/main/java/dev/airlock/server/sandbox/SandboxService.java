@@ -88,7 +88,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     private final List<String> reapedAtStart;
     private final ClusterMembership cluster;
     /** Where this node's REST door sends what another node holds or is placed on; null when it runs alone. */
-    private final NodeRouting routing;
+    private final NodeCalls routing;
     private volatile boolean closed;
 
     /**
@@ -107,7 +107,8 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         this.metrics = metrics;
         this.approvals = new Approvals(audit, policy.approvalTimeout(), cluster == null ? null : cluster.nodeName());
         this.outputs = new OutputStore(config.dataDir().resolve("outputs"));
-        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"), cluster == null ? null : cluster.nodeName());
+        this.snapshots = new SnapshotStore(config.dataDir().resolve("snapshots"), cluster == null ? null : cluster.nodeName(),
+                routing);
         ProcessOutputFiles processOutputs = new ProcessOutputFiles(config.dataDir().resolve("processes"),
                 tiers.primary().driver().instance(), tiers::isAlive);
         this.teardown = new SandboxTeardown(sandboxes.map(), outputs, processOutputs, audit, store, egressLog, metrics);
@@ -371,6 +372,16 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     @Override
     public void recordLifecycle(String sandbox, Map<String, Object> detail) {
         audit.record(AuditRecord.LIFECYCLE, sandbox, detail);
+    }
+
+    @Override
+    public SnapshotStore.Held exportSnapshot(String id, String client) {
+        return snapshots.export(id, client);
+    }
+
+    @Override
+    public void exportSnapshotBlob(String id, String client, String digest, java.io.OutputStream out) throws java.io.IOException {
+        snapshots.exportBlob(id, client, digest, out);
     }
 
     @Override

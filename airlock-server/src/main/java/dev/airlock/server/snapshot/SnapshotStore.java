@@ -59,6 +59,11 @@ import java.util.regex.Pattern;
  * runc), a restore does not copy the snapshot's {@code /workspace} files into the sandbox: they are
  * laid out once per snapshot digest under {@code trees/} ({@link #workspaceTree}), checked as they
  * are, and every sandbox restored from the snapshot meanwhile shares that tree copy-on-write.
+ *
+ * <p>On a node of a cluster a restore may name another node's snapshot ({@link #forRestore}): its
+ * record and manifest are asked of that node each time, its blobs fetched once into this store
+ * ({@link Source}), each checked against its digest as it arrives, and kept as a mirror: never
+ * listed, never given on, gone at the snapshot's expiry (docs/cluster.md, "Snapshots").
  */
 public final class SnapshotStore {
 
@@ -86,6 +91,8 @@ public final class SnapshotStore {
     static final Pattern DIGEST = Pattern.compile("[0-9a-f]{64}");
     private static final String MANIFEST = "manifest.json";
     private static final String META = "snapshot.json";
+    /** The marker of a mirror: another node's snapshot, pulled here for a restore. */
+    private static final String MIRROR = "mirror";
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotStore.class);
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -96,14 +103,36 @@ public final class SnapshotStore {
 
     /** The prefix of this store's snapshot ids: {@code snap-}, with the node's name after it on a node of a cluster. */
     private final String idPrefix;
+    /** Where another node's snapshots come from; null on a server that runs alone. */
+    private final Source source;
 
-    public SnapshotStore(Path root) {
-        this(root, null);
+    /** Where a node of a cluster gets the snapshots other nodes hold (docs/cluster.md, "Snapshots"). */
+    public interface Source {
+        /** Whether {@code id} names a snapshot of another node. */
+        boolean elsewhere(String id);
+
+        /** Snapshot {@code id} of {@code owner} as the node that holds it has it: NOT_FOUND or GONE as that node says. */
+        Held describe(String id, String owner);
+
+        /** The content of blob {@code digest} of snapshot {@code id} of {@code owner}, from the node that holds it. */
+        InputStream blob(String id, String owner, String digest) throws IOException;
     }
 
-    /** The store in {@code root}; {@code node}: the name of this node of a cluster, put in every id it gives, or null. */
-    public SnapshotStore(Path root, String node) {
+    /** A snapshot as a node hands it to another: its record ({@code snapshot.json}) and its manifest, byte for byte. */
+    public record Held(byte[] record, byte[] manifest) {
+    }
+
+    public SnapshotStore(Path root) {
+        this(root, null, null);
+    }
+
+    /**
+     * The store in {@code root}; {@code node}: the name of this node of a cluster, put in every id it
+     * gives, or null; {@code source}: where other nodes' snapshots come from, or null.
+     */
+    public SnapshotStore(Path root, String node, Source source) {
         this.idPrefix = node == null ? "snap-" : "snap-" + node + "-";
+        this.source = source;
         this.root = root;
         this.blobs = root.resolve("blobs");
         try {
@@ -168,7 +197,7 @@ public final class SnapshotStore {
         try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root, "snap-*")) {
             for (Path dir : dirs) {
                 SnapshotView s = read(dir);
-                if (s != null && (owner == null || owner.equals(s.owner()))) {
+                if (s != null && (owner == null || owner.equals(s.owner())) && !Files.exists(dir.resolve(MIRROR))) {
                     all.add(s);
                 }
             }
@@ -186,6 +215,152 @@ public final class SnapshotStore {
             throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Json.printable(id) + "': list yours with GET /v1/snapshots");
         }
         return s;
+    }
+
+    /**
+     * The snapshot a restore of {@code owner} names: this store's own; on a node of a cluster,
+     * another node's, asked of that node (so one deleted or expired there is not restored here) and,
+     * the first time, its blobs fetched into this store, each checked against its digest as it
+     * arrives and the whole within {@link #MAX_BYTES}. A memory snapshot is not fetched: it is
+     * restored on the node that holds it.
+     */
+    public SnapshotView forRestore(String id, String owner) {
+        if (source == null || id == null || !source.elsewhere(id)) {
+            return get(id, owner);
+        }
+        Held held = source.describe(id, owner);
+        SnapshotView s = parse(held.record());
+        if (s == null || !s.id().equals(id) || !s.owner().equals(owner)) {
+            throw new AirlockException(Kind.INTERNAL, "the node that holds snapshot " + Json.printable(id) + " answered with another one");
+        }
+        if (!("sha256:" + HexFormat.of().formatHex(sha256().digest(held.manifest()))).equals(s.digest())) {
+            throw new AirlockException(Kind.CONFLICT, "snapshot " + id + ": the manifest its node sent does not have the snapshot's digest "
+                    + s.digest() + ": not restored here");
+        }
+        if (s.memory()) {
+            throw new AirlockException(Kind.CONFLICT, "snapshot " + id + " keeps running processes (a gVisor memory snapshot): it is"
+                    + " forked on the node that holds it, which cannot take it now (draining or full); try again once it can");
+        }
+        synchronized (this) {
+            SnapshotView mirror = read(root.resolve(id));
+            if (mirror != null && mirror.digest().equals(s.digest()) && Files.exists(root.resolve(id).resolve(MIRROR))) {
+                return mirror;
+            }
+        }
+        return pull(s, held);
+    }
+
+    /** Fetches the blobs of another node's snapshot {@code s} that this store lacks, checked, then keeps it as a mirror. */
+    private SnapshotView pull(SnapshotView s, Held held) {
+        Path incoming = root.resolve("incoming").resolve("pull-" + HexFormat.of().formatHex(randomBytes()));
+        try {
+            Files.createDirectories(incoming);
+            JsonNode manifest = Json.MAPPER.readTree(held.manifest());
+            Set<String> needed = new HashSet<>();
+            long total = 0;
+            for (String kind : List.of("files", "memory")) {
+                for (JsonNode f : manifest.path(kind)) {
+                    String digest = f.path("sha256").asString();
+                    long size = f.path("size").asLong(-1);
+                    if (!DIGEST.matcher(digest).matches() || size < 0) {
+                        throw tampered(s, "its manifest names a blob " + Json.printable(digest, 80));
+                    }
+                    total += size;
+                    if (total > MAX_BYTES) {
+                        throw tampered(s, "its manifest holds more than " + MAX_BYTES + " bytes");
+                    }
+                    if (needed.add(digest) && !Files.exists(blobs.resolve(digest))) {
+                        fetch(s, digest, size, incoming.resolve(digest));
+                    }
+                }
+            }
+            Files.write(incoming.resolve(MANIFEST), held.manifest());
+            Files.write(incoming.resolve(META), held.record());
+            Files.createFile(incoming.resolve(MIRROR));
+            synchronized (this) {
+                // blobs move in with the manifest that names them, under the lock the collection of unused blobs takes
+                for (String digest : needed) {
+                    Path part = incoming.resolve(digest);
+                    if (Files.exists(part)) {
+                        keepAsBlob(part, digest);
+                    } else if (!Files.exists(blobs.resolve(digest))) {
+                        throw AirlockException.unavailable("snapshot " + s.id() + ": a blob this node held was removed while the rest was"
+                                + " fetched; try again");
+                    }
+                }
+                HostFiles.deleteTree(root.resolve(s.id()));
+                Files.move(incoming, root.resolve(s.id()), StandardCopyOption.ATOMIC_MOVE);
+                return read(root.resolve(s.id()));
+            }
+        } catch (IOException e) {
+            throw AirlockException.unavailable("snapshot " + s.id() + ": could not fetch its files from the node that holds it: " + e.getMessage());
+        } finally {
+            HostFiles.deleteTree(incoming);
+        }
+    }
+
+    /** Fetches blob {@code digest} of {@code size} bytes into {@code part}, hashing it as it arrives: one that differs is refused. */
+    private void fetch(SnapshotView s, String digest, long size, Path part) throws IOException {
+        MessageDigest sha = sha256();
+        long got;
+        try (InputStream in = new DigestInputStream(source.blob(s.id(), s.owner(), digest), sha);
+             OutputStream out = Files.newOutputStream(part)) {
+            // at most one byte more than the manifest says: enough to tell a longer blob, never more
+            got = in.transferTo(new java.io.FilterOutputStream(out) {
+                private long left = size + 1;
+
+                @Override
+                public void write(int b) throws IOException {
+                    write(new byte[] {(byte) b}, 0, 1);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    if (len > left) {
+                        throw new IOException("blob " + digest + " is longer than its " + size + " bytes");
+                    }
+                    left -= len;
+                    out.write(b, off, len);
+                }
+            });
+        }
+        if (got != size || !HexFormat.of().formatHex(sha.digest()).equals(digest)) {
+            throw new AirlockException(Kind.CONFLICT, "snapshot " + s.id() + ": the blob " + digest + " its node sent does not match its"
+                    + " digest (" + got + " bytes for " + size + "): not restored here");
+        }
+    }
+
+    /** Snapshot {@code id} of {@code owner} as another node of the cluster pulls it: its record and manifest (never a mirror). */
+    public synchronized Held export(String id, String owner) {
+        SnapshotView s = get(id, owner);
+        Path dir = root.resolve(s.id());
+        try {
+            if (Files.exists(dir.resolve(MIRROR))) {
+                throw new AirlockException(Kind.NOT_FOUND, "snapshot " + Json.printable(id) + " is not held by this node");
+            }
+            return new Held(Files.readAllBytes(dir.resolve(META)), Files.readAllBytes(dir.resolve(MANIFEST)));
+        } catch (IOException e) {
+            throw tampered(s, "it cannot be read: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Writes blob {@code digest} of snapshot {@code id} of {@code owner} to {@code out} for another
+     * node, checked as it is read; NOT_FOUND unless the snapshot's manifest names it.
+     */
+    public void exportBlob(String id, String owner, String digest, OutputStream out) throws IOException {
+        SnapshotView s = get(id, owner);
+        JsonNode manifest = verifiedManifest(s);
+        boolean named = false;
+        for (String kind : List.of("files", "memory")) {
+            for (JsonNode f : manifest.path(kind)) {
+                named |= f.path("sha256").asString().equals(digest);
+            }
+        }
+        if (!named || !DIGEST.matcher(digest).matches()) {
+            throw new AirlockException(Kind.NOT_FOUND, "snapshot " + s.id() + " holds no blob " + Json.printable(digest, 80));
+        }
+        readBlob(s, digest, "the blob " + digest, in -> in.transferTo(out));
     }
 
     public synchronized void delete(String id, String owner) {
@@ -380,7 +555,16 @@ public final class SnapshotStore {
 
     private static SnapshotView read(Path dir) {
         try {
-            JsonNode n = Json.MAPPER.readTree(Files.readAllBytes(dir.resolve(META)));
+            return parse(Files.readAllBytes(dir.resolve(META)));
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** A snapshot's record ({@code snapshot.json}); null when it is not one. */
+    private static SnapshotView parse(byte[] record) {
+        try {
+            JsonNode n = Json.MAPPER.readTree(record);
             List<String> left = new ArrayList<>();
             n.path("leftOut").forEach(l -> left.add(l.asString()));
             return new SnapshotView(n.path("id").asString(), n.path("owner").asString(), n.path("sandbox").asString(),
@@ -388,7 +572,7 @@ public final class SnapshotStore {
                     : n.path("imageDigest").asString(), n.path("digest").asString(), n.path("bytes").asLong(), n.path("files").asInt(),
                     left, Instant.parse(n.path("createdAt").asString()), Instant.parse(n.path("expiresAt").asString()),
                     n.path("memory").asBoolean(false));
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             return null;
         }
     }
