@@ -295,6 +295,7 @@ class ClusterNodesTest {
                 assertThat(holder).as("the node that runs the duties").isIn("alpha", "beta");
                 long token = Long.parseLong(query(c, "SELECT token FROM airlock_duties WHERE name = 'duties'"));
                 assertThat(token).isPositive();
+                String liveInstance = query(c, "SELECT instance FROM airlock_duties WHERE name = 'duties'");
 
                 // the lease taken by another instance (a node that then went silent): no live node does the duty while it lasts
                 sql(c, "UPDATE airlock_duties SET holder = 'ghost', instance = 'ghost-1', token = token + 1, expires_at = now() + interval '1 hour'");
@@ -302,6 +303,11 @@ class ClusterNodesTest {
                 Thread.sleep(LEASE.toMillis() * 2);
                 assertThat(query(c, "SELECT count(*) FROM airlock_places WHERE node = 'ghost'")).as("places kept while the lease is another's")
                         .isEqualTo("2");
+                // the holder that lost it, its duty's statement arriving late (paused, partitioned): fenced, it changes nothing;
+                // nor does the new holder's instance with the old token
+                assertThat(dev.airlock.server.cluster.ClusterMembership.removeLostPlaces(c, liveInstance, token, Duration.ZERO)).isZero();
+                assertThat(dev.airlock.server.cluster.ClusterMembership.removeLostPlaces(c, "ghost-1", token, Duration.ZERO)).isZero();
+                assertThat(query(c, "SELECT count(*) FROM airlock_places WHERE node = 'ghost'")).isEqualTo("2");
 
                 // its lease runs out: a live node takes it over with the next token, and does the duty
                 sql(c, "UPDATE airlock_duties SET expires_at = now() - interval '1 millisecond'");

@@ -374,13 +374,29 @@ public final class ClusterMembership implements SharedQuotas, AutoCloseable {
         if (token == 0) {
             return;
         }
-        int removed = execute("remove the lost sandboxes of nodes down for long", "DELETE FROM airlock_places p USING airlock_nodes n"
-                + " WHERE p.node = n.name AND n.left_at IS NULL AND now() - n.heartbeat_at > (n.lease_ms + ?) * interval '1 millisecond'"
-                + " AND EXISTS (SELECT 1 FROM airlock_duties d WHERE d.name = ? AND d.instance = ? AND d.token = ? AND d.expires_at > now())",
-                settings.lostKept().toMillis(), DUTIES, instance, token);
+        int removed = onDatabase("remove the lost sandboxes of nodes down for long", db -> removeLostPlaces(db, instance, token,
+                settings.lostKept()));
         if (removed > 0) {
             LOG.info("node '{}': removed {} lost sandboxes of nodes down for longer than {} s from the cluster's catalog", node, removed,
                     settings.lostKept().toSeconds());
+        }
+    }
+
+    /**
+     * The duty, fenced: removes the places of nodes down for longer than their lease and {@code
+     * lostKept}, only while the duties' lease is held by {@code instance} with {@code token} and has
+     * not run out; the number removed (0 for a holder that lost the lease, however late its
+     * statement arrives). Public for the test that runs a stale holder's statement.
+     */
+    public static int removeLostPlaces(Connection db, String instance, long token, Duration lostKept) throws SQLException {
+        try (PreparedStatement ps = db.prepareStatement("DELETE FROM airlock_places p USING airlock_nodes n"
+                + " WHERE p.node = n.name AND n.left_at IS NULL AND now() - n.heartbeat_at > (n.lease_ms + ?) * interval '1 millisecond'"
+                + " AND EXISTS (SELECT 1 FROM airlock_duties d WHERE d.name = ? AND d.instance = ? AND d.token = ? AND d.expires_at > now())")) {
+            ps.setLong(1, lostKept.toMillis());
+            ps.setString(2, DUTIES);
+            ps.setString(3, instance);
+            ps.setLong(4, token);
+            return ps.executeUpdate();
         }
     }
 
