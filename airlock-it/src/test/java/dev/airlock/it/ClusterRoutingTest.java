@@ -746,6 +746,13 @@ class ClusterRoutingTest {
         assertThat(post(tls, peer + ended, Map.of("Authorization", "Bearer " + beta.token()), "{\"session\": \"s1\"}").statusCode()).isEqualTo(401);
         assertThat(post(tls, peer + ended, signedCall, "{\"session\": \"s1\"}").statusCode()).as("a signature of another call").isEqualTo(401);
         assertThat(post(HTTP, beta.uri() + ended, signedEnd, "{\"session\": \"s1\"}").statusCode()).isEqualTo(401);
+        // a snapshot's files, for another node's fork: signed on the peer port only
+        String snapshot = dev.airlock.server.command.NodeRouting.SNAPSHOTS + "/snap-beta-0123456789abcdef";
+        assertThat(get(tls, peer + snapshot, Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", snapshot, "local", "rest"),
+                "Airlock-Client", "local", "Airlock-Via", "rest")).statusCode()).as("signed: no such snapshot").isEqualTo(404);
+        assertThat(get(tls, peer + snapshot, Map.of("Authorization", "Bearer " + beta.token())).statusCode()).isEqualTo(401);
+        assertThat(get(tls, peer + snapshot + "/blobs/" + "0".repeat(64), signed).statusCode()).as("a signature of another call").isEqualTo(401);
+        assertThat(get(HTTP, beta.uri() + snapshot, Map.of("Authorization", "Bearer " + beta.token())).statusCode()).isEqualTo(404);
         // the E2B door's requests another node sends on: taken signed for the E2B door only, never with a client's key or token
         String e2b = dev.airlock.server.command.NodeRouting.E2B_DOOR + "/sandboxes";
         Map<String, String> signedE2b = Map.of("Airlock-Node", "alpha " + now + " " + sign(SECRET, "alpha", now, "GET", e2b, "local", "e2b"),

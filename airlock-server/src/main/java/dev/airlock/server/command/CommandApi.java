@@ -87,8 +87,7 @@ public interface CommandApi {
 
     /**
      * On a node of a cluster: snapshot {@code id} of {@code client} as another node fetches it for a
-     * fork there (its record and manifest), and the tier of its profile; NOT_FOUND for one this node
-     * does not hold.
+     * fork there (its record and manifest); NOT_FOUND for one this node does not hold.
      */
     dev.airlock.server.snapshot.SnapshotStore.Held exportSnapshot(String id, String client);
 
