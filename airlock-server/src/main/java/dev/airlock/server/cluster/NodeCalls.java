@@ -189,14 +189,14 @@ public final class NodeCalls implements NodeRouting, dev.airlock.server.snapshot
     }
 
     @Override
-    public dev.airlock.server.snapshot.SnapshotStore.Held describe(String id, String owner) {
+    public dev.airlock.server.command.Command.HeldSnapshot describe(String id, String owner) {
         Peer holder = snapshotOwner(id);
         if (holder == null) {
             throw new AirlockException(Kind.NOT_FOUND, "no snapshot '" + Printable.of(id) + "': list yours with GET /v1/snapshots");
         }
         JsonNode held = held(holder, id, owner);
         java.util.Base64.Decoder b64 = java.util.Base64.getDecoder();
-        return new dev.airlock.server.snapshot.SnapshotStore.Held(b64.decode(held.path("record").asString()),
+        return new dev.airlock.server.command.Command.HeldSnapshot(b64.decode(held.path("record").asString()),
                 b64.decode(held.path("manifest").asString()));
     }
 

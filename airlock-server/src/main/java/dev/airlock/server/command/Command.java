@@ -284,6 +284,13 @@ public sealed interface Command<R> {
                         int files, List<String> leftOut, java.time.Instant createdAt, java.time.Instant expiresAt, boolean memory) {
     }
 
+    /**
+     * A snapshot as the node of a cluster that holds it hands it to another for a fork there: its
+     * record ({@code snapshot.json}) and its manifest, byte for byte.
+     */
+    record HeldSnapshot(byte[] record, byte[] manifest) {
+    }
+
     /** Replaces the sandbox's network policy; open connections the new one denies are closed. */
     record UpdateNetwork(String sandbox, NetworkPolicy network) implements Command<SandboxView> {
     }

@@ -89,7 +89,7 @@ public interface CommandApi {
      * On a node of a cluster: snapshot {@code id} of {@code client} as another node fetches it for a
      * fork there (its record and manifest); NOT_FOUND for one this node does not hold.
      */
-    dev.airlock.server.snapshot.SnapshotStore.Held exportSnapshot(String id, String client);
+    dev.airlock.server.command.Command.HeldSnapshot exportSnapshot(String id, String client);
 
     /** On a node of a cluster: writes blob {@code digest} of snapshot {@code id} of {@code client} to {@code out}, checked as it is read. */
     void exportSnapshotBlob(String id, String client, String digest, java.io.OutputStream out) throws java.io.IOException;

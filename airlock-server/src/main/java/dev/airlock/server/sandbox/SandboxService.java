@@ -375,7 +375,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
     }
 
     @Override
-    public SnapshotStore.Held exportSnapshot(String id, String client) {
+    public Command.HeldSnapshot exportSnapshot(String id, String client) {
         return snapshots.export(id, client);
     }
 

@@ -4,6 +4,7 @@ import dev.airlock.core.AirlockException;
 import dev.airlock.core.AirlockException.Kind;
 import dev.airlock.core.HostFiles;
 import dev.airlock.core.SandboxAgent;
+import dev.airlock.server.command.Command.HeldSnapshot;
 import dev.airlock.server.command.Command.SnapshotView;
 import dev.airlock.server.http.JsonViews;
 import dev.airlock.server.live.ManagedSandbox;
@@ -112,14 +113,10 @@ public final class SnapshotStore {
         boolean elsewhere(String id);
 
         /** Snapshot {@code id} of {@code owner} as the node that holds it has it: NOT_FOUND or GONE as that node says. */
-        Held describe(String id, String owner);
+        HeldSnapshot describe(String id, String owner);
 
         /** The content of blob {@code digest} of snapshot {@code id} of {@code owner}, from the node that holds it. */
         InputStream blob(String id, String owner, String digest) throws IOException;
-    }
-
-    /** A snapshot as a node hands it to another: its record ({@code snapshot.json}) and its manifest, byte for byte. */
-    public record Held(byte[] record, byte[] manifest) {
     }
 
     public SnapshotStore(Path root) {
@@ -228,7 +225,7 @@ public final class SnapshotStore {
         if (source == null || id == null || !source.elsewhere(id)) {
             return get(id, owner);
         }
-        Held held = source.describe(id, owner);
+        HeldSnapshot held = source.describe(id, owner);
         SnapshotView s = parse(held.record());
         if (s == null || !s.id().equals(id) || !s.owner().equals(owner)) {
             throw new AirlockException(Kind.INTERNAL, "the node that holds snapshot " + Json.printable(id) + " answered with another one");
@@ -251,7 +248,7 @@ public final class SnapshotStore {
     }
 
     /** Fetches the blobs of another node's snapshot {@code s} that this store lacks, checked, then keeps it as a mirror. */
-    private SnapshotView pull(SnapshotView s, Held held) {
+    private SnapshotView pull(SnapshotView s, HeldSnapshot held) {
         Path incoming = root.resolve("incoming").resolve("pull-" + HexFormat.of().formatHex(randomBytes()));
         try {
             Files.createDirectories(incoming);
@@ -331,14 +328,14 @@ public final class SnapshotStore {
     }
 
     /** Snapshot {@code id} of {@code owner} as another node of the cluster pulls it: its record and manifest (never a mirror). */
-    public synchronized Held export(String id, String owner) {
+    public synchronized HeldSnapshot export(String id, String owner) {
         SnapshotView s = get(id, owner);
         Path dir = root.resolve(s.id());
         try {
             if (Files.exists(dir.resolve(MIRROR))) {
                 throw new AirlockException(Kind.NOT_FOUND, "snapshot " + Json.printable(id) + " is not held by this node");
             }
-            return new Held(Files.readAllBytes(dir.resolve(META)), Files.readAllBytes(dir.resolve(MANIFEST)));
+            return new HeldSnapshot(Files.readAllBytes(dir.resolve(META)), Files.readAllBytes(dir.resolve(MANIFEST)));
         } catch (IOException e) {
             throw tampered(s, "it cannot be read: " + e.getMessage());
         }
