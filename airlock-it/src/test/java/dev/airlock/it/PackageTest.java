@@ -1,0 +1,147 @@
+package dev.airlock.it;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Airlock as it installs (docs/install.md): {@code bin/airlock package} builds the Debian package
+ * and the tarball from this tree; the tarball, unpacked anywhere, runs a sandbox with its own Java
+ * runtime and no JDK on the PATH; the package holds what a service needs, declares its dependencies
+ * the Debian way, and its unit is one systemd accepts. Installing it into a Debian root, upgrading
+ * and purging it: {@link PackageInstallTest} (the full lane).
+ */
+class PackageTest {
+
+    /** The checkout: the integration tests run in airlock-it. */
+    static final Path HOME = Path.of("").toAbsolutePath().getParent();
+
+    /** The package and the tarball built for this class, and what the build printed. */
+    record Built(Path deb, Path tarball, String output) {
+    }
+
+    private static Built built;
+
+    @BeforeAll
+    static void buildThem() throws Exception {
+        built = build();
+    }
+
+    /** Runs {@code bin/airlock package} with {@code env}, and finds what it made. */
+    static Built build() throws Exception {
+        Result r = run(List.of(HOME.resolve("bin/airlock").toString(), "package"), Map.of(), HOME, Duration.ofMinutes(10));
+        assertThat(r.code()).as(r.output()).isZero();
+        return built(r.output());
+    }
+
+    /** The package and the tarball that {@code bin/airlock package} printed (each line: SHA-256, size, path). */
+    static Built built(String output) {
+        Path deb = null;
+        Path tarball = null;
+        for (String line : output.split("\n")) {
+            String[] parts = line.trim().split("\\s+");
+            if (parts.length == 3 && parts[2].endsWith(".deb")) {
+                deb = Path.of(parts[2]);
+            } else if (parts.length == 3 && parts[2].endsWith(".tar.gz")) {
+                tarball = Path.of(parts[2]);
+            }
+        }
+        assertThat(deb).as(output).isNotNull().exists();
+        assertThat(tarball).as(output).isNotNull().exists();
+        return new Built(deb, tarball, output);
+    }
+
+    record Result(int code, String output) {
+    }
+
+    /** Runs {@code command} in {@code dir} with {@code env} added; its output and error together. */
+    static Result run(List<String> command, Map<String, String> env, Path dir, Duration timeout) throws IOException, InterruptedException {
+        Path out = Files.createTempFile("airlock-package", ".out");
+        try {
+            ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).redirectOutput(out.toFile());
+            pb.environment().putAll(env);
+            Process p = pb.start();
+            if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                p.destroyForcibly().waitFor();
+                throw new AssertionError(command + " ran past " + timeout + ": " + Files.readString(out));
+            }
+            return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8));
+        } finally {
+            Files.deleteIfExists(out);
+        }
+    }
+
+    @Test
+    void theTarballRunsASandboxFromAnyDirectoryWithItsOwnRuntime(@TempDir Path dir) throws Exception {
+        assertThat(run(List.of("tar", "-xzf", built.tarball().toString(), "-C", dir.toString()), Map.of(), dir, Duration.ofMinutes(2)).code())
+                .isZero();
+        Path unpacked;
+        try (var entries = Files.list(dir)) {
+            unpacked = entries.findFirst().orElseThrow();
+        }
+        assertThat(unpacked.getFileName().toString()).startsWith("airlock-");
+        assertThat(unpacked.resolve("runtime/bin/java")).isExecutable();
+        assertThat(unpacked.resolve("runtime/jmods")).doesNotExist();
+        // no JDK to find: the PATH holds the system's tools only, and JAVA_HOME names nothing
+        Map<String, String> bare = Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "JAVA_HOME", "/nonexistent", "HOME", dir.toString());
+        Result version = run(List.of(unpacked.resolve("bin/airlock").toString(), "--version"), bare, dir, Duration.ofMinutes(1));
+        assertThat(version.code()).as(version.output()).isZero();
+        Result ran = run(List.of(unpacked.resolve("bin/airlock").toString(), "run", "--lang", "python", "--code", "print(6*7)"), bare, dir,
+                Duration.ofMinutes(2));
+        assertThat(ran.code()).as(ran.output()).isZero();
+        assertThat(ran.output()).contains("42");
+        // through a link from elsewhere, as /usr/bin/airlock is one
+        Path link = dir.resolve("elsewhere/airlock");
+        Files.createDirectories(link.getParent());
+        Files.createSymbolicLink(link, unpacked.resolve("bin/airlock"));
+        assertThat(run(List.of(link.toString(), "--version"), bare, dir, Duration.ofMinutes(1)).code()).isZero();
+    }
+
+    @Test
+    void thePackageHoldsAServiceAndDeclaresItsDependencies() throws Exception {
+        Result info = run(List.of("dpkg-deb", "--info", built.deb().toString()), Map.of(), HOME, Duration.ofMinutes(1));
+        assertThat(info.code()).as(info.output()).isZero();
+        assertThat(info.output()).contains("Package: airlock", "Architecture: amd64", "Depends: runc", "Suggests: runsc, qemu-system-x86, mmdebstrap",
+                "postinst", "prerm", "postrm", "conffiles");
+        Result contents = run(List.of("dpkg-deb", "--contents", built.deb().toString()), Map.of(), HOME, Duration.ofMinutes(1));
+        assertThat(contents.code()).isZero();
+        List<String> paths = new ArrayList<>();
+        for (String line : contents.output().split("\n")) {
+            String[] parts = line.trim().split("\\s+");
+            assertThat(parts[1]).as("every file root's: %s", line).isEqualTo("root/root");
+            paths.add(parts[5]);
+        }
+        assertThat(paths).contains("./usr/bin/airlock", "./usr/lib/airlock/bin/airlock", "./usr/lib/airlock/airlock-cli.jar",
+                "./usr/lib/airlock/runtime/bin/java", "./lib/systemd/system/airlock.service", "./etc/airlock/airlock.env",
+                "./etc/airlock/policy.yaml.example", "./usr/share/doc/airlock/copyright", "./usr/share/doc/airlock/changelog.gz", "./usr/share/lintian/overrides/airlock");
+        Result version = run(List.of("dpkg-deb", "--field", built.deb().toString(), "Version"), Map.of(), HOME, Duration.ofMinutes(1));
+        assertThat(version.output().trim()).as("a Debian version: the project's, the commit's day and id").matches("[0-9][0-9.]*(~git[0-9]{8}\\.[0-9a-f]{7})?");
+    }
+
+    @Test
+    void systemdAcceptsTheUnit(@TempDir Path dir) throws Exception {
+        Result unpacked = run(List.of("dpkg-deb", "-x", built.deb().toString(), dir.toString()), Map.of(), dir, Duration.ofMinutes(2));
+        assertThat(unpacked.code()).as(unpacked.output()).isZero();
+        // the unit as installed, its command where this test unpacked it (verify checks that it is executable)
+        String unit = Files.readString(dir.resolve("lib/systemd/system/airlock.service"))
+                .replace("ExecStart=/usr/bin/airlock", "ExecStart=" + dir.resolve("usr/lib/airlock/bin/airlock"));
+        Path copy = dir.resolve("airlock.service");
+        Files.writeString(copy, unit);
+        Result verify = run(List.of("systemd-analyze", "verify", copy.toString()), Map.of("SYSTEMD_LOG_LEVEL", "warning"), dir,
+                Duration.ofMinutes(1));
+        assertThat(verify.code()).as(verify.output()).isZero();
+        assertThat(verify.output()).as("no warning of the unit's own").doesNotContain("airlock.service:");
+    }
+}
