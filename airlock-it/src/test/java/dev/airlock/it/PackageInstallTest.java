@@ -84,9 +84,15 @@ class PackageInstallTest {
         assertThat(errors).as(r.output()).isEmpty();
     }
 
-    /** Runs {@code command} inside the Debian root. */
+    /**
+     * Runs {@code command} inside the Debian root: in a mount namespace of its own whose root the
+     * Debian root is (pivot_root), not a chroot, in which the kernel refuses to create the user
+     * namespaces Airlock's sandboxes are made in.
+     */
     private static PackageTest.Result inRoot(Duration timeout, String... command) throws Exception {
-        List<String> all = new ArrayList<>(List.of("chroot", root.toString()));
+        List<String> all = new ArrayList<>(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
+                "mount --rbind \"$0\" \"$0\" && cd \"$0\" && mkdir -p .host && pivot_root . .host && /.host/bin/umount -l /.host && rmdir /.host"
+                        + " && exec \"$@\"", root.toString()));
         all.addAll(List.of(command));
         return PackageTest.run(all, Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "HOME", "/root"), PackageTest.HOME, timeout);
     }

@@ -86,6 +86,8 @@ public final class SandboxRuntime implements AutoCloseable {
         refuseInputsTouching(policy, config.dataDir());
         // A CA file that cannot be used stops the start too, not the first credential-bound request.
         SSLContext upstreamTls = upstreamTls(config.egressCa());
+        // an older database brought to this Airlock's layout, a newer one refused, before anything reads it
+        dev.airlock.server.store.DataSchema.migrate(config.database());
         SandboxStore store = SandboxStore.open(config.database());
         Tiers tiers = null;
         AuditLog audit = null;
