@@ -7,13 +7,14 @@
 #                                                 from any directory
 # Reproducible: the same commit gives byte-identical files. Every time in them is the commit's
 # (SOURCE_DATE_EPOCH), archives list their entries sorted, owned by root, and the jars' entries carry
-# Maven's project.build.outputTimestamp. Run as `bin/airlock package`.
+# Maven's project.build.outputTimestamp. Run as `bin/airlock package`, or `mvn -Ppackage package -DskipTests`.
 set -euo pipefail
 self=$(readlink -f "$0")
 source "${self%/packaging/*}/bin/common.sh"
 airlock_find_java
 airlock_ensure_packages dpkg-deb:dpkg gzip:gzip strip:binutils
-airlock_build_if_stale
+# from Maven (mvn -Ppackage package) the build that runs this made the jars; from bin/airlock, build when stale
+[ -n "${AIRLOCK_PACKAGE_BUILT:-}" ] || airlock_build_if_stale
 
 cd "$AIRLOCK_HOME"
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
