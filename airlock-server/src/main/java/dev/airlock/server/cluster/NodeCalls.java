@@ -471,13 +471,7 @@ public final class NodeCalls implements NodeRouting, dev.airlock.server.snapshot
 
     @Override
     public byte[] key(String purpose) {
-        try {
-            Mac m = Mac.getInstance("HmacSHA256");
-            m.init(new SecretKeySpec(secret, "HmacSHA256"));
-            return m.doFinal(("airlock-node-key/1\n" + purpose).getBytes(StandardCharsets.UTF_8));
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException(e);
-        }
+        return hmac("airlock-node-key/1\n" + purpose);
     }
 
     @Override
@@ -543,11 +537,15 @@ public final class NodeCalls implements NodeRouting, dev.airlock.server.snapshot
 
     /** The HMAC-SHA256, under the cluster's secret, of what a node's call says: who, when, what, for whom, through which door. */
     String mac(String node, long at, String method, String target, String client, String via) {
+        return HexFormat.of().formatHex(hmac(String.join("\n", "airlock-node-call/1", node, Long.toString(at), method, target, client, via)));
+    }
+
+    /** The HMAC-SHA256 of {@code text} under the cluster's secret: what signs a node's call and derives the cluster's keys. */
+    private byte[] hmac(String text) {
         try {
             Mac m = Mac.getInstance("HmacSHA256");
             m.init(new SecretKeySpec(secret, "HmacSHA256"));
-            String signed = String.join("\n", "airlock-node-call/1", node, Long.toString(at), method, target, client, via);
-            return HexFormat.of().formatHex(m.doFinal(signed.getBytes(StandardCharsets.UTF_8)));
+            return m.doFinal(text.getBytes(StandardCharsets.UTF_8));
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException(e);
         }
