@@ -33,6 +33,7 @@ public final class AirlockCli {
 
     public static void main(String[] args) {
         Trace.mark("main");
+        ProcessUmask.letSandboxesRead();
         int status = execute(args);
         Trace.mark("exit");
         System.exit(status);
