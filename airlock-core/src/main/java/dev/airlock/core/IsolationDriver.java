@@ -154,6 +154,24 @@ public interface IsolationDriver extends AutoCloseable {
             throw AirlockException.unavailable("sandbox " + id() + ": " + noProcessesSaved(null));
         }
 
+        /**
+         * Pauses the sandbox to disk: saves every process with its memory and in-memory files into
+         * the empty directory {@code dir}, as {@link #checkpoint} does, then stops them, so that the
+         * sandbox holds no memory or CPU until {@link #wake()} restores it in place (same id, its
+         * processes where they were). The driver owns {@code dir} from then on: {@link #wake()} and
+         * {@link #destroy()} remove it. Refused (CONFLICT) while an execution runs. A tier that cannot
+         * do it says so (UNAVAILABLE), as this default does.
+         */
+        default void suspend(java.nio.file.Path dir) {
+            throw AirlockException.unavailable("sandbox " + id() + " cannot be paused to disk: " + noProcessesSaved(null)
+                    .replace("take the snapshot without memory, which keeps the files", "pause it in memory instead"));
+        }
+
+        /** Restores what {@link #suspend} saved, in place, and removes the saved image. */
+        default void wake() {
+            throw AirlockException.unavailable("sandbox " + id() + ": this isolation tier cannot pause to disk");
+        }
+
         /** Kills every process and removes all state of the sandbox. Idempotent. */
         void destroy();
     }

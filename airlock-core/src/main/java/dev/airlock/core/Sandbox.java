@@ -28,6 +28,8 @@ public final class Sandbox implements AutoCloseable {
     /** Held while the sandbox is paused or resumed, so the two never interleave. */
     private final Object pauseLock = new Object();
     private volatile boolean paused;
+    /** Paused to disk: its processes saved and stopped, its agent gone until it is restored. */
+    private volatile boolean onDisk;
     private volatile NetworkPolicy network;
     /** What waits for this sandbox's first run to end (a warm pool's refill), or null. */
     private final java.util.concurrent.atomic.AtomicReference<Runnable> whenServed = new java.util.concurrent.atomic.AtomicReference<>();
@@ -102,12 +104,53 @@ public final class Sandbox implements AutoCloseable {
         }
     }
 
-    /** Thaws a paused sandbox; resuming one that runs does nothing. */
+    /**
+     * Pauses the sandbox to disk: its processes, with their memory and in-memory files, are saved
+     * into the empty directory {@code dir} and stopped, so that it holds no memory until {@link
+     * #resume()} restores them where they were (seconds). Meanwhile it is paused as {@link #pause()}
+     * leaves it; destroying it then discards the saved processes without restoring them (so its
+     * outputs are not collected). Pausing one already paused to disk does nothing.
+     *
+     * @throws AirlockException UNAVAILABLE where the tier cannot (only gVisor can here), CONFLICT
+     *                          while an execution runs or the sandbox is paused in memory
+     */
+    public void pauseToDisk(java.nio.file.Path dir) {
+        synchronized (pauseLock) {
+            ensureOpen();
+            if (onDisk) {
+                return;
+            }
+            if (paused) {
+                throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id()
+                        + " is paused in memory: resume it, then pause it to disk");
+            }
+            checkpointing = true;
+            try {
+                driverSandbox.suspend(dir);
+                onDisk = true;
+                paused = true;
+            } finally {
+                checkpointing = false;
+            }
+        }
+    }
+
+    /** Whether the sandbox is paused to disk ({@link #pauseToDisk}). */
+    public boolean isOnDisk() {
+        return onDisk;
+    }
+
+    /** Thaws a paused sandbox, or restores one paused to disk; resuming one that runs does nothing. */
     public void resume() {
         synchronized (pauseLock) {
             ensureOpen();
             if (paused) {
-                driverSandbox.resume();
+                if (onDisk) {
+                    driverSandbox.wake();
+                    onDisk = false;
+                } else {
+                    driverSandbox.resume();
+                }
                 paused = false;
             }
         }
@@ -144,7 +187,7 @@ public final class Sandbox implements AutoCloseable {
     }
 
     public boolean isOpen() {
-        return !closed.get() && (checkpointing || driverSandbox.agent().isOpen());
+        return !closed.get() && (checkpointing || onDisk || driverSandbox.agent().isOpen());
     }
 
     /** Runs a process to its end (or its timeout) and returns what it produced. */
@@ -334,7 +377,9 @@ public final class Sandbox implements AutoCloseable {
     /** Resumes a paused sandbox on its way out: its agent collects outputs and its processes must be able to die. */
     private void thawForTeardown() {
         synchronized (pauseLock) {
-            if (paused) {
+            if (onDisk) {
+                paused = false; // nothing runs to thaw: the driver discards the saved processes with the sandbox
+            } else if (paused) {
                 try {
                     driverSandbox.resume();
                 } catch (RuntimeException e) {

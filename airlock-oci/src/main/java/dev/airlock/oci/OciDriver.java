@@ -312,6 +312,21 @@ public final class OciDriver implements IsolationDriver {
         new RunscCheckpoint(runtime, state, config.startTimeout()).take(sandbox, image);
     }
 
+    /** Pauses a runsc sandbox to disk ({@link OciSandbox#suspend}): its checkpoint into {@code image}, then its container deleted. */
+    void suspend(OciSandbox sandbox, Path image) {
+        if (!runtime.isGvisor()) {
+            throw AirlockException.unavailable("sandbox " + sandbox.id() + " cannot be paused to disk: "
+                    + IsolationDriver.noProcessesSaved(isolation()).replace("take the snapshot without memory, which keeps the files",
+                    "pause it in memory instead"));
+        }
+        new RunscCheckpoint(runtime, state, config.startTimeout()).stop(sandbox, image);
+    }
+
+    /** Restores a sandbox paused to disk from {@code image}, in place. */
+    void wake(OciSandbox sandbox, Path image) {
+        new RunscCheckpoint(runtime, state, config.startTimeout()).restart(sandbox, image);
+    }
+
     long oomKills(SandboxId id) {
         return Cgroups.oomKills(id.value());
     }
@@ -343,6 +358,9 @@ public final class OciDriver implements IsolationDriver {
         Trace.mark("runtime delete returned");
         unmountWorkspace(state.sandboxDir(sandbox.id().value()));
         HostFiles.deleteTree(state.sandboxDir(sandbox.id().value()));
+        if (sandbox.suspended() != null) {
+            HostFiles.deleteTree(sandbox.suspended()); // paused to disk: its saved processes go with it
+        }
         uidSlots.release(sandbox.hostIdBase());
         if (sandbox.image() != null) {
             sandbox.image().close();

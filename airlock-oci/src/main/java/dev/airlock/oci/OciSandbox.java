@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.agent.AgentClient;
+import dev.airlock.core.HostFiles;
 import dev.airlock.core.IsolationDriver.DriverSandbox;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
@@ -90,11 +91,6 @@ final class OciSandbox implements DriverSandbox {
     }
 
     @Override
-    public dev.airlock.core.IsolationDriver.Usage usage() {
-        return Cgroups.usage(id.value());
-    }
-
-    @Override
     public void pause() {
         driver.freeze(this, true);
     }
@@ -107,6 +103,34 @@ final class OciSandbox implements DriverSandbox {
     @Override
     public void checkpoint(java.nio.file.Path dir) {
         driver.checkpoint(this, dir);
+    }
+
+    /** Where its processes are saved while it is paused to disk ({@link #suspend}); null while they run. */
+    private volatile java.nio.file.Path suspended;
+
+    java.nio.file.Path suspended() {
+        return suspended;
+    }
+
+    @Override
+    public dev.airlock.core.IsolationDriver.Usage usage() {
+        return suspended != null ? null : Cgroups.usage(id.value());
+    }
+
+    @Override
+    public void suspend(java.nio.file.Path dir) {
+        driver.suspend(this, dir);
+        suspended = dir;
+    }
+
+    @Override
+    public void wake() {
+        java.nio.file.Path dir = suspended;
+        if (dir != null) {
+            driver.wake(this, dir);
+            suspended = null;
+            HostFiles.deleteTree(dir);
+        }
     }
 
     @Override

@@ -20,7 +20,8 @@ import java.time.Duration;
 
 /**
  * A checkpoint of a runsc sandbox: saves its processes with their memory into an image and lets it
- * run on. runsc cannot save a connected host socket, so the agent first lets go of its channel
+ * run on ({@link #take}), or leaves them in the image until it is restored ({@link #stop}, {@link
+ * #restart}: a pause to disk). runsc cannot save a connected host socket, so the agent first lets go of its channel
  * (DETACH; refused while an execution runs) and waits to connect again; runsc checkpoint then
  * stops the container, and it is restored at once from the image, in place (same id, bundle and
  * run directory), where the agent finds the host listening again. The listener is bound only
@@ -46,6 +47,20 @@ final class RunscCheckpoint {
 
     /** Checkpoints {@code sandbox} into {@code image} and has it running again. */
     void take(OciSandbox sandbox, Path image) {
+        long started = System.nanoTime();
+        stop(sandbox, image);
+        long stopped = System.nanoTime();
+        restart(sandbox, image);
+        LOG.info("sandbox {}: checkpointed ({} bytes) and running again in {} ms (checkpoint and delete {} ms, restore {} ms)",
+                sandbox.id(), imageBytes(image), (System.nanoTime() - started) / 1_000_000, (stopped - started) / 1_000_000,
+                (System.nanoTime() - stopped) / 1_000_000);
+    }
+
+    /**
+     * Checkpoints {@code sandbox} into {@code image} and deletes its container: its processes are
+     * in the image only, until {@link #restart}. The agent lets go of its channel first.
+     */
+    void stop(OciSandbox sandbox, Path image) {
         SandboxId id = sandbox.id();
         String socketName = reconnectName();
         try {
@@ -54,37 +69,44 @@ final class RunscCheckpoint {
             throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " cannot be checkpointed now: " + e.getMessage()
                     + " (a checkpoint waits for no execution: let them end first)", e);
         }
-        Path dir = state.sandboxDir(id.value());
-        Path socket = dir.resolve("run").resolve(socketName);
-        try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
-            long started = System.nanoTime();
+        try {
             runtime.checkpoint(id.value(), image);
-            // where the image's agent will connect: read back by each restore of it (start)
+            // where the image's agent will connect: read back by each restore of it (start, restart)
             Files.writeString(image.resolve(RECONNECT_FILE), socketName);
-            long written = System.nanoTime();
+            runtime.delete(id.value());
+            Files.deleteIfExists(state.sandboxDir(id.value()).resolve("init.pid"));
+        } catch (IOException | RuntimeException e) {
+            throw lost(id, e);
+        }
+    }
+
+    /** Restores {@code sandbox}'s processes from {@code image} in place (same id, bundle and run directory) and takes its agent back. */
+    void restart(OciSandbox sandbox, Path image) {
+        SandboxId id = sandbox.id();
+        Path dir = state.sandboxDir(id.value());
+        try (ServerSocketChannel listener = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            // bound only now: an agent that connected before the checkpoint was written would have made it fail
+            Path socket = dir.resolve("run").resolve(reconnectSocket(image));
             listener.bind(UnixDomainSocketAddress.of(socket));
             runtime.grantSocket(socket, (int) (sandbox.hostIdBase() + SystemImage.SANDBOX_UID));
-            runtime.delete(id.value());
-            long deleted = System.nanoTime();
-            Files.deleteIfExists(dir.resolve("init.pid"));
             runtime.restoreDetached(id, dir, image, dir.resolve("runtime.log"));
-            long restored = System.nanoTime();
             SocketChannel channel = OciDriver.acceptOne(listener, id, startTimeout);
             Files.deleteIfExists(socket);
             sandbox.reconnected(AgentClient.connect(channel, startTimeout));
-            LOG.info("sandbox {}: checkpointed and running again in {} ms (checkpoint {} ms, {} bytes; delete {} ms; restore {} ms; agent back {} ms)",
-                    id, (System.nanoTime() - started) / 1_000_000, (written - started) / 1_000_000, imageBytes(image),
-                    (deleted - written) / 1_000_000, (restored - deleted) / 1_000_000, (System.nanoTime() - restored) / 1_000_000);
         } catch (IOException | RuntimeException e) {
-            if (e instanceof InterruptedIOException) {
-                Thread.currentThread().interrupt();
-            }
-            throw AirlockException.unavailable("sandbox " + id + " was lost while it was checkpointed: " + e.getMessage()
-                    + " (destroy it; the checkpoint is not usable)");
+            throw lost(id, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw AirlockException.unavailable("sandbox " + id + " was lost: interrupted while it was checkpointed");
+            throw AirlockException.unavailable("sandbox " + id + " was lost: interrupted while it was restored from its checkpoint");
         }
+    }
+
+    private static AirlockException lost(SandboxId id, Exception e) {
+        if (e instanceof InterruptedIOException) {
+            Thread.currentThread().interrupt();
+        }
+        return AirlockException.unavailable("sandbox " + id + " was lost while it was checkpointed or restored: " + e.getMessage()
+                + " (destroy it; the checkpoint is not usable)");
     }
 
     /**
@@ -110,14 +132,16 @@ final class RunscCheckpoint {
         return name;
     }
 
-    /** The bytes of a checkpoint image's files, for the log. */
-    private static long imageBytes(Path image) throws IOException {
+    /** The bytes of a checkpoint image's files, for the log; -1 when they cannot be read. */
+    private static long imageBytes(Path image) {
         try (var files = Files.list(image)) {
             long bytes = 0;
             for (Path f : files.toList()) {
                 bytes += Files.size(f);
             }
             return bytes;
+        } catch (IOException e) {
+            return -1;
         }
     }
 }

@@ -214,9 +214,14 @@ public sealed interface Command<R> {
     /**
      * Freezes every process of the sandbox until {@link Resume}: it uses no CPU, and executions,
      * files and contexts are refused (409) meanwhile. Its time-to-live keeps running; its idle
-     * timeout does not (a paused sandbox is not idle, it is kept).
+     * timeout does not (a paused sandbox is not idle, it is kept). {@code toDisk}: its processes are
+     * saved to the data directory and stopped instead, so it holds no memory (gVisor; seconds), and
+     * {@link Resume} restores them.
      */
-    record Pause(String sandbox) implements Command<SandboxView> {
+    record Pause(String sandbox, boolean toDisk) implements Command<SandboxView> {
+        public Pause(String sandbox) {
+            this(sandbox, false);
+        }
     }
 
     /** Thaws a paused sandbox; its idle timeout starts again from now. */

@@ -40,6 +40,11 @@ public interface SandboxView {
     /** {@code running}, {@code paused} or {@code destroyed}. */
     String state();
 
+    /** Whether it is paused to disk: its processes saved and stopped until it resumes. */
+    default boolean pausedToDisk() {
+        return false;
+    }
+
     /** What it was created with: image, limits, environment, network. */
     SandboxSpec spec();
 

@@ -107,6 +107,9 @@ public final class JsonViews {
         n.put("owner", s.owner());
         n.put("profile", s.profile().name());
         n.put("state", s.state());
+        if (s.pausedToDisk()) {
+            n.put("pausedToDisk", true);
+        }
         n.put("isolation", s.isolation().id());
         if (s.node() != null) {
             n.put("node", s.node());

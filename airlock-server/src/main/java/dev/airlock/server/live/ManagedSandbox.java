@@ -97,6 +97,11 @@ public final class ManagedSandbox implements SandboxView {
     }
 
     @Override
+    public boolean pausedToDisk() {
+        return sandbox.isOnDisk();
+    }
+
+    @Override
     public String state() {
         return !sandbox.isOpen() ? "destroyed" : sandbox.isPaused() ? "paused" : "running";
     }
@@ -179,6 +184,19 @@ public final class ManagedSandbox implements SandboxView {
     }
 
     /**
+     * Pauses the sandbox to disk ({@link Sandbox#pauseToDisk}) into {@code dir}; returns whether that
+     * changed its state. Resuming ({@link #setPaused}) restores it.
+     */
+    public synchronized boolean pauseToDisk(java.nio.file.Path dir) {
+        if (sandbox.isOnDisk()) {
+            return false;
+        }
+        sandbox.pauseToDisk(dir);
+        touch();
+        return true;
+    }
+
+    /**
      * Why the sandbox should be destroyed at {@code now}, or null if it should live on. A paused
      * sandbox still ends at its time-to-live, but is never idle.
      */
@@ -186,10 +204,31 @@ public final class ManagedSandbox implements SandboxView {
         if (!now.isBefore(expiresAt)) {
             return "its time-to-live ran out";
         }
-        if (running.get() == 0 && !sandbox.isPaused() && !now.isBefore(lastActivity.plus(idleTimeout))) {
+        if (idle(now)) {
             return "it was idle for " + idleTimeout.toSeconds() + "s";
         }
         return null;
+    }
+
+    /** Whether nothing touched it for its idle timeout: no execution runs, it is not paused, and no request came. */
+    public boolean idle(Instant now) {
+        return running.get() == 0 && !sandbox.isPaused() && !now.isBefore(lastActivity.plus(idleTimeout));
+    }
+
+    /** Set while an idle sandbox is being paused to disk ({@code onIdle: pauseToDisk}), so that it is parked once. */
+    private final java.util.concurrent.atomic.AtomicBoolean parking = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Claims the parking of this idle sandbox; false while another parking of it runs. */
+    public boolean startParking() {
+        return parking.compareAndSet(false, true);
+    }
+
+    public void parked() {
+        parking.set(false);
+    }
+
+    public boolean parking() {
+        return parking.get();
     }
 
     boolean matches(Map<String, String> filter) {

@@ -31,10 +31,21 @@ import java.util.Set;
  * @param images      the images a request may pick ({@code image} is the one it gets when it picks none, and always among them)
  * @param ports       the TCP ports inside its sandboxes that the owner may reach through the server (preview ports,
  *                    docs/security-model.md); empty: none
+ * @param idleToDisk  whether a sandbox idle for its idle timeout is paused to disk (its processes saved, its memory freed,
+ *                    resumed on request) instead of destroyed: {@code onIdle: pauseToDisk}, gVisor profiles only
  */
 public record Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
                       List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
-                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images, List<Integer> ports) {
+                      List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images, List<Integer> ports,
+                      boolean idleToDisk) {
+
+    /** A profile whose idle sandboxes are destroyed. */
+    public Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,
+                   List<Input> inputs, List<String> credentials, Duration maxLifetime, Set<Approval.Trigger> approvals,
+                   List<RequestApproval> requestApprovals, long outputBytes, Isolation isolation, List<String> images, List<Integer> ports) {
+        this(name, image, languages, limits, maxLimits, network, inputs, credentials, maxLifetime, approvals, requestApprovals,
+                outputBytes, isolation, images, ports, false);
+    }
 
     /** A profile that names no preview ports. */
     public Profile(String name, String image, Set<Language> languages, Limits limits, Limits maxLimits, NetworkPolicy network,

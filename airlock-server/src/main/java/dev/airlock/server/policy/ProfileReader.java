@@ -41,7 +41,7 @@ final class ProfileReader {
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private static final Set<String> FIELDS = Set.of("image", "languages", "limits", "maxLimits", "network", "inputs", "credentials",
-            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images", "ports");
+            "maxLifetimeSeconds", "approvals", "approveRequests", "outputs", "isolation", "images", "ports", "onIdle");
     /** The most preview ports a profile may name. */
     static final int MAX_PORTS = 16;
     private static final Set<String> LIMITS = Set.copyOf(LimitField.wireNames());
@@ -108,8 +108,20 @@ final class ProfileReader {
             YamlField i = f.get("isolation");
             isolation = i.check(() -> Isolation.parse(i.string()));
         }
+        boolean idleToDisk = false;
+        if (f.containsKey("onIdle")) {
+            YamlField o = f.get("onIdle");
+            idleToDisk = switch (o.string()) {
+                case "destroy" -> false;
+                case "pauseToDisk" -> true;
+                default -> throw o.error("onIdle is 'destroy' (the default) or 'pauseToDisk', not '" + o.string() + "'");
+            };
+            if (idleToDisk && isolation != Isolation.GVISOR) {
+                throw o.error("onIdle: pauseToDisk needs isolation: gvisor (only gVisor can save a sandbox's processes to disk here)");
+            }
+        }
         Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,
-                outputs, isolation, images, f.containsKey("ports") ? ports(f.get("ports")) : List.of());
+                outputs, isolation, images, f.containsKey("ports") ? ports(f.get("ports")) : List.of(), idleToDisk);
         List<String> below = profile.exceeding(limits);
         if (!below.isEmpty()) {
             throw f.get("maxLimits").error("maxLimits is below limits for " + String.join(", ", below) + ": raise maxLimits or lower limits");

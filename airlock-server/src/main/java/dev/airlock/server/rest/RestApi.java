@@ -104,7 +104,13 @@ final class RestApi {
                     JsonNode body = c.json(Set.of("ttlSeconds"));
                     c.send(200, JsonViews.sandbox(c.execute(new Command.ExtendTtl(c.param("id"), commands.ttl(Json.number(body, "ttlSeconds")))), c.caller()));
                 }),
-                new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> c.send(200, JsonViews.sandbox(c.execute(new Command.Pause(c.param("id")))))),
+                new RestRoute("POST", SANDBOX + "/pause", SANDBOX_PAUSE, c -> {
+                    JsonNode body = c.json(Set.of("toDisk"));
+                    if (body.has("toDisk") && !body.get("toDisk").isBoolean()) {
+                        throw AirlockException.invalid("'toDisk' must be true or false");
+                    }
+                    c.send(200, JsonViews.sandbox(c.execute(new Command.Pause(c.param("id"), body.path("toDisk").asBoolean(false)))));
+                }),
                 new RestRoute("POST", SANDBOX + "/resume", SANDBOX_PAUSE, c -> c.send(200, JsonViews.sandbox(c.execute(new Command.Resume(c.param("id")))))),
                 new RestRoute("POST", SANDBOX + "/snapshots", SANDBOX_SNAPSHOT, c -> {
                     JsonNode body = c.json(Set.of("ttlSeconds", "memory"));

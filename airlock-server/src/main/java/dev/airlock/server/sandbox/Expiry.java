@@ -11,7 +11,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * Every half second, starts the destroy of each expired sandbox on its own thread, so one slow
- * destroy delays no other; every minute, sweeps outputs past their retention. Nothing thrown ends
+ * destroy delays no other (an idle one whose profile says {@code onIdle: pauseToDisk} is paused to
+ * disk instead, on its own thread too); every minute, sweeps outputs past their retention. Nothing thrown ends
  * the loop; it ends when the server closes.
  */
 final class Expiry implements Runnable {
@@ -25,8 +26,12 @@ final class Expiry implements Runnable {
     private final SandboxTeardown teardown;
     private final OutputStore outputs;
     private final BooleanSupplier closed;
+    /** Pauses an idle sandbox of a profile with {@code onIdle: pauseToDisk} to disk instead of destroying it. */
+    private final java.util.function.Consumer<ManagedSandbox> park;
 
-    Expiry(Sandboxes sandboxes, SandboxTeardown teardown, OutputStore outputs, BooleanSupplier closed) {
+    Expiry(Sandboxes sandboxes, SandboxTeardown teardown, OutputStore outputs, BooleanSupplier closed,
+           java.util.function.Consumer<ManagedSandbox> park) {
+        this.park = park;
         this.sandboxes = sandboxes;
         this.teardown = teardown;
         this.outputs = outputs;
@@ -52,8 +57,12 @@ final class Expiry implements Runnable {
             try {
                 Instant now = Instant.now();
                 for (ManagedSandbox s : sandboxes.values()) {
-                    String why = s.destroying() ? null : s.expiryReason(now);
-                    if (why != null) {
+                    String why = s.destroying() || s.parking() ? null : s.expiryReason(now);
+                    if (why != null && s.profile().idleToDisk() && s.idle(now) && now.isBefore(s.expiresAt())) {
+                        if (s.startParking()) {
+                            Thread.ofVirtual().name("airlock-park-" + s.id()).start(() -> park.accept(s));
+                        }
+                    } else if (why != null) {
                         teardown.destroyInBackground(s, "expired", "expired: " + why);
                     }
                 }

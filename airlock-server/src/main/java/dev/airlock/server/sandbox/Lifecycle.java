@@ -229,6 +229,42 @@ public final class Lifecycle {
         return s;
     }
 
+    /** Pauses the sandbox to disk (its processes saved under the data directory and stopped), and records it when that changed anything. */
+    ManagedSandbox pauseToDisk(Admission a) {
+        ManagedSandbox s = a.sandbox();
+        if (s.isolation() != Isolation.GVISOR) {
+            throw AirlockException.invalid("sandbox " + s.id() + " runs on the " + s.isolation().id() + " tier, where processes cannot be"
+                    + " saved to disk (only gVisor, profiles with isolation: gvisor, can checkpoint them here): pause it without"
+                    + " \"toDisk\", which freezes it in memory");
+        }
+        long started = System.nanoTime();
+        if (s.pauseToDisk(snapshots.pausedImage(s.id()))) {
+            audit.record(AuditRecord.LIFECYCLE, s.id(), AuditRecord.lifecycle("paused", "to disk"));
+            LOG.info("sandbox {}: paused to disk in {} ms", s.id(), (System.nanoTime() - started) / 1_000_000);
+        }
+        return s;
+    }
+
+    /**
+     * Pauses to disk a sandbox left idle for its idle timeout ({@code onIdle: pauseToDisk}); one that
+     * cannot be (an execution started meanwhile, a checkpoint that failed) is destroyed as an idle one is.
+     */
+    void park(ManagedSandbox s) {
+        try {
+            if (s.idle(java.time.Instant.now()) && s.pauseToDisk(snapshots.pausedImage(s.id()))) {
+                audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, s.id(), AuditRecord.lifecycle("paused",
+                        "to disk: idle for " + s.idleTimeout().toSeconds() + "s"));
+                LOG.info("sandbox {}: paused to disk, idle for {}s", s.id(), s.idleTimeout().toSeconds());
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("sandbox {}: could not be paused to disk when idle, destroying it: {}", s.id(), e.getMessage());
+            teardown.destroy(s, "expired", "expired: it was idle for " + s.idleTimeout().toSeconds() + "s and could not be paused to disk: "
+                    + e.getMessage());
+        } finally {
+            s.parked();
+        }
+    }
+
     void destroy(Admission a) {
         if (!teardown.destroy(a.sandbox(), "destroyed", "destroyed on request")) {
             throw Sandboxes.notFound(a.sandboxId()); // expiry (or another request) got to it first

@@ -131,7 +131,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
         this.files = new FileCommands(audit);
         this.reapedAtStart = lifecycle.forgetOrphans();
         this.egressApprovals = new EgressApprovals(sandboxes, approvals, policy);
-        this.expiry = Thread.ofVirtual().name("airlock-expiry").start(new Expiry(sandboxes, teardown, outputs, () -> closed));
+        this.expiry = Thread.ofVirtual().name("airlock-expiry").start(new Expiry(sandboxes, teardown, outputs, () -> closed, lifecycle::park));
         metrics.bind(this);
         this.history = new MetricsHistory(metrics::read);
     }
@@ -232,7 +232,7 @@ public final class SandboxService implements CommandApi, AutoCloseable {
             case Command.Describe d -> s;
             case Command.Egress e -> egressLog.of(s.id());
             case Command.ExtendTtl e -> lifecycle.extend(a, e);
-            case Command.Pause p -> lifecycle.pause(a, true);
+            case Command.Pause p -> p.toDisk() ? lifecycle.pauseToDisk(a) : lifecycle.pause(a, true);
             case Command.TakeSnapshot t -> lifecycle.snapshot(a, t);
             case Command.ListSnapshots l -> snapshots.list(outputOwner(a.caller()));
             case Command.DescribeSnapshot d -> snapshots.get(d.snapshot(), outputOwner(a.caller()));

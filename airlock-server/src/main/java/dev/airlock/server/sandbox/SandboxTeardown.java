@@ -122,12 +122,16 @@ final class SandboxTeardown {
         d.put("reason", why);
         boolean stopped = false;
         try {
-            boolean open = s.sandbox().isOpen();
-            if (!open) {
+            boolean onDisk = s.sandbox().isOnDisk();
+            boolean open = s.sandbox().isOpen() && !onDisk;
+            if (onDisk) {
+                LOG.info("outputs of sandbox {} not collected: it is paused to disk, and is discarded without being restored", s.id());
+            } else if (!open) {
                 LOG.warn("outputs of sandbox {} not collected: its agent's channel is closed (the agent ended)", s.id());
             }
             stopped = open && stop(s);
-            d.put("outputs", stopped ? collect(s) : open ? Map.of("error", "processes could not be stopped") : null);
+            d.put("outputs", stopped ? collect(s) : open ? Map.of("error", "processes could not be stopped")
+                    : onDisk ? Map.of("error", "paused to disk: discarded without being restored") : null);
         } finally {
             CompletableFuture<Void> gone = null;
             try {

@@ -119,6 +119,24 @@ public final class SnapshotStore {
         InputStream blob(String id, String owner, String digest) throws IOException;
     }
 
+    /** Where sandboxes paused to disk keep their processes, one directory each, below the store's root. */
+    private static final String PAUSED = "paused";
+
+    /**
+     * An empty directory, host root's alone, for the processes of {@code sandbox} paused to disk
+     * ({@code <data>/snapshots/paused/<id>}); the driver removes it when the sandbox resumes or ends.
+     */
+    public Path pausedImage(String sandbox) {
+        Path dir = root.resolve(PAUSED).resolve(sandbox);
+        try {
+            HostFiles.deleteTree(dir);
+            Files.createDirectories(dir);
+            return dir;
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot make " + dir + " to pause sandbox " + sandbox + " to disk: " + e.getMessage());
+        }
+    }
+
     public SnapshotStore(Path root) {
         this(root, null, null);
     }
@@ -135,6 +153,7 @@ public final class SnapshotStore {
         try {
             Files.createDirectories(blobs);
             HostFiles.deleteTree(root.resolve("incoming")); // half-made snapshots of a server that died
+            HostFiles.deleteTree(root.resolve(PAUSED)); // sandboxes paused to disk by a server that died: no sandbox outlives its server
             this.trees = new WorkspaceTrees(root.resolve("trees"), this);
             expire();
         } catch (IOException e) {

@@ -254,6 +254,22 @@ class PolicyFileTest {
     }
 
     @Test
+    void aGvisorProfileMayPauseItsIdleSandboxesToDiskInsteadOfDestroyingThem() {
+        String yaml = """
+                profiles:
+                  parked: {isolation: gvisor, onIdle: pauseToDisk}
+                  plain: {onIdle: destroy}
+                clients:
+                  a: {tokenSha256: %s, profiles: [parked, plain], allow: [run]}
+                """.formatted(HASH);
+        Policy p = parse(yaml);
+        assertThat(p.profile("parked").idleToDisk()).isTrue();
+        assertThat(p.profile("plain").idleToDisk()).isFalse();
+        refused(yaml.replace("isolation: gvisor, ", ""), "onIdle: pauseToDisk needs isolation: gvisor");
+        refused(yaml.replace("onIdle: destroy", "onIdle: sleep"), "onIdle is 'destroy' (the default) or 'pauseToDisk', not 'sleep'");
+    }
+
+    @Test
     void aProfileMayNamePreviewPortsEachOnceAndAtMostSixteen() {
         String yaml = """
                 profiles:
