@@ -198,7 +198,18 @@ public final class RemoteSandbox implements AutoCloseable {
         return transport.json("POST", path("pause"), null, false, Json::sandbox);
     }
 
-    /** Thaws a paused sandbox: its processes carry on where they stopped. */
+    /**
+     * Pauses the sandbox to disk: its processes, with their memory and in-memory files, are saved
+     * on the server's disk and stopped, so it holds no memory until {@link #resume()} restores them
+     * where they were (seconds). gVisor profiles only (elsewhere a {@link BadRequestException} names
+     * the tier); refused while an execution runs. Destroyed while paused so, its outputs are not
+     * collected.
+     */
+    public SandboxInfo pauseToDisk() {
+        return transport.json("POST", path("pause"), RequestBodies.object("toDisk", true), false, Json::sandbox);
+    }
+
+    /** Thaws a paused sandbox, or restores one paused to disk: its processes carry on where they stopped. */
     public SandboxInfo resume() {
         return transport.json("POST", path("resume"), null, false, Json::sandbox);
     }

@@ -299,8 +299,8 @@ class ServerSnapshotTest {
             assertThat(after[0]).as("the same process").isEqualTo(before[0]);
             assertThat(Long.parseLong(after[1])).as("its count, kept in memory only").isGreaterThan(Long.parseLong(before[1]));
 
-            // paused to disk again and destroyed so: its image goes with it
-            assertThat(live.raw("POST", "/v1/sandboxes/" + id + "/pause", "{\"toDisk\": true}").statusCode()).isEqualTo(200);
+            // paused to disk again (through the SDK) and destroyed so: its image goes with it
+            assertThat(live.client.get(id).pauseToDisk().paused()).isTrue();
             assertThat(image).exists();
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
