@@ -363,7 +363,7 @@ class ServerSnapshotTest {
     }
 
     /** The host processes whose command line names {@code id} (runsc's sandbox, gofer and container processes do). */
-    private static List<String> processesNaming(String id) throws IOException {
+    static List<String> processesNaming(String id) throws IOException {
         List<String> found = new java.util.ArrayList<>();
         try (var procs = Files.list(Path.of("/proc"))) {
             for (Path p : procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).toList()) {
