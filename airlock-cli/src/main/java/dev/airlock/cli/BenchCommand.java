@@ -72,6 +72,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--cli-only", description = "Measure only the CLI one-shot (bin/airlock run beside bare python3 and srt).")
     boolean cliOnly;
 
+    @Option(names = "--snapshots-only", description = "Measure only the snapshots: files (snapshot, restore, forks, copy-on-write) and"
+            + " gVisor's memory snapshots (snapshot, restore, forks against cold creates that reach the same state).")
+    boolean snapshotsOnly;
+
     @Option(names = "--tails-only", description = "Measure only the latency tails (p50, p95, p99 and failures at 1, 10 and 50 clients over REST).")
     boolean tailsOnly;
 
@@ -140,8 +144,10 @@ final class BenchCommand implements Callable<Integer> {
         method.put(EgressCases.SECTION, String.format("median of %d downloads after 1 warm-up; ratio: time / direct time", egressRuns));
         method.put(SnapshotCases.SECTION, String.format("median of %d runs after 1 warm-up, one at a time over REST, /workspace of %s MiB;"
                 + " ratio: to a host copy of the same bytes (snapshot, restore), to as many empty creates (fork), or, for forks of "
-                + SnapshotCases.cowMiB(quick) + " MiB shared copy-on-write, to the same forks with the files copied", snapshotRuns,
-                SnapshotCases.sizes(quick)));
+                + SnapshotCases.cowMiB(quick) + " MiB shared copy-on-write, to the same forks with the files copied; gVisor memory snapshots"
+                + " of a process holding " + SnapshotCases.memoryMiB(quick) + " MiB: ratio to a host copy of the same bytes (snapshot), to as"
+                + " many cold creates that fill the same memory (forks of 1 and " + SnapshotCases.forkCount(quick) + "; no warm pool)",
+                snapshotRuns, SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));
         if (cluster != null) {
             method.put(ClusterCases.SECTION, ClusterCases.method(quick ? 5 : 20));
@@ -153,7 +159,7 @@ final class BenchCommand implements Callable<Integer> {
         String machine = Baselines.machine();
         if (!json) {
             System.out.println("machine: " + machine);
-            if (!cliOnly && !tailsOnly && !clusterOnly) {
+            if (!cliOnly && !tailsOnly && !clusterOnly && !snapshotsOnly) {
                 System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
             }
         }
@@ -163,6 +169,12 @@ final class BenchCommand implements Callable<Integer> {
         if (clusterOnly) {
             List<Stats> clusterCases = ClusterCases.measure(sampler, config, cluster, clusterSecret, quick ? 5 : 20);
             print(new Report(machine, Map.of(ClusterCases.SECTION, method.get(ClusterCases.SECTION)), clusterCases, List.of(), List.of(),
+                    List.of(), notes));
+            return 0;
+        }
+        if (snapshotsOnly) {
+            List<Stats> snapshots = SnapshotCases.measure(progress, config, snapshotRuns, quick, notes);
+            print(new Report(machine, Map.of(SnapshotCases.SECTION, method.get(SnapshotCases.SECTION)), snapshots, List.of(), List.of(),
                     List.of(), notes));
             return 0;
         }
@@ -193,7 +205,7 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
-        cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick));
+        cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick, notes));
         if (cluster != null) {
             cases.addAll(ClusterCases.measure(sampler, config, cluster, clusterSecret, quick ? 5 : 20));
         }

@@ -189,6 +189,14 @@ class BenchCommandTest {
         cases.add("fork 3 of 1 MiB");
         cases.add("fork 3 of 8 MiB, files copied (baseline)");
         cases.add("fork 3 of 8 MiB, files shared copy-on-write");
+        if (Files.isExecutable(Path.of("/usr/bin/runsc"))) { // else a note says the memory cases need it
+            cases.add("gVisor: host: copy 8 MiB (baseline)");
+            cases.add("gVisor: memory snapshot of a process holding 8 MiB");
+            cases.add("gVisor: cold create + fill 8 MiB (baseline)");
+            cases.add("gVisor: fork of 1 from the memory snapshot (restore)");
+            cases.add("gVisor: 3 cold creates + fill 8 MiB (baseline)");
+            cases.add("gVisor: fork of 3 from the memory snapshot");
+        }
         return cases;
     }
 }

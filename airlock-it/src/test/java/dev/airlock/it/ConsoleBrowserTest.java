@@ -77,8 +77,9 @@ class ConsoleBrowserTest {
                     network:
                       allow: [{host: test.example}]
                   web: {ports: [8000]}
+                  strong: {isolation: gvisor}
                 clients:
-                  local: {tokenFile: token, profiles: [default, gated, net, web], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, gated, net, web, strong], allow: ["*"]}
                   operator:
                     tokenSha256: %s
                     profiles: [default]
@@ -399,6 +400,33 @@ class ConsoleBrowserTest {
             assertThat(window.path("repeats").asLong()).as("polls counted (20 or more, less the first, in full)").isGreaterThanOrEqualTo(19);
             assertThat(window.path("samples").toString()).as("one batched read a second").contains("GET /v1/sandboxes/{id}")
                     .doesNotContain("/processes", "/egress");
+        } finally {
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /**
+     * Issue 35 in the console: on a gVisor sandbox's page a person pauses it to disk (the page says
+     * so, and its processes are stopped on the host) and resumes it, and takes a snapshot with its
+     * memory, which the snapshots table says holds its processes.
+     */
+    @Test
+    void aPersonPausesAGvisorSandboxToDiskAndSnapshotsItsMemoryFromTheConsole() throws Exception {
+        HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"strong\"}");
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String id = JSON.readTree(created.body()).path("id").asString();
+        try {
+            signIn(live.token());
+            open("sandbox/" + id);
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("pause-to-disk"))).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("resume")));
+            assertThat(driver.findElement(By.id("sandbox-summary")).getText()).startsWith("paused to disk");
+            assertThat(ServerSnapshotTest.processesNaming(id)).as("processes of the sandbox on disk").isEmpty();
+            driver.findElement(By.id("resume")).click();
+            waiting().until(ExpectedConditions.elementToBeClickable(By.id("snapshot-memory"))).click();
+            WebElement row = waiting().until(ExpectedConditions.visibilityOfElementLocated(By.cssSelector("#snapshot-rows tr[data-id^='snap-']")));
+            assertThat(row.getText()).contains("and its processes");
+            assertThat(JSON.readTree(live.raw("GET", "/v1/sandboxes/" + id, null).body()).path("state").asString()).isEqualTo("running");
         } finally {
             live.raw("DELETE", "/v1/sandboxes/" + id, null);
         }

@@ -55,21 +55,54 @@ class MemorySnapshotTest {
                     os.remove('/tmp/ask')
                 time.sleep(0.05)
             """;
+    /** Fetches {@code /tmp/url} through the sandbox's egress proxy whenever asked ({@code /tmp/fetch}), into {@code /tmp/fetched}. */
+    private static final String FETCHER = """
+            import os, time, urllib.request
+            while True:
+                if os.path.exists('/tmp/fetch'):
+                    try:
+                        body = urllib.request.urlopen(open('/tmp/url').read()).read().decode()
+                    except Exception as e:
+                        body = 'failed: %r' % e
+                    open('/tmp/fetched.new', 'w').write(body)
+                    os.rename('/tmp/fetched.new', '/tmp/fetched')
+                    os.remove('/tmp/fetch')
+                time.sleep(0.05)
+            """;
     private static LiveServer live;
+    private static com.sun.net.httpserver.HttpServer origin;
 
     @BeforeAll
-    static void start() {
+    static void start() throws IOException {
         live = LiveServer.withPolicy("""
                 profiles:
                   strong: {isolation: gvisor}
+                  netted:
+                    isolation: gvisor
+                    network:
+                      allow: [{host: test.example}]
+                      ranges: [127.0.0.0/8]
+                      hosts: {test.example: [127.0.0.1]}
                 clients:
-                  local: {tokenFile: token, profiles: [strong], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [strong, netted], allow: ["*"]}
                   tight: {tokenSha256: %s, profiles: [strong], allow: ["*"], quotas: {sandboxes: 3, snapshotMiB: 16}}
                 """.formatted(HexFormat.of().formatHex(Policy.sha256(TIGHT))), c -> c.withPoolSize(0));
+        origin = com.sun.net.httpserver.HttpServer.create(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 10);
+        origin.createContext("/", ex -> {
+            byte[] body = ("hello from " + ex.getRequestURI()).getBytes();
+            ex.sendResponseHeaders(200, body.length);
+            try (var out = ex.getResponseBody()) {
+                out.write(body);
+            }
+        });
+        origin.start();
     }
 
     @AfterAll
     static void stop() {
+        if (origin != null) {
+            origin.stop(0);
+        }
         if (live != null) {
             live.close();
         }
@@ -170,6 +203,48 @@ class MemorySnapshotTest {
             }
             live.raw("DELETE", "/v1/sandboxes/" + original, null);
         }
+    }
+
+    /**
+     * Egress after a restore: a process started before the memory snapshot, which fetches through
+     * the sandbox's egress proxy, fetches again in the fork, through the fork's own proxy (a new
+     * run directory and proxy socket), and its request is on the fork's egress records.
+     */
+    @Test
+    void aProcessThatFetchedBeforeTheSnapshotFetchesInTheForkThroughTheForksOwnProxy() throws Exception {
+        HttpResponse<String> r = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"netted\"}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+        String id = JSON.readTree(r.body()).path("id").asString();
+        List<String> forks = List.of();
+        String url = "http://test.example:" + origin.getAddress().getPort();
+        try {
+            assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/fetcher.py", FETCHER).statusCode()).isEqualTo(201);
+            // NO_PROXY would send 127.0.0.1 direct (which fails): every request goes to the proxy
+            HttpResponse<String> started = live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sh\", \"-c\","
+                    + " \"python3 /workspace/fetcher.py >/dev/null 2>&1 &\"], \"env\": {\"NO_PROXY\": \"\", \"no_proxy\": \"\"}}");
+            assertThat(started.statusCode()).as(started.body()).isEqualTo(200);
+            assertThat(fetch(id, url + "/before")).isEqualTo("hello from /before");
+            String snapshot = memorySnapshot(id, live.token());
+            forks = fork(snapshot, 1, live.token(), 201);
+            String fork = forks.getFirst();
+            assertThat(fetch(fork, url + "/after")).as("the restored process's request, through the fork's proxy").isEqualTo("hello from /after");
+            JsonNode records = JSON.readTree(live.raw("GET", "/v1/sandboxes/" + fork + "/egress", null).body()).path("records");
+            assertThat(records.toString()).contains("test.example");
+            live.raw("DELETE", "/v1/snapshots/" + snapshot, null);
+        } finally {
+            for (String f : forks) {
+                live.raw("DELETE", "/v1/sandboxes/" + f, null);
+            }
+            live.raw("DELETE", "/v1/sandboxes/" + id, null);
+        }
+    }
+
+    /** Has the fetcher in {@code id} fetch {@code url}; what it got. */
+    private static String fetch(String id, String url) throws Exception {
+        exec(id, live.token(), "printf %s " + url + " > /tmp/url; touch /tmp/fetch; while [ -e /tmp/fetch ]; do sleep 0.05; done");
+        HttpResponse<String> r = live.raw("GET", "/v1/sandboxes/" + id + "/files?path=/tmp/fetched", null);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return r.body();
     }
 
     /** A sandbox that fills its memory: its checkpoint is larger than the owner's 16 MiB quota, so the snapshot is refused and nothing of it is kept. */

@@ -46,6 +46,11 @@ final class BenchClient {
         return call("POST", "/v1/sandboxes/" + id + "/snapshots", "{}", 201).get("id").asString();
     }
 
+    /** A snapshot of {@code id}'s files and processes with their memory (gVisor): its id. */
+    String snapshotWithMemory(String id) throws IOException, InterruptedException {
+        return call("POST", "/v1/sandboxes/" + id + "/snapshots", "{\"memory\": true}", 201).get("id").asString();
+    }
+
     /** Creates {@code count} sandboxes from a snapshot, with {@code limits} (a JSON object); returns their ids. */
     List<String> fork(String snapshot, int count, String limits) throws IOException, InterruptedException {
         List<String> ids = new java.util.ArrayList<>();

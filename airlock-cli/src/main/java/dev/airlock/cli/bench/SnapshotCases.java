@@ -41,7 +41,7 @@ public final class SnapshotCases {
         return quick ? 1 : 10;
     }
 
-    public static List<Stats> measure(Progress progress, OciDriverConfig driver, int runs, boolean quick) throws Exception {
+    public static List<Stats> measure(Progress progress, OciDriverConfig driver, int runs, boolean quick, List<String> notes) throws Exception {
         Sampler sampler = new Sampler(runs, 1, progress);
         List<Stats> stats = new ArrayList<>();
         Path dataDir = Files.createTempDirectory("airlock-bench");
@@ -105,6 +105,104 @@ public final class SnapshotCases {
                 files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
+        // --quick (the fast lane's) runs each memory case once, with no warm-up: it proves the cases run
+        stats.addAll(memory(quick ? new Sampler(1, 0, progress) : sampler, driver.withRuntime("runsc"), quick, notes));
+        return stats;
+    }
+
+    /** MiB of random bytes the process of the memory cases holds (runsc compresses its image: zeroes would cost nothing). */
+    public static int memoryMiB(boolean quick) {
+        return quick ? 8 : 256;
+    }
+
+    /**
+     * Memory snapshots on gVisor (runsc's checkpoint): a sandbox whose Python process holds {@link
+     * #memoryMiB} of random bytes is snapshotted with its memory; a fork of one restores it, and
+     * forks of {@link #forkCount} restore as many. The baselines, in the same server (no warm pool,
+     * so every create is cold): a host copy of the same bytes for the snapshot, and for the forks
+     * as many cold creates that then start the same process and fill the same memory (what a fork
+     * saves: reaching that state from nothing). Skipped, with a note, where runsc cannot run.
+     */
+    private static List<Stats> memory(Sampler sampler, OciDriverConfig runsc, boolean quick, List<String> notes) throws Exception {
+        int mb = memoryMiB(quick);
+        int n = forkCount(quick);
+        List<Stats> stats = new ArrayList<>();
+        Path dataDir = Files.createTempDirectory("airlock-bench");
+        ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(0).withDriver(runsc.toSettings());
+        AirlockServer server;
+        try {
+            server = AirlockServer.start(config);
+        } catch (RuntimeException e) {
+            notes.add("snapshots: the memory cases need gVisor (runsc), which did not start here: " + e.getMessage());
+            Files.deleteIfExists(dataDir);
+            return stats;
+        }
+        try (server) {
+            BenchClient client = new BenchClient(server.uri(), server.token());
+            Path source = dataDir.resolve("host-memory");
+            byte[] chunk = new byte[1 << 20];
+            new Random(mb).nextBytes(chunk);
+            try (var out = Files.newOutputStream(source)) {
+                for (int i = 0; i < mb; i++) {
+                    out.write(chunk);
+                }
+            }
+            Path copy = dataDir.resolve("copy-memory");
+            Stats host = sampler.measure("gVisor: host: copy " + mb + " MiB (baseline)",
+                    () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
+            stats.add(host.in(SECTION));
+            String limits = "{\"memory\": \"" + (mb * 3 + 256) + "m\"}";
+            // the process writes /tmp/held once its bytes are in memory; the shell waits for that
+            String fill = "python3 -c 'import os, time\nb = os.urandom(" + mb + " << 20)\nopen(\"/tmp/held\", \"w\").write(\"y\")\n"
+                    + "time.sleep(86400)' >/dev/null 2>&1 & while [ ! -e /tmp/held ]; do sleep 0.05; done";
+            String id = client.create("{\"limits\": " + limits + "}");
+            client.exec(id, "sh", "-c", fill);
+            // each run's snapshot is deleted after it, within the client's snapshot quota; the forks' is taken after
+            List<String> snapshots = new ArrayList<>();
+            Sampler.Case dropSnapshots = () -> {
+                for (String s : snapshots) {
+                    client.deleteSnapshot(s);
+                }
+                snapshots.clear();
+            };
+            stats.add(sampler.measure("gVisor: memory snapshot of a process holding " + mb + " MiB",
+                    () -> snapshots.add(client.snapshotWithMemory(id)), dropSnapshots).in(SECTION).relativeTo(host));
+            dropSnapshots.once();
+            snapshots.add(client.snapshotWithMemory(id));
+            String snap = snapshots.getLast();
+            client.delete(id);
+            List<String> made = new ArrayList<>();
+            Sampler.Case clear = deleting(client, made, 0); // no pool here: wait for teardowns only
+            Stats coldOne = sampler.measure("gVisor: cold create + fill " + mb + " MiB (baseline)", () -> {
+                String s = client.create("{\"limits\": " + limits + "}");
+                made.add(s);
+                client.exec(s, "sh", "-c", fill);
+            }, clear);
+            clear.once();
+            stats.add(coldOne.in(SECTION));
+            stats.add(sampler.measure("gVisor: fork of 1 from the memory snapshot (restore)", () -> made.addAll(client.fork(snap, 1, limits)),
+                    clear).in(SECTION).relativeTo(coldOne));
+            clear.once();
+            Stats coldMany = sampler.measure("gVisor: " + n + " cold creates + fill " + mb + " MiB (baseline)", () -> {
+                for (int i = 0; i < n; i++) {
+                    String s = client.create("{\"limits\": " + limits + "}");
+                    made.add(s);
+                    client.exec(s, "sh", "-c", fill);
+                }
+            }, clear);
+            clear.once();
+            stats.add(coldMany.in(SECTION));
+            stats.add(sampler.measure("gVisor: fork of " + n + " from the memory snapshot", () -> made.addAll(client.fork(snap, n, limits)),
+                    clear).in(SECTION).relativeTo(coldMany));
+            clear.once();
+            for (String s : snapshots) {
+                client.deleteSnapshot(s);
+            }
+        } finally {
+            try (var files = Files.walk(dataDir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
         return stats;
     }
 
@@ -148,12 +246,17 @@ public final class SnapshotCases {
 
     /** Deletes the sandboxes in {@code ids}, forgets them, and waits for the warm pool to be full again. */
     private static Sampler.Case deleting(BenchClient client, List<String> ids) {
+        return deleting(client, ids, 1);
+    }
+
+    /** As {@link #deleting(BenchClient, List)}, waiting for {@code ready} sandboxes in the pool (0: none, only the teardowns' end). */
+    private static Sampler.Case deleting(BenchClient client, List<String> ids, int ready) {
         return () -> {
             for (String id : ids) {
                 client.delete(id);
             }
             ids.clear();
-            client.awaitPoolReady();
+            client.awaitPoolReady(ready);
         };
     }
 }

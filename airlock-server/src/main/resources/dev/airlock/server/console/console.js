@@ -454,7 +454,7 @@ async function sandbox(id) {
   const summary = el('p', { id: 'sandbox-summary' });
   let shownState = null;
   const showSummary = () => {
-    summary.textContent = `${s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago`
+    summary.textContent = `${s.pausedToDisk ? 'paused to disk' : s.state} · owner ${s.owner} · profile ${s.profile} · ${s.isolation} · image ${s.image} · created ${age(s.createdAt)} ago`
       + ` · TTL left ${left(s.expiresAt)} · CPU ${cpu(s, seen)} · memory ${bytes(s.usage?.memoryBytes)}`;
     if (s.state !== shownState) { shownState = s.state; showActions(); }
   };
@@ -482,10 +482,16 @@ async function sandbox(id) {
       may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min', onclick: () => act(() => extend(s)) }) : '',
       may('sandbox.pause') && s.state === 'running' ? el('button', { type: 'button', id: 'pause', text: 'Pause',
         title: 'freeze every process of the sandbox; its lifetime keeps counting', onclick: () => act(() => api('POST', base + '/pause')) }) : '',
+      may('sandbox.pause') && s.state === 'running' && s.isolation === 'gvisor' ? el('button', { type: 'button', id: 'pause-to-disk',
+        text: 'Pause to disk', title: 'save its processes with their memory to disk and stop them: it holds no memory until resumed',
+        onclick: () => act(() => api('POST', base + '/pause', { toDisk: true })) }) : '',
       may('sandbox.pause') && s.state === 'paused' ? el('button', { type: 'button', id: 'resume', text: 'Resume',
         onclick: () => act(() => api('POST', base + '/resume')) }) : '',
       may('sandbox.snapshot') && own && s.state === 'running' ? el('button', { type: 'button', id: 'snapshot', text: 'Snapshot files',
-        title: 'keep the files of /workspace and /tmp, to fork new sandboxes from', onclick: () => takeSnapshot() }) : '',
+        title: 'keep the files of /workspace and /tmp, to fork new sandboxes from', onclick: () => takeSnapshot({}) }) : '',
+      may('sandbox.snapshot') && own && s.state === 'running' && s.isolation === 'gvisor' ? el('button', { type: 'button',
+        id: 'snapshot-memory', text: 'Snapshot with memory', title: 'keep its running processes with their memory too: forks go on from here',
+        onclick: () => takeSnapshot({ memory: true }) }) : '',
       may('sandbox.destroy') ? destroyButton(s, armed, async () => { location.hash = 'sandboxes'; }, error) : '');
   };
   const snapshotRows = el('tbody', { id: 'snapshot-rows' });
@@ -493,12 +499,12 @@ async function sandbox(id) {
     if (!may('sandbox.snapshot') || s.owner !== session.client) return;
     const list = (await api('GET', '/v1/snapshots')).snapshots.filter(x => x.sandbox === s.id);
     snapshotRows.replaceChildren(...list.map(x => el('tr', { 'data-id': x.id }, el('td', { class: 'mono', text: x.id }),
-      el('td', { text: age(x.createdAt) + ' ago' }), el('td', { text: x.files + ' files, ' + bytes(x.bytes) }),
+      el('td', { text: age(x.createdAt) + ' ago' }), el('td', { text: x.files + ' files' + (x.memory ? ' and its processes' : '') + ', ' + bytes(x.bytes) }),
       el('td', {}, may('sandbox.create') ? forkForm(x, error) : ''))));
     if (!list.length) snapshotRows.append(el('tr', {}, el('td', { colspan: '4', text: 'No snapshot of this sandbox.' })));
   };
-  const takeSnapshot = async () => {
-    try { await api('POST', base + '/snapshots', {}); error.textContent = ''; await showSnapshots(); }
+  const takeSnapshot = async (body) => {
+    try { await api('POST', base + '/snapshots', body); error.textContent = ''; await showSnapshots(); }
     catch (e) { error.textContent = e.message; }
   };
   page(mine, 'Sandbox ' + s.id, summary, actions,
