@@ -66,6 +66,12 @@ public interface IsolationDriver extends AutoCloseable {
                 + " tier (only gVisor's runsc can checkpoint them here): take the snapshot without memory, which keeps the files";
     }
 
+    /** What a tier that cannot pause a sandbox to disk says when asked to. */
+    static String noPauseToDisk(Isolation tier) {
+        return "processes cannot be paused to disk on " + (tier == null ? "this" : "the " + tier.id())
+                + " tier (only gVisor's runsc can checkpoint them here): pause it in memory instead";
+    }
+
     /** Starts a sandbox without a broker: it has no network ({@link SandboxBroker#NONE}). */
     default DriverSandbox create(SandboxId id, SandboxSpec spec) {
         return create(id, spec, SandboxBroker.NONE);
@@ -163,8 +169,7 @@ public interface IsolationDriver extends AutoCloseable {
          * do it says so (UNAVAILABLE), as this default does.
          */
         default void suspend(java.nio.file.Path dir) {
-            throw AirlockException.unavailable("sandbox " + id() + " cannot be paused to disk: " + noProcessesSaved(null)
-                    .replace("take the snapshot without memory, which keeps the files", "pause it in memory instead"));
+            throw AirlockException.unavailable("sandbox " + id() + ": " + noPauseToDisk(null));
         }
 
         /** Restores what {@link #suspend} saved, in place, and removes the saved image. */

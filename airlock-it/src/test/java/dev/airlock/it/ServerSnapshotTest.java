@@ -266,12 +266,7 @@ class ServerSnapshotTest {
         String id = created(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"strong\"}"));
         Path image = live.dataDir.resolve("snapshots").resolve("paused").resolve(id);
         try {
-            String program = "import os, time\nn = 0\nwhile True:\n    n += 1\n    if os.path.exists('/tmp/ask'):\n"
-                    + "        open('/tmp/x', 'w').write('%d %d' % (os.getpid(), n))\n        os.remove('/tmp/ask')\n    time.sleep(0.05)\n";
-            assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/p.py", program).statusCode()).isEqualTo(201);
-            HttpResponse<String> started = live.raw("POST", "/v1/sandboxes/" + id + "/exec",
-                    "{\"command\": [\"sh\", \"-c\", \"python3 /workspace/p.py >/dev/null 2>&1 &\"]}");
-            assertThat(started.statusCode()).as(started.body()).isEqualTo(200);
+            startCounter(id);
             String[] before = ask(id).split(" ");
             assertThat(processesNaming(id)).as("runsc's processes of the running sandbox").isNotEmpty();
 
@@ -325,11 +320,7 @@ class ServerSnapshotTest {
     void anIdleSandboxOfAProfileThatSaysSoIsPausedToDiskAndResumesWhereItWas() throws Exception {
         String id = created(live.raw("POST", "/v1/sandboxes", "{\"profile\": \"parked\", \"idleTimeoutSeconds\": 2}"));
         try {
-            String program = "import os, time\nn = 0\nwhile True:\n    n += 1\n    if os.path.exists('/tmp/ask'):\n"
-                    + "        open('/tmp/x', 'w').write('%d %d' % (os.getpid(), n))\n        os.remove('/tmp/ask')\n    time.sleep(0.05)\n";
-            assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/p.py", program).statusCode()).isEqualTo(201);
-            assertThat(live.raw("POST", "/v1/sandboxes/" + id + "/exec",
-                    "{\"command\": [\"sh\", \"-c\", \"python3 /workspace/p.py >/dev/null 2>&1 &\"]}").statusCode()).isEqualTo(200);
+            startCounter(id);
             String[] before = ask(id).split(" ");
             // watched through the listing: a look at the sandbox itself would count as activity
             JsonNode view = null;
@@ -354,7 +345,17 @@ class ServerSnapshotTest {
         }
     }
 
-    /** What the counting process of {@link #underGvisorAPauseToDiskStopsEveryProcessAndTheResumeHasThemGoOnWhereTheyWere} answers: its pid and count. */
+    /** Starts, in the background of sandbox {@code id}, a Python process that counts in memory and answers {@link #ask}. */
+    private static void startCounter(String id) {
+        String program = "import os, time\nn = 0\nwhile True:\n    n += 1\n    if os.path.exists('/tmp/ask'):\n"
+                + "        open('/tmp/x', 'w').write('%d %d' % (os.getpid(), n))\n        os.remove('/tmp/ask')\n    time.sleep(0.05)\n";
+        assertThat(live.raw("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/p.py", program).statusCode()).isEqualTo(201);
+        HttpResponse<String> started = live.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                "{\"command\": [\"sh\", \"-c\", \"python3 /workspace/p.py >/dev/null 2>&1 &\"]}");
+        assertThat(started.statusCode()).as(started.body()).isEqualTo(200);
+    }
+
+    /** What the counting process of {@link #startCounter} answers: its pid and count. */
     private static String ask(String id) throws Exception {
         HttpResponse<String> r = live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"sh\", \"-c\","
                 + " \"touch /tmp/ask; while [ -e /tmp/ask ]; do sleep 0.05; done; cat /tmp/x\"]}");

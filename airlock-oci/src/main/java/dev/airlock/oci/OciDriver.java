@@ -315,9 +315,7 @@ public final class OciDriver implements IsolationDriver {
     /** Pauses a runsc sandbox to disk ({@link OciSandbox#suspend}): its checkpoint into {@code image}, then its container deleted. */
     void suspend(OciSandbox sandbox, Path image) {
         if (!runtime.isGvisor()) {
-            throw AirlockException.unavailable("sandbox " + sandbox.id() + " cannot be paused to disk: "
-                    + IsolationDriver.noProcessesSaved(isolation()).replace("take the snapshot without memory, which keeps the files",
-                    "pause it in memory instead"));
+            throw AirlockException.unavailable("sandbox " + sandbox.id() + ": " + IsolationDriver.noPauseToDisk(isolation()));
         }
         new RunscCheckpoint(runtime, state, config.startTimeout()).stop(sandbox, image);
     }

@@ -173,28 +173,21 @@ public final class SnapshotCases {
             client.delete(id);
             List<String> made = new ArrayList<>();
             Sampler.Case clear = deleting(client, made, 0); // no pool here: wait for teardowns only
-            Stats coldOne = sampler.measure("gVisor: cold create + fill " + mb + " MiB (baseline)", () -> {
-                String s = client.create("{\"limits\": " + limits + "}");
-                made.add(s);
-                client.exec(s, "sh", "-c", fill);
-            }, clear);
-            clear.once();
-            stats.add(coldOne.in(SECTION));
-            stats.add(sampler.measure("gVisor: fork of 1 from the memory snapshot (restore)", () -> made.addAll(client.fork(snap, 1, limits)),
-                    clear).in(SECTION).relativeTo(coldOne));
-            clear.once();
-            Stats coldMany = sampler.measure("gVisor: " + n + " cold creates + fill " + mb + " MiB (baseline)", () -> {
-                for (int i = 0; i < n; i++) {
-                    String s = client.create("{\"limits\": " + limits + "}");
-                    made.add(s);
-                    client.exec(s, "sh", "-c", fill);
-                }
-            }, clear);
-            clear.once();
-            stats.add(coldMany.in(SECTION));
-            stats.add(sampler.measure("gVisor: fork of " + n + " from the memory snapshot", () -> made.addAll(client.fork(snap, n, limits)),
-                    clear).in(SECTION).relativeTo(coldMany));
-            clear.once();
+            for (int count : List.of(1, n)) {
+                Stats cold = sampler.measure("gVisor: " + (count == 1 ? "cold create" : count + " cold creates") + " + fill " + mb
+                        + " MiB (baseline)", () -> {
+                    for (int i = 0; i < count; i++) {
+                        String s = client.create("{\"limits\": " + limits + "}");
+                        made.add(s);
+                        client.exec(s, "sh", "-c", fill);
+                    }
+                }, clear);
+                clear.once();
+                stats.add(cold.in(SECTION));
+                stats.add(sampler.measure("gVisor: fork of " + count + " from the memory snapshot" + (count == 1 ? " (restore)" : ""),
+                        () -> made.addAll(client.fork(snap, count, limits)), clear).in(SECTION).relativeTo(cold));
+                clear.once();
+            }
             for (String s : snapshots) {
                 client.deleteSnapshot(s);
             }
