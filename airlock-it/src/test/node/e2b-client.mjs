@@ -155,6 +155,29 @@ const scenarios = {
     }
   },
 
+  // pause on gVisor (template 'strong', a gVisor profile): to disk, then connect: a process counting before goes on counting;
+  // paused again while a background command runs: frozen in memory instead, and connect resumes it
+  async pauseToDiskAndConnect() {
+    const sbx = await Sandbox.create("strong", OPTS);
+    try {
+      await sbx.commands.run("nohup sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.1; done' >/dev/null 2>&1 &");
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const before = Number((await sbx.files.read("/tmp/n")).trim());
+      const paused = await sbx.pause();
+      const stateWhilePaused = (await Sandbox.getInfo(sbx.sandboxId)).state;
+      const again = await Sandbox.connect(sbx.sandboxId, OPTS);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const after = Number((await again.files.read("/tmp/n")).trim());
+      await again.commands.run("sleep 600", { background: true });
+      const pausedWithACommand = await again.pause();
+      const resumed = await Sandbox.connect(sbx.sandboxId, OPTS);
+      const echo = (await resumed.commands.run("echo resumed")).stdout;
+      return { sandboxId: sbx.sandboxId, paused, stateWhilePaused, before, after, pausedWithACommand, echo };
+    } finally {
+      await sbx.kill();
+    }
+  },
+
   // fork: two sandboxes from the files of a running one, each its own
   async fork() {
     const sbx = await Sandbox.create({ ...OPTS, metadata: { role: "parent" } });

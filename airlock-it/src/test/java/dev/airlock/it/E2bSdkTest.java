@@ -23,12 +23,18 @@ class E2bSdkTest {
 
     @BeforeAll
     static void runTheSdk() throws Exception {
-        live = LiveServer.start(c -> c.withPoolSize(0));
+        live = LiveServer.withPolicy("""
+                profiles:
+                  default: {}
+                  strong: {isolation: gvisor}
+                clients:
+                  local: {tokenFile: token, profiles: [default, strong], allow: ["*"]}
+                """, c -> c.withPoolSize(0));
         String url = live.server.e2bUri().toString();
         Map<String, String> env = Map.of("E2B_API_URL", url, "E2B_SANDBOX_URL", url, "E2B_API_KEY", E2bDoor.apiKey(live.token()));
         McpNode.install();
         McpNode.Result r = McpNode.run(java.util.List.of("node", "e2b-client.mjs", "lifecycle", "commands", "terminal", "files", "network",
-                "pauseAndConnect", "fork", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
+                "pauseAndConnect", "pauseToDiskAndConnect", "fork", "interpreter", "wrongKey", "unknownTemplate"), env, java.time.Duration.ofMinutes(10));
         assertThat(r.exitCode()).as(r.stderr()).isZero();
         report = r.json();
     }
@@ -139,6 +145,23 @@ class E2bSdkTest {
         assertThat(s.path("echo").asString()).isEqualTo("resumed\n");
         // connect's timeout (the same 300 s, two seconds and more later) moves the end later, never earlier
         assertThat(s.path("lengthenedBy").asLong()).as(s.toString()).isGreaterThanOrEqualTo(1000L);
+    }
+
+    /** E2B's pause of a gVisor sandbox is a pause to disk (on the audit log so), and connect restores it with its processes running on. */
+    @Test
+    void aGvisorSandboxPausedThroughE2bGoesToDiskAndConnectHasItsProcessesGoOn() {
+        JsonNode s = scenario("pauseToDiskAndConnect");
+        assertThat(s.path("paused").asBoolean()).as(s.toString()).isTrue();
+        assertThat(s.path("stateWhilePaused").asString()).isEqualTo("paused");
+        assertThat(s.path("after").asLong()).as("the counter, counting on from where it was: " + s).isGreaterThan(s.path("before").asLong());
+        // the second pause, with a background command running, froze it in memory instead
+        assertThat(s.path("pausedWithACommand").asBoolean()).as(s.toString()).isTrue();
+        assertThat(s.path("echo").asString()).isEqualTo("resumed\n");
+        java.util.List<String> pauses = live.audit(s.path("sandboxId").asString(), AuditRecord.LIFECYCLE).stream().map(AuditRecord::detail)
+                .filter(d -> d.contains("\"paused\"")).toList();
+        assertThat(pauses).as("the pauses on the audit log").hasSize(2);
+        assertThat(pauses.getFirst()).contains("to disk");
+        assertThat(pauses.getLast()).doesNotContain("to disk");
     }
 
     @Test

@@ -133,7 +133,17 @@ final class E2bSandboxes {
                 if (s.state().equals("paused")) {
                     throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " is already paused");
                 }
-                c.execute(new Command.Pause(id));
+                // E2B's pause keeps the processes and frees the sandbox's resources: on gVisor to disk, unless a command still
+                // runs (runsc cannot save an execution's channel: 409), when it is frozen in memory as on the other tiers
+                boolean toDisk = s.isolation() == dev.airlock.core.Isolation.GVISOR;
+                try {
+                    c.execute(new Command.Pause(id, toDisk));
+                } catch (AirlockException e) {
+                    if (!toDisk || e.kind() != AirlockException.Kind.CONFLICT) {
+                        throw e;
+                    }
+                    c.execute(new Command.Pause(id));
+                }
                 c.resp.setStatus(204);
             }
             case "POST /v2/connect", "POST /resume" -> connect(c, id);
