@@ -66,6 +66,8 @@ final class SessionSandboxes implements AutoCloseable {
 
     private final CommandApi service;
     private final Map<String, Session> sessions = new ConcurrentHashMap<>();
+    /** The notices to other nodes that a session ended, one virtual thread each, in flight. */
+    private final java.util.concurrent.ExecutorService notices = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
     private final Map<String, Instant> ended = Collections.synchronizedMap(new LinkedHashMap<>() {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, Instant> eldest) {
@@ -200,7 +202,16 @@ final class SessionSandboxes implements AutoCloseable {
         }
         var routing = service.routing();
         if (routing != null && s.client != null) {
-            s.elsewhere.forEach(node -> routing.sessionEnded(node, s.client, session));
+            // each node told on a thread of its own: a node that hangs (up to NodeRouting.ASK) holds up neither the others nor
+            // whoever ended the session (the client's DELETE, the sweeper); the server's stop waits for them all (close)
+            for (String node : s.elsewhere) {
+                Runnable notice = () -> routing.sessionEnded(node, s.client, session);
+                try {
+                    notices.execute(notice);
+                } catch (java.util.concurrent.RejectedExecutionException stopped) {
+                    notice.run(); // a session ended while the server stops: told on this thread
+                }
+            }
         }
     }
 
@@ -243,5 +254,6 @@ final class SessionSandboxes implements AutoCloseable {
         for (String id : Set.copyOf(sessions.keySet())) {
             end(id, "ended with the server");
         }
+        notices.close(); // waits for the notices in flight, each bounded by NodeRouting.ASK
     }
 }
