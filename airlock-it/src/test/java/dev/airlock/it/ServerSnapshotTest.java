@@ -281,6 +281,12 @@ class ServerSnapshotTest {
                 assertThat(files.toList()).as("runsc's image in the data directory").isNotEmpty();
             }
             assertThat(processesNaming(id)).as("processes of the sandbox paused to disk").isEmpty();
+            // asked again: nothing changes, its image is kept
+            HttpResponse<String> again = live.raw("POST", "/v1/sandboxes/" + id + "/pause", "{\"toDisk\": true}");
+            assertThat(again.statusCode()).as(again.body()).isEqualTo(200);
+            try (var files = Files.list(image)) {
+                assertThat(files.toList()).as("the image after a second pause to disk").isNotEmpty();
+            }
             HttpResponse<String> refused = live.raw("POST", "/v1/sandboxes/" + id + "/exec", "{\"command\": [\"true\"]}");
             assertThat(refused.statusCode()).as(refused.body()).isEqualTo(409);
 

@@ -184,14 +184,22 @@ public final class ManagedSandbox implements SandboxView {
     }
 
     /**
-     * Pauses the sandbox to disk ({@link Sandbox#pauseToDisk}) into {@code dir}; returns whether that
-     * changed its state. Resuming ({@link #setPaused}) restores it.
+     * Pauses the sandbox to disk ({@link Sandbox#pauseToDisk}) into the directory {@code dir} makes,
+     * asked only when it is not on disk already (making it empties it: a second pause must not
+     * empty the first's); returns whether that changed its state. Resuming ({@link #setPaused})
+     * restores it. A pause that fails leaves no directory behind.
      */
-    public synchronized boolean pauseToDisk(java.nio.file.Path dir) {
+    public synchronized boolean pauseToDisk(java.util.function.Supplier<java.nio.file.Path> dir) {
         if (sandbox.isOnDisk()) {
             return false;
         }
-        sandbox.pauseToDisk(dir);
+        java.nio.file.Path image = dir.get();
+        try {
+            sandbox.pauseToDisk(image);
+        } catch (RuntimeException e) {
+            dev.airlock.core.HostFiles.deleteTree(image);
+            throw e;
+        }
         touch();
         return true;
     }

@@ -238,7 +238,7 @@ public final class Lifecycle {
                     + " \"toDisk\", which freezes it in memory");
         }
         long started = System.nanoTime();
-        if (s.pauseToDisk(snapshots.pausedImage(s.id()))) {
+        if (s.pauseToDisk(() -> snapshots.pausedImage(s.id()))) {
             audit.record(AuditRecord.LIFECYCLE, s.id(), AuditRecord.lifecycle("paused", "to disk"));
             LOG.info("sandbox {}: paused to disk in {} ms", s.id(), (System.nanoTime() - started) / 1_000_000);
         }
@@ -251,7 +251,7 @@ public final class Lifecycle {
      */
     void park(ManagedSandbox s) {
         try {
-            if (s.idle(java.time.Instant.now()) && s.pauseToDisk(snapshots.pausedImage(s.id()))) {
+            if (s.idle(java.time.Instant.now()) && s.pauseToDisk(() -> snapshots.pausedImage(s.id()))) {
                 audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, s.id(), AuditRecord.lifecycle("paused",
                         "to disk: idle for " + s.idleTimeout().toSeconds() + "s"));
                 LOG.info("sandbox {}: paused to disk, idle for {}s", s.id(), s.idleTimeout().toSeconds());
