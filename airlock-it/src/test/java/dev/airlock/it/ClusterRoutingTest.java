@@ -266,6 +266,46 @@ class ClusterRoutingTest {
      * carried out and recorded by the node that holds it, and the envd access token the holder
      * gave honoured by the node the SDK calls.
      */
+    /**
+     * A node that is up in the cluster's database but never answers (its peer port accepts and says
+     * nothing, as a hung node would): a listing through REST and through the E2B door answers all
+     * the same, once the ask's bound has passed, with the other nodes' sandboxes, and names it — REST in
+     * {@code partial}, the E2B door in its {@code Airlock-Partial} header, E2B's listing having no
+     * field for it.
+     */
+    @Test
+    void aNodeThatNeverAnswersIsNamedByTheListingsThatAnswerWithoutIt() throws Exception {
+        LiveServer alpha = NODES.get("alpha");
+        Placed held = elsewhere(alpha, "alpha");
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+             java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:" + pg.url())) {
+            // up for an hour, with no room (so no create is placed there), its peer port the silent socket
+            c.createStatement().execute("INSERT INTO airlock_nodes (name, instance, api_address, tiers, capacity, lease_ms, started_at,"
+                    + " heartbeat_at, peer_address, peer_sha256) VALUES ('hung', 'hung-1', 'https://127.0.0.1:1', 'container', 0, 3600000, now(),"
+                    + " now(), '127.0.0.1:" + silent.getLocalPort() + "', '" + "ab".repeat(32) + "')");
+            try {
+                // the listing answers once the ask's bound has passed for the silent node (its message says the bound)
+                JsonNode listed = ok(alpha.raw("GET", "/v1/sandboxes", null), 200);
+                assertThat(listed.path("partial").asString()).contains("hung did not answer within 10 s");
+                assertThat(listed.path("sandboxes").valueStream().map(n -> n.path("id").asString())).as("the other nodes' answers")
+                        .contains(held.id());
+
+                String door = alpha.server.e2bUri().toString();
+                HttpRequest list = HttpRequest.newBuilder(URI.create(door + "/sandboxes"))
+                        .header("X-API-Key", dev.airlock.server.e2b.E2bDoor.apiKey(alpha.token())).GET().build();
+                HttpResponse<String> e2b = HTTP.send(list, HttpResponse.BodyHandlers.ofString());
+                assertThat(e2b.statusCode()).as(e2b.body()).isEqualTo(200);
+                assertThat(e2b.headers().firstValue("Airlock-Partial")).as("the E2B door's header").hasValueSatisfying(v ->
+                        assertThat(v).contains("hung did not answer"));
+                assertThat(JSON.readTree(e2b.body()).valueStream().map(n -> n.path("sandboxID").asString())).contains(held.id());
+            } finally {
+                c.createStatement().execute("DELETE FROM airlock_nodes WHERE name = 'hung'");
+            }
+        } finally {
+            ok(alpha.raw("DELETE", "/v1/sandboxes/" + held.id(), null), 204);
+        }
+    }
+
     @Test
     void e2bsSdkThroughANodeThatDoesNotHoldTheSandbox() throws Exception {
         LiveServer alpha = NODES.get("alpha");
