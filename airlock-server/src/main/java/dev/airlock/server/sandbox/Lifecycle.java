@@ -238,7 +238,7 @@ public final class Lifecycle {
                     + " \"toDisk\", which freezes it in memory");
         }
         long started = System.nanoTime();
-        if (s.pauseToDisk(() -> snapshots.pausedImage(s.id()))) {
+        if (toDisk(s)) {
             audit.record(AuditRecord.LIFECYCLE, s.id(), AuditRecord.lifecycle("paused", "to disk"));
             LOG.info("sandbox {}: paused to disk in {} ms", s.id(), (System.nanoTime() - started) / 1_000_000);
         }
@@ -251,7 +251,7 @@ public final class Lifecycle {
      */
     void park(ManagedSandbox s) {
         try {
-            if (s.idle(java.time.Instant.now()) && s.pauseToDisk(() -> snapshots.pausedImage(s.id()))) {
+            if (s.idle(java.time.Instant.now()) && toDisk(s)) {
                 audit.record(AuditRecord.LIFECYCLE, Audit.SERVER, s.id(), AuditRecord.lifecycle("paused",
                         "to disk: idle for " + s.idleTimeout().toSeconds() + "s"));
                 LOG.info("sandbox {}: paused to disk, idle for {}s", s.id(), s.idleTimeout().toSeconds());
@@ -263,6 +263,11 @@ public final class Lifecycle {
         } finally {
             s.parked();
         }
+    }
+
+    /** Pauses {@code s} to disk into its directory of the snapshot store; whether that changed anything. */
+    private boolean toDisk(ManagedSandbox s) {
+        return s.pauseToDisk(() -> snapshots.pausedImage(s.id()));
     }
 
     void destroy(Admission a) {
