@@ -3,8 +3,9 @@
  *
  * Runs from the initramfs as root, once per boot, and sets the guest up the way the OCI driver sets
  * up a container: loads the kernel modules the initramfs carries (/.airlock/modules.load, in order),
- * mounts the host's /usr read-only over 9p (mount tag "usr"), fresh size-capped tmpfs on /tmp and
- * /workspace, hides /usr/local, and mounts the sandbox's inputs read-only at /inputs (9p mount
+ * mounts the image (the host's /usr read-only over 9p, mount tag "usr", with /usr/local hidden; or,
+ * when the kernel command line has airlock.image=1, a stored image's files from the read-only
+ * squashfs disk /dev/vda: mount_image), fresh size-capped tmpfs on /tmp and /workspace, and mounts the sandbox's inputs read-only at /inputs (9p mount
  * tag "inputs", when the kernel command line has airlock.inputs=1), and copies the public files of
  * its run directory into /run/airlock (tag "run", airlock.run=1). It then starts the agent as PID 1 of a new pid and mount
  * namespace, as the unprivileged sandbox user (uid 1000), with no capabilities (an empty bounding
@@ -63,6 +64,9 @@
 #define PORT_NAME "airlock"
 #define EGRESS_PORT_NAME "airlock-egress"
 #define PORT_WAIT_MS 10000
+/* Where a stored image's disk is mounted while its top-level directories are bound into place. */
+#define IMAGE "/.airlock/image"
+#define IMAGE_DEVICE "/dev/vda"
 /*
  * The 9p mounts' largest message. Linux 6.1 (the guest's) allocates two buffers of msize for every
  * request, however small (a walk, a getattr, a clunk): at 512 KiB a walk of the 9p /usr spent most
@@ -102,6 +106,75 @@ static void mount_or_fail(const char *source, const char *target, const char *ty
     if (mount(source, target, type, flags, data) < 0) {
         fail("cannot mount %s on %s: %s", type, target, strerror(errno));
     }
+}
+
+/*
+ * A stored image's files, from the read-only squashfs on IMAGE_DEVICE (the host made it from the
+ * image store's tree: GuestDisks): each top-level directory of the image is bound read-only,
+ * nosuid and nodev over the initramfs's, each top-level link replaces the initramfs's (an image
+ * without merged /usr has /bin and /lib as directories). What the guest makes itself stays the
+ * initramfs's: /dev, /proc, /sys, /tmp, /workspace, /inputs, /run (the run files), /home (its user
+ * link to /workspace) and /.airlock. The disk's own mount goes once the binds hold it.
+ */
+static void mount_image(void) {
+    static const char *const own[] = { ".airlock", "dev", "proc", "sys", "tmp", "workspace", "inputs", "run", "home", NULL };
+    int waited = 0;
+    while (access(IMAGE_DEVICE, F_OK) != 0) {
+        if (waited >= PORT_WAIT_MS) {
+            fail("no disk " IMAGE_DEVICE " appeared within %d ms: QEMU gives a stored image's files as a virtio-blk device", PORT_WAIT_MS);
+        }
+        nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
+        waited += 10;
+    }
+    if (mkdir(IMAGE, 0700) < 0 && errno != EEXIST) {
+        fail("cannot make " IMAGE ": %s", strerror(errno));
+    }
+    mount_or_fail(IMAGE_DEVICE, IMAGE, "squashfs", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    DIR *top = opendir(IMAGE);
+    if (top == NULL) {
+        fail("cannot read the image's root: %s", strerror(errno));
+    }
+    struct dirent *entry;
+    while ((entry = readdir(top)) != NULL) {
+        const char *name = entry->d_name;
+        int skip = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+        for (int i = 0; !skip && own[i] != NULL; i++) {
+            skip = strcmp(name, own[i]) == 0;
+        }
+        if (skip) continue;
+        char from[300], to[300];
+        snprintf(from, sizeof from, IMAGE "/%s", name);
+        snprintf(to, sizeof to, "/%s", name);
+        struct stat image, here;
+        if (lstat(from, &image) < 0) {
+            fail("cannot read %s: %s", from, strerror(errno));
+        }
+        if (!S_ISDIR(image.st_mode) && !S_ISLNK(image.st_mode)) continue;   /* a file at the top: nothing needs one */
+        if (lstat(to, &here) == 0 && (!S_ISDIR(here.st_mode) || S_ISLNK(image.st_mode)) && unlink(to) < 0 && rmdir(to) < 0) {
+            fail("cannot replace %s with the image's: %s", to, strerror(errno));
+        }
+        if (S_ISLNK(image.st_mode)) {
+            char target[4096];
+            ssize_t n = readlink(from, target, sizeof target - 1);
+            if (n < 0) {
+                fail("cannot read the link %s: %s", from, strerror(errno));
+            }
+            target[n] = '\0';
+            if (symlink(target, to) < 0) {
+                fail("cannot link %s: %s", to, strerror(errno));
+            }
+            continue;
+        }
+        if (mkdir(to, 0755) < 0 && errno != EEXIST) {
+            fail("cannot make %s: %s", to, strerror(errno));
+        }
+        /* Read-only as a mount, as the OCI driver's bind of an image's root is (EACCES, not EROFS, for a file not the user's). */
+        mount_or_fail(from, to, NULL, MS_BIND, NULL);
+        mount_or_fail(NULL, to, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+    }
+    closedir(top);
+    umount2(IMAGE, MNT_DETACH);
+    rmdir(IMAGE);
 }
 
 /* Loads the modules named in MODULES.load, one a line, dependencies first. */
@@ -492,13 +565,17 @@ int main(void) {
     load_modules();
     load_filter();
     int cgroup_procs = sandbox_cgroup(memory, pids);
-    /* The image: the host's /usr (QEMU exports it read-only); set-uid bits and devices on it mean
-     * nothing here. Read-only as a mount rather than as a file system, as a container's bind mount
-     * is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
-    mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE ",cache=loose");
-    mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
-    if (access("/usr/local", F_OK) == 0) {
-        mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
+    if (setting(cmdline, "image", 0)) {
+        mount_image();
+    } else {
+        /* The image 'system': the host's /usr (QEMU exports it read-only); set-uid bits and devices on it
+         * mean nothing here. Read-only as a mount rather than as a file system, as a container's bind
+         * mount is: a write to a file the sandbox user may not write then fails EACCES, not EROFS. */
+        mount_or_fail("usr", "/usr", "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L," P9_MSIZE ",cache=loose");
+        mount_or_fail(NULL, "/usr", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+        if (access("/usr/local", F_OK) == 0) {
+            mount_or_fail("tmpfs", "/usr/local", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755");
+        }
     }
     /* The sandbox's inputs: QEMU exports only their mount points, each a read-only bind of one input
      * (VmmJail); read-only here as a mount too, as the OCI driver's binds are. No cache: the host's file as it is now. */

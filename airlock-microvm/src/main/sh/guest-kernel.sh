@@ -14,12 +14,13 @@
 set -eu
 
 # The modules the guest loads: the virtio-mmio transport (QEMU's microvm machine has no PCI), the
-# agent's virtio-serial port, and the 9p file system that shares the host's /usr read-only. Nothing
+# agent's virtio-serial port, the 9p file system that shares the host's /usr read-only, and the
+# virtio block device and squashfs that carry a stored image's files (a read-only disk). Nothing
 # else: under software emulation each module costs boot time.
-WANTED="virtio_mmio virtio_console 9pnet_virtio 9p"
+WANTED="virtio_mmio virtio_console 9pnet_virtio 9p virtio_blk squashfs"
 # The name of this preparation's layout (its module list): a kernel prepared for another list lives
 # in another directory, so drivers of another version sharing the cache never see this one's.
-LAYOUT=mmio
+LAYOUT=mmio-blk
 
 fail() {
     echo "guest-kernel.sh: $*" >&2

@@ -79,15 +79,20 @@ final class EngineOptions {
         return stateDir.resolve(MICROVM);
     }
 
-    /** The microVM driver's settings: its state under the state directory. */
+    /** The microVM driver's settings: its state under the state directory, the image store as for the OCI driver. */
     MicroVmDriverConfig microVmConfig() {
-        MicroVmDriverConfig config = MicroVmDriverConfig.defaults().withStateRoot(microVmStateRoot());
+        return microVmConfig(null);
+    }
+
+    /** The microVM driver's settings; {@code dataDir} as for {@link #driverConfig(Path)}. */
+    MicroVmDriverConfig microVmConfig(Path dataDir) {
+        MicroVmDriverConfig config = MicroVmDriverConfig.defaults().withStateRoot(microVmStateRoot()).withImageRoot(images.resolve(dataDir));
         return microVmAccelerator == null ? config : config.withAccelerator(microVmAccelerator);
     }
 
     /** The chosen driver's settings, as a server holds them; {@code dataDir} as for {@link #driverConfig(Path)}. */
     DriverSettings driverSettings(Path dataDir) {
-        return microVm() ? microVmConfig().toSettings() : driverConfig(dataDir).toSettings();
+        return microVm() ? microVmConfig(dataDir).toSettings() : driverConfig(dataDir).toSettings();
     }
 
     /** An engine whose sandboxes all die with this process, also on Ctrl-C or SIGTERM. */

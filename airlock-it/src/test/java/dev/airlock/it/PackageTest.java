@@ -115,7 +115,7 @@ class PackageTest {
     void thePackageHoldsAServiceAndDeclaresItsDependencies() throws Exception {
         Result info = run(List.of("dpkg-deb", "--info", built.deb().toString()), Map.of(), HOME, Duration.ofMinutes(1));
         assertThat(info.code()).as(info.output()).isZero();
-        assertThat(info.output()).contains("Package: airlock", "Architecture: amd64", "Depends: runc", "Suggests: runsc, qemu-system-x86, mmdebstrap",
+        assertThat(info.output()).contains("Package: airlock", "Architecture: amd64", "Depends: runc", "Suggests: runsc, qemu-system-x86, squashfs-tools, mmdebstrap",
                 "postinst", "prerm", "postrm", "conffiles");
         Result contents = run(List.of("dpkg-deb", "--contents", built.deb().toString()), Map.of(), HOME, Duration.ofMinutes(1));
         assertThat(contents.code()).isZero();

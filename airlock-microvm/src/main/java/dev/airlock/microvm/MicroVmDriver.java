@@ -11,6 +11,7 @@ import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxBroker;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.SandboxSpec;
+import dev.airlock.oci.image.ImageStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,6 +69,7 @@ public final class MicroVmDriver implements IsolationDriver {
     private final EngineInstance state;
     private final Path initramfs;
     private final HostInputs hostInputs;
+    private final ImageStore images;
     private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
 
     public MicroVmDriver(MicroVmDriverConfig config) {
@@ -77,6 +79,7 @@ public final class MicroVmDriver implements IsolationDriver {
         Set<Path> keptFromInputs = new HashSet<>(config.protectedPaths());
         keptFromInputs.add(config.stateRoot());
         this.hostInputs = new HostInputs(keptFromInputs);
+        this.images = ImageStore.at(config.imageRoot());
         this.state = InstanceDirectory.create(config.stateRoot());
         try {
             this.initramfs = state.dir().resolve("initramfs.cpio.gz");
@@ -112,10 +115,25 @@ public final class MicroVmDriver implements IsolationDriver {
         return kernel.release();
     }
 
+    /** The images of the store ({@link MicroVmDriverConfig#imageRoot()}), which guests start from as read-only disks. */
+    @Override
+    public List<dev.airlock.core.ImageInfo> images() {
+        return images.list();
+    }
+
     @Override
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
-        checkImage(spec);
         hostInputs.resolve(spec.inputs());
+        if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
+            Path rootfs = knownImage(() -> images.rootOf(spec.image()));
+            for (String program : requiredPrograms) {
+                if (!ImageStore.hasExecutable(rootfs, program)) {
+                    throw AirlockException.unavailable("the image '" + spec.image() + "' has no '" + program
+                            + "': build it with the package that has it (airlock image build), or choose another language");
+                }
+            }
+            return;
+        }
         for (String program : requiredPrograms) {
             if (!hasExecutable(program)) {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
@@ -124,9 +142,15 @@ public final class MicroVmDriver implements IsolationDriver {
         }
     }
 
-    private static void checkImage(SandboxSpec spec) {
-        if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-            throw AirlockException.invalid("unknown image '" + Printable.of(spec.image()) + "': this driver serves the image 'system'");
+    /** An unknown image name is a bad request, not a missing sandbox. */
+    private static <T> T knownImage(java.util.function.Supplier<T> lookup) {
+        try {
+            return lookup.get();
+        } catch (AirlockException e) {
+            if (e.kind() == AirlockException.Kind.NOT_FOUND) {
+                throw AirlockException.invalid(e.getMessage());
+            }
+            throw e;
         }
     }
 
@@ -147,14 +171,19 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
-        checkImage(spec);
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
+        ImageStore.Lease image = null;
         Process qemu = null;
         VmmJail jail = null;
         GuestConsole console = null;
         EgressMux egress = null;
         try {
+            Path disk = null;
+            if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
+                image = knownImage(() -> images.use(spec.image()));
+                disk = GuestDisks.diskOf(images, image);
+            }
             InstanceDirectory.createPrivate(dir);
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
             // The one directory QEMU may write, its uid's: it makes the agent's and the console's sockets there. The rest
@@ -174,10 +203,13 @@ public final class MicroVmDriver implements IsolationDriver {
             List<VmmJail.Share> shares = new ArrayList<>(inputs.stream().map(VmmJail.Share::input).toList());
             List<VmmJail.Share> runFiles = publicFiles(runDir).stream().map(VmmJail.Share::runFile).toList();
             shares.addAll(runFiles);
+            if (disk != null) {
+                shares.add(VmmJail.Share.disk(disk));
+            }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
             qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir,
-                    bridged, !inputs.isEmpty(), !runFiles.isEmpty()),
+                    disk == null ? null : Qemu.DISK_DIR + "/" + disk.getFileName(), bridged, !inputs.isEmpty(), !runFiles.isEmpty()),
                     config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT), shares))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
@@ -203,7 +235,7 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw bootFailure(id, qemu, dir, console, "its agent did not say hello (" + e.getMessage() + ")");
             }
             LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, dir, this);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, dir, image, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -223,6 +255,9 @@ public final class MicroVmDriver implements IsolationDriver {
                 egress.close();
             }
             HostFiles.deleteTree(dir);
+            if (image != null) {
+                image.close();
+            }
             if (e instanceof AirlockException ae) {
                 throw ae;
             }
@@ -303,6 +338,9 @@ public final class MicroVmDriver implements IsolationDriver {
             sandbox.egress().close();
         }
         HostFiles.deleteTree(sandbox.dir());
+        if (sandbox.image() != null) {
+            sandbox.image().close();
+        }
     }
 
     /**

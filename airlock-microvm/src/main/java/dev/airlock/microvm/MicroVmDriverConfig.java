@@ -31,8 +31,12 @@ import java.util.Set;
  *                     every engine of a host (a server's tiers, {@code run}, {@code bench}) uses it
  * @param protectedPaths host directories no input may be, lie in or contain, beyond the state root
  *                     (the server's data directory): as for the OCI driver ({@link dev.airlock.core.HostInputs})
+ * @param imageRoot    the image store ({@link dev.airlock.oci.image.ImageStore}) whose images, beside
+ *                     {@code system}, guests may start from, each as a read-only disk ({@link GuestDisks});
+ *                     the OCI driver's default when null
  */
-public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout, String accelerator, Set<Path> protectedPaths) {
+public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startTimeout, String accelerator, Set<Path> protectedPaths,
+                                  Path imageRoot) {
 
     public static final String TCG = "tcg";
     public static final String KVM = "kvm";
@@ -59,6 +63,9 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
             accelerator = System.getenv().getOrDefault(ACCELERATOR_ENV, TCG);
         }
         protectedPaths = protectedPaths == null ? Set.of() : Set.copyOf(protectedPaths);
+        if (imageRoot == null) {
+            imageRoot = Path.of(dev.airlock.oci.image.ImageStore.DEFAULT_ROOT);
+        }
         if (!accelerator.equals(TCG) && !accelerator.equals(KVM)) {
             throw AirlockException.invalid("the microvm driver's accelerator '" + Printable.of(accelerator) + "' is unknown: give "
                     + TCG + " (software emulation) or " + KVM);
@@ -75,7 +82,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     }
 
     public static MicroVmDriverConfig defaults() {
-        return new MicroVmDriverConfig(null, null, null, null, null);
+        return new MicroVmDriverConfig(null, null, null, null, null, null);
     }
 
     /**
@@ -89,19 +96,23 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
     }
 
     public MicroVmDriverConfig withStateRoot(Path root) {
-        return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator, protectedPaths);
+        return new MicroVmDriverConfig(root, cacheDir, startTimeout, accelerator, protectedPaths, imageRoot);
     }
 
     public MicroVmDriverConfig withStartTimeout(Duration timeout) {
-        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout, accelerator, protectedPaths);
+        return new MicroVmDriverConfig(stateRoot, cacheDir, timeout, accelerator, protectedPaths, imageRoot);
     }
 
     public MicroVmDriverConfig withAccelerator(String accel) {
-        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accel, protectedPaths);
+        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accel, protectedPaths, imageRoot);
+    }
+
+    public MicroVmDriverConfig withImageRoot(Path root) {
+        return new MicroVmDriverConfig(stateRoot, cacheDir, startTimeout, accelerator, protectedPaths, root);
     }
 
     /** The option names of {@link #toSettings()} and {@link #fromSettings}. */
-    static final List<String> OPTIONS = List.of("stateRoot", "cacheDir", "startTimeout", "accelerator");
+    static final List<String> OPTIONS = List.of("stateRoot", "cacheDir", "startTimeout", "accelerator", "imageRoot");
 
     /** These settings in the driver-neutral form the server holds (driver {@value MicroVmDriverProvider#NAME}). */
     public DriverSettings toSettings() {
@@ -110,6 +121,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
         options.put("cacheDir", cacheDir.toString());
         options.put("startTimeout", startTimeout.toString());
         options.put("accelerator", accelerator);
+        options.put("imageRoot", imageRoot.toString());
         return new DriverSettings(MicroVmDriverProvider.NAME, options, protectedPaths);
     }
 
@@ -131,6 +143,7 @@ public record MicroVmDriverConfig(Path stateRoot, Path cacheDir, Duration startT
             }
         }
         return new MicroVmDriverConfig(o.containsKey("stateRoot") ? Path.of(o.get("stateRoot")) : null,
-                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout, o.get("accelerator"), settings.protectedPaths());
+                o.containsKey("cacheDir") ? Path.of(o.get("cacheDir")) : null, startTimeout, o.get("accelerator"), settings.protectedPaths(),
+                o.containsKey("imageRoot") ? Path.of(o.get("imageRoot")) : null);
     }
 }

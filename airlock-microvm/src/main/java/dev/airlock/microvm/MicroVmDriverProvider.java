@@ -23,14 +23,19 @@ public final class MicroVmDriverProvider implements DriverProvider {
     }
 
     /**
-     * The microVM tier; {@code base}'s options carry over when it is a microvm driver (another
-     * driver's options mean nothing here, so then the defaults).
+     * The microVM tier; {@code base}'s options carry over when it is a microvm driver. Of another
+     * driver's options only the image store ({@code imageRoot}) means something here: the tier serves
+     * the same stored images; the rest are then the defaults.
      */
     @Override
     public DriverSettings settingsFor(Isolation tier, DriverSettings base) {
         if (tier != Isolation.MICROVM) {
             return null;
         }
-        return new DriverSettings(NAME, NAME.equals(base.driver()) ? base.options() : Map.of(), base.protectedPaths());
+        if (NAME.equals(base.driver())) {
+            return new DriverSettings(NAME, base.options(), base.protectedPaths());
+        }
+        String imageRoot = base.options().get("imageRoot");
+        return new DriverSettings(NAME, imageRoot == null ? Map.of() : Map.of("imageRoot", imageRoot), base.protectedPaths());
     }
 }

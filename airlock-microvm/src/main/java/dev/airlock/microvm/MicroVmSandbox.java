@@ -4,6 +4,7 @@ import dev.airlock.agent.AgentClient;
 import dev.airlock.core.IsolationDriver.DriverSandbox;
 import dev.airlock.core.SandboxAgent;
 import dev.airlock.core.SandboxId;
+import dev.airlock.oci.image.ImageStore;
 
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -18,11 +19,12 @@ final class MicroVmSandbox implements DriverSandbox {
     private final GuestConsole console;
     private final EgressMux egress;
     private final Path dir;
+    private final ImageStore.Lease image;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
     MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, EgressMux egress, Path dir,
-                   MicroVmDriver driver) {
+                   ImageStore.Lease image, MicroVmDriver driver) {
         this.id = id;
         this.agent = agent;
         this.qemu = qemu;
@@ -30,6 +32,7 @@ final class MicroVmSandbox implements DriverSandbox {
         this.console = console;
         this.egress = egress;
         this.dir = dir;
+        this.image = image;
         this.driver = driver;
     }
 
@@ -62,6 +65,21 @@ final class MicroVmSandbox implements DriverSandbox {
 
     Path dir() {
         return dir;
+    }
+
+    /** The stored image it holds, or null (the image 'system'). */
+    ImageStore.Lease image() {
+        return image;
+    }
+
+    @Override
+    public String imageDigest() {
+        return image == null ? null : image.digest();
+    }
+
+    @Override
+    public java.util.Map<String, String> imageEnvironment() {
+        return image == null ? java.util.Map.of() : image.environment();
     }
 
     /** The guest kernel's OOM kills, as its console reports them. */

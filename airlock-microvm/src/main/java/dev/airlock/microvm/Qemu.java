@@ -15,7 +15,8 @@ import java.util.List;
 /**
  * The command line of one guest's QEMU: the {@code microvm} machine under software emulation (TCG)
  * or KVM, no default device, no network device, no display, seccomp on; the guest's kernel and
- * initramfs; the host's /usr shared read-only over 9p, and so the sandbox's inputs (their mount
+ * initramfs; the image: the host's /usr shared read-only over 9p for the image {@code system}, a
+ * stored image's read-only squashfs disk ({@link GuestDisks}) as a virtio-blk device otherwise; the sandbox's inputs over 9p (their mount
  * points in the jail's root, {@value #INPUTS_DIR}, each a read-only bind of its host path); the agent's channel a virtio-serial port
  * whose host end is a unix socket QEMU listens on; the serial console another socket, read by the
  * host ({@link GuestConsole}).
@@ -49,6 +50,8 @@ final class Qemu {
      * default, at its own path). The run directory's sockets are never exported (EgressMux serves the bridge).
      */
     static final String RUN_FILES_DIR = "/run-files";
+    /** Where the jail binds a stored image's disk ({@link GuestDisks}) in QEMU's root. */
+    static final String DISK_DIR = "/disk";
 
     private Qemu() {
     }
@@ -77,13 +80,14 @@ final class Qemu {
      * The command that boots one guest.
      *
      * @param dir    the guest's own host directory: the agent's, the console's and the egress bridge's sockets go there
+     * @param disk   the stored image's disk, its path in QEMU's root; null for the image {@code system} (the host's /usr over 9p)
      * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
      * @param inputs whether the sandbox has inputs: {@value #INPUTS_DIR} of QEMU's root is exported read-only, for the init to mount
      * @param runFiles whether the sandbox's run directory has public files: {@value #RUN_FILES_DIR} of QEMU's root is exported
      *                 read-only, for the init to copy into /run/airlock
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
-                                boolean egress, boolean inputs, boolean runFiles) {
+                                String disk, boolean egress, boolean inputs, boolean runFiles) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
         int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
         boolean kvm = accelerator.equals(MicroVmDriverConfig.KVM);
@@ -94,15 +98,21 @@ final class Qemu {
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
-                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, egress, inputs, runFiles),
+                "-kernel", option(kernel.vmlinux()), "-initrd", option(initramfs), "-append", kernelCommandLine(accelerator, limits, disk != null, egress, inputs, runFiles),
                 // the console: a socket the host reads as it comes (GuestConsole); QEMU waits for the host to connect to it
                 "-chardev", "socket,id=console,server=on,wait=on,path=" + option(dir.resolve(MicroVmDriver.CONSOLE_SOCKET)),
                 "-serial", "chardev:console",
-                "-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none,multidevs=remap",
-                "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr",
                 "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),
                 "-device", "virtserialport,chardev=agent,name=" + PORT_NAME));
+        if (disk == null) {
+            c.addAll(List.of("-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none,multidevs=remap",
+                    "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr"));
+        } else {
+            // read-only to QEMU too; no cache of QEMU's own (the host's page cache serves every guest of the image)
+            c.addAll(List.of("-drive", "id=image,if=none,format=raw,readonly=on,file=" + disk.replace(",", ",,"),
+                    "-device", "virtio-blk-device,drive=image"));
+        }
         if (inputs) {
             // The inputs' mount points are binds of several host file systems: remap their inode numbers into one space
             c.addAll(List.of("-fsdev", "local,id=inputs,path=" + INPUTS_DIR + ",readonly=on,security_model=none,multidevs=remap",
@@ -133,7 +143,7 @@ final class Qemu {
      *     calibration fails under emulation, which hangs the boot; the guest's TSC is the host's.
      * </ul>
      */
-    static String kernelCommandLine(String accelerator, Limits limits, boolean egress, boolean inputs, boolean runFiles) {
+    static String kernelCommandLine(String accelerator, Limits limits, boolean image, boolean egress, boolean inputs, boolean runFiles) {
         List<String> append = new ArrayList<>(List.of("console=ttyS0", "quiet", "panic=-1", "no_timer_check", "cryptomgr.notests",
                 "pci=off"));
         if (!accelerator.equals(MicroVmDriverConfig.KVM)) {
@@ -143,6 +153,9 @@ final class Qemu {
         append.addAll(List.of("airlock.disk=" + limits.diskBytes(), "airlock.nofile=" + limits.openFiles(),
                 "airlock.fsize=" + limits.fileSizeBytes(), "airlock.pids=" + limits.pids(),
                 "airlock.memory=" + limits.memoryBytes()));
+        if (image) {
+            append.add("airlock.image=1");
+        }
         if (egress) {
             append.add("airlock.egress=" + SandboxBroker.BRIDGE_PORT);
         }

@@ -31,8 +31,9 @@ import java.util.function.Predicate;
  * null, zero, random and urandom (and kvm under KVM), its pid namespace's /proc, the guest kernel
  * and initramfs (read-only), the one directory it may write (its sockets), and what it exports to
  * the guest ({@link Share}): the sandbox's inputs, each a read-only bind of its resolved host path on
- * a mount point of its own under {@value Qemu#INPUTS_DIR}, and the public files of its run directory
- * (the egress trust bundle) under {@value Qemu#RUN_FILES_DIR}; nothing of their host parents.
+ * a mount point of its own under {@value Qemu#INPUTS_DIR}, the public files of its run directory
+ * (the egress trust bundle) under {@value Qemu#RUN_FILES_DIR}, and a stored image's disk under
+ * {@value Qemu#DISK_DIR}; nothing of their host parents.
  */
 final class VmmJail {
 
@@ -64,7 +65,7 @@ final class VmmJail {
             r=$1 kernel=$2 initramfs=$3 dir=$4 extra=$5 shares=$6
             shift 6
             mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev tmpfs "$r"
-            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old" "$r/inputs" "$r/run-files"
+            mkdir "$r/usr" "$r/dev" "$r/proc" "$r/old" "$r/inputs" "$r/run-files" "$r/disk"
             while [ "$shares" -gt 0 ]; do
               if [ -d "$3" ]; then mkdir "$r/$1/$2"; else touch "$r/$1/$2"; fi
               mount -o bind,ro,nosuid,nodev "$3" "$r/$1/$2"
@@ -162,7 +163,7 @@ final class VmmJail {
 
     /**
      * A host file or directory QEMU exports to the guest read-only: bound at {@code /<directory>/<name>} in QEMU's root,
-     * {@code directory} being {@value Qemu#INPUTS_DIR} or {@value Qemu#RUN_FILES_DIR} without its slash.
+     * {@code directory} being {@value Qemu#INPUTS_DIR}, {@value Qemu#RUN_FILES_DIR} or {@value Qemu#DISK_DIR} without its slash.
      */
     record Share(String directory, String name, Path hostPath) {
 
@@ -174,6 +175,11 @@ final class VmmJail {
         /** A public file of the sandbox's run directory (the egress trust bundle), at its name. */
         static Share runFile(Path file) {
             return new Share(Qemu.RUN_FILES_DIR.substring(1), file.getFileName().toString(), file);
+        }
+
+        /** A stored image's disk ({@link GuestDisks}), at its name in {@value Qemu#DISK_DIR}: QEMU gives it to the guest read-only. */
+        static Share disk(Path file) {
+            return new Share(Qemu.DISK_DIR.substring(1), file.getFileName().toString(), file);
         }
     }
 

@@ -18,7 +18,7 @@ class MicroVmDriverConfigTest {
     @Test
     void settingsReadBackAsWritten() {
         MicroVmDriverConfig config = new MicroVmDriverConfig(Path.of("/run/al"), Path.of("/var/cache/x"), Duration.ofSeconds(90), MicroVmDriverConfig.KVM,
-                Set.of(Path.of("/var/lib/airlock-data")));
+                Set.of(Path.of("/var/lib/airlock-data")), Path.of("/var/lib/airlock-data/images"));
         assertThat(MicroVmDriverConfig.fromSettings(config.toSettings())).isEqualTo(config);
         assertThat(MicroVmDriverConfig.fromSettings(DriverSettings.of(MicroVmDriverProvider.NAME))).isEqualTo(MicroVmDriverConfig.defaults());
     }

@@ -16,12 +16,12 @@ class QemuCommandTest {
 
     @Test
     void underTcgTheGuestIsToldTheHostsTscFrequencyAndSkipsTheCryptoSelfTests() {
-        String tcg = Qemu.kernelCommandLine(MicroVmDriverConfig.TCG, Limits.DEFAULTS, false, false, false);
+        String tcg = Qemu.kernelCommandLine(MicroVmDriverConfig.TCG, Limits.DEFAULTS, false, false, false, false);
         assertThat(tcg).contains("quiet", "no_timer_check", "cryptomgr.notests", "tsc=reliable",
                 "tsc_early_khz=" + Qemu.hostTscKhz(), "airlock.pids=" + Limits.DEFAULTS.pids());
         assertThat(Qemu.hostTscKhz()).isBetween(100_000L, 10_000_000L);
         // Under KVM the guest reads the TSC's frequency from kvmclock.
-        assertThat(Qemu.kernelCommandLine(MicroVmDriverConfig.KVM, Limits.DEFAULTS, false, false, false)).doesNotContain("tsc");
+        assertThat(Qemu.kernelCommandLine(MicroVmDriverConfig.KVM, Limits.DEFAULTS, false, false, false, false)).doesNotContain("tsc");
     }
 
     @Test

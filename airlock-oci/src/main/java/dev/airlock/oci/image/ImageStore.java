@@ -42,6 +42,7 @@ import java.util.regex.Pattern;
  *   index.json            names: {"images": {NAME: {"digest", "created", "source"}}}
  *   roots/HEX/            an image's files (HEX: its digest's hex), shared read-only by its sandboxes
  *   roots/HEX.json        their size and count
+ *   disks/HEX.squashfs    the tree as a read-only disk, for microVM guests: made at first use, removed with the tree
  *   locks/HEX.lock        held shared by every process with a sandbox of it; rm takes it exclusively
  *   tmp/                  imports under way
  *   store.lock            held while the index changes
@@ -54,6 +55,8 @@ public final class ImageStore {
 
     public static final String DEFAULT_ROOT = "/var/lib/airlock/images";
     private static final Pattern HEX = Pattern.compile("[0-9a-f]{64}");
+    /** The directory of the trees' disks ({@link #diskOf}). */
+    private static final String DISKS = "disks";
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final Path root;
@@ -301,9 +304,7 @@ public final class ImageStore {
             }
             Path lockFile = root.resolve("locks").resolve(hex + ".lock");
             if (hex.equals(heldHex)) {
-                Files.deleteIfExists(root.resolve("roots").resolve(hex + ".json"));
-                HostFiles.deleteTree(p);
-                Files.deleteIfExists(lockFile);
+                removeTree(hex);
                 continue;
             }
             ImageLeases.whileNoneTaken(lockFile, leases -> {
@@ -314,15 +315,29 @@ public final class ImageStore {
                     if (channel.tryLock(0, 1, false) == null) {
                         return null; // still in use by another process: a later change collects it
                     }
-                    Files.deleteIfExists(root.resolve("roots").resolve(hex + ".json"));
-                    HostFiles.deleteTree(p);
-                    Files.deleteIfExists(lockFile);
+                    removeTree(hex);
                 } catch (OverlappingFileLockException e) {
                     // held by this process through another channel: in use
                 }
                 return null;
             });
         }
+    }
+
+    /** Removes a tree, its description, its disk (a microVM's form of it: {@link #diskOf}) and its lock file. */
+    private void removeTree(String hex) throws IOException {
+        Files.deleteIfExists(root.resolve("roots").resolve(hex + ".json"));
+        HostFiles.deleteTree(root.resolve("roots").resolve(hex));
+        Files.deleteIfExists(root.resolve(DISKS).resolve(hex + ".squashfs"));
+        Files.deleteIfExists(root.resolve("locks").resolve(hex + ".lock"));
+    }
+
+    /**
+     * Where the read-only disk made from the tree of {@code digest} lives (the microVM driver makes it
+     * with mksquashfs when a guest first needs it): beside the tree, and removed with it.
+     */
+    public Path diskOf(String digest) {
+        return root.resolve(DISKS).resolve(hexOf(digest) + ".squashfs");
     }
 
     private interface Locked<T> {
