@@ -62,7 +62,7 @@ enum {
     T_HELLO = 10, T_STARTED = 11, T_STDOUT = 12, T_STDERR = 13, T_EXIT = 14, T_FAILED = 15, T_DONE = 16,
     T_DATA = 17, T_FILEINFO = 18, T_FORKED = 19,
     T_READ_FILE = 20, T_STAT = 21, T_LIST = 22, T_MKDIR = 23, T_REMOVE = 24, T_RENAME = 25,
-    T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28,
+    T_WALK = 26, T_KILL_ALL = 27, T_DETACH = 28, T_RESUME = 29,
     /* Port streams: T_PORT_BASE + the egress multiplexer's frame type (MUX_OPEN .. MUX_CREDIT). */
     T_SPARE = 35, T_EXEC_SPARE = 36, T_NEXT_SPARE = 37,
     T_PORT_BASE = 29, T_PORT_OPEN = 30, T_PORT_DATA = 31, T_PORT_EOF = 32, T_PORT_RESET = 33, T_PORT_CREDIT = 34,
@@ -71,7 +71,7 @@ enum {
 enum { WRITE_APPEND = 1, MKDIR_PARENTS = 1, REMOVE_RECURSIVE = 1, READ_NOFOLLOW = 1 };
 enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 
-#define PROTOCOL_VERSION 7
+#define PROTOCOL_VERSION 8
 #define MAX_TTY_SIZE 1000              /* largest rows or cols of a terminal (RESIZE, EXEC with a size) */
 #define MAX_FRAME (1024 * 1024 + 64)   /* largest N (type + payload) either side may send */
 #define CHUNK (64 * 1024)              /* largest STDOUT/STDERR payload */
@@ -1713,9 +1713,14 @@ static void close_bridges(void);
  * host's secret: the directory is not listable from inside, so only we, whose memory the code
  * cannot read (non-dumpable), know where to connect, and code racing us for the new channel does
  * not find it. Refused (EBUSY) while an execution or a file read is running: its frames would have
- * nowhere to go. Open egress connections are closed (their host ends cannot be saved either). Not
- * over a device: a microVM guest is not checkpointed this way.
+ * nowhere to go. Open egress connections are closed (their host ends cannot be saved either).
+ *
+ * Over a device (a microVM guest's virtio-serial port; NAME is then ignored) the port is kept: a
+ * guest is saved whole, its port included. The agent reads nothing but RESUME on it afterwards
+ * (await_resume), from the same host or from the host of a guest restored from the saved one.
  */
+static void await_resume(void);
+
 static void detach(uint32_t id, const char *name) {
     const char *slash = strrchr(control_path, '/');
     size_t dir_len = slash == NULL ? 0 : (size_t) (slash - control_path) + 1;
@@ -1723,12 +1728,8 @@ static void detach(uint32_t id, const char *name) {
     if (name_len == 0 || name_len > 64 || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-._") != name_len) {
         die("malformed frame from host: DETACH socket name");
     }
-    if (dir_len + name_len >= sizeof detached_path || dir_len + name_len >= 108) {
+    if (!sock_is_device && (dir_len + name_len >= sizeof detached_path || dir_len + name_len >= 108)) {
         send_failed_errno(id, ENAMETOOLONG, "the socket path would be too long");
-        return;
-    }
-    if (sock_is_device) {
-        send_failed_errno(id, ENOTSUP, "the channel is a device: only a socket channel can be detached");
         return;
     }
     for (int i = 0; i < MAX_EXECS; i++) {
@@ -1745,6 +1746,11 @@ static void detach(uint32_t id, const char *name) {
     close_ports();
     forget_spare(&spare, 1);           /* its socket cannot be saved either */
     send_ids(T_DONE, id, 0, 0, 1);
+    if (sock_is_device) {
+        await_resume();
+        send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
+        return;
+    }
     close(sock);
     sock = -1;
     in_have = 0;
@@ -1761,6 +1767,34 @@ static void detach(uint32_t id, const char *name) {
         usleep(20 * 1000);
     }
     send_ids(T_HELLO, PROTOCOL_VERSION, 0, 0, 1);
+}
+
+/*
+ * After a DETACH over a device: reads the port until a whole RESUME frame is in, and nothing else.
+ * A port whose host end is not connected (the guest restored, its new host not yet there) reads end
+ * of file at once: that is waited out, not taken as the end.
+ */
+static void await_resume(void) {
+    in_have = 0;
+    for (;;) {
+        size_t want = in_have < 4 ? 4 : 4 + get_u32(in_frame);
+        ssize_t n = read(sock, in_frame + in_have, want - in_have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die("cannot read the host channel after DETACH: %s", strerror(errno));
+        if (n == 0) {
+            usleep(20 * 1000);
+            continue;
+        }
+        in_have += (size_t) n;
+        if (in_have == 4 && get_u32(in_frame) != 1) {
+            die("malformed frame from host: only RESUME may follow DETACH");
+        }
+        if (in_have == 5) {
+            if (in_frame[4] != T_RESUME) die("malformed frame from host: only RESUME may follow DETACH");
+            in_have = 0;
+            return;
+        }
+    }
 }
 
 /* The execution an EXEC describes after its id (and spare): argv, env, cwd and a terminal size or none. */

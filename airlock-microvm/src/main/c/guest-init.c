@@ -21,8 +21,9 @@
  * rlimits), airlock.pids (RLIMIT_NPROC of the sandbox user and the cgroup's pids.max), and
  * airlock.egress (the egress bridge's port on the loopback, when the sandbox has network: the agent
  * then multiplexes its connections over the virtio-serial port named "airlock-egress", a node of
- * its own at /.airlock/egress-port). What it says goes to the console (the host's console log); it
- * never talks to the host.
+ * its own at /.airlock/egress-port). What it says goes to the console (the host's console log). Its
+ * one exchange with the host is the control process's (control_main: the port "airlock-ctl", a
+ * reseed and a clock step after a restore), which nothing in the sandbox can reach.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -36,6 +37,7 @@
 #include <string.h>
 #include <grp.h>
 #include <linux/filter.h>
+#include <linux/random.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -63,6 +65,10 @@
 #define EGRESS_PORT "/.airlock/egress-port"
 #define PORT_NAME "airlock"
 #define EGRESS_PORT_NAME "airlock-egress"
+#define CTL_PORT_NAME "airlock-ctl"
+/* One message of the host on the control port: 32 random bytes, then the host's time (u64 seconds, u32 nanoseconds, big-endian). */
+#define CTL_SEED_BYTES 32
+#define CTL_MESSAGE_BYTES (CTL_SEED_BYTES + 12)
 #define PORT_WAIT_MS 10000
 /* Where a stored image's disk is mounted while its top-level directories are bound into place. */
 #define IMAGE "/.airlock/image"
@@ -175,6 +181,81 @@ static void mount_image(void) {
     closedir(top);
     umount2(IMAGE, MNT_DETACH);
     rmdir(IMAGE);
+}
+
+static void find_port(const char *wanted, char *device, size_t size);
+
+static unsigned long long get_be(const unsigned char *p, int bytes) {
+    unsigned long long v = 0;
+    for (int i = 0; i < bytes; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/*
+ * The guest's control process: root, outside the sandbox's pid and mount namespaces and cgroup,
+ * holding the virtio-serial port named CTL_PORT_NAME, which the sandbox's /dev never has. It serves
+ * the host after a guest is restored from a memory snapshot, when every copy of the guest starts
+ * with the same kernel random state and the clock of the moment it was saved: each message gives
+ * 32 bytes of the host's randomness, credited to the kernel's pool (RNDADDENTROPY) and made the
+ * CRNG's next seed at once (RNDRESEEDCRNG), and the host's time, which the clock is stepped to;
+ * then it answers one byte. A port whose host end is not connected reads end of file: waited out.
+ */
+static _Noreturn void control_main(const char *device) {
+    int port = open(device, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int random = open("/dev/urandom", O_RDWR | O_CLOEXEC);
+    if (port < 0 || random < 0) {
+        say("the control process cannot open %s or /dev/urandom: %s", device, strerror(errno));
+        _exit(1);
+    }
+    unsigned char message[CTL_MESSAGE_BYTES];
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(port, message + have, sizeof message - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            say("the control process cannot read its port: %s", strerror(errno));
+            _exit(1);
+        }
+        if (n == 0) {
+            nanosleep(&(struct timespec) { 0, 20 * 1000 * 1000 }, NULL);
+            continue;
+        }
+        have += (size_t) n;
+        if (have < sizeof message) continue;
+        have = 0;
+        struct {
+            int entropy_count;
+            int buf_size;
+            unsigned char buf[CTL_SEED_BYTES];
+        } seed = { CTL_SEED_BYTES * 8, CTL_SEED_BYTES, { 0 } };
+        memcpy(seed.buf, message, CTL_SEED_BYTES);
+        char answer = 'k';
+        if (ioctl(random, RNDADDENTROPY, &seed) < 0 || ioctl(random, RNDRESEEDCRNG) < 0) {
+            say("cannot reseed the guest's random number generator: %s", strerror(errno));
+            answer = 'r';
+        }
+        explicit_bzero(&seed, sizeof seed);
+        explicit_bzero(message, CTL_SEED_BYTES);
+        struct timespec now = { (time_t) get_be(message + CTL_SEED_BYTES, 8), (long) get_be(message + CTL_SEED_BYTES + 8, 4) };
+        if (now.tv_nsec >= 1000000000L || clock_settime(CLOCK_REALTIME, &now) < 0) {
+            say("cannot step the guest's clock: %s", strerror(errno));
+            answer = answer == 'k' ? 't' : answer;
+        }
+        while (write(port, &answer, 1) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+static void start_control(void) {
+    char device[300];
+    find_port(CTL_PORT_NAME, device, sizeof device);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fail("cannot start the control process: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        control_main(device);
+    }
 }
 
 /* Loads the modules named in MODULES.load, one a line, dependencies first. */
@@ -594,6 +675,7 @@ int main(void) {
     private_device(device, AGENT_PORT);
     char *egress[4] = { NULL, NULL, NULL, NULL };
     egress_args(cmdline, egress);
+    start_control();
     sethostname("sandbox", 7);
     loopback_up();
     /* Nothing of the guest's kernel interfaces beyond what the agent's own /proc shows. */

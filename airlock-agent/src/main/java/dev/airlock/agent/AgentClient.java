@@ -38,8 +38,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class AgentClient implements SandboxAgent {
 
-    /** 7: SPARE (a supervisor forked ahead, named in FORKED, for the host to place) and EXEC_SPARE (an execution handed to it). 6: port streams (PORT_OPEN, PORT_DATA, PORT_EOF, PORT_RESET, PORT_CREDIT). 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
-    static final int PROTOCOL_VERSION = 7;
+    /** 8: DETACH over a device (a microVM guest's port): the agent keeps the port and waits on it for RESUME. 7: SPARE (a supervisor forked ahead, named in FORKED, for the host to place) and EXEC_SPARE (an execution handed to it). 6: port streams (PORT_OPEN, PORT_DATA, PORT_EOF, PORT_RESET, PORT_CREDIT). 5: EXEC and EXEC_HELD may end with a terminal size (the command runs on a pseudo-terminal); RESIZE; DETACH (let go of the channel before a checkpoint, connect again where told). 4: every execution runs under a supervisor of its own; FORKED names the supervisor, STARTED the command, and SIGNAL 9 kills the whole tree. 3: EXEC_HELD, FORKED and RELEASE (an execution placed by the host before it execs); READ_FILE carries flags; WALK and KILL_ALL. 2: FAILED carries an errno; WRITE_FILE carries flags; file requests 20-25. */
+    static final int PROTOCOL_VERSION = 8;
     /** How long the agent may take to answer a request (or send the next chunk of a file) before the connection is given up. */
     static final Duration REPLY_TIMEOUT = Duration.ofMinutes(2);
     /** Agent text ends up in logs and in answers to users: keep it this short (and printable). */
@@ -59,6 +59,11 @@ public final class AgentClient implements SandboxAgent {
     private final SocketChannel channel;
     private final LinkedBlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
     private volatile Thread writer;
+    private volatile Thread reader;
+    /** The id of a device DETACH under way: the reader stops once its DONE is in, leaving the channel open. */
+    private volatile int detaching;
+    /** What the writer takes to end without closing the channel ({@link #detachDevice}). */
+    private static final ByteBuffer LET_GO = ByteBuffer.allocate(0);
     private final FrameRouter router = new FrameRouter();
     private final AtomicInteger nextId = new AtomicInteger(1);
     /** Why the connection ended; null while open. */
@@ -78,7 +83,7 @@ public final class AgentClient implements SandboxAgent {
     public static AgentClient connect(SocketChannel channel, Duration helloTimeout) throws IOException, InterruptedException {
         channel.configureBlocking(true);
         AgentClient client = new AgentClient(channel);
-        client.thread("airlock-agent-reader", client::readLoop);
+        client.reader = client.thread("airlock-agent-reader", client::readLoop);
         client.writer = client.thread("airlock-agent-writer", client::writeLoop);
         try {
             client.await(client.router.hello(), helloTimeout, "HELLO");
@@ -227,6 +232,50 @@ public final class AgentClient implements SandboxAgent {
         close();
     }
 
+    /**
+     * Asks the agent on a device channel (a microVM guest's virtio-serial port) to let go of the host
+     * (DETACH, as {@link #detach} does for a socket): it closes its egress bridges and port streams,
+     * answers, and then reads nothing on its port but RESUME, so the guest can be saved meanwhile.
+     * This client ends; its channel stays open and is returned, for {@link #resume} on it (or on a
+     * guest restored from what was saved, through that guest's own channel). Refused by the agent (an
+     * {@code IOException} naming EBUSY) while an execution or a file read runs; this client stays usable then.
+     */
+    public SocketChannel detachDevice() throws IOException, InterruptedException {
+        int id = newId();
+        detaching = id;
+        try {
+            files.detachDevice(id);
+        } catch (IOException e) {
+            detaching = 0;
+            throw e;
+        }
+        reader.join(REPLY_TIMEOUT.toMillis());
+        if (reader.isAlive()) {
+            abort(new IOException("the agent's reader did not stop after DETACH"));
+            throw new IOException("the agent's reader did not stop after DETACH");
+        }
+        if (closed.compareAndSet(null, new IOException("the agent was detached"))) {
+            outbox.add(LET_GO);
+            router.failAll(new IOException("the agent was detached"));
+        }
+        writer.join(REPLY_TIMEOUT.toMillis());
+        return channel;
+    }
+
+    /**
+     * Says RESUME to an agent that let go of its device channel ({@link #detachDevice}) and waits for
+     * its HELLO, as {@link #connect} does: a client for the same agent, or for a guest restored from
+     * one saved while its agent waited.
+     */
+    public static AgentClient resume(SocketChannel channel, Duration helloTimeout) throws IOException, InterruptedException {
+        channel.configureBlocking(true);
+        ByteBuffer frame = new FrameBuilder(Frame.RESUME, "resume").build();
+        while (frame.hasRemaining()) {
+            channel.write(frame);
+        }
+        return connect(channel, helloTimeout);
+    }
+
     @Override
     public FileInfo stat(String path) throws IOException {
         return files.stat(path);
@@ -329,6 +378,9 @@ public final class AgentClient implements SandboxAgent {
         try {
             while (closed.get() == null) {
                 ByteBuffer frame = outbox.take();
+                if (frame == LET_GO) {
+                    return;
+                }
                 while (frame.hasRemaining()) {
                     channel.write(frame);
                 }
@@ -402,7 +454,12 @@ public final class AgentClient implements SandboxAgent {
     private void readLoop() {
         try {
             while (true) {
-                router.dispatch(Frame.read(channel));
+                Frame frame = Frame.read(channel);
+                int id = frame.type() == Frame.DONE && frame.payload().remaining() >= 4 ? frame.payload().getInt(frame.payload().position()) : 0;
+                router.dispatch(frame);
+                if (id != 0 && id == detaching) {
+                    return;                // the agent reads nothing but RESUME now: the channel is the detacher's
+                }
             }
         } catch (AgentProtocolException e) {
             shutDown(e);

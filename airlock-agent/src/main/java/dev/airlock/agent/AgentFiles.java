@@ -138,6 +138,11 @@ final class AgentFiles {
         operation(id, "let go of the host channel", new FrameBuilder(Frame.DETACH, "socket name").u32(id).string(socketName));
     }
 
+    /** DETACH on a device channel: {@code id} is the client's, so its reader knows the answer that ends it. */
+    void detachDevice(int id) throws IOException {
+        operation(id, "let go of the host channel", new FrameBuilder(Frame.DETACH, "socket name").u32(id).string("device"));
+    }
+
     void mkdir(String path, boolean parents) throws IOException {
         await(mkdirWithoutWaiting(path, parents), "the request to create the directory " + path);
     }

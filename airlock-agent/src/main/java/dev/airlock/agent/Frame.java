@@ -37,6 +37,7 @@ record Frame(int type, ByteBuffer payload) {
     static final int WALK = 26;
     static final int KILL_ALL = 27;
     static final int DETACH = 28;
+    static final int RESUME = 29;
     static final int PORT_OPEN = 30;
     static final int PORT_DATA = 31;
     static final int PORT_EOF = 32;

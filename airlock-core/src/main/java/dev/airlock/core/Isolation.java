@@ -29,6 +29,15 @@ public enum Isolation {
         return id;
     }
 
+    /**
+     * Whether a sandbox's processes and memory can be saved on this tier (a memory snapshot): gVisor
+     * (runsc's checkpoint), the microVM (QEMU's saved state and RAM, for guests of stored images); not
+     * the container tier (CRIU does not run on this host's kernel).
+     */
+    public boolean savesProcesses() {
+        return this != CONTAINER;
+    }
+
     /** One phrase for people and models: what the code runs in. */
     public String description() {
         return description;

@@ -63,7 +63,7 @@ public interface IsolationDriver extends AutoCloseable {
     /** What a tier that cannot checkpoint says when asked to. */
     static String noProcessesSaved(Isolation tier) {
         return "processes do not survive a snapshot on " + (tier == null ? "this" : "the " + tier.id())
-                + " tier (only gVisor's runsc can checkpoint them here): take the snapshot without memory, which keeps the files";
+                + " tier (gVisor's runsc and the microVM tier can save them here): take the snapshot without memory, which keeps the files";
     }
 
     /** What a tier that cannot pause a sandbox to disk says when asked to. */

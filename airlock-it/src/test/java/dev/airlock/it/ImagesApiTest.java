@@ -50,8 +50,11 @@ class ImagesApiTest {
                 profiles:
                   default:
                     images: [system, bb]
+                  vm:
+                    isolation: microvm
+                    images: [bb]
                 clients:
-                  local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                  local: {tokenFile: token, profiles: [default, vm], allow: ["*"]}
                 """, c -> c.withPoolSize(0).withDriver(OciDriverConfig.defaults().withImageRoot(store.root()).toSettings()));
     }
 
@@ -96,6 +99,55 @@ class ImagesApiTest {
         HttpResponse<String> refused = live.raw("POST", "/v1/sandboxes", "{\"image\": \"other\"}");
         assertThat(refused.statusCode()).isEqualTo(403);
         assertThat(refused.body()).contains("profiles.default.images");
+    }
+
+    /**
+     * The microVM tier serves the same stored image (a squashfs disk of it), and a guest of it can be
+     * saved whole: a memory snapshot through REST, two forks of it whose shell loop goes on counting
+     * from where the snapshot left it, each fork's own afterwards, and the image held while they live.
+     */
+    @Test
+    void aMicrovmGuestOfTheImageTakesAMemorySnapshotAndItsForksGoOnCounting() throws Exception {
+        HttpResponse<String> created = live.raw("POST", "/v1/sandboxes", "{\"profile\": \"vm\", \"image\": \"bb\"}");
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String id = JSON.readTree(created.body()).get("id").asString();
+        java.util.List<String> forks = new java.util.ArrayList<>();
+        try {
+            assertThat(JSON.readTree(created.body()).get("isolation").asString()).isEqualTo("microvm");
+            sh(id, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/n; busybox usleep 50000; done) </dev/null >/dev/null 2>&1 &"
+                    + " while [ ! -s /tmp/n ]; do busybox usleep 20000; done");
+            HttpResponse<String> snap = live.raw("POST", "/v1/sandboxes/" + id + "/snapshots", "{\"memory\": true}");
+            assertThat(snap.statusCode()).as(snap.body()).isEqualTo(201);
+            String snapshot = JSON.readTree(snap.body()).get("id").asString();
+            HttpResponse<String> forked = live.raw("POST", "/v1/snapshots/" + snapshot + "/fork", "{\"count\": 2}");
+            assertThat(forked.statusCode()).as(forked.body()).isEqualTo(201);
+            JSON.readTree(forked.body()).get("sandboxes").forEach(f -> forks.add(f.get("id").asString()));
+            assertThat(forks).hasSize(2);
+            for (String fork : forks) {
+                long first = Long.parseLong(sh(fork, "busybox cat /tmp/n"));
+                assertThat(first).as("the loop's count, from the snapshot's memory").isPositive();
+                assertThat(Long.parseLong(sh(fork, "busybox usleep 300000; busybox cat /tmp/n"))).as("still counting").isGreaterThan(first);
+                sh(fork, "echo " + fork + " > /tmp/mine");
+            }
+            for (String fork : forks) {
+                assertThat(sh(fork, "busybox cat /tmp/mine")).as("each fork's own").isEqualTo(fork);
+            }
+            assertThatThrownBy(() -> store.remove("bb")).isInstanceOf(AirlockException.class).hasMessageContaining("in use");
+            assertThat(live.raw("DELETE", "/v1/snapshots/" + snapshot, null).statusCode()).isEqualTo(204);
+        } finally {
+            for (String fork : forks) {
+                live.raw("DELETE", "/v1/sandboxes/" + fork, null);
+            }
+            assertThat(live.raw("DELETE", "/v1/sandboxes/" + id, null).statusCode()).isEqualTo(204);
+        }
+    }
+
+    private static String sh(String id, String line) {
+        HttpResponse<String> exec = live.raw("POST", "/v1/sandboxes/" + id + "/exec",
+                "{\"command\": [\"/bin/sh\", \"-c\", " + JSON.writeValueAsString(line) + "]}");
+        JsonNode result = JSON.readTree(exec.body());
+        assertThat(result.path("exitCode").asInt(-1)).as(exec.body()).isZero();
+        return result.get("stdout").asString().strip();
     }
 
     /** A docker save archive of one layer: busybox as /bin/busybox, /bin/sh a link to it. */

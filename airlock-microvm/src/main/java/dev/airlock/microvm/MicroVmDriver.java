@@ -57,6 +57,13 @@ public final class MicroVmDriver implements IsolationDriver {
     static final String CONSOLE_SOCKET = "tty.sock";
     /** The egress bridge's port's socket (shorter than {@link #SOCKET_NAME} too). */
     static final String EGRESS_SOCKET = "egr.sock";
+    /** QEMU's QMP socket (the host stops, saves and continues the guest through it). */
+    static final String QMP_SOCKET = "qmp.sock";
+    /** The guest init's control port's socket ({@link GuestSnapshot#reseed}). */
+    static final String CTL_SOCKET = "ctl.sock";
+    /** Where a restored guest's QEMU takes its saved state in, and where a snapshot's QEMU sends it out: the host listens there. */
+    static final String INCOMING_SOCKET = "in.sock";
+    static final String OUTGOING_SOCKET = "out.sock";
     static final String QEMU_LOG = "qemu.log";
     /** The guest directory's subdirectory that its jailed QEMU owns and sees: its sockets. */
     static final String VMM_DIR = "vmm";
@@ -71,6 +78,8 @@ public final class MicroVmDriver implements IsolationDriver {
     private final HostInputs hostInputs;
     private final ImageStore images;
     private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
+    /** The sealed RAM of each snapshot some live guest was restored from ({@link #snapshotRam}). */
+    private final Map<String, SnapshotRam> rams = new java.util.HashMap<>();
 
     public MicroVmDriver(MicroVmDriverConfig config) {
         this.config = config;
@@ -171,18 +180,41 @@ public final class MicroVmDriver implements IsolationDriver {
 
     @Override
     public DriverSandbox create(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
+        return start(id, spec, broker, null);
+    }
+
+    /**
+     * A guest whose processes and memory continue from the memory snapshot {@code checkpoint} took
+     * ({@link MicroVmSandbox#checkpoint}): QEMU restored from its saved state, its RAM the snapshot's
+     * mapped copy-on-write ({@link SnapshotRam}), its kernel's random state reseeded and its clock
+     * stepped to the host's by the guest init's control process, then its agent taken up (RESUME).
+     */
+    @Override
+    public DriverSandbox restore(SandboxId id, SandboxSpec spec, SandboxBroker broker, Path checkpoint) {
+        return start(id, spec, broker, GuestSnapshot.read(checkpoint));
+    }
+
+    /** Boots a guest, or restores one from {@code snapshot} when it is not null. */
+    private DriverSandbox start(SandboxId id, SandboxSpec spec, SandboxBroker broker, GuestSnapshot snapshot) {
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         ImageStore.Lease image = null;
+        SnapshotRam ram = null;
         Process qemu = null;
         VmmJail jail = null;
         GuestConsole console = null;
         EgressMux egress = null;
+        Qmp qmp = null;
+        SocketChannel control = null;
         try {
             Path disk = null;
             if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
                 image = knownImage(() -> images.use(spec.image()));
                 disk = GuestDisks.diskOf(images, image);
+            }
+            if (snapshot != null) {
+                snapshot.check(spec, image, !inputs.isEmpty());
+                ram = snapshotRam(snapshot);
             }
             InstanceDirectory.createPrivate(dir);
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
@@ -206,11 +238,16 @@ public final class MicroVmDriver implements IsolationDriver {
             if (disk != null) {
                 shares.add(VmmJail.Share.disk(disk));
             }
+            if (snapshot != null) {
+                snapshot.checkDevices(bridged, !runFiles.isEmpty());
+            }
             long started = System.nanoTime();
             long deadline = started + config.startTimeout().toNanos();
             qemu = new ProcessBuilder(jail.wrap(Qemu.command(qemuBinary, config.accelerator(), kernel, initramfs, spec.limits(), vmmDir,
-                    disk == null ? null : Qemu.DISK_DIR + "/" + disk.getFileName(), bridged, !inputs.isEmpty(), !runFiles.isEmpty()),
-                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT), shares))
+                    disk == null ? null : Qemu.DISK_DIR + "/" + disk.getFileName(), snapshot != null, bridged, !inputs.isEmpty(),
+                    !runFiles.isEmpty()),
+                    config.accelerator(), kernel.vmlinux(), initramfs, vmmDir, dir.resolve(VmmJail.ROOT_MOUNT), shares,
+                    ram == null ? null : ram.path()))
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve(QEMU_LOG).toFile())
@@ -219,6 +256,10 @@ public final class MicroVmDriver implements IsolationDriver {
             SocketChannel consoleChannel = connect(id, qemu, dir, CONSOLE_SOCKET, deadline, null);
             Files.deleteIfExists(vmmDir.resolve(CONSOLE_SOCKET));
             console = new GuestConsole(consoleChannel, id.value());
+            qmp = Qmp.open(connect(id, qemu, dir, QMP_SOCKET, deadline, console), Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+            Files.deleteIfExists(vmmDir.resolve(QMP_SOCKET));
+            control = connect(id, qemu, dir, CTL_SOCKET, deadline, console);
+            Files.deleteIfExists(vmmDir.resolve(CTL_SOCKET));
             // The egress port before the agent's: the agent opens it before its HELLO, and a port with no host end hangs up.
             if (bridged) {
                 SocketChannel egressChannel = connect(id, qemu, dir, EGRESS_SOCKET, deadline, console);
@@ -230,12 +271,21 @@ public final class MicroVmDriver implements IsolationDriver {
             Files.deleteIfExists(vmmDir.resolve(SOCKET_NAME));
             AgentClient agent;
             try {
-                agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                if (snapshot != null) {
+                    // every port's host end is connected before the guest runs again: its agent never reads end of file
+                    snapshot.restoreInto(qmp, vmmDir.resolve(INCOMING_SOCKET), deadline);
+                    GuestSnapshot.reseed(control, deadline);
+                    agent = AgentClient.resume(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                } else {
+                    agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                }
             } catch (IOException e) {
-                throw bootFailure(id, qemu, dir, console, "its agent did not say hello (" + e.getMessage() + ")");
+                throw bootFailure(id, qemu, dir, console, (snapshot == null ? "its agent did not say hello (" : "its restore failed (")
+                        + e.getMessage() + ")");
             }
-            LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, dir, image, this);
+            LOG.debug("guest of sandbox {} {} in {} ms", id, snapshot == null ? "booted" : "restored",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, qmp, control, dir, image, ram, spec, this);
             live.put(id, sandbox);
             return sandbox;
         } catch (IOException | InterruptedException | RuntimeException | Error e) {
@@ -254,9 +304,16 @@ public final class MicroVmDriver implements IsolationDriver {
             if (egress != null) {
                 egress.close();
             }
+            if (qmp != null) {
+                qmp.close();
+            }
+            closeQuietly(control);
             HostFiles.deleteTree(dir);
             if (image != null) {
                 image.close();
+            }
+            if (ram != null) {
+                ram.release();
             }
             if (e instanceof AirlockException ae) {
                 throw ae;
@@ -265,6 +322,41 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw error;
             }
             throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The sealed memory file of a snapshot's RAM, loaded once and shared by every guest restored from it while one lives. */
+    private SnapshotRam snapshotRam(GuestSnapshot snapshot) throws IOException {
+        synchronized (rams) {
+            SnapshotRam ram = rams.get(snapshot.key());
+            if (ram != null && ram.retain()) {
+                return ram;
+            }
+            ram = SnapshotRam.load(snapshot.ramFile(), snapshot.memoryBytes());
+            ram.retain();              // the guest's; the first reference is the cache's, dropped below once no guest uses it
+            rams.put(snapshot.key(), ram);
+            return ram;
+        }
+    }
+
+    /** A guest restored from {@code ram} is gone: the cache lets go of the memory file once no guest uses it. */
+    void released(SnapshotRam ram) {
+        synchronized (rams) {
+            ram.release();
+            if (ram.users() == 1) {
+                rams.values().remove(ram);
+                ram.release();
+            }
+        }
+    }
+
+    static void closeQuietly(java.io.Closeable c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // being torn down: nothing to tell
+            }
         }
     }
 
@@ -337,9 +429,14 @@ public final class MicroVmDriver implements IsolationDriver {
         if (sandbox.egress() != null) {
             sandbox.egress().close();
         }
+        sandbox.qmp().close();
+        closeQuietly(sandbox.control());
         HostFiles.deleteTree(sandbox.dir());
         if (sandbox.image() != null) {
             sandbox.image().close();
+        }
+        if (sandbox.ram() != null) {
+            released(sandbox.ram());
         }
     }
 

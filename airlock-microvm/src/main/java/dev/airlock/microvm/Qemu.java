@@ -38,6 +38,10 @@ final class Qemu {
     static final String PORT_NAME = "airlock";
     /** The egress bridge's virtio-serial port: its own, so egress bytes never delay the agent's control frames. */
     static final String EGRESS_PORT_NAME = "airlock-egress";
+    /** The guest init's control port (a reseed and a clock step after a restore): root's in the guest, never the sandbox's. */
+    static final String CTL_PORT_NAME = "airlock-ctl";
+    /** The file descriptor a restored guest's QEMU inherits its RAM on ({@link SnapshotRam}): the jail opens it. */
+    static final int RAM_FD = 7;
     /**
      * Where the jail ({@link VmmJail}) binds a sandbox's inputs in QEMU's root, one mount point per input: the one
      * directory QEMU exports to the guest for them (9p tag {@code inputs}), so nothing of the inputs' host parents is exported.
@@ -76,25 +80,36 @@ final class Qemu {
         return ((limits.memoryBytes() + GUEST_KERNEL_BYTES + (1 << 20) - 1) >> 20) << 20;
     }
 
+    /** The guest's vCPUs: the cpu limit rounded up, at most the host's. */
+    static int cpus(Limits limits) {
+        return Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
+    }
+
     /**
      * The command that boots one guest.
      *
      * @param dir    the guest's own host directory: the agent's, the console's and the egress bridge's sockets go there
      * @param disk   the stored image's disk, its path in QEMU's root; null for the image {@code system} (the host's /usr over 9p)
+     * @param restore whether the guest is restored from a memory snapshot: its RAM is then the snapshot's, mapped privately
+     *                (copy-on-write) from the sealed memory file QEMU inherits on {@value #RAM_FD}, and it waits for its
+     *                state ({@code -incoming defer}); otherwise its RAM is a shared memory file of its own
+     *                (so that a snapshot can save the device state alone and copy the RAM beside it)
      * @param egress whether the guest bridges egress ({@link EgressMux}): a second port, and the port number for the init
      * @param inputs whether the sandbox has inputs: {@value #INPUTS_DIR} of QEMU's root is exported read-only, for the init to mount
      * @param runFiles whether the sandbox's run directory has public files: {@value #RUN_FILES_DIR} of QEMU's root is exported
      *                 read-only, for the init to copy into /run/airlock
      */
     static List<String> command(Path binary, String accelerator, GuestKernel kernel, Path initramfs, Limits limits, Path dir,
-                                String disk, boolean egress, boolean inputs, boolean runFiles) {
+                                String disk, boolean restore, boolean egress, boolean inputs, boolean runFiles) {
         long memoryMiB = guestMemoryBytes(limits) >> 20;
-        int cpus = Math.clamp((long) Math.ceil(limits.cpus()), 1, Runtime.getRuntime().availableProcessors());
+        int cpus = cpus(limits);
         boolean kvm = accelerator.equals(MicroVmDriverConfig.KVM);
         List<String> c = new ArrayList<>(List.of(binary.toString(),
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-                "-M", "microvm", "-cpu", kvm ? "host" : "max", "-accel", kvm ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
+                "-M", "microvm,memory-backend=ram", "-cpu", kvm ? "host" : "max", "-accel", kvm ? "kvm" : "tcg,tb-size=" + VmmJail.TCG_CACHE_MIB,
                 "-m", memoryMiB + "M", "-smp", Integer.toString(cpus),
+                "-object", restore ? "memory-backend-file,id=ram,size=" + memoryMiB + "M,share=off,mem-path=/proc/self/fd/" + RAM_FD
+                        : "memory-backend-memfd,id=ram,size=" + memoryMiB + "M,share=on",
                 // seccomp: no obsolete calls, no set*uid, no fork or exec, no changing priorities or affinity
                 "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
                 "-nic", "none",
@@ -104,7 +119,12 @@ final class Qemu {
                 "-serial", "chardev:console",
                 "-device", "virtio-serial-device",
                 "-chardev", "socket,id=agent,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.SOCKET_NAME)),
-                "-device", "virtserialport,chardev=agent,name=" + PORT_NAME));
+                "-device", "virtserialport,chardev=agent,name=" + PORT_NAME,
+                "-chardev", "socket,id=ctl,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.CTL_SOCKET)),
+                "-device", "virtserialport,chardev=ctl,name=" + CTL_PORT_NAME,
+                // the host's control of QEMU itself: stop, save, continue
+                "-chardev", "socket,id=qmp,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.QMP_SOCKET)),
+                "-mon", "chardev=qmp,mode=control"));
         if (disk == null) {
             c.addAll(List.of("-fsdev", "local,id=usr,path=/usr,readonly=on,security_model=none,multidevs=remap",
                     "-device", "virtio-9p-device,fsdev=usr,mount_tag=usr"));
@@ -125,6 +145,10 @@ final class Qemu {
         if (egress) {
             c.addAll(List.of("-chardev", "socket,id=egress,server=on,wait=off,path=" + option(dir.resolve(MicroVmDriver.EGRESS_SOCKET)),
                     "-device", "virtserialport,chardev=egress,name=" + EGRESS_PORT_NAME));
+        }
+        if (restore) {
+            // the state comes once the host has set the migration's capabilities (GuestSnapshot.restoreInto)
+            c.addAll(List.of("-incoming", "defer"));
         }
         return c;
     }

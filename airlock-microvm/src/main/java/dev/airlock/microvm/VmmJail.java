@@ -139,13 +139,22 @@ final class VmmJail {
      * {@code unshare}, which makes the namespaces, {@link #ROOT_SCRIPT}, which gives QEMU its root, and
      * {@code setpriv}, which drops to the guest's uid before QEMU starts. {@code kernel}, {@code initramfs}
      * and {@code dir} (its uid's, for its sockets) are the host files QEMU needs, at the same paths in its
-     * root, built on the empty directory {@code rootMount}; {@code shares} are bound where QEMU exports them.
+     * root, built on the empty directory {@code rootMount}; {@code shares} are bound where QEMU exports them. {@code ram}
+     * (null: none) is the path of a restored guest's RAM ({@link SnapshotRam#path()}), which QEMU inherits open on
+     * {@value Qemu#RAM_FD}.
      */
     List<String> wrap(List<String> qemu, String accelerator, Path kernel, Path initramfs, Path dir, Path rootMount,
-                      List<Share> shares) {
+                      List<Share> shares, String ram) {
         StringBuilder join = new StringBuilder();
         for (Path cgroup : cgroups) {
             join.append("echo $$ > '").append(cgroup.resolve("cgroup.procs")).append("' && ");
+        }
+        if (ram != null) {
+            // a restored guest's RAM: the host's sealed memory file, opened here as root and inherited by QEMU on its descriptor
+            if (!ram.matches("/proc/[0-9]+/fd/[0-9]+")) {
+                throw new IllegalArgumentException("not a descriptor's path: " + ram);
+            }
+            join.append("exec ").append(Qemu.RAM_FD).append("<").append(ram).append(" && ");
         }
         List<String> c = new ArrayList<>(List.of("/bin/sh", "-c", join + "exec \"$@\"", "airlock-vmm-jail",
                 "unshare", "--mount", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts",

@@ -187,10 +187,10 @@ public final class Lifecycle {
     Command.SnapshotView snapshot(Admission a, Command.TakeSnapshot t) {
         ManagedSandbox s = a.sandbox();
         long quota = a.caller().client() == null ? Client.DEFAULT_SNAPSHOT_BYTES : a.caller().client().snapshotBytes();
-        if (t.memory() && s.isolation() != Isolation.GVISOR) {
+        if (t.memory() && !s.isolation().savesProcesses()) {
             throw AirlockException.invalid("sandbox " + s.id() + " runs on the " + s.isolation().id() + " tier, where processes do not survive"
-                    + " a snapshot (only gVisor, profiles with isolation: gvisor, can checkpoint them here): take the snapshot without"
-                    + " \"memory\", which keeps its files");
+                    + " a snapshot (gVisor and the microVM tier, profiles with isolation: gvisor or microvm, can save them here): take the"
+                    + " snapshot without \"memory\", which keeps its files");
         }
         Command.SnapshotView snap = snapshots.capture(s, s.sandbox().files(), t.ttl() == null ? SnapshotStore.DEFAULT_TTL : t.ttl(), quota,
                 t.memory() ? s.sandbox()::checkpoint : null);
