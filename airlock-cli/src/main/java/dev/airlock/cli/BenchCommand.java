@@ -146,7 +146,11 @@ final class BenchCommand implements Callable<Integer> {
                 + " ratio: to a host copy of the same bytes (snapshot, restore), to as many empty creates (fork), or, for forks of "
                 + SnapshotCases.cowMiB(quick) + " MiB shared copy-on-write, to the same forks with the files copied; gVisor memory snapshots"
                 + " of a process holding " + SnapshotCases.memoryMiB(quick) + " MiB: ratio to a host copy of the same bytes (snapshot), to as"
-                + " many cold creates that fill the same memory (forks of 1 and " + SnapshotCases.forkCount(quick) + "; no warm pool)",
+                + " many cold creates that fill the same memory (forks of 1 and " + SnapshotCases.forkCount(quick) + "; no warm pool);"
+                + " microVM memory snapshots (median of " + (quick ? 1 : 3) + " runs after " + (quick ? 0 : 1) + " warm-up) of a busybox"
+                + " guest holding " + SnapshotCases.microvmFillMiB(quick) + " MiB of random bytes in its RAM: ratio to a host copy of the"
+                + " guest's RAM (snapshot), to as many cold creates (boots) that fill the same memory (forks), and the host's memory"
+                + " (MemAvailable drop, once) of " + SnapshotCases.forkCount(quick) + " forks to that of as many cold guests",
                 snapshotRuns, SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));
         if (cluster != null) {

@@ -205,9 +205,14 @@ record GuestSnapshot(Path dir, long memoryBytes, int cpus, String imageDigest, b
         }
     }
 
-    /** What names this snapshot's RAM among those loaded: its directory and its RAM file's time (a rewritten one is another). */
+    /**
+     * What names this snapshot's RAM among those loaded: its RAM file's device, inode, size and change
+     * time. Every restore of one server snapshot gets the same file (hard links to its blob), so all
+     * share one loaded copy; a file written since (its change time moved) is another.
+     */
     String key() throws IOException {
-        return dir.toRealPath() + ":" + Files.getLastModifiedTime(dir.resolve(RAM)).toMillis();
+        Map<String, Object> a = Files.readAttributes(dir.resolve(RAM), "unix:dev,ino,size,ctime");
+        return a.get("dev") + ":" + a.get("ino") + ":" + a.get("size") + ":" + a.get("ctime");
     }
 
     Path ramFile() {

@@ -273,9 +273,16 @@ public final class MicroVmDriver implements IsolationDriver {
             try {
                 if (snapshot != null) {
                     // every port's host end is connected before the guest runs again: its agent never reads end of file
+                    long connected = System.nanoTime();
                     snapshot.restoreInto(qmp, vmmDir.resolve(INCOMING_SOCKET), deadline);
+                    long loaded = System.nanoTime();
                     GuestSnapshot.reseed(control, deadline);
+                    long reseeded = System.nanoTime();
                     agent = AgentClient.resume(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                    LOG.info("sandbox {}: restored from a memory snapshot in {} ms (QEMU started and connected {} ms, state loaded {} ms,"
+                            + " reseeded {} ms, agent resumed {} ms)", id, (System.nanoTime() - started) / 1_000_000,
+                            (connected - started) / 1_000_000, (loaded - connected) / 1_000_000, (reseeded - loaded) / 1_000_000,
+                            (System.nanoTime() - reseeded) / 1_000_000);
                 } else {
                     agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
                 }

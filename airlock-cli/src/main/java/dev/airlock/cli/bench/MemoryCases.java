@@ -208,6 +208,11 @@ public final class MemoryCases {
     private record Reading(long bytes) {
     }
 
+    /** MemAvailable, in bytes, settled as {@link #read} settles it. */
+    static long settledMemAvailable(long settleMillis) throws IOException, InterruptedException {
+        return read(settleMillis).bytes();
+    }
+
     /** MemAvailable after garbage collection and {@code settleMillis}: the median of five reads over a second. */
     private static Reading read(long settleMillis) throws IOException, InterruptedException {
         for (int i = 0; i < 5; i++) {

@@ -107,7 +107,168 @@ public final class SnapshotCases {
         }
         // --quick (the fast lane's) runs each memory case once, with no warm-up: it proves the cases run
         stats.addAll(memory(quick ? new Sampler(1, 0, progress) : sampler, driver.withRuntime("runsc"), quick, notes));
+        stats.addAll(microvm(quick ? new Sampler(1, 0, progress) : new Sampler(3, 1, progress), quick, notes));
         return stats;
+    }
+
+    /** MiB of random bytes a microVM guest of the memory cases holds in its /tmp (its RAM). */
+    public static int microvmFillMiB(boolean quick) {
+        return quick ? 8 : 64;
+    }
+
+    /**
+     * Memory snapshots on the microVM tier (QEMU's saved state and the guest's RAM), through a server
+     * whose guests start from a stored image (busybox, imported here): a guest holding {@link
+     * #microvmFillMiB} of random bytes in its RAM is saved (ratio: a host copy of its RAM's size); a
+     * fork of one and of {@link #forkCount} restore it (ratio: as many cold creates, each a boot that
+     * then fills the same memory); then the host's memory of that many forks against as many cold
+     * guests (MemAvailable drop, measured once each). Skipped, with a note, where QEMU, busybox-static or
+     * mksquashfs is missing.
+     */
+    private static List<Stats> microvm(Sampler sampler, boolean quick, List<String> notes) throws Exception {
+        int mb = microvmFillMiB(quick);
+        int n = forkCount(quick);
+        List<Stats> stats = new ArrayList<>();
+        Path busybox = Path.of("/bin/busybox");
+        if (!Files.isRegularFile(busybox)) {
+            notes.add("snapshots: the microVM memory cases need busybox-static (apt-get install busybox-static) for their image");
+            return stats;
+        }
+        Path dataDir = Files.createTempDirectory("airlock-bench");
+        // the image store apart: its directory must let the guests' QEMUs (host ids of their own) pass, the data directory not
+        Path storeDir = Files.createTempDirectory("airlock-bench-images");
+        try {
+            Files.setAttribute(storeDir, "unix:mode", 0711);
+            Path store = storeDir.resolve("images");
+            dev.airlock.oci.image.ImageStore.at(store).add("bench-vm", "busybox", new java.io.ByteArrayInputStream(busyboxLayer(busybox)));
+            Files.writeString(dataDir.resolve("policy.yaml"), """
+                    profiles:
+                      default: {isolation: microvm, images: [bench-vm]}
+                    clients:
+                      local: {tokenFile: token, profiles: [default], allow: ["*"]}
+                    """);
+            ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(0)
+                    .withPolicyFile(dataDir.resolve("policy.yaml"))
+                    .withDriver(dev.airlock.microvm.MicroVmDriverConfig.defaults().withImageRoot(store).toSettings());
+            AirlockServer server;
+            try {
+                server = AirlockServer.start(config);
+            } catch (RuntimeException e) {
+                notes.add("snapshots: the microVM memory cases did not start here: " + e.getMessage());
+                return stats;
+            }
+            try (server) {
+                BenchClient client = new BenchClient(server.uri(), server.token());
+                int memoryMiB = 64 + mb;
+                String body = "{\"image\": \"bench-vm\", \"limits\": {\"memory\": \"" + memoryMiB + "m\", \"disk\": \"" + (mb + 16) + "m\"}}";
+                String limits = "{\"memory\": \"" + memoryMiB + "m\", \"disk\": \"" + (mb + 16) + "m\"}";
+                // the guest's RAM: the limit and the guest kernel's share (Qemu.GUEST_KERNEL_BYTES)
+                long ramMiB = memoryMiB + 128;
+                String fill = "busybox dd if=/dev/urandom of=/tmp/held bs=1M count=" + mb + " 2>/dev/null";
+                Path source = dataDir.resolve("host-ram");
+                byte[] chunk = new byte[1 << 20];
+                new Random(mb).nextBytes(chunk);
+                try (var out = Files.newOutputStream(source)) {
+                    for (long i = 0; i < ramMiB; i++) {
+                        out.write(chunk);
+                    }
+                }
+                Path copy = dataDir.resolve("copy-ram");
+                Stats host = sampler.measure("microVM: host: copy " + ramMiB + " MiB, a guest's RAM (baseline)",
+                        () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
+                stats.add(host.in(SECTION));
+                String id = client.create(body);
+                client.exec(id, "/bin/sh", "-c", fill);
+                List<String> snapshots = new ArrayList<>();
+                Sampler.Case dropSnapshots = () -> {
+                    for (String s : snapshots) {
+                        client.deleteSnapshot(s);
+                    }
+                    snapshots.clear();
+                };
+                stats.add(sampler.measure("microVM: memory snapshot of a guest of " + ramMiB + " MiB RAM holding " + mb + " MiB",
+                        () -> snapshots.add(client.snapshotWithMemory(id)), dropSnapshots).in(SECTION).relativeTo(host));
+                dropSnapshots.once();
+                snapshots.add(client.snapshotWithMemory(id));
+                String snap = snapshots.getLast();
+                client.delete(id);
+                List<String> made = new ArrayList<>();
+                Sampler.Case clear = deleting(client, made, 0);
+                for (int count : List.of(1, n)) {
+                    Stats cold = sampler.measure("microVM: " + (count == 1 ? "cold create" : count + " cold creates") + " + fill " + mb
+                            + " MiB (baseline)", () -> {
+                        for (int i = 0; i < count; i++) {
+                            String s = client.create(body);
+                            made.add(s);
+                            client.exec(s, "/bin/sh", "-c", fill);
+                        }
+                    }, clear);
+                    clear.once();
+                    stats.add(cold.in(SECTION));
+                    stats.add(sampler.measure("microVM: fork of " + count + " from the memory snapshot" + (count == 1 ? " (restore)" : ""),
+                            () -> made.addAll(client.fork(snap, count, limits)), clear).in(SECTION).relativeTo(cold));
+                    clear.once();
+                }
+                // host memory: n cold guests (each booted and filled) against n forks of the snapshot
+                long before = MemoryCases.settledMemAvailable(1000);
+                for (int i = 0; i < n; i++) {
+                    String s = client.create(body);
+                    made.add(s);
+                    client.exec(s, "/bin/sh", "-c", fill);
+                }
+                double coldMiB = (before - MemoryCases.settledMemAvailable(1000)) / (double) (1 << 20);
+                clear.once();
+                before = MemoryCases.settledMemAvailable(1000);
+                made.addAll(client.fork(snap, n, limits));
+                for (String s : made) {
+                    client.exec(s, "/bin/sh", "-c", "test -s /tmp/held");      // each fork has run, and holds the bytes
+                }
+                double forkMiB = (before - MemoryCases.settledMemAvailable(1000)) / (double) (1 << 20);
+                clear.once();
+                Stats coldMemory = single("microVM: host memory of " + n + " cold guests holding " + mb + " MiB each (baseline)", coldMiB, "MiB");
+                stats.add(coldMemory);
+                stats.add(single("microVM: host memory of " + n + " forks of the memory snapshot", forkMiB, "MiB").relativeTo(coldMemory));
+                for (String s : snapshots) {
+                    client.deleteSnapshot(s);
+                }
+            }
+        } finally {
+            for (Path dir : List.of(dataDir, storeDir)) {
+                try (var files = Files.walk(dir)) {
+                    files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
+            }
+        }
+        return stats;
+    }
+
+    private static Stats single(String name, double value, String unit) {
+        return new Stats(SECTION, name, value, value, value, unit, null, null);
+    }
+
+    /** A layer (a tar) of busybox-static as /bin/busybox with /bin/sh linked to it. */
+    private static byte[] busyboxLayer(Path busybox) throws java.io.IOException {
+        java.io.ByteArrayOutputStream layer = new java.io.ByteArrayOutputStream();
+        try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveOutputStream(layer)) {
+            var bin = new org.apache.commons.compress.archivers.tar.TarArchiveEntry("bin/",
+                    org.apache.commons.compress.archivers.tar.TarArchiveEntry.LF_DIR);
+            bin.setMode(0755);
+            tar.putArchiveEntry(bin);
+            tar.closeArchiveEntry();
+            byte[] content = Files.readAllBytes(busybox);
+            var file = new org.apache.commons.compress.archivers.tar.TarArchiveEntry("bin/busybox");
+            file.setSize(content.length);
+            file.setMode(0755);
+            tar.putArchiveEntry(file);
+            tar.write(content);
+            tar.closeArchiveEntry();
+            var sh = new org.apache.commons.compress.archivers.tar.TarArchiveEntry("bin/sh",
+                    org.apache.commons.compress.archivers.tar.TarArchiveEntry.LF_SYMLINK);
+            sh.setLinkName("busybox");
+            tar.putArchiveEntry(sh);
+            tar.closeArchiveEntry();
+        }
+        return layer.toByteArray();
     }
 
     /** MiB of random bytes the process of the memory cases holds (runsc compresses its image: zeroes would cost nothing). */

@@ -32,6 +32,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -422,11 +423,21 @@ public final class SnapshotStore {
         }
     }
 
+    /** The bound on {@link #verifiedBlobs}: past it the memory of hashes starts again (each blob is hashed once more). */
+    private static final int MAX_VERIFIED_BLOBS = 4096;
+    /** Checkpoint blobs whose content matched their digest: digest to the inode, size and change time it had then. */
+    private final Map<String, String> verifiedBlobs = new java.util.concurrent.ConcurrentHashMap<>();
+
     /**
-     * Copies a memory snapshot's checkpoint image into the empty directory {@code into}, for {@link
-     * dev.airlock.core.Engine#restore}, after checking the manifest against the snapshot's digest and,
-     * as each part is copied, its content against its blob's digest: a tampered snapshot is refused
-     * (CONFLICT) and nothing is restored from it.
+     * Lays a memory snapshot's checkpoint image into the empty directory {@code into}, for {@link
+     * dev.airlock.core.Engine#restore}, after checking the manifest against the snapshot's digest and
+     * each part's content against its blob's digest: a tampered snapshot is refused (CONFLICT) and
+     * nothing is restored from it. Each part is a hard link to its blob, not a copy (a guest's RAM is
+     * hundreds of MiB; the drivers only read a checkpoint), so every restore of one snapshot reads the
+     * same files, which a driver may share (the microVM driver maps one copy of the RAM into every
+     * guest restored from it). A blob's content is hashed once for as long as its inode, size and
+     * change time stay the same ({@link #verifiedBlobs}): any write to it changes its change time, which
+     * no process can set back, so the next restore hashes it again.
      */
     public void copyCheckpoint(SnapshotView s, Path into) throws IOException {
         JsonNode manifest = verifiedManifest(s);
@@ -439,7 +450,33 @@ public final class SnapshotStore {
             if (!DIGEST.matcher(digest).matches() || !name.matches("[A-Za-z0-9._-]{1,64}") || name.startsWith(".")) {
                 throw tampered(s, "a checkpoint part names " + Json.printable(name));
             }
-            readBlob(s, digest, "the checkpoint part " + name, in -> Files.copy(in, into.resolve(name)));
+            Path blob = blobs.resolve(digest);
+            String identity = identity(blob);
+            if (identity == null) {
+                throw tampered(s, "the checkpoint part " + name + " is missing");
+            }
+            if (!identity.equals(verifiedBlobs.get(digest))) {
+                readBlob(s, digest, "the checkpoint part " + name, in -> in.transferTo(OutputStream.nullOutputStream()));
+                if (verifiedBlobs.size() >= MAX_VERIFIED_BLOBS) {
+                    verifiedBlobs.clear();
+                }
+                verifiedBlobs.put(digest, identity);
+            }
+            try {
+                Files.createLink(into.resolve(name), blob);
+            } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
+                readBlob(s, digest, "the checkpoint part " + name, in -> Files.copy(in, into.resolve(name)));
+            }
+        }
+    }
+
+    /** A blob's inode, size and change time, or null when it is gone: what {@link #verifiedBlobs} keys a hash on. */
+    private static String identity(Path blob) {
+        try {
+            Map<String, Object> a = Files.readAttributes(blob, "unix:ino,size,ctime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            return a.get("ino") + ":" + a.get("size") + ":" + ((java.nio.file.attribute.FileTime) a.get("ctime")).toInstant();
+        } catch (IOException e) {
+            return null;
         }
     }
 
