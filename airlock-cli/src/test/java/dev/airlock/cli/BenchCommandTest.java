@@ -208,6 +208,8 @@ class BenchCommandTest {
             cases.add("microVM: fork of 3 from the memory snapshot");
             cases.add("microVM: host memory of 3 cold guests holding 8 MiB each (baseline)");
             cases.add("microVM: host memory of 3 forks of the memory snapshot");
+            cases.add("microVM: warm pool refill, 3 guests each booted (baseline)");
+            cases.add("microVM: warm pool refill, 3 guests restored from the pool's booted guest");
         }
         return cases;
     }

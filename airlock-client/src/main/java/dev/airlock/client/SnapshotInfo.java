@@ -11,7 +11,7 @@ import java.util.List;
  * @param leftOut files the snapshot could not read, one line each (links, special files and empty
  *                directories are skipped without a line)
  * @param memory  whether it also holds the sandbox's processes with their memory ({@link
- *                RemoteSandbox#snapshotWithMemory()}, gVisor only); a fork of it starts them again
+ *                RemoteSandbox#snapshotWithMemory()}, gVisor and microVM tiers); a fork of it starts them again
  */
 public record SnapshotInfo(String id, String sandbox, String profile, String image, String imageDigest, String digest, long bytes,
                            int files, List<String> leftOut, Instant createdAt, Instant expiresAt, boolean memory) {

@@ -19,11 +19,22 @@ record AttachedSandbox(IsolationDriver.DriverSandbox sandbox, SandboxBroker.Atta
 
     /** As {@link #create(IsolationDriver, SandboxBroker, SandboxSpec)}, restored from {@code checkpoint} when it is not null. */
     static AttachedSandbox create(IsolationDriver driver, SandboxBroker broker, SandboxSpec spec, java.nio.file.Path checkpoint) {
+        return create(driver, broker, spec, checkpoint, false);
+    }
+
+    /** As {@link #create(IsolationDriver, SandboxBroker, SandboxSpec)}, for the warm pool ({@link IsolationDriver#createForPool}). */
+    static AttachedSandbox createForPool(IsolationDriver driver, SandboxBroker broker, SandboxSpec spec) {
+        return create(driver, broker, spec, null, true);
+    }
+
+    private static AttachedSandbox create(IsolationDriver driver, SandboxBroker broker, SandboxSpec spec, java.nio.file.Path checkpoint,
+                                          boolean pooled) {
         SandboxId id = SandboxId.random(driver.instance());
         AttachOnce once = new AttachOnce(broker, driver, id);
         IsolationDriver.DriverSandbox ds;
         try {
-            ds = checkpoint == null ? driver.create(id, spec, once) : driver.restore(id, spec, once, checkpoint);
+            ds = checkpoint != null ? driver.restore(id, spec, once, checkpoint)
+                    : pooled ? driver.createForPool(id, spec, once) : driver.create(id, spec, once);
         } catch (RuntimeException | Error e) {
             once.closeAttachment();
             throw e;

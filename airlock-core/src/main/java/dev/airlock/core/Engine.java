@@ -57,7 +57,7 @@ public final class Engine implements AutoCloseable {
         Trace.mark("driver ready");
         this.reaped = driver.reapOrphans();
         Trace.mark("orphans reaped");
-        this.pool = new WarmPool(() -> AttachedSandbox.create(driver, broker, poolSpec), poolSpec, poolSize);
+        this.pool = new WarmPool(() -> AttachedSandbox.createForPool(driver, broker, poolSpec), poolSpec, poolSize);
     }
 
     /** An engine whose sandboxes have no network ({@link SandboxBroker#NONE}). */

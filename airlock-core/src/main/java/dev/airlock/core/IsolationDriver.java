@@ -69,7 +69,17 @@ public interface IsolationDriver extends AutoCloseable {
     /** What a tier that cannot pause a sandbox to disk says when asked to. */
     static String noPauseToDisk(Isolation tier) {
         return "processes cannot be paused to disk on " + (tier == null ? "this" : "the " + tier.id())
-                + " tier (only gVisor's runsc can checkpoint them here): pause it in memory instead";
+                + " tier (gVisor's runsc and the microVM tier can save them here): pause it in memory instead";
+    }
+
+    /**
+     * Creates a sandbox for the engine's warm pool, to be handed out later as a fresh one: as {@link
+     * #create}, which this default is. A driver whose start is slow may make it from a started
+     * sandbox of the same spec that it saved (the microVM driver restores a booted guest instead of
+     * booting each), as long as what it hands out cannot be told from a created one.
+     */
+    default DriverSandbox createForPool(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
+        return create(id, spec, broker);
     }
 
     /** Starts a sandbox without a broker: it has no network ({@link SandboxBroker#NONE}). */

@@ -111,7 +111,7 @@ public final class Sandbox implements AutoCloseable {
      * leaves it; destroying it then discards the saved processes without restoring them (so its
      * outputs are not collected). Pausing one already paused to disk does nothing.
      *
-     * @throws AirlockException UNAVAILABLE where the tier cannot (only gVisor can here), CONFLICT
+     * @throws AirlockException UNAVAILABLE where the tier cannot (gVisor and the microVM can here), CONFLICT
      *                          while an execution runs or the sandbox is paused in memory
      */
     public void pauseToDisk(java.nio.file.Path dir) {
@@ -160,7 +160,7 @@ public final class Sandbox implements AutoCloseable {
      * Saves every process of the sandbox with its memory and in-memory files into the empty
      * directory {@code dir} ({@link Engine#restore}); the sandbox runs on. Not while paused.
      *
-     * @throws AirlockException UNAVAILABLE where the tier cannot (only gVisor can here), CONFLICT
+     * @throws AirlockException UNAVAILABLE where the tier cannot (gVisor and the microVM can here), CONFLICT
      *                          while an execution runs or the sandbox is paused
      */
     public void checkpoint(java.nio.file.Path dir) {

@@ -78,6 +78,16 @@ record GuestSnapshot(Path dir, long memoryBytes, int cpus, String imageDigest, b
 
     /** Saves {@code sandbox}'s guest into the empty directory {@code dir}; the guest goes on. */
     static void take(MicroVmSandbox sandbox, Path dir) {
+        SocketChannel agentChannel = save(sandbox, dir);
+        goOn(sandbox, sandbox.qmp(), agentChannel);
+    }
+
+    /**
+     * Saves {@code sandbox}'s guest into the empty directory {@code dir} and leaves it stopped, its
+     * agent waiting for RESUME on the channel returned. On failure the guest goes on and the error
+     * says it could not be saved.
+     */
+    static SocketChannel save(MicroVmSandbox sandbox, Path dir) {
         checkSavable(sandbox);
         long started = System.nanoTime();
         SocketChannel agentChannel;
@@ -92,8 +102,7 @@ record GuestSnapshot(Path dir, long memoryBytes, int cpus, String imageDigest, b
         }
         Qmp qmp = sandbox.qmp();
         long stopped = 0;
-        long saved = 0;
-        long written = 0;
+        long written;
         try {
             qmp.execute("migrate-set-capabilities", Map.of("capabilities",
                     List.of(Map.of("capability", "x-ignore-shared", "state", true))), STEP_TIMEOUT);
@@ -103,16 +112,16 @@ record GuestSnapshot(Path dir, long memoryBytes, int cpus, String imageDigest, b
             written = saveRam(sandbox, dir.resolve(RAM));
             Files.writeString(dir.resolve(DESCRIPTION), JSON.writeValueAsString(Map.of("format", FORMAT,
                     "memoryBytes", Qemu.guestMemoryBytes(sandbox.spec().limits()), "cpus", Qemu.cpus(sandbox.spec().limits()),
-                    "imageDigest", sandbox.image().digest(), "egress", sandbox.egress() != null, "runFiles", sandbox.hadRunFiles())));
-            saved = System.nanoTime();
+                    "imageDigest", sandbox.image().digest(), "egress", sandbox.bridged(), "runFiles", sandbox.hadRunFiles())));
         } catch (IOException | RuntimeException e) {
             goOn(sandbox, qmp, agentChannel);
             throw AirlockException.unavailable("sandbox " + sandbox.id() + " could not be saved: " + e.getMessage()
                     + " (it goes on as it was)");
         }
-        goOn(sandbox, qmp, agentChannel);
-        LOG.info("sandbox {}: memory snapshot taken in {} ms (guest stopped {} ms; RAM {} MiB, {} MiB of it not zero)", sandbox.id(),
-                (System.nanoTime() - started) / 1_000_000, (saved - stopped) / 1_000_000, fileSize(dir.resolve(RAM)) >> 20, written >> 20);
+        LOG.info("sandbox {}: memory snapshot taken in {} ms (guest stopped {} ms so far; RAM {} MiB, {} MiB of it not zero)", sandbox.id(),
+                (System.nanoTime() - started) / 1_000_000, (System.nanoTime() - stopped) / 1_000_000, fileSize(dir.resolve(RAM)) >> 20,
+                written >> 20);
+        return agentChannel;
     }
 
     /** The guest continues and its agent is taken up again; a guest that cannot is lost (the caller's error says so). */
@@ -206,13 +215,14 @@ record GuestSnapshot(Path dir, long memoryBytes, int cpus, String imageDigest, b
     }
 
     /**
-     * What names this snapshot's RAM among those loaded: its RAM file's device, inode, size and change
-     * time. Every restore of one server snapshot gets the same file (hard links to its blob), so all
-     * share one loaded copy; a file written since (its change time moved) is another.
+     * What names this snapshot's RAM among those loaded: its RAM file's device, inode, size and
+     * modification time. Every restore of one server snapshot gets the same file (hard links to its
+     * blob, which change its change time, not its modification time), so all share one loaded copy; a
+     * file written since is another.
      */
     String key() throws IOException {
-        Map<String, Object> a = Files.readAttributes(dir.resolve(RAM), "unix:dev,ino,size,ctime");
-        return a.get("dev") + ":" + a.get("ino") + ":" + a.get("size") + ":" + a.get("ctime");
+        Map<String, Object> a = Files.readAttributes(dir.resolve(RAM), "unix:dev,ino,size,lastModifiedTime");
+        return a.get("dev") + ":" + a.get("ino") + ":" + a.get("size") + ":" + a.get("lastModifiedTime");
     }
 
     Path ramFile() {

@@ -78,6 +78,8 @@ public final class MicroVmDriver implements IsolationDriver {
     private final HostInputs hostInputs;
     private final ImageStore images;
     private final Map<SandboxId, MicroVmSandbox> live = new ConcurrentHashMap<>();
+    /** The saved booted guest of each spec the warm pool asked for ({@link #createForPool}): image and limits to its directory. */
+    private final Map<String, Path> bootSnapshots = new ConcurrentHashMap<>();
     /** The sealed RAM of each snapshot some live guest was restored from ({@link #snapshotRam}). */
     private final Map<String, SnapshotRam> rams = new java.util.HashMap<>();
 
@@ -194,18 +196,55 @@ public final class MicroVmDriver implements IsolationDriver {
         return start(id, spec, broker, GuestSnapshot.read(checkpoint));
     }
 
+    /**
+     * A guest for the warm pool: restored from the booted guest this driver saved for the same spec
+     * ({@link #bootSnapshots}) instead of booted, when the spec's image is a stored one (its guest can
+     * be saved) and it has no inputs. The first of each spec boots, is saved right after its agent's
+     * HELLO (before any code of a sandbox ran in it: what is saved is the image's guest as booted) and
+     * is handed out itself; later ones are restores, each reseeded and with its clock stepped as any
+     * restore. A restore that fails (the image's name now names another tree, say) drops the saved
+     * guest: the next one boots and is saved again.
+     */
+    @Override
+    public DriverSandbox createForPool(SandboxId id, SandboxSpec spec, SandboxBroker broker) {
+        if (SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) || !spec.inputs().isEmpty()) {
+            return create(id, spec, broker);
+        }
+        String key = spec.image() + "\n" + spec.limits();
+        Path saved = bootSnapshots.get(key);
+        if (saved != null) {
+            try {
+                return start(id, spec, broker, GuestSnapshot.read(saved));
+            } catch (AirlockException e) {
+                // the sandbox is attached to its broker by now and cannot be made again here: the pool's next one boots
+                LOG.info("the pool's guest of '{}' could not be restored ({}): the next one boots", spec.image(), e.getMessage());
+                if (bootSnapshots.remove(key, saved)) {
+                    HostFiles.deleteTree(saved);
+                }
+                throw e;
+            }
+        }
+        MicroVmSandbox booted = (MicroVmSandbox) start(id, spec, broker, null);
+        try {
+            Path dir = Files.createDirectories(state.dir().resolve("boot-snapshots")).resolve(id.value());
+            Files.createDirectory(dir);
+            GuestSnapshot.take(booted, dir);
+            Path before = bootSnapshots.put(key, dir);
+            if (before != null) {
+                HostFiles.deleteTree(before);     // guests restored from it keep their RAM: the sealed copy is theirs
+            }
+        } catch (IOException | AirlockException e) {
+            LOG.info("the pool's guest of '{}' could not be saved ({}): each will boot", spec.image(), e.getMessage());
+        }
+        return booted;
+    }
+
     /** Boots a guest, or restores one from {@code snapshot} when it is not null. */
     private DriverSandbox start(SandboxId id, SandboxSpec spec, SandboxBroker broker, GuestSnapshot snapshot) {
         List<HostInputs.Resolved> inputs = hostInputs.resolve(spec.inputs());
         Path dir = state.sandboxDir(id.value());
         ImageStore.Lease image = null;
         SnapshotRam ram = null;
-        Process qemu = null;
-        VmmJail jail = null;
-        GuestConsole console = null;
-        EgressMux egress = null;
-        Qmp qmp = null;
-        SocketChannel control = null;
         try {
             Path disk = null;
             if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
@@ -217,6 +256,50 @@ public final class MicroVmDriver implements IsolationDriver {
                 ram = snapshotRam(snapshot);
             }
             InstanceDirectory.createPrivate(dir);
+            Path runDir = dir.resolve("run");
+            InstanceDirectory.createPrivate(runDir);
+            // The run directory is not shared into the guest as it is: the broker's egress socket is reached by this
+            // host's end of the guest's egress port (EgressMux), and is for the driver (root) alone: QEMU's uid neither
+            // sees nor may use it. Its public files (the egress trust bundle) are exported read-only; the guest init copies
+            // them into its /run/airlock.
+            boolean bridged = broker.attach(id, spec, runDir, 0).bridged();
+            Guest guest = launch(id, spec, dir, inputs, disk, bridged, snapshot, ram);
+            MicroVmSandbox sandbox = new MicroVmSandbox(id, guest, dir, image, spec, this);
+            live.put(id, sandbox);
+            return sandbox;
+        } catch (IOException | RuntimeException | Error e) {
+            HostFiles.deleteTree(dir);
+            if (image != null) {
+                image.close();
+            }
+            if (ram != null) {
+                released(ram);
+            }
+            if (e instanceof AirlockException ae) {
+                throw ae;
+            }
+            if (e instanceof Error error) {
+                throw error;
+            }
+            throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * What runs one guest: its jailed QEMU, booted or (when {@code snapshot} is not null) restored
+     * with {@code ram}, and the host's ends of its ports, for the sandbox directory {@code dir} whose
+     * run directory the broker attached. On failure whatever it started is stopped again; {@code dir},
+     * the image and {@code ram} stay the caller's.
+     */
+    private Guest launch(SandboxId id, SandboxSpec spec, Path dir, List<HostInputs.Resolved> inputs, Path disk, boolean bridged,
+                         GuestSnapshot snapshot, SnapshotRam ram) throws IOException {
+        Process qemu = null;
+        VmmJail jail = null;
+        GuestConsole console = null;
+        EgressMux egress = null;
+        Qmp qmp = null;
+        SocketChannel control = null;
+        try {
             jail = VmmJail.create(config.stateRoot(), id.value(), Qemu.guestMemoryBytes(spec.limits()), spec.limits());
             // The one directory QEMU may write, its uid's: it makes the agent's and the console's sockets there. The rest
             // of the guest's directory (qemu.log, the broker's run directory) stays root's, out of QEMU's sight.
@@ -224,14 +307,8 @@ public final class MicroVmDriver implements IsolationDriver {
             InstanceDirectory.createPrivate(vmmDir);
             Files.setAttribute(vmmDir, "unix:uid", (int) jail.uid());
             Files.setAttribute(vmmDir, "unix:gid", (int) jail.uid());
-            Path runDir = dir.resolve("run");
-            InstanceDirectory.createPrivate(runDir);
             InstanceDirectory.createPrivate(dir.resolve(VmmJail.ROOT_MOUNT));
-            // The run directory is not shared into the guest as it is: the broker's egress socket is reached by this
-            // host's end of the guest's egress port (EgressMux), and is for the driver (root) alone: QEMU's uid neither
-            // sees nor may use it. Its public files (the egress trust bundle) are exported read-only; the guest init copies
-            // them into its /run/airlock.
-            boolean bridged = broker.attach(id, spec, runDir, 0).bridged();
+            Path runDir = dir.resolve("run");
             List<VmmJail.Share> shares = new ArrayList<>(inputs.stream().map(VmmJail.Share::input).toList());
             List<VmmJail.Share> runFiles = publicFiles(runDir).stream().map(VmmJail.Share::runFile).toList();
             shares.addAll(runFiles);
@@ -285,50 +362,20 @@ public final class MicroVmDriver implements IsolationDriver {
                             (System.nanoTime() - reseeded) / 1_000_000);
                 } else {
                     agent = AgentClient.connect(channel, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                    LOG.debug("guest of sandbox {} booted in {} ms", id, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
                 }
             } catch (IOException e) {
                 throw bootFailure(id, qemu, dir, console, (snapshot == null ? "its agent did not say hello (" : "its restore failed (")
                         + e.getMessage() + ")");
             }
-            LOG.debug("guest of sandbox {} {} in {} ms", id, snapshot == null ? "booted" : "restored",
-                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-            MicroVmSandbox sandbox = new MicroVmSandbox(id, agent, qemu, jail, console, egress, qmp, control, dir, image, ram, spec, this);
-            live.put(id, sandbox);
-            return sandbox;
-        } catch (IOException | InterruptedException | RuntimeException | Error e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
-            if (qemu != null) {
-                kill(qemu);
-            }
-            if (jail != null) {
-                jail.destroy();
-            }
-            if (console != null) {
-                console.close();
-            }
-            if (egress != null) {
-                egress.close();
-            }
-            if (qmp != null) {
-                qmp.close();
-            }
-            closeQuietly(control);
-            HostFiles.deleteTree(dir);
-            if (image != null) {
-                image.close();
-            }
-            if (ram != null) {
-                ram.release();
-            }
-            if (e instanceof AirlockException ae) {
-                throw ae;
-            }
-            if (e instanceof Error error) {
-                throw error;
-            }
-            throw new AirlockException(AirlockException.Kind.UNAVAILABLE, "cannot start sandbox " + id + ": " + e.getMessage(), e);
+            return new Guest(agent, qemu, jail, console, egress, qmp, control, ram, !runFiles.isEmpty());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            new Guest(null, qemu, jail, console, egress, qmp, control, null, false).stop();
+            throw AirlockException.unavailable("interrupted while sandbox " + id + " started");
+        } catch (IOException | RuntimeException | Error e) {
+            new Guest(null, qemu, jail, console, egress, qmp, control, null, false).stop();
+            throw e;
         }
     }
 
@@ -424,27 +471,61 @@ public final class MicroVmDriver implements IsolationDriver {
     /** Kills and removes one guest: the channel first (the guest then ends itself), then QEMU, then its directory. */
     void destroy(MicroVmSandbox sandbox) {
         live.remove(sandbox.id());
-        if (!sandbox.agent().isOpen()) {
-            // the guest ended its agent's channel itself: what its kernel said last is the only account of why
-            LOG.warn("the agent of sandbox {} ended before the sandbox was destroyed; the guest console's last lines: {}", sandbox.id(),
-                    sandbox.console().tail(CONSOLE_TAIL_LINES));
+        Guest guest = sandbox.guest();
+        if (guest != null) {
+            if (!guest.agent().isOpen()) {
+                // the guest ended its agent's channel itself: what its kernel said last is the only account of why
+                LOG.warn("the agent of sandbox {} ended before the sandbox was destroyed; the guest console's last lines: {}", sandbox.id(),
+                        guest.console().tail(CONSOLE_TAIL_LINES));
+            }
+            guest.stop();
+            if (guest.ram() != null) {
+                released(guest.ram());
+            }
         }
-        sandbox.agent().close();
-        kill(sandbox.qemu());
-        sandbox.jail().destroy();
-        sandbox.console().close();
-        if (sandbox.egress() != null) {
-            sandbox.egress().close();
-        }
-        sandbox.qmp().close();
-        closeQuietly(sandbox.control());
         HostFiles.deleteTree(sandbox.dir());
+        if (sandbox.suspended() != null) {
+            HostFiles.deleteTree(sandbox.suspended());     // paused to disk: its saved guest goes with it
+        }
         if (sandbox.image() != null) {
             sandbox.image().close();
         }
-        if (sandbox.ram() != null) {
-            released(sandbox.ram());
+    }
+
+    /**
+     * Pauses {@code sandbox} to disk: its guest saved into {@code dir} ({@link GuestSnapshot}), then
+     * stopped, its QEMU, jail and RAM gone, until {@link #wake}. The sandbox directory (its broker's run
+     * directory) and its image stay.
+     */
+    void suspend(MicroVmSandbox sandbox, Path dir) {
+        Guest guest = sandbox.guest();
+        GuestSnapshot.save(sandbox, dir);
+        sandbox.suspended(dir);
+        guest.stop();
+        if (guest.ram() != null) {
+            released(guest.ram());
         }
+        HostFiles.deleteTree(sandbox.dir().resolve(VMM_DIR));
+        HostFiles.deleteTree(sandbox.dir().resolve(VmmJail.ROOT_MOUNT));
+    }
+
+    /** Restores a sandbox paused to disk in place (same id, directory and broker attachment), and removes what was saved. */
+    void wake(MicroVmSandbox sandbox) {
+        Path saved = sandbox.suspended();
+        GuestSnapshot snapshot = GuestSnapshot.read(saved);
+        SnapshotRam ram = null;
+        try {
+            ram = snapshotRam(snapshot);
+            Path disk = sandbox.image() == null ? null : GuestDisks.diskOf(images, sandbox.image());
+            sandbox.woken(launch(sandbox.id(), sandbox.spec(), sandbox.dir(), List.of(), disk, snapshot.egress(), snapshot, ram));
+        } catch (IOException | RuntimeException e) {
+            if (ram != null) {
+                released(ram);
+            }
+            throw AirlockException.unavailable("sandbox " + sandbox.id() + " could not be resumed from disk: " + e.getMessage()
+                    + " (destroy it)");
+        }
+        HostFiles.deleteTree(saved);
     }
 
     /**
@@ -523,5 +604,33 @@ public final class MicroVmDriver implements IsolationDriver {
     @Override
     public void close() {
         state.closeAfterDestroying(live.values());
+    }
+
+    /** What runs one guest; replaced when a sandbox paused to disk wakes. */
+    record Guest(AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, EgressMux egress, Qmp qmp,
+                 SocketChannel control, SnapshotRam ram, boolean runFiles) {
+
+        /** Stops it: the agent's channel, QEMU, the jail (its cgroups and uid), the host's ends of its ports. Each part may be null. */
+        void stop() {
+            if (agent != null) {
+                agent.close();
+            }
+            if (qemu != null) {
+                kill(qemu);
+            }
+            if (jail != null) {
+                jail.destroy();
+            }
+            if (console != null) {
+                console.close();
+            }
+            if (egress != null) {
+                egress.close();
+            }
+            if (qmp != null) {
+                qmp.close();
+            }
+            closeQuietly(control);
+        }
     }
 }

@@ -9,47 +9,37 @@ import dev.airlock.core.SandboxSpec;
 import dev.airlock.oci.image.ImageStore;
 
 import java.io.IOException;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 
 /**
- * One running guest: its jailed QEMU process, its host directory, the channel to its agent, its
- * egress bridge, QEMU's QMP socket and the guest init's control port.
+ * One sandbox of the microVM driver: its host directory, its image, and the guest that runs it
+ * ({@link MicroVmDriver.Guest}: the jailed QEMU, the channel to its agent, its egress bridge,
+ * QEMU's QMP socket and the guest init's control port), which is none while it is paused to disk.
  */
 final class MicroVmSandbox implements DriverSandbox {
 
     private final SandboxId id;
-    /** The agent's connection: a new one after each {@link #checkpoint}. */
+    /** Its guest; null while paused to disk. */
+    private volatile MicroVmDriver.Guest guest;
+    /** The agent's connection: a new one after each {@link #checkpoint}, and the last one kept while paused to disk. */
     private volatile AgentClient agent;
-    private final Process qemu;
-    private final VmmJail jail;
-    private final GuestConsole console;
-    private final EgressMux egress;
-    private final Qmp qmp;
-    private final SocketChannel control;
+    /** Where its guest is saved while paused to disk; null otherwise. */
+    private volatile Path suspended;
     private final Path dir;
     private final ImageStore.Lease image;
-    private final SnapshotRam ram;
     private final SandboxSpec spec;
     private final MicroVmDriver driver;
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    MicroVmSandbox(SandboxId id, AgentClient agent, Process qemu, VmmJail jail, GuestConsole console, EgressMux egress, Qmp qmp,
-                   SocketChannel control, Path dir, ImageStore.Lease image, SnapshotRam ram, SandboxSpec spec, MicroVmDriver driver) {
+    MicroVmSandbox(SandboxId id, MicroVmDriver.Guest guest, Path dir, ImageStore.Lease image, SandboxSpec spec, MicroVmDriver driver) {
         this.id = id;
-        this.agent = agent;
-        this.qemu = qemu;
-        this.jail = jail;
-        this.console = console;
-        this.egress = egress;
-        this.qmp = qmp;
-        this.control = control;
+        this.guest = guest;
+        this.agent = guest.agent();
         this.dir = dir;
         this.image = image;
-        this.ram = ram;
         this.spec = spec;
         this.driver = driver;
     }
@@ -73,29 +63,36 @@ final class MicroVmSandbox implements DriverSandbox {
         this.agent = client;
     }
 
-    Process qemu() {
-        return qemu;
+    /** Its running guest; null while paused to disk. */
+    MicroVmDriver.Guest guest() {
+        return guest;
+    }
+
+    /** The running guest, or the reason there is none. */
+    private MicroVmDriver.Guest running() {
+        MicroVmDriver.Guest g = guest;
+        if (g == null) {
+            throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " is paused to disk: resume it first");
+        }
+        return g;
     }
 
     VmmJail jail() {
-        return jail;
-    }
-
-    GuestConsole console() {
-        return console;
-    }
-
-    /** The host end of the guest's egress bridge, or null when the sandbox has no network. */
-    EgressMux egress() {
-        return egress;
+        return running().jail();
     }
 
     Qmp qmp() {
-        return qmp;
+        return running().qmp();
     }
 
-    SocketChannel control() {
-        return control;
+    /** Whether its guest has an egress bridge (the sandbox's network policy named destinations). */
+    boolean bridged() {
+        return running().egress() != null;
+    }
+
+    /** Whether QEMU exported the run directory's public files to the guest (its device list has that 9p device). */
+    boolean hadRunFiles() {
+        return running().runFiles();
     }
 
     Path dir() {
@@ -107,22 +104,24 @@ final class MicroVmSandbox implements DriverSandbox {
         return image;
     }
 
-    /** The snapshot RAM it was restored from, or null (booted). */
-    SnapshotRam ram() {
-        return ram;
-    }
-
     SandboxSpec spec() {
         return spec;
     }
 
-    /** Whether QEMU exported the run directory's public files to the guest (its device list has that 9p device). */
-    boolean hadRunFiles() {
-        try (Stream<Path> files = Files.list(dir.resolve("run"))) {
-            return files.anyMatch(f -> Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS));
-        } catch (IOException e) {
-            throw AirlockException.internal("cannot read the run directory of sandbox " + id + ": " + e.getMessage(), e);
-        }
+    Path suspended() {
+        return suspended;
+    }
+
+    void suspended(Path saved) {
+        this.suspended = saved;
+        this.guest = null;
+    }
+
+    /** Takes the guest restored from what was saved when it paused to disk. */
+    void woken(MicroVmDriver.Guest restored) {
+        this.agent = restored.agent();
+        this.guest = restored;
+        this.suspended = null;
     }
 
     /**
@@ -130,7 +129,8 @@ final class MicroVmSandbox implements DriverSandbox {
      * /proc (QEMU runs in a pid namespace of its own; its host pid is a descendant of the jail's).
      */
     Path ramOfQemu() throws IOException {
-        ProcessHandle vmm = qemu.descendants().filter(p -> p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false))
+        ProcessHandle vmm = running().qemu().descendants()
+                .filter(p -> p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false))
                 .findFirst().orElseThrow(() -> new IOException("the QEMU process of sandbox " + id + " is gone"));
         Path fds = Path.of("/proc", Long.toString(vmm.pid()), "fd");
         try (Stream<Path> all = Files.list(fds)) {
@@ -157,27 +157,39 @@ final class MicroVmSandbox implements DriverSandbox {
         return image == null ? java.util.Map.of() : image.environment();
     }
 
-    /** The guest kernel's OOM kills, as its console reports them. */
+    /** The guest kernel's OOM kills, as its console reports them (none counted while paused to disk). */
     @Override
     public long oomKills() {
-        return console.oomKills();
+        MicroVmDriver.Guest g = guest;
+        return g == null ? 0 : g.console().oomKills();
     }
 
     /** Freezes the guest's QEMU (its cgroup freezer): every process of the guest stops with it. */
     @Override
     public void pause() {
-        jail.freeze(true);
+        running().jail().freeze(true);
     }
 
     @Override
     public void resume() {
-        jail.freeze(false);
+        running().jail().freeze(false);
     }
 
     /** The guest's memory, processes and files, saved into {@code dir} ({@link GuestSnapshot}); it goes on after. */
     @Override
     public void checkpoint(Path dir) {
         GuestSnapshot.take(this, dir);
+    }
+
+    /** Saves the guest into {@code dir} and stops it: the sandbox holds no memory until {@link #wake}. */
+    @Override
+    public void suspend(Path dir) {
+        driver.suspend(this, dir);
+    }
+
+    @Override
+    public void wake() {
+        driver.wake(this);
     }
 
     @Override

@@ -129,6 +129,65 @@ class MicroVmSnapshotTest {
         }
     }
 
+    /**
+     * The warm pool of a stored image's guests: the first boots and is saved as booted, the rest are
+     * restores of it (QEMU started with {@code -incoming}); each handed out is a fresh sandbox of its
+     * own (own /tmp, own kernel randomness).
+     */
+    @Test
+    void theWarmPoolRestoresItsGuestsFromOneBootedGuest() throws Exception {
+        MicroVmDriver pooled = new MicroVmDriver(config);
+        try (Engine pool = new Engine(pooled, 3, spec)) {
+            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (pool.warmPoolReady() < 3) {
+                assertThat(System.nanoTime()).as("the pool fills").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+            String instanceDir = config.stateRoot().resolve("engines").resolve(pooled.instance()) + "/";
+            long restored = ProcessHandle.allProcesses()
+                    .filter(p -> p.info().command().map(c -> c.endsWith("/" + Qemu.BINARY)).orElse(false))
+                    .map(p -> p.info().arguments().map(a -> String.join(" ", a)).orElse(""))
+                    .filter(a -> a.contains(instanceDir) && a.contains("-incoming defer")).count();
+            assertThat(restored).as("pooled guests restored from the booted one, not booted").isEqualTo(2);
+            Set<String> randomness = new HashSet<>();
+            List<Sandbox> taken = new ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    Sandbox s = pool.create(spec);
+                    taken.add(s);
+                    assertThat(sh(s, "test -e /tmp/mine || echo fresh; echo " + i + " > /tmp/mine")).isEqualTo("fresh");
+                    randomness.add(sh(s, "busybox head -c 16 /dev/urandom | busybox od -An -tx1"));
+                }
+            } finally {
+                taken.forEach(Sandbox::close);
+            }
+            assertThat(randomness).hasSize(3);
+        }
+    }
+
+    /**
+     * Pause to disk: the guest is saved and its QEMU, jail and RAM are gone (no QEMU process of the
+     * sandbox, no cgroup); resume restores it in place, same id, its counting loop going on.
+     */
+    @Test
+    void aGuestPausedToDiskHoldsNoQemuUntilResumedInPlace() throws Exception {
+        Path saved = storeRoot.resolve("paused");
+        try (Sandbox sandbox = engine.create(spec)) {
+            sh(sandbox, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/n; busybox usleep 50000; done) </dev/null >/dev/null 2>&1 &");
+            busyWaitForCount(sandbox, 3);
+            Files.createDirectories(saved);
+            sandbox.pauseToDisk(saved);
+            String dir = config.stateRoot().resolve("engines").resolve(driver.instance()).resolve("sandboxes").resolve(sandbox.id().value()) + "/";
+            assertThat(ProcessHandle.allProcesses().filter(p -> p.info().arguments().map(a -> String.join(" ", a).contains(dir)).orElse(false))
+                    .count()).as("no QEMU while paused to disk").isZero();
+            assertThat(VmmJail.allCgroups()).noneMatch(c -> c.getFileName().toString().equals(sandbox.id().value()));
+            sandbox.resume();
+            long after = count(sandbox);
+            busyWaitForCount(sandbox, after + 3);
+            assertThat(saved).as("what was saved goes once it is restored").doesNotExist();
+        }
+    }
+
     @Test
     void aGuestOfTheSystemImageIsRefusedWithTheReason() throws IOException {
         Path snapshot = Files.createDirectories(storeRoot.resolve("refused"));

@@ -122,8 +122,8 @@ public final class SnapshotCases {
      * #microvmFillMiB} of random bytes in its RAM is saved (ratio: a host copy of its RAM's size); a
      * fork of one and of {@link #forkCount} restore it (ratio: as many cold creates, each a boot that
      * then fills the same memory); then the host's memory of that many forks against as many cold
-     * guests (MemAvailable drop, measured once each). Skipped, with a note, where QEMU, busybox-static or
-     * mksquashfs is missing.
+     * guests (MemAvailable drop, measured once each); last the warm pool's refill rate ({@link #poolRefill}).
+     * Skipped, with a note, where QEMU, busybox-static or mksquashfs is missing.
      */
     private static List<Stats> microvm(Sampler sampler, boolean quick, List<String> notes) throws Exception {
         int mb = microvmFillMiB(quick);
@@ -232,6 +232,7 @@ public final class SnapshotCases {
                     client.deleteSnapshot(s);
                 }
             }
+            stats.addAll(poolRefill(store, n, memoryMiB, mb));
         } finally {
             for (Path dir : List.of(dataDir, storeDir)) {
                 try (var files = Files.walk(dir)) {
@@ -240,6 +241,40 @@ public final class SnapshotCases {
             }
         }
         return stats;
+    }
+
+    /**
+     * The microVM warm pool's refill rate: {@code n} guests made for a pool through the driver, each
+     * booted (baseline), against each restored from the booted guest the driver saved for the pool
+     * (made once before, not timed). Rates in guests per second, measured once each; ratio: restored
+     * to booted (above 1: faster).
+     */
+    private static List<Stats> poolRefill(Path store, int n, int memoryMiB, int mb) {
+        var limits = dev.airlock.core.Limits.DEFAULTS.withMemoryBytes((long) memoryMiB << 20).withDiskBytes((long) (mb + 16) << 20);
+        var spec = new dev.airlock.core.SandboxSpec("bench-vm", limits, java.util.Map.of());
+        try (var driver = new dev.airlock.microvm.MicroVmDriver(dev.airlock.microvm.MicroVmDriverConfig.defaults().withImageRoot(store))) {
+            var none = dev.airlock.core.SandboxBroker.NONE;
+            driver.createForPool(dev.airlock.core.SandboxId.random(driver.instance()), spec, none).destroy();   // boots and saves
+            Stats booted = single("microVM: warm pool refill, " + n + " guests each booted (baseline)",
+                    rate(n, () -> driver.create(dev.airlock.core.SandboxId.random(driver.instance()), spec, none)), "/s");
+            Stats restored = single("microVM: warm pool refill, " + n + " guests restored from the pool's booted guest",
+                    rate(n, () -> driver.createForPool(dev.airlock.core.SandboxId.random(driver.instance()), spec, none)), "/s");
+            return List.of(booted, restored.relativeTo(booted));
+        }
+    }
+
+    /** Guests per second to make {@code n} of them one after the other; all are destroyed after. */
+    private static double rate(int n, java.util.function.Supplier<dev.airlock.core.IsolationDriver.DriverSandbox> make) {
+        List<dev.airlock.core.IsolationDriver.DriverSandbox> made = new ArrayList<>();
+        try {
+            long started = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                made.add(make.get());
+            }
+            return n / ((System.nanoTime() - started) / 1e9);
+        } finally {
+            made.forEach(dev.airlock.core.IsolationDriver.DriverSandbox::destroy);
+        }
     }
 
     private static Stats single(String name, double value, String unit) {

@@ -231,7 +231,7 @@ public sealed interface Command<R> {
     /**
      * Captures the files of the sandbox's /workspace and /tmp as a snapshot of the caller's, kept
      * for {@code ttl} (null: a day); restoring it is a {@link Create} naming it. With {@code memory}
-     * (gVisor only) its processes are saved too, with their memory, and a restore brings them back.
+     * (gVisor, microVM) its processes are saved too, with their memory, and a restore brings them back.
      */
     record TakeSnapshot(String sandbox, Duration ttl, boolean memory) implements Command<SnapshotView> {
         public TakeSnapshot(String sandbox, Duration ttl) {

@@ -133,13 +133,14 @@ final class E2bSandboxes {
                 if (s.state().equals("paused")) {
                     throw new AirlockException(AirlockException.Kind.CONFLICT, "sandbox " + id + " is already paused");
                 }
-                // E2B's pause keeps the processes and frees the sandbox's resources: on gVisor to disk, unless a command still
-                // runs (runsc cannot save an execution's channel: 409), when it is frozen in memory as on the other tiers
-                boolean toDisk = s.isolation() == dev.airlock.core.Isolation.GVISOR;
+                // E2B's pause keeps the processes and frees the sandbox's resources: on gVisor and the microVM to disk, unless a
+                // command still runs (an execution's channel cannot be saved: 409) or the sandbox cannot be saved (a microVM of the
+                // image system: 503), when it is frozen in memory as on the container tier
+                boolean toDisk = s.isolation().savesProcesses();
                 try {
                     c.execute(new Command.Pause(id, toDisk));
                 } catch (AirlockException e) {
-                    if (!toDisk || e.kind() != AirlockException.Kind.CONFLICT) {
+                    if (!toDisk || (e.kind() != AirlockException.Kind.CONFLICT && e.kind() != AirlockException.Kind.UNAVAILABLE)) {
                         throw e;
                     }
                     c.execute(new Command.Pause(id));

@@ -257,7 +257,7 @@ final class ToolCatalog {
                         "Saves the files of a sandbox's /workspace and /tmp (contents and modes, not its running processes) as a"
                                 + " snapshot, kept for a day. Take one before a risky step to come back to it, or to try several"
                                 + " approaches in parallel: sandbox_fork makes new sandboxes that start with exactly these files."
-                                + " With memory: true (gVisor sandboxes only) the running processes are kept too, with their memory,"
+                                + " With memory: true (gVisor sandboxes, and microVM sandboxes of a stored image) the running processes are kept too, with their memory,"
                                 + " and start again in every fork; not while a command is running.",
                         """
                         {

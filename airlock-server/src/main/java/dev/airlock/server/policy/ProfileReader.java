@@ -116,8 +116,9 @@ final class ProfileReader {
                 case "pauseToDisk" -> true;
                 default -> throw o.error("onIdle is 'destroy' (the default) or 'pauseToDisk', not '" + o.string() + "'");
             };
-            if (idleToDisk && isolation != Isolation.GVISOR) {
-                throw o.error("onIdle: pauseToDisk needs isolation: gvisor (only gVisor can save a sandbox's processes to disk here)");
+            if (idleToDisk && !isolation.savesProcesses()) {
+                throw o.error("onIdle: pauseToDisk needs isolation: gvisor or microvm (the container tier cannot save a sandbox's"
+                        + " processes to disk here)");
             }
         }
         Profile profile = new Profile(name, image, languages, limits, max, network, inputs, credentials, lifetime, approvals, requestApprovals,

@@ -232,10 +232,10 @@ public final class Lifecycle {
     /** Pauses the sandbox to disk (its processes saved under the data directory and stopped), and records it when that changed anything. */
     ManagedSandbox pauseToDisk(Admission a) {
         ManagedSandbox s = a.sandbox();
-        if (s.isolation() != Isolation.GVISOR) {
+        if (!s.isolation().savesProcesses()) {
             throw AirlockException.invalid("sandbox " + s.id() + " runs on the " + s.isolation().id() + " tier, where processes cannot be"
-                    + " saved to disk (only gVisor, profiles with isolation: gvisor, can checkpoint them here): pause it without"
-                    + " \"toDisk\", which freezes it in memory");
+                    + " saved to disk (gVisor and the microVM tier, profiles with isolation: gvisor or microvm, can save them here): pause"
+                    + " it without \"toDisk\", which freezes it in memory");
         }
         long started = System.nanoTime();
         if (toDisk(s)) {

@@ -52,7 +52,7 @@ import java.util.regex.Pattern;
  * special files, so empty directories and links are not in a snapshot; files that could not be
  * read are listed under {@code leftOut}.
  *
- * <p>A memory snapshot (gVisor only) holds, beside the files, the sandbox's checkpoint image
+ * <p>A memory snapshot (gVisor, microVM) holds, beside the files, the sandbox's checkpoint image
  * ({@link dev.airlock.core.Sandbox#checkpoint}): each of its files is a blob too, named in the
  * manifest under {@code memory}, so it counts in the digest and against the quota, and is checked
  * as it is copied out for a restore. Elsewhere processes do not survive: a snapshot is of files.
@@ -425,7 +425,7 @@ public final class SnapshotStore {
 
     /** The bound on {@link #verifiedBlobs}: past it the memory of hashes starts again (each blob is hashed once more). */
     private static final int MAX_VERIFIED_BLOBS = 4096;
-    /** Checkpoint blobs whose content matched their digest: digest to the inode, size and change time it had then. */
+    /** Checkpoint blobs whose content matched their digest: digest to the inode, size and modification time it had then. */
     private final Map<String, String> verifiedBlobs = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
@@ -436,8 +436,10 @@ public final class SnapshotStore {
      * hundreds of MiB; the drivers only read a checkpoint), so every restore of one snapshot reads the
      * same files, which a driver may share (the microVM driver maps one copy of the RAM into every
      * guest restored from it). A blob's content is hashed once for as long as its inode, size and
-     * change time stay the same ({@link #verifiedBlobs}): any write to it changes its change time, which
-     * no process can set back, so the next restore hashes it again.
+     * modification time stay the same ({@link #verifiedBlobs}; not its change time, which every hard
+     * link changes): a write to it moves its modification time, so the next restore hashes it again.
+     * Only host root can write a blob, and could set that time back; the hash guards against a blob
+     * changed by accident or by a process that is not root, as the store's other checks do.
      */
     public void copyCheckpoint(SnapshotView s, Path into) throws IOException {
         JsonNode manifest = verifiedManifest(s);
@@ -470,11 +472,11 @@ public final class SnapshotStore {
         }
     }
 
-    /** A blob's inode, size and change time, or null when it is gone: what {@link #verifiedBlobs} keys a hash on. */
+    /** A blob's inode, size and modification time, or null when it is gone: what {@link #verifiedBlobs} keys a hash on. */
     private static String identity(Path blob) {
         try {
-            Map<String, Object> a = Files.readAttributes(blob, "unix:ino,size,ctime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            return a.get("ino") + ":" + a.get("size") + ":" + ((java.nio.file.attribute.FileTime) a.get("ctime")).toInstant();
+            Map<String, Object> a = Files.readAttributes(blob, "unix:ino,size,lastModifiedTime", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            return a.get("ino") + ":" + a.get("size") + ":" + a.get("lastModifiedTime");
         } catch (IOException e) {
             return null;
         }

@@ -477,19 +477,21 @@ async function sandbox(id) {
   // the actions the client may take in the sandbox's state, drawn again as the state changes
   const showActions = () => {
     const own = s.owner === session.client;
+    // the tiers that can save a sandbox's processes: gVisor, and the microVM for a guest of a stored image
+    const savesMemory = x => x.isolation === 'gvisor' || (x.isolation === 'microvm' && x.image !== 'system');
     actions.replaceChildren(
       may('exec') && own && s.state === 'running' ? el('a', { href: '#terminal/' + encodeURIComponent(s.id), id: 'open-terminal', class: 'button', text: 'Terminal' }) : '',
       may('sandbox.extend') ? el('button', { type: 'button', id: 'extend', text: 'Extend +10 min', onclick: () => act(() => extend(s)) }) : '',
       may('sandbox.pause') && s.state === 'running' ? el('button', { type: 'button', id: 'pause', text: 'Pause',
         title: 'freeze every process of the sandbox; its lifetime keeps counting', onclick: () => act(() => api('POST', base + '/pause')) }) : '',
-      may('sandbox.pause') && s.state === 'running' && s.isolation === 'gvisor' ? el('button', { type: 'button', id: 'pause-to-disk',
+      may('sandbox.pause') && s.state === 'running' && savesMemory(s) ? el('button', { type: 'button', id: 'pause-to-disk',
         text: 'Pause to disk', title: 'save its processes with their memory to disk and stop them: it holds no memory until resumed',
         onclick: () => act(() => api('POST', base + '/pause', { toDisk: true })) }) : '',
       may('sandbox.pause') && s.state === 'paused' ? el('button', { type: 'button', id: 'resume', text: 'Resume',
         onclick: () => act(() => api('POST', base + '/resume')) }) : '',
       may('sandbox.snapshot') && own && s.state === 'running' ? el('button', { type: 'button', id: 'snapshot', text: 'Snapshot files',
         title: 'keep the files of /workspace and /tmp, to fork new sandboxes from', onclick: () => takeSnapshot({}) }) : '',
-      may('sandbox.snapshot') && own && s.state === 'running' && s.isolation === 'gvisor' ? el('button', { type: 'button',
+      may('sandbox.snapshot') && own && s.state === 'running' && savesMemory(s) ? el('button', { type: 'button',
         id: 'snapshot-memory', text: 'Snapshot with memory', title: 'keep its running processes with their memory too: forks go on from here',
         onclick: () => takeSnapshot({ memory: true }) }) : '',
       may('sandbox.destroy') ? destroyButton(s, armed, async () => { location.hash = 'sandboxes'; }, error) : '');
