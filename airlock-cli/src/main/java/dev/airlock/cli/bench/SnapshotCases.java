@@ -127,6 +127,7 @@ public final class SnapshotCases {
      */
     private static List<Stats> microvm(Sampler sampler, boolean quick, List<String> notes) throws Exception {
         int mb = microvmFillMiB(quick);
+        int memoryMiB = 64 + mb;
         int n = forkCount(quick);
         List<Stats> stats = new ArrayList<>();
         Path busybox = Path.of("/bin/busybox");
@@ -159,7 +160,6 @@ public final class SnapshotCases {
             }
             try (server) {
                 BenchClient client = new BenchClient(server.uri(), server.token());
-                int memoryMiB = 64 + mb;
                 String body = "{\"image\": \"bench-vm\", \"limits\": {\"memory\": \"" + memoryMiB + "m\", \"disk\": \"" + (mb + 16) + "m\"}}";
                 String limits = "{\"memory\": \"" + memoryMiB + "m\", \"disk\": \"" + (mb + 16) + "m\"}";
                 // the guest's RAM: the limit and the guest kernel's share (Qemu.GUEST_KERNEL_BYTES)
