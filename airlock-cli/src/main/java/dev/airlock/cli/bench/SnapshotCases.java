@@ -165,50 +165,14 @@ public final class SnapshotCases {
                 // the guest's RAM: the limit and the guest kernel's share (Qemu.GUEST_KERNEL_BYTES)
                 long ramMiB = memoryMiB + 128;
                 String fill = "busybox dd if=/dev/urandom of=/tmp/held bs=1M count=" + mb + " 2>/dev/null";
-                Path source = dataDir.resolve("host-ram");
-                byte[] chunk = new byte[1 << 20];
-                new Random(mb).nextBytes(chunk);
-                try (var out = Files.newOutputStream(source)) {
-                    for (long i = 0; i < ramMiB; i++) {
-                        out.write(chunk);
-                    }
-                }
-                Path copy = dataDir.resolve("copy-ram");
-                Stats host = sampler.measure("microVM: host: copy " + ramMiB + " MiB, a guest's RAM (baseline)",
-                        () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
-                stats.add(host.in(SECTION));
+                Stats host = hostCopy(sampler, dataDir, "microVM: host: copy " + ramMiB + " MiB, a guest's RAM (baseline)", ramMiB);
+                stats.add(host);
                 String id = client.create(body);
                 client.exec(id, "/bin/sh", "-c", fill);
-                List<String> snapshots = new ArrayList<>();
-                Sampler.Case dropSnapshots = () -> {
-                    for (String s : snapshots) {
-                        client.deleteSnapshot(s);
-                    }
-                    snapshots.clear();
-                };
-                stats.add(sampler.measure("microVM: memory snapshot of a guest of " + ramMiB + " MiB RAM holding " + mb + " MiB",
-                        () -> snapshots.add(client.snapshotWithMemory(id)), dropSnapshots).in(SECTION).relativeTo(host));
-                dropSnapshots.once();
-                snapshots.add(client.snapshotWithMemory(id));
-                String snap = snapshots.getLast();
-                client.delete(id);
                 List<String> made = new ArrayList<>();
                 Sampler.Case clear = deleting(client, made, 0);
-                for (int count : List.of(1, n)) {
-                    Stats cold = sampler.measure("microVM: " + (count == 1 ? "cold create" : count + " cold creates") + " + fill " + mb
-                            + " MiB (baseline)", () -> {
-                        for (int i = 0; i < count; i++) {
-                            String s = client.create(body);
-                            made.add(s);
-                            client.exec(s, "/bin/sh", "-c", fill);
-                        }
-                    }, clear);
-                    clear.once();
-                    stats.add(cold.in(SECTION));
-                    stats.add(sampler.measure("microVM: fork of " + count + " from the memory snapshot" + (count == 1 ? " (restore)" : ""),
-                            () -> made.addAll(client.fork(snap, count, limits)), clear).in(SECTION).relativeTo(cold));
-                    clear.once();
-                }
+                String snap = snapshotAndForks(stats, sampler, client, "microVM: memory snapshot of a guest of " + ramMiB + " MiB RAM holding "
+                        + mb + " MiB", host, id, body, limits, fill, "microVM: ", " + fill " + mb + " MiB", n, made);
                 // host memory: n cold guests (each booted and filled) against n forks of the snapshot
                 long before = MemoryCases.settledMemAvailable(1000);
                 for (int i = 0; i < n; i++) {
@@ -228,9 +192,7 @@ public final class SnapshotCases {
                 Stats coldMemory = single("microVM: host memory of " + n + " cold guests holding " + mb + " MiB each (baseline)", coldMiB, "MiB");
                 stats.add(coldMemory);
                 stats.add(single("microVM: host memory of " + n + " forks of the memory snapshot", forkMiB, "MiB").relativeTo(coldMemory));
-                for (String s : snapshots) {
-                    client.deleteSnapshot(s);
-                }
+                client.deleteSnapshot(snap);
             }
             stats.addAll(poolRefill(store, n, memoryMiB, mb));
         } finally {
@@ -275,6 +237,61 @@ public final class SnapshotCases {
         } finally {
             made.forEach(dev.airlock.core.IsolationDriver.DriverSandbox::destroy);
         }
+    }
+
+    /** A host copy of {@code mib} MiB of random bytes, the floor of a memory snapshot of as much memory (baseline). */
+    private static Stats hostCopy(Sampler sampler, Path dataDir, String name, long mib) throws Exception {
+        Path source = dataDir.resolve("host-memory");
+        byte[] chunk = new byte[1 << 20];
+        new Random(mib).nextBytes(chunk);
+        try (var out = Files.newOutputStream(source)) {
+            for (long i = 0; i < mib; i++) {
+                out.write(chunk);
+            }
+        }
+        Path copy = dataDir.resolve("copy-memory");
+        return sampler.measure(name, () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy))
+                .in(SECTION);
+    }
+
+    /**
+     * The rows every tier's memory cases share, on a server where sandbox {@code id} holds its memory
+     * already: its memory snapshot {@code snapshotName} (ratio to {@code copy}, each run's snapshot
+     * deleted after it), then forks of 1 and {@code n} of one kept snapshot against as many cold creates
+     * ({@code body}) that each run {@code fill}. The sandbox is deleted; the kept snapshot's id is
+     * returned, {@code made} empty again.
+     */
+    private static String snapshotAndForks(List<Stats> stats, Sampler sampler, BenchClient client, String snapshotName, Stats copy,
+                                           String id, String body, String limits, String fill, String tier, String filled, int n,
+                                           List<String> made) throws Exception {
+        List<String> snapshots = new ArrayList<>();
+        Sampler.Case dropSnapshots = () -> {
+            for (String s : snapshots) {
+                client.deleteSnapshot(s);
+            }
+            snapshots.clear();
+        };
+        stats.add(sampler.measure(snapshotName, () -> snapshots.add(client.snapshotWithMemory(id)), dropSnapshots).in(SECTION)
+                .relativeTo(copy));
+        dropSnapshots.once();
+        String snap = client.snapshotWithMemory(id);
+        client.delete(id);
+        Sampler.Case clear = deleting(client, made, 0); // no pool here: wait for teardowns only
+        for (int count : List.of(1, n)) {
+            Stats cold = sampler.measure(tier + (count == 1 ? "cold create" : count + " cold creates") + filled + " (baseline)", () -> {
+                for (int i = 0; i < count; i++) {
+                    String s = client.create(body);
+                    made.add(s);
+                    client.exec(s, "/bin/sh", "-c", fill);
+                }
+            }, clear);
+            clear.once();
+            stats.add(cold.in(SECTION));
+            stats.add(sampler.measure(tier + "fork of " + count + " from the memory snapshot" + (count == 1 ? " (restore)" : ""),
+                    () -> made.addAll(client.fork(snap, count, limits)), clear).in(SECTION).relativeTo(cold));
+            clear.once();
+        }
+        return snap;
     }
 
     private static Stats single(String name, double value, String unit) {
@@ -335,58 +352,18 @@ public final class SnapshotCases {
         }
         try (server) {
             BenchClient client = new BenchClient(server.uri(), server.token());
-            Path source = dataDir.resolve("host-memory");
-            byte[] chunk = new byte[1 << 20];
-            new Random(mb).nextBytes(chunk);
-            try (var out = Files.newOutputStream(source)) {
-                for (int i = 0; i < mb; i++) {
-                    out.write(chunk);
-                }
-            }
-            Path copy = dataDir.resolve("copy-memory");
-            Stats host = sampler.measure("gVisor: host: copy " + mb + " MiB (baseline)",
-                    () -> Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING), () -> Files.deleteIfExists(copy));
-            stats.add(host.in(SECTION));
+            Stats host = hostCopy(sampler, dataDir, "gVisor: host: copy " + mb + " MiB (baseline)", mb);
+            stats.add(host);
             String limits = "{\"memory\": \"" + (mb * 3 + 256) + "m\"}";
             // the process writes /tmp/held once its bytes are in memory; the shell waits for that
             String fill = "python3 -c 'import os, time\nb = os.urandom(" + mb + " << 20)\nopen(\"/tmp/held\", \"w\").write(\"y\")\n"
                     + "time.sleep(86400)' >/dev/null 2>&1 & while [ ! -e /tmp/held ]; do sleep 0.05; done";
-            String id = client.create("{\"limits\": " + limits + "}");
-            client.exec(id, "sh", "-c", fill);
-            // each run's snapshot is deleted after it, within the client's snapshot quota; the forks' is taken after
-            List<String> snapshots = new ArrayList<>();
-            Sampler.Case dropSnapshots = () -> {
-                for (String s : snapshots) {
-                    client.deleteSnapshot(s);
-                }
-                snapshots.clear();
-            };
-            stats.add(sampler.measure("gVisor: memory snapshot of a process holding " + mb + " MiB",
-                    () -> snapshots.add(client.snapshotWithMemory(id)), dropSnapshots).in(SECTION).relativeTo(host));
-            dropSnapshots.once();
-            snapshots.add(client.snapshotWithMemory(id));
-            String snap = snapshots.getLast();
-            client.delete(id);
-            List<String> made = new ArrayList<>();
-            Sampler.Case clear = deleting(client, made, 0); // no pool here: wait for teardowns only
-            for (int count : List.of(1, n)) {
-                Stats cold = sampler.measure("gVisor: " + (count == 1 ? "cold create" : count + " cold creates") + " + fill " + mb
-                        + " MiB (baseline)", () -> {
-                    for (int i = 0; i < count; i++) {
-                        String s = client.create("{\"limits\": " + limits + "}");
-                        made.add(s);
-                        client.exec(s, "sh", "-c", fill);
-                    }
-                }, clear);
-                clear.once();
-                stats.add(cold.in(SECTION));
-                stats.add(sampler.measure("gVisor: fork of " + count + " from the memory snapshot" + (count == 1 ? " (restore)" : ""),
-                        () -> made.addAll(client.fork(snap, count, limits)), clear).in(SECTION).relativeTo(cold));
-                clear.once();
-            }
-            for (String s : snapshots) {
-                client.deleteSnapshot(s);
-            }
+            String body = "{\"limits\": " + limits + "}";
+            String id = client.create(body);
+            client.exec(id, "/bin/sh", "-c", fill);
+            String snap = snapshotAndForks(stats, sampler, client, "gVisor: memory snapshot of a process holding " + mb + " MiB", host,
+                    id, body, limits, fill, "gVisor: ", " + fill " + mb + " MiB", n, new ArrayList<>());
+            client.deleteSnapshot(snap);
         } finally {
             try (var files = Files.walk(dataDir)) {
                 files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
