@@ -116,7 +116,7 @@ final class ProfileReader {
                 case "pauseToDisk" -> true;
                 default -> throw o.error("onIdle is 'destroy' (the default) or 'pauseToDisk', not '" + o.string() + "'");
             };
-            if (idleToDisk && !isolation.savesProcesses()) {
+            if (idleToDisk && (isolation == null || !isolation.savesProcesses())) {
                 throw o.error("onIdle: pauseToDisk needs isolation: gvisor or microvm (the container tier cannot save a sandbox's"
                         + " processes to disk here)");
             }
