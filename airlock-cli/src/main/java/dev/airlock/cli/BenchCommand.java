@@ -150,7 +150,7 @@ final class BenchCommand implements Callable<Integer> {
                 + " microVM memory snapshots (median of " + (quick ? 1 : 3) + " runs after " + (quick ? 0 : 1) + " warm-up) of a busybox"
                 + " guest holding " + SnapshotCases.microvmFillMiB(quick) + " MiB of random bytes in its RAM: ratio to a host copy of the"
                 + " guest's RAM (snapshot), to as many cold creates (boots) that fill the same memory (forks), and the host's memory"
-                + " (MemAvailable drop, once) of " + SnapshotCases.forkCount(quick) + " forks to that of as many cold guests; the"
+                + " (MemAvailable drop, once) of " + SnapshotCases.microvmForkCount(quick) + " forks to that of as many cold guests; the"
                 + " microVM warm pool's refill rate (guests/s, once), restored from its booted guest against booted",
                 snapshotRuns, SnapshotCases.sizes(quick)));
         method.put(CliCases.SECTION, CliCases.method(n, w));

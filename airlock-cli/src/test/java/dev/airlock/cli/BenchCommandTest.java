@@ -204,12 +204,12 @@ class BenchCommandTest {
             cases.add("microVM: memory snapshot of a guest of 200 MiB RAM holding 8 MiB");
             cases.add("microVM: cold create + fill 8 MiB (baseline)");
             cases.add("microVM: fork of 1 from the memory snapshot (restore)");
-            cases.add("microVM: 3 cold creates + fill 8 MiB (baseline)");
-            cases.add("microVM: fork of 3 from the memory snapshot");
-            cases.add("microVM: host memory of 3 cold guests holding 8 MiB each (baseline)");
-            cases.add("microVM: host memory of 3 forks of the memory snapshot");
-            cases.add("microVM: warm pool refill, 3 guests each booted (baseline)");
-            cases.add("microVM: warm pool refill, 3 guests restored from the pool's booted guest");
+            cases.add("microVM: 2 cold creates + fill 8 MiB (baseline)");
+            cases.add("microVM: fork of 2 from the memory snapshot");
+            cases.add("microVM: host memory of 2 cold guests holding 8 MiB each (baseline)");
+            cases.add("microVM: host memory of 2 forks of the memory snapshot");
+            cases.add("microVM: warm pool refill, 2 guests each booted (baseline)");
+            cases.add("microVM: warm pool refill, 2 guests restored from the pool's booted guest");
         }
         return cases;
     }

@@ -499,7 +499,7 @@ public final class MicroVmDriver implements IsolationDriver {
      */
     void suspend(MicroVmSandbox sandbox, Path dir) {
         Guest guest = sandbox.guest();
-        GuestSnapshot.save(sandbox, dir);
+        closeQuietly(GuestSnapshot.save(sandbox, dir));      // the agent's channel: the guest is stopped for good
         sandbox.suspended(dir);
         guest.stop();
         if (guest.ram() != null) {

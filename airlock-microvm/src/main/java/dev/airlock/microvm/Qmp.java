@@ -40,14 +40,24 @@ final class Qmp implements AutoCloseable {
 
     /** Reads QEMU's greeting on {@code channel} and enters command mode. */
     static Qmp open(SocketChannel channel, Duration timeout) throws IOException {
-        Qmp qmp = new Qmp(channel);
-        JsonNode greeting = qmp.readLine(System.nanoTime() + timeout.toNanos());
-        if (!greeting.has("QMP")) {
-            qmp.close();
-            throw new IOException("QEMU's QMP socket did not greet: " + greeting);
+        Qmp qmp;
+        try {
+            qmp = new Qmp(channel);
+        } catch (IOException e) {
+            channel.close();
+            throw e;
         }
-        qmp.execute("qmp_capabilities", Map.of(), timeout);
-        return qmp;
+        try {
+            JsonNode greeting = qmp.readLine(System.nanoTime() + timeout.toNanos());
+            if (!greeting.has("QMP")) {
+                throw new IOException("QEMU's QMP socket did not greet: " + greeting);
+            }
+            qmp.execute("qmp_capabilities", Map.of(), timeout);
+            return qmp;
+        } catch (IOException | RuntimeException e) {
+            qmp.close();
+            throw e;
+        }
     }
 
     /** Runs {@code command} with {@code arguments}; its {@code return}, or an IOException with QEMU's error. */

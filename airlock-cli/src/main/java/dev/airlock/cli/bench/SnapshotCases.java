@@ -111,6 +111,11 @@ public final class SnapshotCases {
         return stats;
     }
 
+    /** How many guests the microVM fork, memory and refill cases make: every cold one a boot under emulation (seconds). */
+    public static int microvmForkCount(boolean quick) {
+        return quick ? 2 : 10;
+    }
+
     /** MiB of random bytes a microVM guest of the memory cases holds in its /tmp (its RAM). */
     public static int microvmFillMiB(boolean quick) {
         return quick ? 8 : 64;
@@ -128,7 +133,7 @@ public final class SnapshotCases {
     private static List<Stats> microvm(Sampler sampler, boolean quick, List<String> notes) throws Exception {
         int mb = microvmFillMiB(quick);
         int memoryMiB = 64 + mb;
-        int n = forkCount(quick);
+        int n = microvmForkCount(quick);
         List<Stats> stats = new ArrayList<>();
         Path busybox = Path.of("/bin/busybox");
         if (!Files.isRegularFile(busybox)) {
