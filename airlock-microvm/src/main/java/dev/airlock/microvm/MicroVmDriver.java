@@ -136,7 +136,7 @@ public final class MicroVmDriver implements IsolationDriver {
     public void check(SandboxSpec spec, List<String> requiredPrograms) {
         hostInputs.resolve(spec.inputs());
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-            Path rootfs = knownImage(() -> images.rootOf(spec.image()));
+            Path rootfs = images.requestedRoot(spec.image());
             for (String program : requiredPrograms) {
                 if (!ImageStore.hasExecutable(rootfs, program)) {
                     throw AirlockException.unavailable("the image '" + spec.image() + "' has no '" + program
@@ -150,18 +150,6 @@ public final class MicroVmDriver implements IsolationDriver {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
                         + "': install it on the host under /usr (apt-get install), or choose another language");
             }
-        }
-    }
-
-    /** An unknown image name is a bad request, not a missing sandbox. */
-    private static <T> T knownImage(java.util.function.Supplier<T> lookup) {
-        try {
-            return lookup.get();
-        } catch (AirlockException e) {
-            if (e.kind() == AirlockException.Kind.NOT_FOUND) {
-                throw AirlockException.invalid(e.getMessage());
-            }
-            throw e;
         }
     }
 
@@ -248,7 +236,7 @@ public final class MicroVmDriver implements IsolationDriver {
         try {
             Path disk = null;
             if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-                image = knownImage(() -> images.use(spec.image()));
+                image = images.useRequested(spec.image());
                 disk = GuestDisks.diskOf(images, image);
             }
             if (snapshot != null) {

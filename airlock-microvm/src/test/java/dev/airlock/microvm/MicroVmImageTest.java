@@ -39,9 +39,7 @@ class MicroVmImageTest {
 
     @BeforeAll
     static void openEngine() throws IOException {
-        TestArchives.staticBusybox();
-        storeRoot = Files.createTempDirectory(Path.of("/var/tmp"), "airlock-vm-images");
-        Files.setAttribute(storeRoot, "unix:mode", 0711);
+        storeRoot = TestImages.storeDir("airlock-vm-images");
         config = MicroVmDriverConfig.defaults().withImageRoot(storeRoot.resolve("images"));
         driver = new MicroVmDriver(config);
         engine = new Engine(driver);
@@ -65,9 +63,7 @@ class MicroVmImageTest {
 
     @Test
     void aGuestRunsTheStoredImageFromAReadOnlyDiskAndTheDiskGoesWithTheImage() throws IOException {
-        byte[] layer = TestArchives.layer()
-                .dir("bin", 0755).file("bin/busybox", 0755, Files.readAllBytes(Path.of("/bin/busybox")))
-                .symlink("bin/sh", "/bin/busybox").symlink("bin/id", "busybox").symlink("bin/touch", "busybox")
+        byte[] layer = TestImages.busybox().symlink("bin/id", "busybox").symlink("bin/touch", "busybox")
                 .symlink("bin/stat", "busybox").symlink("bin/cat", "busybox").symlink("bin/ls", "busybox")
                 .symlink("bin/mount", "busybox").symlink("bin/uname", "busybox")
                 .dir("opt", 0755).file("opt/hello.sh", 0755, "#!/bin/sh\necho \"hello from the image as $(id -u) on $(uname -r)\"\n")

@@ -44,13 +44,9 @@ class MicroVmSnapshotTest {
 
     @BeforeAll
     static void openEngine() throws IOException {
-        TestArchives.staticBusybox();
-        storeRoot = Files.createTempDirectory(Path.of("/var/tmp"), "airlock-vm-snapshots");
-        Files.setAttribute(storeRoot, "unix:mode", 0711);
+        storeRoot = TestImages.storeDir("airlock-vm-snapshots");
         config = MicroVmDriverConfig.defaults().withImageRoot(storeRoot.resolve("images"));
-        byte[] layer = TestArchives.layer()
-                .dir("bin", 0755).file("bin/busybox", 0755, Files.readAllBytes(Path.of("/bin/busybox"))).symlink("bin/sh", "busybox")
-                .bytes();
+        byte[] layer = TestImages.busybox().bytes();
         ImageStore.at(config.imageRoot()).importArchive(TestArchives.dockerSave(storeRoot.resolve("bb.tar"), List.of(layer)), "vm-snap");
         driver = new MicroVmDriver(config);
         engine = new Engine(driver);

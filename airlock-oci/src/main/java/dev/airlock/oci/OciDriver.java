@@ -139,7 +139,7 @@ public final class OciDriver implements IsolationDriver {
 
     private void checkImage(SandboxSpec spec, List<String> requiredPrograms) {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-            Path rootfs = storedImage(spec.image());
+            Path rootfs = images.requestedRoot(spec.image());
             for (String program : requiredPrograms) {
                 if (!ImageStore.hasExecutable(rootfs, program)) {
                     throw AirlockException.unavailable("the image '" + spec.image() + "' has no '" + program
@@ -153,26 +153,6 @@ public final class OciDriver implements IsolationDriver {
                 throw AirlockException.unavailable("the image 'system' has no '" + program
                         + "': install it on the host under /usr (apt-get install), or choose another language");
             }
-        }
-    }
-
-    /** The root directory of the stored image {@code name}; an unknown name is a bad request, not a missing sandbox. */
-    private Path storedImage(String name) {
-        return knownImage(() -> images.rootOf(name));
-    }
-
-    private ImageStore.Lease useImage(String name) {
-        return knownImage(() -> images.use(name));
-    }
-
-    private static <T> T knownImage(java.util.function.Supplier<T> lookup) {
-        try {
-            return lookup.get();
-        } catch (AirlockException e) {
-            if (e.kind() == AirlockException.Kind.NOT_FOUND) {
-                throw AirlockException.invalid(e.getMessage());
-            }
-            throw e;
         }
     }
 
@@ -212,7 +192,7 @@ public final class OciDriver implements IsolationDriver {
         ImageStore.Lease image = null;
         try {
             // a stored image is held while the sandbox lives: 'airlock image rm' is refused meanwhile
-            image = SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) ? null : useImage(spec.image());
+            image = SandboxSpec.SYSTEM_IMAGE.equals(spec.image()) ? null : images.useRequested(spec.image());
             SandboxRoot root = image == null ? systemImage : SandboxRoot.Stored.of(image.rootfs(), agentBinary.getParent());
             runtime.createSandboxDirectory(dir);
             StateDirectory.createTraversable(runDir);

@@ -258,6 +258,27 @@ public final class ImageStore {
         return false;
     }
 
+    /** {@link #rootOf} for a sandbox's request: an unknown name is the request's mistake (INVALID), not a missing sandbox. */
+    public Path requestedRoot(String name) {
+        return requested(() -> rootOf(name));
+    }
+
+    /** {@link #use} for a sandbox's request: an unknown name is the request's mistake (INVALID), not a missing sandbox. */
+    public Lease useRequested(String name) {
+        return requested(() -> use(name));
+    }
+
+    private static <T> T requested(java.util.function.Supplier<T> lookup) {
+        try {
+            return lookup.get();
+        } catch (AirlockException e) {
+            if (e.kind() == AirlockException.Kind.NOT_FOUND) {
+                throw AirlockException.invalid(e.getMessage());
+            }
+            throw e;
+        }
+    }
+
     /** An image held for one sandbox: its files are not removed before {@link #close()}. */
     public interface Lease extends AutoCloseable {
         String name();
