@@ -60,12 +60,10 @@ final class SnapshotRam {
     private static final MethodHandle CLOSE = handle("close", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     private final int fd;
-    private final long size;
     private final AtomicInteger users = new AtomicInteger(1);
 
-    private SnapshotRam(int fd, long size) {
+    private SnapshotRam(int fd) {
         this.fd = fd;
-        this.size = size;
     }
 
     private static MethodHandle handle(String name, FunctionDescriptor descriptor) {
@@ -79,7 +77,7 @@ final class SnapshotRam {
             MemorySegment state = arena.allocate(CALL_STATE);
             fd = (int) MEMFD_CREATE.invokeExact(state, arena.allocateFrom("airlock-snapshot-ram"), MFD_CLOEXEC | MFD_ALLOW_SEALING);
             check(fd, state, "memfd_create");
-            SnapshotRam loaded = new SnapshotRam(fd, size);
+            SnapshotRam loaded = new SnapshotRam(fd);
             try {
                 check((int) FTRUNCATE.invokeExact(state, fd, size), state, "ftruncate");
                 try (FileChannel in = FileChannel.open(ram, StandardOpenOption.READ);
@@ -152,10 +150,6 @@ final class SnapshotRam {
     /** Where a host-root process opens it: this process's descriptor. */
     String path() {
         return "/proc/" + ProcessHandle.current().pid() + "/fd/" + fd;
-    }
-
-    long size() {
-        return size;
     }
 
     int users() {

@@ -95,6 +95,9 @@ class MicroVmSnapshotTest {
             for (int i = 0; i < forks.size(); i++) {
                 Sandbox fork = forks.get(i);
                 assertThat(sh(fork, "busybox cat /workspace/before.txt")).isEqualTo("before");
+                // hostile: the init's control port (reseed, clock) is not the sandbox's: no port device, no /sys to find one
+                assertThat(sh(fork, "busybox ls /dev | busybox grep -c vport; test -e /sys/class/virtio-ports || echo no-sys"))
+                        .isEqualTo("0\nno-sys");
                 long first = count(fork);
                 busyWaitForCount(fork, first + 3);
                 sh(fork, "echo fork" + i + " > /workspace/mine.txt");

@@ -139,13 +139,7 @@ public final class OciDriver implements IsolationDriver {
 
     private void checkImage(SandboxSpec spec, List<String> requiredPrograms) {
         if (!SandboxSpec.SYSTEM_IMAGE.equals(spec.image())) {
-            Path rootfs = images.requestedRoot(spec.image());
-            for (String program : requiredPrograms) {
-                if (!ImageStore.hasExecutable(rootfs, program)) {
-                    throw AirlockException.unavailable("the image '" + spec.image() + "' has no '" + program
-                            + "': build it with the package that has it (airlock image build), or choose another language");
-                }
-            }
+            images.requireExecutables(spec.image(), requiredPrograms);
             return;
         }
         for (String program : requiredPrograms) {

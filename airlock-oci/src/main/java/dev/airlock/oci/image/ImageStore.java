@@ -263,6 +263,20 @@ public final class ImageStore {
         return requested(() -> rootOf(name));
     }
 
+    /**
+     * Refuses a sandbox's request for the image {@code name} (INVALID when unknown) when one of
+     * {@code programs} is not an executable of it (UNAVAILABLE, naming the program and what to do).
+     */
+    public void requireExecutables(String name, List<String> programs) {
+        Path rootfs = requestedRoot(name);
+        for (String program : programs) {
+            if (!hasExecutable(rootfs, program)) {
+                throw AirlockException.unavailable("the image '" + name + "' has no '" + program
+                        + "': build it with the package that has it (airlock image build), or choose another language");
+            }
+        }
+    }
+
     /** {@link #use} for a sandbox's request: an unknown name is the request's mistake (INVALID), not a missing sandbox. */
     public Lease useRequested(String name) {
         return requested(() -> use(name));
