@@ -3,12 +3,12 @@
  *
  * Runs as host root, once per sandbox, and starts the sandbox's first process (the agent) the way
  * runc does from the same bundle, in one process and no helper: the host (Java) has already made
- * the sandbox's cgroups, set their limits, made and mapped its user namespace, and turned the
- * bundle's config.json into a plain spec file (one setting a line, fields split by tabs). This
- * program then
+ * the sandbox's cgroups, set their limits, and turned the bundle's config.json into a plain spec
+ * file (one setting a line, fields split by tabs). This program then
  *
- *   1. as host root: reads the spec and the compiled seccomp filter, opens the log, the user
- *      namespace and every cgroup the spec names;
+ *   1. as host root: reads the spec and the compiled seccomp filter, opens the log and every cgroup
+ *      the spec names, and has a child of its own running as the sandbox's host uid make the
+ *      sandbox's user namespace, whose id maps it writes (make_user_namespace);
  *   2. joins the user namespace and unshares mount, network, IPC, UTS and pid namespaces (all owned
  *      by that user namespace), forks the sandbox's PID 1 and moves it into the cgroups while it
  *      sets up (the one host-side move a start needs); PID 1 makes its cgroup namespace once placed;
@@ -25,7 +25,7 @@
  * is the host's to remove (its cgroups; the namespaces go with their last process).
  *
  * Spec lines (the first field names the line; paths are absolute):
- *   log PATH | userns PATH | network new|host | cgroup DIR | rootfs PATH | hostname NAME | seccomp PATH
+ *   log PATH | idmap HOST-ID COUNT | network new|host | cgroup DIR | rootfs PATH | hostname NAME | seccomp PATH
  *   mount SOURCE DEST TYPE FLAGS DATA RECURSIVE-ATTRS    (FLAGS, ATTRS decimal; DATA may be empty)
  *   device HOST-PATH DEST | symlink TARGET LINK | mask PATH | readonly PATH
  *   rlimit RESOURCE SOFT HARD | user UID GID | cwd PATH | env NAME=VALUE | arg WORD
@@ -48,7 +48,9 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -504,16 +506,78 @@ static _Noreturn void sandbox_init(void) {
     fail("cannot run %s: %s", argv[0], strerror(errno));
 }
 
-int main(int argc, char **argv) {
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        puts("airlock-launch 1");
-        return 0;
+/*
+ * The sandbox's user namespace, made by a child running as the sandbox's own host uid (the kernel
+ * charges per-user budgets, inotify's among them, up the chain to a namespace's creator: made as
+ * host root, every sandbox would share root's), its uid and gid maps written from here as host
+ * root, "0 HOST-ID COUNT" from the spec's line "idmap HOST-ID COUNT". Returns a descriptor of it:
+ * held, the namespace outlives the child, which exits once it is read.
+ */
+static int make_user_namespace(void) {
+    const struct line *idmap = NULL;
+    for (int i = 0; i < line_count && idmap == NULL; i++) {
+        if (strcmp(lines[i].field[0], "idmap") == 0) idmap = &lines[i];
     }
-    if (argc != 3 || strcmp(argv[1], "run") != 0) {
-        fputs("usage: airlock-launch run SPEC   (Airlock's container runtime; the host's Launcher runs it)\n", stderr);
-        return 2;
+    CHECK(idmap != NULL && idmap->count == 3, "the spec has no line 'idmap HOST-ID COUNT'");
+    unsigned long long host_id = number(idmap->field[1], "the idmap's host id");
+    unsigned long long ids = number(idmap->field[2], "the idmap's count");
+    CHECK(host_id > 0 && ids > 0 && host_id + ids <= 0xffffffffULL, "the idmap %llu %llu is outside the host's ids", host_id, ids);
+    int ready[2], hold[2];
+    CHECK(pipe2(ready, O_CLOEXEC) == 0 && pipe2(hold, O_CLOEXEC) == 0, "cannot make a pipe: %s", strerror(errno));
+    pid_t maker = fork();
+    CHECK(maker >= 0, "cannot start the user namespace's maker: %s", strerror(errno));
+    if (maker == 0) {
+        close(ready[0]);
+        close(hold[1]);
+        uid_t uid = (uid_t) host_id;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0
+                || setresuid(uid, uid, uid) != 0 || unshare(CLONE_NEWUSER) != 0) {
+            fail("cannot make the sandbox's user namespace as host uid %llu: %s (user namespaces must be enabled: see"
+                 " 'airlock doctor')", host_id, strerror(errno));
+        }
+        char byte = 'R';
+        if (write(ready[1], &byte, 1) != 1) {
+            _exit(1);
+        }
+        /* Held until the launcher has the namespace: its end of the pipe closes. */
+        while (read(hold[0], &byte, 1) < 0 && errno == EINTR) {
+        }
+        _exit(0);
     }
-    read_spec(argv[2]);
+    close(ready[1]);
+    close(hold[0]);
+    char said = 0;
+    ssize_t n;
+    while ((n = read(ready[0], &said, 1)) < 0 && errno == EINTR) {
+    }
+    close(ready[0]);
+    if (n != 1 || said != 'R') {
+        waitpid(maker, NULL, 0);
+        fail("the sandbox's user namespace could not be made (its maker ended first)");
+    }
+    char map[96], path[64];
+    int len = snprintf(map, sizeof map, "0 %llu %llu\n", host_id, ids);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "/proc/%d/%s", maker, i == 0 ? "uid_map" : "gid_map");
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && write(fd, map, (size_t) len) == len, "cannot write %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    snprintf(path, sizeof path, "/proc/%d/ns/user", maker);
+    int userns = open(path, O_RDONLY | O_CLOEXEC);
+    CHECK(userns >= 0, "cannot open %s: %s", path, strerror(errno));
+    close(hold[1]);
+    waitpid(maker, NULL, 0);
+    return userns;
+}
+
+/*
+ * Starts the sandbox of the spec file at spec_path and ends this process: status 0 once PID 1
+ * executes the agent, after writing "[TAG<tab>]PID" on stdout in one write; status 1, after
+ * writing the reason on stderr, when anything failed.
+ */
+static _Noreturn void launch(const char *spec_path, const char *tag) {
+    read_spec(spec_path);
     /* Everything that needs host root is done before the user namespace is joined. */
     const char *seccomp = first("seccomp");
     if (seccomp != NULL) {
@@ -523,8 +587,7 @@ int main(int argc, char **argv) {
     int log_fd = log == NULL ? -1 : open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     CHECK(log == NULL || log_fd >= 0, "cannot open the log %s: %s", log, strerror(errno));
     clone_bind_sources();
-    int userns = open(required("userns"), O_RDONLY | O_CLOEXEC);
-    CHECK(userns >= 0, "cannot open the user namespace %s: %s", first("userns"), strerror(errno));
+    int userns = make_user_namespace();
     /* Opened as host root; written after the user namespace is joined (the kernel checks the opener's credentials). */
     static int cgroup_fds[MAX_LINES];
     int cgroups = 0;
@@ -589,11 +652,159 @@ int main(int argc, char **argv) {
         got += (size_t) n;
     }
     if (got > 0) {
-        reason[got] = '\0';
-        fputs(reason, stderr);
+        if (write(2, reason, got) < 0) {
+            /* the log is gone: the status says it failed */
+        }
         waitpid(pid, NULL, 0);
-        return 1;
+        _exit(1);
     }
-    printf("%d\n", pid);
+    char answer[300];
+    int len = snprintf(answer, sizeof answer, "%s%s%d\n", tag == NULL ? "" : tag, tag == NULL ? "" : "\t", pid);
+    _exit(write(1, answer, (size_t) len) == len ? 0 : 1);
+}
+
+/* The most starts a server runs at once; a request past it is answered "failed" at once. */
+#define MAX_STARTS 256
+/* The longest a start may take before its process is killed: the host waits as long for a plain run. */
+#define START_SECONDS 60
+
+static struct start {
+    pid_t pid;
+    char tag[128];
+} starts[MAX_STARTS];
+
+static void answer_failed(const char *tag) {
+    char line[160];
+    int len = snprintf(line, sizeof line, "%s\tfailed\n", tag);
+    if (write(1, line, (size_t) len) < 0) {
+        /* the host is gone: nobody waits for the answer */
+    }
+}
+
+/* One request line "TAG<tab>SPEC<tab>LOG": a child of this server starts that sandbox, its stderr appended to LOG. */
+static void start_one(char *request) {
+    char *tag = request, *spec = strchr(request, '\t'), *log = spec == NULL ? NULL : strchr(spec + 1, '\t');
+    if (log == NULL || spec - tag >= (long) sizeof starts[0].tag || spec == tag) {
+        dprintf(2, "airlock-launch serve: a request is not TAG<tab>SPEC<tab>LOG: %.200s\n", request);
+        return;
+    }
+    size_t tag_length = (size_t) (spec - tag);
+    *spec++ = '\0';
+    *log++ = '\0';
+    int slot = -1;
+    for (int i = 0; i < MAX_STARTS && slot < 0; i++) {
+        if (starts[i].pid == 0) slot = i;
+    }
+    if (slot < 0) {
+        answer_failed(tag);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        answer_failed(tag);
+        return;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (log_fd < 0 || dup2(log_fd, 2) != 2) {
+            _exit(1);
+        }
+        close(log_fd);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) != 0) {
+            _exit(1);
+        }
+        alarm(START_SECONDS);
+        launch(spec, tag);
+    }
+    starts[slot].pid = pid;
+    memcpy(starts[slot].tag, tag, tag_length + 1);
+}
+
+/*
+ * "airlock-launch serve": one launcher for all of a host process's starts (Launcher.java), so that
+ * a start costs a fork of this small process instead of a new process of the host's, which for a
+ * JVM is a spawn helper's exec and then this program's. Requests come one a line on stdin; each
+ * start runs in a child of its own, exactly as "run" would, and answers "TAG<tab>PID" itself once
+ * its PID 1 runs; this server answers "TAG<tab>failed" for a child that ended otherwise. It ends
+ * when stdin closes (its host process ended) and every start has ended.
+ */
+static int serve(void) {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    CHECK(sigprocmask(SIG_BLOCK, &chld, NULL) == 0, "cannot block SIGCHLD: %s", strerror(errno));
+    int children = signalfd(-1, &chld, SFD_CLOEXEC);
+    CHECK(children >= 0, "cannot make a signalfd: %s", strerror(errno));
+    static char buf[65536];
+    size_t have = 0;
+    int open_ = 1, running = 0;
+    while (open_ || running > 0) {
+        struct pollfd fds[2] = {{.fd = children, .events = POLLIN}, {.fd = open_ ? 0 : -1, .events = POLLIN}};
+        if (poll(fds, 2, -1) < 0) {
+            CHECK(errno == EINTR, "poll: %s", strerror(errno));
+            continue;
+        }
+        if (fds[0].revents & POLLIN) {
+            struct signalfd_siginfo info;
+            if (read(children, &info, sizeof info) < 0 && errno != EAGAIN) {
+                fail("cannot read the signalfd: %s", strerror(errno));
+            }
+            int status;
+            pid_t pid;
+            while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                for (int i = 0; i < MAX_STARTS; i++) {
+                    if (starts[i].pid == pid) {
+                        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                            answer_failed(starts[i].tag);
+                        }
+                        starts[i].pid = 0;
+                    }
+                }
+            }
+        }
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(0, buf + have, sizeof buf - 1 - have);
+            if (n <= 0) {
+                open_ = 0;
+            } else {
+                have += (size_t) n;
+                char *line = buf, *end;
+                while ((end = memchr(line, '\n', have - (size_t) (line - buf))) != NULL) {
+                    *end = '\0';
+                    start_one(line);
+                    line = end + 1;
+                }
+                have -= (size_t) (line - buf);
+                memmove(buf, line, have);
+                if (have == sizeof buf - 1) {
+                    dprintf(2, "airlock-launch serve: a request line is over %zu bytes\n", sizeof buf - 1);
+                    have = 0;
+                }
+            }
+        }
+        running = 0;
+        for (int i = 0; i < MAX_STARTS; i++) {
+            running += starts[i].pid != 0;
+        }
+    }
     return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        puts("airlock-launch 1");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "serve") == 0) {
+        return serve();
+    }
+    if (argc != 3 || strcmp(argv[1], "run") != 0) {
+        fputs("usage: airlock-launch run SPEC | serve   (Airlock's container runtime; the host's Launcher runs it)\n", stderr);
+        return 2;
+    }
+    launch(argv[2], NULL);
 }

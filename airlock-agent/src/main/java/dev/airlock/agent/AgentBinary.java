@@ -28,20 +28,33 @@ public final class AgentBinary {
 
     /** Writes the agent to {@code dir/airlock-agent} with mode 0755 and returns that path. */
     public static Path installTo(Path dir) throws IOException {
-        return install(dir, FILE_NAME, "rwxr-xr-x", "src/main/c/agent.c");
+        return install(dir, FILE_NAME, bytes(FILE_NAME, "src/main/c/agent.c"), "rwxr-xr-x");
     }
 
-    /** Writes the launcher to {@code dir/airlock-launch} with mode 0700 (host root's alone) and returns that path. */
+    /**
+     * Places the launcher in {@code dir} (host root's alone) with mode 0700 and returns its path:
+     * {@code airlock-launch-<the first 16 hex digits of its SHA-256>}, so that Airlock versions
+     * side by side on one host (a CLI beside a server, an upgrade) never run each other's launcher.
+     * A file of that name is this very program already: it is kept.
+     */
     public static Path installLauncherTo(Path dir) throws IOException {
-        return install(dir, LAUNCHER_FILE_NAME, "rwx------", "src/main/c/launch.c");
+        byte[] program = bytes(LAUNCHER_FILE_NAME, "src/main/c/launch.c");
+        String digest;
+        try {
+            digest = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(program), 0, 8);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
+        Path target = dir.resolve(LAUNCHER_FILE_NAME + "-" + digest);
+        return Files.isExecutable(target) ? target : install(dir, target.getFileName().toString(), program, "rwx------");
     }
 
-    private static Path install(Path dir, String name, String mode, String source) throws IOException {
+    private static Path install(Path dir, String name, byte[] program, String mode) throws IOException {
         Path target = dir.resolve(name);
         // Write aside and rename: the old file may be running (ETXTBSY) or read-only.
         Path temporary = Files.createTempFile(dir, name, ".tmp");
         try {
-            Files.write(temporary, bytes(name, source));
+            Files.write(temporary, program);
             Files.setPosixFilePermissions(temporary, PosixFilePermissions.fromString(mode));
             Files.move(temporary, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } finally {

@@ -22,14 +22,15 @@ import java.util.Map;
 /**
  * Airlock's own runtime for the container tier ({@code --runtime airlock}): the static program
  * {@code airlock-launch} (src/main/c/launch.c of airlock-agent) starts the agent from the same
- * bundle runc is given, in one process, with no runtime daemon, no second binary and no state of
- * a runtime's own beyond one record per sandbox.
+ * bundle runc is given, in one process forked by one {@code airlock-launch serve} that this
+ * process keeps for its starts ({@link LaunchServer}), with no runtime daemon of the host's, no
+ * second binary and no state of a runtime's own beyond one record per sandbox.
  *
  * <p>What runc does from the bundle is split: the host makes the sandbox's cgroups and writes their
  * limits ({@link LaunchCgroups}), compiles the bundle's
  * seccomp profile to a BPF program ({@link SeccompFilter}), and turns {@code config.json} into
- * the launcher's plain spec ({@link #spec}); the launcher places PID 1 in the cgroups, joins the sandbox's user
- * namespace and new ones, mounts, pivots, drops privileges, installs the filter and executes the
+ * the launcher's plain spec ({@link #spec}); the launcher makes the sandbox's user namespace as the sandbox's host
+ * uid, joins it and new ones, places PID 1 in the cgroups, mounts, pivots, drops privileges, installs the filter and executes the
  * agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
  * its whole pid namespace), its cgroups frozen or removed, its record read.
  *
@@ -55,9 +56,11 @@ final class Launcher {
     private static final List<String> DEVICES = List.of("null", "zero", "full", "random", "urandom", "tty");
 
     private final Path binary;
+    private final LaunchServer server;
 
     private Launcher(Path binary) {
         this.binary = binary;
+        this.server = new LaunchServer(binary);
     }
 
     /** The launcher this process placed, while its binary is there. */
@@ -80,6 +83,11 @@ final class Launcher {
         } catch (IOException e) {
             throw AirlockException.unavailable("cannot place Airlock's runtime (airlock-launch) in " + STATE + ": " + e.getMessage());
         }
+    }
+
+    /** Lets the launch server end ({@link LaunchServer#close}); the next start starts another. */
+    void close() {
+        server.close();
     }
 
     Path binary() {
@@ -110,13 +118,8 @@ final class Launcher {
             Path spec = bundle.resolve("launch.spec");
             Files.writeString(spec, spec(config, cgroups, filter, log), StandardCharsets.UTF_8);
             Trace.mark("launch: spec written");
-            OciRuntime.Result r = OciRuntime.run(List.of(binary.toString(), "run", spec.toString()), log, true);
+            long pid = server.start(id.value(), spec, log);
             Trace.mark("launch: launcher returned");
-            if (r.exitCode() != 0) {
-                throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + OciRuntime.lastError(log)
-                        + " (run 'airlock doctor' to see what this host supports)");
-            }
-            long pid = Long.parseLong(r.output().strip());
             Files.writeString(RECORDS.resolve(id.value()), pid + " " + started(pid) + "\n");
             return pid;
         } catch (IOException | RuntimeException e) {
@@ -166,20 +169,19 @@ final class Launcher {
         require(config.path("root").path("readonly").asBoolean(false), "a read-only root");
         require(process.path("noNewPrivileges").asBoolean(false), "noNewPrivileges");
         process.path("capabilities").properties().forEach(set -> require(set.getValue().isEmpty(), "no capability in " + set.getKey()));
-        String userns = null;
         List<String> namespaces = new ArrayList<>();
         for (JsonNode ns : linux.path("namespaces")) {
             namespaces.add(ns.path("type").asString());
-            if (ns.path("type").asString().equals("user")) {
-                userns = ns.path("path").asString(null);
-            }
+            require(!ns.has("path"), "no namespace to join (the launcher makes each one, its user namespace too), not " + ns);
         }
-        require(userns != null, "a user namespace to join (SandboxUserNamespace)");
-        require(namespaces.containsAll(List.of("pid", "ipc", "uts", "mount", "cgroup")), "pid, ipc, uts, mount and cgroup namespaces");
+        require(namespaces.containsAll(List.of("pid", "ipc", "uts", "mount", "user", "cgroup")), "pid, ipc, uts, mount, user and cgroup namespaces");
+        JsonNode uids = linux.path("uidMappings");
+        require(uids.size() == 1 && uids.get(0).path("containerID").asLong(-1) == 0 && linux.path("gidMappings").equals(uids),
+                "one id mapping from sandbox id 0, the same for users and groups");
         boolean newNetwork = namespaces.contains("network");
         StringBuilder s = new StringBuilder();
         line(s, "log", log.toString());
-        line(s, "userns", userns);
+        line(s, "idmap", Long.toString(uids.get(0).path("hostID").asLong()), Long.toString(uids.get(0).path("size").asLong()));
         // a bundle weakened for 'airlock verify --unsafe' keeps the host's network namespace
         line(s, "network", newNetwork ? "new" : "host");
         cgroups.forEach(c -> line(s, "cgroup", c.toString()));

@@ -121,14 +121,14 @@ public final class OciDriver implements IsolationDriver {
     }
 
     /**
-     * Under runc (or crun): a restored sandbox's {@code /workspace} is a {@link WorkspaceOverlay} on
-     * the snapshot's tree, idmapped through the user namespace made for it before the runtime starts.
-     * Not under runsc: its bind mounts can be overlaid only by the global {@code --overlay} flag, and
-     * it makes the sandbox's user namespace itself, too late for the idmap.
+     * Under runc, crun and Airlock's own runtime: a restored sandbox's {@code /workspace} is a
+     * {@link WorkspaceOverlay} on the snapshot's tree, idmapped through a user namespace made for
+     * that mapping before the runtime starts. Not under runsc: its bind mounts can be overlaid only
+     * by the global {@code --overlay} flag.
      */
     @Override
     public boolean layersWorkspace() {
-        return runtime.joinsUserNamespace();
+        return !runtime.isGvisor();
     }
 
     @Override
@@ -212,7 +212,7 @@ public final class OciDriver implements IsolationDriver {
                 try (SandboxUserNamespace userNamespace = runtime.joinsUserNamespace()
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
                     Trace.mark("user namespace made");
-                    Path workspace = spec.workspaceBase() == null || userNamespace == null ? null : layWorkspace(dir, spec, hostIdBase);
+                    Path workspace = spec.workspaceBase() == null || !layersWorkspace() ? null : layWorkspace(dir, spec, hostIdBase);
                     byte[] bundle = OciConfig.write(root, spec.limits(),
                             OciConfig.agentCommand(spec.limits(), bridged, SOCKET_NAME), OciConfig.agentEnvironment(), runDir, inputsDir, inputs, procViews,
                             Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);
@@ -379,6 +379,7 @@ public final class OciDriver implements IsolationDriver {
     @Override
     public void close() {
         state.closeAfterDestroying(live.values());
+        runtime.close();
         Trace.mark("state directory removed");
     }
 }

@@ -84,10 +84,10 @@ final class OciRuntime {
         return new OciRuntime(baseName, found, null);
     }
 
-    /** Where runtime {@code name} is: Airlock's own is always there. */
+    /** Where runtime {@code name} is: Airlock's own is always there (placed in {@link Launcher#STATE} when it is used). */
     static Path locate(String name) {
         if (Launcher.NAME.equals(name)) {
-            return Launcher.STATE.resolve(dev.airlock.agent.AgentBinary.LAUNCHER_FILE_NAME);
+            return Launcher.STATE;
         }
         String path = System.getenv().getOrDefault("PATH", "") + ":/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/bin:/usr/local/sbin";
         for (String dir : path.split(File.pathSeparator)) {
@@ -121,13 +121,15 @@ final class OciRuntime {
     }
 
     /**
-     * Whether the runtime can join a user namespace that exists already ({@link SandboxUserNamespace}).
-     * runsc cannot: its gofer fails to setns into it (EINVAL: a multi-threaded Go process may not
-     * join a user namespace), so under runsc the runtime creates the sandbox's user namespace from
-     * the bundle's id mappings, as host root.
+     * Whether the runtime joins a user namespace made for it first ({@link SandboxUserNamespace}),
+     * made as the sandbox's own host uid: runc and crun do. runsc cannot: its gofer fails to setns
+     * into it (EINVAL: a multi-threaded Go process may not join a user namespace), so under runsc the
+     * runtime creates the sandbox's user namespace from the bundle's id mappings, as host root.
+     * Airlock's own runtime makes it from those mappings itself, as the sandbox's host uid, without a
+     * process of the host's for it.
      */
     boolean joinsUserNamespace() {
-        return !isGvisor();
+        return !isGvisor() && launcher == null;
     }
 
     /**
@@ -260,6 +262,13 @@ final class OciRuntime {
      * leaves the container's (empty) cgroups behind when the container never started or its
      * Sentry died (a memory limit reached), so under runsc they are removed here too.
      */
+    /** Ends what this runtime keeps running for this process's starts: Airlock's own, its {@link LaunchServer}. */
+    void close() {
+        if (launcher != null) {
+            launcher.close();
+        }
+    }
+
     boolean delete(String id) {
         if (launcher != null) {
             return launcher.delete(id);

@@ -1,6 +1,5 @@
 package dev.airlock.oci;
 
-import dev.airlock.agent.AgentBinary;
 import dev.airlock.core.HostFiles;
 import dev.airlock.oci.image.TestArchives;
 import org.junit.jupiter.api.Test;
@@ -39,21 +38,18 @@ class LauncherMountPointTest {
             Path inRoot = Files.createDirectories(root.resolve(hostTarget.toString().substring(1)));
             Files.setAttribute(inRoot, "unix:mode", 0755);
             Files.createSymbolicLink(root.resolve("escape"), hostTarget);
-            Path agent = AgentBinary.installTo(Files.createDirectories(work.resolve("agent")));
             Path log = work.resolve("log");
-            try (SandboxUserNamespace userns = SandboxUserNamespace.create(agent, hostIdBase, work.resolve("userns.log"))) {
-                String spec = String.join("\n",
-                        "log\t" + log, "userns\t" + userns.path(), "network\tnew", "rootfs\t" + root, "hostname\tsandbox",
-                        "mount\ttmpfs\t/escape\ttmpfs\t6\tmode=1777,size=65536\t0",
-                        "user\t1000\t1000", "cwd\t/", "arg\t/bin/busybox", "arg\tsh", "arg\t-c",
-                        "arg\ttouch /escape/mine && echo landed-inside || echo refused") + "\n";
-                Path specFile = work.resolve("launch.spec");
-                Files.writeString(specFile, spec);
-                OciRuntime.Result r = OciRuntime.run(List.of(Launcher.install().binary().toString(), "run", specFile.toString()), log, true);
-                assertThat(r.exitCode()).as("airlock-launch: %s", OciRuntime.lastError(log)).isZero();
-                long pid = Long.parseLong(r.output().strip());
-                ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(30, java.util.concurrent.TimeUnit.SECONDS).join());
-            }
+            String spec = String.join("\n",
+                    "log\t" + log, "idmap\t" + hostIdBase + "\t65536", "network\tnew", "rootfs\t" + root, "hostname\tsandbox",
+                    "mount\ttmpfs\t/escape\ttmpfs\t6\tmode=1777,size=65536\t0",
+                    "user\t1000\t1000", "cwd\t/", "arg\t/bin/busybox", "arg\tsh", "arg\t-c",
+                    "arg\ttouch /escape/mine && echo landed-inside || echo refused") + "\n";
+            Path specFile = work.resolve("launch.spec");
+            Files.writeString(specFile, spec);
+            OciRuntime.Result r = OciRuntime.run(List.of(Launcher.install().binary().toString(), "run", specFile.toString()), log, true);
+            assertThat(r.exitCode()).as("airlock-launch: %s", OciRuntime.lastError(log)).isZero();
+            long pid = Long.parseLong(r.output().strip());
+            ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(30, java.util.concurrent.TimeUnit.SECONDS).join());
             assertThat(Files.readString(log)).as("what the sandbox's process said").contains("landed-inside").doesNotContain("refused");
             try (var left = Files.list(hostTarget)) {
                 assertThat(left.toList()).as("the host's directory of that name").isEmpty();
@@ -65,16 +61,23 @@ class LauncherMountPointTest {
         }
     }
 
-    /** A spec without a user namespace to join starts nothing: the launcher never runs a sandbox as host root. */
+    /**
+     * A spec without a user namespace's id map, or one that maps sandbox root to host root, starts
+     * nothing: the launcher never runs a sandbox as host root.
+     */
     @Test
-    void aSpecWithoutAUserNamespaceStartsNothing() throws IOException {
+    void aSpecWithoutAnIdMapOrMappingHostRootStartsNothing() throws IOException {
         Path work = Files.createTempDirectory(Path.of("/var/tmp"), "airlock-launch-test");
         try {
             Path spec = work.resolve("launch.spec");
             Files.writeString(spec, "rootfs\t/\nuser\t1000\t1000\narg\t/bin/true\n");
             OciRuntime.Result r = OciRuntime.run(List.of(Launcher.install().binary().toString(), "run", spec.toString()), null, false);
             assertThat(r.exitCode()).isEqualTo(1);
-            assertThat(r.output()).contains("airlock-launch: the spec has no userns line");
+            assertThat(r.output()).contains("airlock-launch: the spec has no line 'idmap HOST-ID COUNT'");
+            Files.writeString(spec, "idmap\t0\t65536\nrootfs\t/\nuser\t1000\t1000\narg\t/bin/true\n");
+            r = OciRuntime.run(List.of(Launcher.install().binary().toString(), "run", spec.toString()), null, false);
+            assertThat(r.exitCode()).isEqualTo(1);
+            assertThat(r.output()).contains("airlock-launch: the idmap 0 65536 is outside the host's ids");
         } finally {
             HostFiles.deleteTree(work);
         }

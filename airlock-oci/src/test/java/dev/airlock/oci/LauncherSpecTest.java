@@ -29,7 +29,9 @@ class LauncherSpecTest {
                              "options": ["rbind", "ro", "nosuid", "nodev", "rro", "rnosuid", "rnodev"]},
                             {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=1024", "mode=1777"]}],
                  "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"},
-                                          {"type": "user", "path": "/proc/42/ns/user"}, {"type": "cgroup"}],
+                                          {"type": "user"}, {"type": "cgroup"}],
+                           "uidMappings": [{"containerID": 0, "hostID": 2000000000, "size": 65536}],
+                           "gidMappings": [{"containerID": 0, "hostID": 2000000000, "size": 65536}],
                            "maskedPaths": ["/proc/kcore"], "readonlyPaths": ["/proc/sys"]}}
                 """);
     }
@@ -43,7 +45,7 @@ class LauncherSpecTest {
     void everyControlOfTheBundleBecomesALine() {
         List<String> lines = spec(bundle()).lines().toList();
         assertThat(lines).containsSubsequence(
-                "log\t/run/airlock/x/runtime.log", "userns\t/proc/42/ns/user", "network\tnew", "cgroup\t/sys/fs/cgroup/memory/airlock/x",
+                "log\t/run/airlock/x/runtime.log", "idmap\t2000000000\t65536", "network\tnew", "cgroup\t/sys/fs/cgroup/memory/airlock/x",
                 "rootfs\t/run/airlock/image", "hostname\tsandbox", "seccomp\t/run/airlock-launch/f.bpf",
                 "mount\tproc\t/proc\tproc\t14\t\t0",
                 // rbind, ro, nosuid, nodev: MS_BIND|MS_REC|MS_RDONLY|MS_NOSUID|MS_NODEV; rro, rnosuid, rnodev recursively
@@ -74,9 +76,14 @@ class LauncherSpecTest {
         ((tools.jackson.databind.node.ArrayNode) capable.get("process").get("capabilities").get("bounding")).add("CAP_SYS_ADMIN");
         assertThatThrownBy(() -> spec(capable)).isInstanceOf(AirlockException.class).hasMessageContaining("no capability in bounding");
 
-        ObjectNode ownUserNamespace = bundle();
-        ((ObjectNode) ownUserNamespace.get("linux").get("namespaces").get(5)).remove("path");
-        assertThatThrownBy(() -> spec(ownUserNamespace)).isInstanceOf(AirlockException.class).hasMessageContaining("a user namespace to join");
+        ObjectNode joined = bundle();
+        ((ObjectNode) joined.get("linux").get("namespaces").get(5)).put("path", "/proc/42/ns/user");
+        assertThatThrownBy(() -> spec(joined)).isInstanceOf(AirlockException.class).hasMessageContaining("no namespace to join");
+
+        ObjectNode twoMaps = bundle();
+        ((tools.jackson.databind.node.ArrayNode) twoMaps.get("linux").get("uidMappings")).addObject().put("containerID", 65536)
+                .put("hostID", 1).put("size", 1);
+        assertThatThrownBy(() -> spec(twoMaps)).isInstanceOf(AirlockException.class).hasMessageContaining("one id mapping");
     }
 
     @Test

@@ -1,0 +1,171 @@
+package dev.airlock.oci;
+
+import dev.airlock.core.AirlockException;
+import dev.airlock.core.Printable;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One {@code airlock-launch serve} for all of this process's sandbox starts: a start is a line on
+ * its stdin, carried out by a fork of that small process, and answered on its stdout with the
+ * sandbox's PID 1. A JVM that ran {@code airlock-launch run} once per start paid for a new process
+ * each time (the JDK's spawn helper, then the launcher's exec): that was about as much of the host's
+ * time as the launcher's own work.
+ *
+ * <p>Only this process holds the server's stdin and stdout (pipes, no path to them). The server
+ * ends when its stdin closes, as when this process ends; one that ended otherwise fails the starts
+ * it had and is started again by the next one. Starts in flight are bounded by the server
+ * ({@code MAX_STARTS} of launch.c, 256: past it a start is refused at once) and each by time
+ * ({@code START_SECONDS}, 60 s, after which its process is killed).
+ */
+final class LaunchServer {
+
+    /** A little longer than the server lets one start run ({@code START_SECONDS} of launch.c). */
+    private static final long ANSWER_SECONDS = 65;
+
+    private final Path binary;
+    /** The starts waiting for their answer, by sandbox id, each with the server it was given to. */
+    private final Map<String, Pending> waiting = new ConcurrentHashMap<>();
+    private Process process;
+    private OutputStream requests;
+
+    LaunchServer(Path binary) {
+        this.binary = binary;
+    }
+
+    /**
+     * Starts the sandbox of launch spec {@code spec} (its reasons for failing appended to {@code
+     * log}) and returns the host pid of its PID 1, which runs the agent; waits even when the caller
+     * is being cancelled, as {@link OciRuntime#run} does: a start half seen would leave a sandbox behind.
+     */
+    long start(String id, Path spec, Path log) {
+        Pending pending = submit(id, spec, log);
+        CompletableFuture<Long> answer = pending.answer();
+        boolean interrupted = Thread.interrupted();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(ANSWER_SECONDS);
+            while (true) {
+                try {
+                    return answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (TimeoutException e) {
+                    throw AirlockException.internal("airlock-launch did not start sandbox " + id + " within " + ANSWER_SECONDS + "s", null);
+                } catch (ExecutionException e) {
+                    String why = e.getCause() instanceof ServerEnded ? e.getCause().getMessage() : OciRuntime.lastError(log);
+                    throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + why
+                            + " (run 'airlock doctor' to see what this host supports)");
+                }
+            }
+        } finally {
+            waiting.remove(id, pending);
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private synchronized Pending submit(String id, Path spec, Path log) {
+        String request = id + "\t" + spec + "\t" + log + "\n";
+        if (request.chars().filter(c -> c == '\t' || c == '\n').count() != 3) {
+            throw AirlockException.internal("sandbox " + id + ": its id or paths hold a tab or a newline", null);
+        }
+        try {
+            if (process == null || !process.isAlive()) {
+                open();
+            }
+        } catch (IOException e) {
+            throw AirlockException.unavailable("cannot start " + binary + " serve: " + e.getMessage());
+        }
+        Pending pending = new Pending(process, new CompletableFuture<>());
+        if (waiting.putIfAbsent(id, pending) != null) {
+            throw AirlockException.internal("sandbox " + id + " is being started already", null);
+        }
+        try {
+            requests.write(request.getBytes(StandardCharsets.UTF_8));
+            requests.flush();
+            return pending;
+        } catch (IOException e) {
+            waiting.remove(id);
+            process.destroyForcibly();
+            throw AirlockException.unavailable("cannot reach airlock-launch serve to start sandbox " + id + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Lets the server end once its starts in flight have: its stdin closes. A start after this
+     * starts a new server. This process's exit would end it too; closed first, no thread of this
+     * process is left reading its answers, which would hold up the JVM's exit.
+     */
+    synchronized void close() {
+        if (process != null) {
+            try {
+                requests.close();
+            } catch (IOException e) {
+                process.destroyForcibly();
+            }
+            process = null;
+        }
+    }
+
+    private void open() throws IOException {
+        Process p = new ProcessBuilder(binary.toString(), "serve").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        process = p;
+        requests = p.getOutputStream();
+        Thread.ofPlatform().daemon().name("airlock-launch-answers").start(() -> readAnswers(p));
+    }
+
+    /** Each answer line completes its start; once the server's stdout ends, every start given to it and still waiting fails. */
+    private void readAnswers(Process server) {
+        try (BufferedReader answers = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = answers.readLine()) != null) {
+                int tab = line.indexOf('\t');
+                Pending pending = tab < 0 ? null : waiting.get(line.substring(0, tab));
+                if (pending == null) {
+                    continue;
+                }
+                String said = line.substring(tab + 1);
+                if (said.equals("failed")) {
+                    pending.answer().completeExceptionally(new IllegalStateException("failed"));
+                } else {
+                    try {
+                        pending.answer().complete(Long.parseLong(said));
+                    } catch (NumberFormatException e) {
+                        pending.answer().completeExceptionally(new ServerEnded("airlock-launch serve answered '" + Printable.of(said, 100) + "'"));
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // the server is gone: below
+        }
+        server.destroyForcibly();
+        synchronized (this) {
+            if (process == server) {
+                process = null;
+            }
+        }
+        waiting.values().stream().filter(p -> p.server() == server)
+                .forEach(p -> p.answer().completeExceptionally(new ServerEnded("airlock-launch serve ended before it answered")));
+    }
+
+    private record Pending(Process server, CompletableFuture<Long> answer) {
+    }
+
+    private static final class ServerEnded extends Exception {
+        ServerEnded(String message) {
+            super(message, null, false, false);
+        }
+    }
+}
