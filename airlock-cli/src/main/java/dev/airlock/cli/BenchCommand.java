@@ -79,6 +79,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--tails-only", description = "Measure only the latency tails (p50, p95, p99 and failures at 1, 10 and 50 clients over REST).")
     boolean tailsOnly;
 
+    @Option(names = "--density-only", description = "Measure only the idle sandboxes: memory each, and the create and destroy rates,"
+            + " up to --max-sandboxes.")
+    boolean densityOnly;
+
     @Option(names = "--interpreter-image", paramLabel = "NAME", description = "The image of the interpreter cases' sandboxes; it"
             + " needs python3-ipykernel, -jupyter-client and -matplotlib (default: system, the host's; 'airlock image build"
             + " python-data' makes one).")
@@ -164,7 +168,7 @@ final class BenchCommand implements Callable<Integer> {
         String machine = Baselines.machine();
         if (!json) {
             System.out.println("machine: " + machine);
-            if (!cliOnly && !tailsOnly && !clusterOnly && !snapshotsOnly) {
+            if (!cliOnly && !tailsOnly && !clusterOnly && !snapshotsOnly && !densityOnly) {
                 System.out.printf("method: median of %d runs after %d warm-up runs, one request at a time%n%n", n, w);
             }
         }
@@ -180,6 +184,12 @@ final class BenchCommand implements Callable<Integer> {
         if (snapshotsOnly) {
             List<Stats> snapshots = SnapshotCases.measure(progress, config, snapshotRuns, quick, notes);
             print(new Report(machine, Map.of(SnapshotCases.SECTION, method.get(SnapshotCases.SECTION)), snapshots, List.of(), List.of(),
+                    List.of(), notes));
+            return 0;
+        }
+        if (densityOnly) {
+            List<Stats> density = MemoryCases.measure(progress, config, max, settleMillis, notes);
+            print(new Report(machine, Map.of(MemoryCases.SECTION, method.get(MemoryCases.SECTION)), density, List.of(), List.of(),
                     List.of(), notes));
             return 0;
         }

@@ -96,6 +96,28 @@ class BenchCommandTest {
         assertThat(tails).containsExactlyElementsOf(expectedTails);
     }
 
+    /** {@code --density-only}, here on Airlock's own runtime: the idle sandboxes' section alone, its rates positive. */
+    @Test
+    void densityOnlyMeasuresTheIdleSandboxesAlone() throws Exception {
+        CliProcess cli = CliProcess.run(Duration.ofMinutes(3), "bench", "--quick", "--json", "--density-only", "--max-sandboxes", "4",
+                "--runtime", "airlock");
+        assertThat(cli.exitCode()).as(cli.stderr()).isZero();
+        JsonNode json = JsonMapper.builder().build().readTree(cli.stdout());
+        assertThat(json.get("method").propertyNames()).containsExactly("memory");
+        List<String> names = new ArrayList<>();
+        for (JsonNode c : json.get("cases")) {
+            names.add(c.get("name").asString());
+            if (c.get("name").asString().contains("rate")) {
+                assertThat(c.get("median").asDouble()).as("median of %s", c.get("name").asString()).isPositive();
+            }
+        }
+        assertThat(names).contains("memory: 4 idle sandboxes: create rate, 4 at a time", "memory: 4 idle sandboxes: destroy rate, 4 at a time")
+                .allMatch(n -> n.startsWith("memory: "));
+        List<String> notes = new ArrayList<>();
+        json.get("notes").forEach(n -> notes.add(n.asString()));
+        assertThat(notes).contains("memory: leak check after destroying them all: clean");
+    }
+
     @Test
     void unknownTierIsRefusedBeforeAnythingIsMeasured() throws Exception {
         CliProcess cli = CliProcess.run("bench", "--quick", "--tiers", "container,vm");
