@@ -30,4 +30,6 @@ if ! $compile $warnings -o "$out.tmp" "$src"; then
     exit 1
 fi
 chmod 0755 "$out.tmp"
+# Its SHA-256 beside it, for the host to name and find an installed copy without reading the program (AgentBinary).
+sha256sum "$out.tmp" | cut -d' ' -f1 > "$out.sha256"
 mv -f "$out.tmp" "$out"
