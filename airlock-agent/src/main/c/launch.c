@@ -1,8 +1,9 @@
 /*
  * airlock-launch: Airlock's own runtime for the container tier (runtime "airlock"). See Launcher.java.
  *
- * Runs as host root, once per sandbox, and starts the sandbox's first process (the agent) the way
- * runc does from the same bundle, in one process and no helper: the host (Java) has already made
+ * Runs as host root, once per sandbox ("run SPEC", or a fork of "serve", which a host process keeps
+ * for all its starts), and starts the sandbox's first process (the agent) the way runc does from
+ * the same bundle, in one process and no helper: the host (Java) has already made
  * the sandbox's cgroups, set their limits, and turned the bundle's config.json into a plain spec
  * file (one setting a line, fields split by tabs). This program then
  *
@@ -18,8 +19,9 @@
  *      the root read-only, sets rlimits, empties the capability bounding set, becomes the
  *      unprivileged sandbox user with no supplementary group and no capability, sets no_new_privs,
  *      installs the seccomp filter, and executes the agent;
- *   4. prints PID 1's host pid on stdout once the agent is executing (the exec closes a pipe), and
- *      exits: the sandbox runs on, as under "runc run --detach".
+ *   4. prints PID 1's host pid on stdout once the agent is executing (the exec closes a pipe),
+ *      after the request's tag under "serve", and exits: the sandbox runs on, as under
+ *      "runc run --detach".
  *
  * A failure at any step is printed on stderr (the log) and ends with exit status 1; what it made
  * is the host's to remove (its cgroups; the namespaces go with their last process).
@@ -38,6 +40,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,7 +51,6 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>

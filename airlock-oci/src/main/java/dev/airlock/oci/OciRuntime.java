@@ -257,11 +257,6 @@ final class OciRuntime {
         }
     }
 
-    /**
-     * Force-deletes a container: kills what is left in it and removes its state and cgroup. runsc
-     * leaves the container's (empty) cgroups behind when the container never started or its
-     * Sentry died (a memory limit reached), so under runsc they are removed here too.
-     */
     /** Ends what this runtime keeps running for this process's starts: Airlock's own, its {@link LaunchServer}. */
     void close() {
         if (launcher != null) {
@@ -269,6 +264,11 @@ final class OciRuntime {
         }
     }
 
+    /**
+     * Force-deletes a container: kills what is left in it and removes its state and cgroup. runsc
+     * leaves the container's (empty) cgroups behind when the container never started or its
+     * Sentry died (a memory limit reached), so under runsc they are removed here too.
+     */
     boolean delete(String id) {
         if (launcher != null) {
             return launcher.delete(id);
