@@ -573,6 +573,18 @@ static int make_user_namespace(void) {
     return userns;
 }
 
+/* The sandbox's PID 1 once forked; killed if this start runs out of time. */
+static volatile pid_t sandbox_pid;
+
+static void kill_sandbox_and_end(int sig) {
+    if (sandbox_pid > 0) {
+        kill(sandbox_pid, SIGKILL);
+    }
+    /* ends this process by the signal (blocked while this runs, it is delivered on return): serve answers "timed-out" */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /*
  * Starts the sandbox of the spec file at spec_path and ends this process: status 0 once PID 1
  * executes the agent, after writing "[TAG<tab>]PID" on stdout in one write; status 1, after
@@ -613,9 +625,19 @@ static _Noreturn void launch(const char *spec_path, const char *tag) {
           "cannot make the sandbox's namespaces: %s", strerror(errno));
     int errors[2], placed[2];
     CHECK(pipe2(errors, O_CLOEXEC) == 0 && pipe2(placed, O_CLOEXEC) == 0, "cannot make a pipe: %s", strerror(errno));
+    /* A start killed for its time (serve's alarm) takes PID 1 with it: no half-made sandbox runs on. */
+    struct sigaction on_alarm = {.sa_handler = kill_sandbox_and_end};
+    sigemptyset(&on_alarm.sa_mask);
+    sigset_t alarm_only, before;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    CHECK(sigaction(SIGALRM, &on_alarm, NULL) == 0 && sigprocmask(SIG_BLOCK, &alarm_only, &before) == 0,
+          "cannot handle SIGALRM: %s", strerror(errno));
     pid_t pid = fork();
     CHECK(pid >= 0, "cannot start the sandbox's first process: %s", strerror(errno));
     if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &before, NULL);
         close(errors[0]);
         close(placed[1]);
         placed_fd = placed[0];
@@ -627,6 +649,8 @@ static _Noreturn void launch(const char *spec_path, const char *tag) {
         setsid();
         sandbox_init();
     }
+    sandbox_pid = pid;
+    sigprocmask(SIG_SETMASK, &before, NULL);
     close(errors[1]);
     close(placed[0]);
     /*
@@ -653,6 +677,9 @@ static _Noreturn void launch(const char *spec_path, const char *tag) {
     while ((n = read(errors[0], reason + got, sizeof reason - 1 - got)) > 0) {
         got += (size_t) n;
     }
+    /* PID 1 executes the agent or has failed: nothing is left to wait for, and a started sandbox is never killed for time */
+    alarm(0);
+    sandbox_pid = 0;
     if (got > 0) {
         if (write(2, reason, got) < 0) {
             /* the log is gone: the status says it failed */
@@ -665,19 +692,28 @@ static _Noreturn void launch(const char *spec_path, const char *tag) {
     _exit(write(1, answer, (size_t) len) == len ? 0 : 1);
 }
 
-/* The most starts a server runs at once; a request past it is answered "failed" at once. */
+/*
+ * The most starts a server runs at once: a request past it is answered "busy" at once. "serve MOST
+ * SECONDS" sets both bounds (the host's LaunchServer.java passes its own), at most these ceilings.
+ */
 #define MAX_STARTS 256
-/* The longest a start may take before its process is killed: the host waits as long for a plain run. */
+static int max_starts = MAX_STARTS;
+/*
+ * The longest a start may take (a log on a FIFO, a bind source on a hung file system...) before its
+ * process, and the sandbox's PID 1 if it has one, are killed and it is answered "timed-out".
+ */
 #define START_SECONDS 60
+static unsigned start_seconds = START_SECONDS;
 
 static struct start {
     pid_t pid;
     char tag[128];
 } starts[MAX_STARTS];
 
-static void answer_failed(const char *tag) {
+/* The server's own answer for start TAG: "busy", "timed-out" or "failed" (the start's reason is in its log). */
+static void answer(const char *tag, const char *what) {
     char line[160];
-    int len = snprintf(line, sizeof line, "%s\tfailed\n", tag);
+    int len = snprintf(line, sizeof line, "%s\t%s\n", tag, what);
     if (write(1, line, (size_t) len) < 0) {
         /* the host is gone: nobody waits for the answer */
     }
@@ -694,22 +730,24 @@ static void start_one(char *request) {
     *spec++ = '\0';
     *log++ = '\0';
     int slot = -1;
-    for (int i = 0; i < MAX_STARTS && slot < 0; i++) {
+    for (int i = 0; i < max_starts && slot < 0; i++) {
         if (starts[i].pid == 0) slot = i;
     }
     if (slot < 0) {
-        answer_failed(tag);
+        answer(tag, "busy");
         return;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        answer_failed(tag);
+        answer(tag, "failed");
         return;
     }
     if (pid == 0) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* first: opening the log may block (a FIFO), as may any step after it */
+        alarm(start_seconds);
         int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (log_fd < 0 || dup2(log_fd, 2) != 2) {
             _exit(1);
@@ -719,7 +757,6 @@ static void start_one(char *request) {
         if (null < 0 || dup2(null, 0) != 0) {
             _exit(1);
         }
-        alarm(START_SECONDS);
         launch(spec, tag);
     }
     starts[slot].pid = pid;
@@ -731,10 +768,21 @@ static void start_one(char *request) {
  * a start costs a fork of this small process instead of a new process of the host's, which for a
  * JVM is a spawn helper's exec and then this program's. Requests come one a line on stdin; each
  * start runs in a child of its own, exactly as "run" would, and answers "TAG<tab>PID" itself once
- * its PID 1 runs; this server answers "TAG<tab>failed" for a child that ended otherwise. It ends
- * when stdin closes (its host process ended) and every start has ended.
+ * its PID 1 runs; this server answers "TAG<tab>busy" for a request past its most starts at once,
+ * "TAG<tab>timed-out" for a start killed for its time and "TAG<tab>failed" for one that ended
+ * otherwise. It ends when stdin closes (its host process ended) and every start has ended.
  */
-static int serve(void) {
+static int serve(int argc, char **argv) {
+    if (argc > 2) {
+        unsigned long long most = number(argv[2], "serve's most starts at once");
+        CHECK(most >= 1 && most <= MAX_STARTS, "serve's most starts at once are 1 to %d, not %s", MAX_STARTS, argv[2]);
+        max_starts = (int) most;
+    }
+    if (argc > 3) {
+        unsigned long long seconds = number(argv[3], "serve's seconds a start may take");
+        CHECK(seconds >= 1 && seconds <= START_SECONDS, "serve's seconds a start may take are 1 to %d, not %s", START_SECONDS, argv[3]);
+        start_seconds = (unsigned) seconds;
+    }
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -760,8 +808,10 @@ static int serve(void) {
             while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
                 for (int i = 0; i < MAX_STARTS; i++) {
                     if (starts[i].pid == pid) {
-                        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                            answer_failed(starts[i].tag);
+                        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+                            answer(starts[i].tag, "timed-out");
+                        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                            answer(starts[i].tag, "failed");
                         }
                         starts[i].pid = 0;
                     }
@@ -801,11 +851,12 @@ int main(int argc, char **argv) {
         puts("airlock-launch 1");
         return 0;
     }
-    if (argc == 2 && strcmp(argv[1], "serve") == 0) {
-        return serve();
+    if (argc >= 2 && argc <= 4 && strcmp(argv[1], "serve") == 0) {
+        return serve(argc, argv);
     }
     if (argc != 3 || strcmp(argv[1], "run") != 0) {
-        fputs("usage: airlock-launch run SPEC | serve   (Airlock's container runtime; the host's Launcher runs it)\n", stderr);
+        fputs("usage: airlock-launch run SPEC | serve [MOST-STARTS [SECONDS]]   (Airlock's container runtime; the host's Launcher runs it)\n",
+              stderr);
         return 2;
     }
     launch(argv[2], NULL);

@@ -26,22 +26,33 @@ import java.util.concurrent.TimeoutException;
  * <p>Only this process holds the server's stdin and stdout (pipes, no path to them). The server
  * ends when its stdin closes, as when this process ends; one that ended otherwise fails the starts
  * it had and is started again by the next one. Starts in flight are bounded by the server
- * ({@code MAX_STARTS} of launch.c, 256: past it a start is refused at once) and each by time
- * ({@code START_SECONDS}, 60 s, after which its process is killed).
+ * ({@link #MAX_STARTS}: past it a start is refused at once) and each by time ({@link #START_SECONDS},
+ * after which its process and its sandbox's PID 1 are killed).
  */
 final class LaunchServer {
 
-    /** A little longer than the server lets one start run ({@code START_SECONDS} of launch.c). */
-    private static final long ANSWER_SECONDS = 65;
+    /** The most starts the server runs at once ({@code MAX_STARTS} of launch.c, its ceiling): one more is answered "busy". */
+    static final int MAX_STARTS = 256;
+    /** The longest the server lets one start run ({@code START_SECONDS} of launch.c, its ceiling) before it kills it. */
+    static final int START_SECONDS = 60;
 
     private final Path binary;
+    private final int maxStarts;
+    private final int startSeconds;
     /** The starts waiting for their answer, by sandbox id, each with the server it was given to. */
     private final Map<String, Pending> waiting = new ConcurrentHashMap<>();
     private Process process;
     private OutputStream requests;
 
     LaunchServer(Path binary) {
+        this(binary, MAX_STARTS, START_SECONDS);
+    }
+
+    /** A server with other bounds than the host's (its tests): at most {@code maxStarts} at once, each at most {@code startSeconds}. */
+    LaunchServer(Path binary, int maxStarts, int startSeconds) {
         this.binary = binary;
+        this.maxStarts = maxStarts;
+        this.startSeconds = startSeconds;
     }
 
     /**
@@ -54,18 +65,20 @@ final class LaunchServer {
         CompletableFuture<Long> answer = pending.answer();
         boolean interrupted = Thread.interrupted();
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(ANSWER_SECONDS);
+            // a little longer than the server lets the start run: it answers for a start it killed
+            long waitSeconds = startSeconds + 5L;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(waitSeconds);
             while (true) {
                 try {
                     return answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 } catch (TimeoutException e) {
-                    throw AirlockException.internal("airlock-launch did not start sandbox " + id + " within " + ANSWER_SECONDS + "s", null);
+                    throw AirlockException.internal("airlock-launch did not answer for sandbox " + id + " within " + waitSeconds + " s", null);
                 } catch (ExecutionException e) {
-                    String why = e.getCause() instanceof ServerEnded ? e.getCause().getMessage() : OciRuntime.lastError(log);
-                    throw AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + why
-                            + " (run 'airlock doctor' to see what this host supports)");
+                    throw e.getCause() instanceof AirlockException refused ? refused
+                            : AirlockException.unavailable("airlock-launch could not start sandbox " + id + ": " + OciRuntime.lastError(log)
+                                    + " (run 'airlock doctor' to see what this host supports)");
                 }
             }
         } finally {
@@ -120,7 +133,7 @@ final class LaunchServer {
     }
 
     private void open() throws IOException {
-        Process p = new ProcessBuilder(binary.toString(), "serve").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Process p = new ProcessBuilder(binary.toString(), "serve", Integer.toString(maxStarts), Integer.toString(startSeconds)).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         process = p;
         requests = p.getOutputStream();
         Thread.ofPlatform().daemon().name("airlock-launch-answers").start(() -> readAnswers(p));
@@ -132,19 +145,10 @@ final class LaunchServer {
             String line;
             while ((line = answers.readLine()) != null) {
                 int tab = line.indexOf('\t');
-                Pending pending = tab < 0 ? null : waiting.get(line.substring(0, tab));
-                if (pending == null) {
-                    continue;
-                }
-                String said = line.substring(tab + 1);
-                if (said.equals("failed")) {
-                    pending.answer().completeExceptionally(new IllegalStateException("failed"));
-                } else {
-                    try {
-                        pending.answer().complete(Long.parseLong(said));
-                    } catch (NumberFormatException e) {
-                        pending.answer().completeExceptionally(new ServerEnded("airlock-launch serve answered '" + Printable.of(said, 100) + "'"));
-                    }
+                String id = tab < 0 ? line : line.substring(0, tab);
+                Pending pending = waiting.get(id);
+                if (pending != null && !answered(pending.answer(), id, line.substring(tab + 1))) {
+                    break; // a server that says what it should not is not trusted with another start
                 }
             }
         } catch (IOException e) {
@@ -156,16 +160,33 @@ final class LaunchServer {
                 process = null;
             }
         }
-        waiting.values().stream().filter(p -> p.server() == server)
-                .forEach(p -> p.answer().completeExceptionally(new ServerEnded("airlock-launch serve ended before it answered")));
+        waiting.values().stream().filter(p -> p.server() == server).forEach(p -> p.answer().completeExceptionally(
+                AirlockException.unavailable("airlock-launch serve ended before it answered; the next start starts another")));
+    }
+
+    /** Completes {@code answer} with what the server said of start {@code id}; false when that was none of its answers. */
+    private boolean answered(CompletableFuture<Long> answer, String id, String said) {
+        switch (said) {
+            // the start's reason is in its log: LaunchServer.start reads it
+            case "failed" -> answer.completeExceptionally(new IllegalStateException(said));
+            case "busy" -> answer.completeExceptionally(new AirlockException(AirlockException.Kind.LIMIT_EXCEEDED,
+                    "this host is starting " + maxStarts + " sandboxes at once already (airlock-launch's bound): sandbox " + id
+                            + " was not started; try again once some have"));
+            case "timed-out" -> answer.completeExceptionally(AirlockException.unavailable("airlock-launch did not start sandbox " + id
+                    + " within " + startSeconds + " s and killed the start (a bind source on a file system that does not answer?)"));
+            default -> {
+                try {
+                    answer.complete(Long.parseLong(said));
+                } catch (NumberFormatException e) {
+                    answer.completeExceptionally(AirlockException.internal("airlock-launch serve answered '" + Printable.of(said, 100)
+                            + "' for sandbox " + id + ", which is not an answer of this version: the server was stopped", null));
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     private record Pending(Process server, CompletableFuture<Long> answer) {
-    }
-
-    private static final class ServerEnded extends Exception {
-        ServerEnded(String message) {
-            super(message, null, false, false);
-        }
     }
 }

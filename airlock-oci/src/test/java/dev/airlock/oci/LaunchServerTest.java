@@ -24,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * One {@code airlock-launch serve} for a process's starts ({@link LaunchServer}): starts at once each
  * get their own PID 1; a failing start answers with its reason and leaves the server serving; a
  * server killed from outside fails nothing that comes after it; a closed one leaves no thread of
- * this process reading it (which would hold up a CLI's exit).
+ * this process reading it (which would hold up a CLI's exit); a start past the most at once is
+ * refused, and one past its time killed, each saying so.
  */
 class LaunchServerTest {
 
@@ -137,10 +138,63 @@ class LaunchServerTest {
         assertThat(answerReaders()).as("threads still reading a server's answers").isEqualTo(readersBefore);
     }
 
+    @Test
+    void aStartPastTheMostAtOnceIsRefusedAndOnePastItsTimeIsKilled() throws Exception {
+        List<ProcessHandle> before = serverProcesses();
+        LaunchServer bounded = new LaunchServer(Launcher.install().binary(), 2, 1);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            // a log on a FIFO that nobody reads: opening it blocks a start until its time is up
+            Path fifo = work.resolve("nobody-reads.log");
+            assertThat(new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor()).isZero();
+            Path spec = spec("blocked", "true");
+            List<Future<Long>> blocked = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                String id = "al-test-blocked-" + i;
+                blocked.add(pool.submit((Callable<Long>) () -> bounded.start(id, spec, fifo)));
+            }
+            ProcessHandle serving = awaitServer(before);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (serving.children().count() < 2 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(serving.children().count()).as("starts in flight").isEqualTo(2);
+
+            assertThatThrownBy(() -> bounded.start("al-test-third", spec("third", "true"), work.resolve("third.log")))
+                    .isInstanceOfSatisfying(AirlockException.class, e -> assertThat(e.kind()).isEqualTo(AirlockException.Kind.LIMIT_EXCEEDED))
+                    .hasMessageContaining("this host is starting 2 sandboxes at once already (airlock-launch's bound)");
+            for (int i = 0; i < 2; i++) {
+                Future<Long> start = blocked.get(i);
+                assertThatThrownBy(() -> start.get(60, TimeUnit.SECONDS)).cause()
+                        .isInstanceOfSatisfying(AirlockException.class, e -> assertThat(e.kind()).isEqualTo(AirlockException.Kind.UNAVAILABLE))
+                        .hasMessageContaining("airlock-launch did not start sandbox al-test-blocked-" + i + " within 1 s and killed the start");
+            }
+
+            // the killed starts are gone, and the server serves on
+            long pid = bounded.start("al-test-after", spec("after-bound", "echo served"), work.resolve("after-bound.log"));
+            awaitExit(pid);
+            assertThat(Files.readString(work.resolve("after-bound.out"))).isEqualTo("served\n");
+            assertThat(serving.isAlive()).isTrue();
+            assertThat(serving.children().toList()).as("starts still running").isEmpty();
+        } finally {
+            pool.shutdownNow();
+            bounded.close();
+        }
+    }
+
+    /** The server started since {@code before} was listed, once it runs. */
+    private static ProcessHandle awaitServer(List<ProcessHandle> before) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (serverProcesses().stream().allMatch(before::contains) && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        return newServer(before);
+    }
+
     /** This JVM's {@code airlock-launch serve} processes. */
     private static List<ProcessHandle> serverProcesses() {
         return ProcessHandle.current().children()
-                .filter(p -> p.info().arguments().map(a -> a.length == 1 && a[0].equals("serve")).orElse(false))
+                .filter(p -> p.info().arguments().map(a -> a.length > 0 && a[0].equals("serve")).orElse(false))
                 .toList();
     }
 
