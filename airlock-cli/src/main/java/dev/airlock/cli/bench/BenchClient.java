@@ -7,24 +7,26 @@ import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 
-/** The few REST calls the benchmark makes, over one keep-alive HTTP/1.1 connection. */
+/** The few REST calls the benchmark makes, over one keep-alive HTTP/1.1 connection ({@link PlainHttp}). */
 final class BenchClient {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    private final URI base;
-    private final String token;
+    private final PlainHttp http;
 
     BenchClient(URI base, String token) {
-        this.base = base;
-        this.token = token;
+        this.http = new PlainHttp(base, token);
+    }
+
+    /** {@code GET /health}, which must answer 200: the round trip of the client and the loopback, with next to no work of the server's. */
+    void health() throws IOException {
+        PlainHttp.Response r = http.send("GET", "/health", null);
+        if (r.status() != 200) {
+            throw new IllegalStateException("GET /health answered " + r.status() + ": " + r.body());
+        }
     }
 
     String create() throws IOException, InterruptedException {
@@ -114,7 +116,7 @@ final class BenchClient {
     void awaitPoolReady(int ready) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30 + ready).toNanos();
         while (System.nanoTime() < deadline) {
-            HttpResponse<String> r = http.send(request("GET", "/metrics", null), HttpResponse.BodyHandlers.ofString());
+            PlainHttp.Response r = http.send("GET", "/metrics", null);
             if (metric(r.body(), "airlock_pool_ready") >= ready && metric(r.body(), "airlock_sandboxes_tearing_down") == 0) {
                 return;
             }
@@ -137,19 +139,11 @@ final class BenchClient {
         }
     }
 
-    private JsonNode call(String method, String path, String body, int expected) throws IOException, InterruptedException {
-        HttpResponse<String> r = http.send(request(method, path, body), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != expected) {
-            throw new IllegalStateException(method + " " + path + " answered " + r.statusCode() + ": " + r.body());
+    private JsonNode call(String method, String path, String body, int expected) throws IOException {
+        PlainHttp.Response r = http.send(method, path, body);
+        if (r.status() != expected) {
+            throw new IllegalStateException(method + " " + path + " answered " + r.status() + ": " + r.body());
         }
         return r.body().isEmpty() ? JSON.createObjectNode() : JSON.readTree(r.body());
-    }
-
-    private HttpRequest request(String method, String path, String body) {
-        return HttpRequest.newBuilder(base.resolve(path))
-                .header("Authorization", "Bearer " + token)
-                .header("Content-Type", "application/json")
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
-                .build();
     }
 }

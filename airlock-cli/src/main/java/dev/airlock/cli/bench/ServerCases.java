@@ -4,6 +4,9 @@ import dev.airlock.oci.OciDriverConfig;
 import dev.airlock.server.AirlockServer;
 import dev.airlock.server.config.ServerConfig;
 
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,6 +27,17 @@ public final class ServerCases {
         ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1).withDriver(driver.toSettings());
         try (AirlockServer server = AirlockServer.start(config)) {
             BenchClient client = new BenchClient(server.uri(), server.token());
+            // the floor of every REST case: the round trip of the benchmark's client (PlainHttp) and the loopback; then the same
+            // through the JDK's HttpClient, for the difference a client library's threads make
+            Stats floor = sampler.measure("server: GET /health round trip (the floor of a REST case)", client::health);
+            stats.add(floor);
+            HttpClient jdk = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            HttpRequest health = HttpRequest.newBuilder(server.uri().resolve("/health")).build();
+            stats.add(sampler.measure("server: GET /health through the JDK's HttpClient", () -> {
+                if (jdk.send(health, HttpResponse.BodyHandlers.ofString()).statusCode() != 200) {
+                    throw new IllegalStateException("GET /health did not answer 200");
+                }
+            }).relativeTo(floor));
             Sampler.Case quiet = client::awaitPoolReady;
             List<String> created = new ArrayList<>();
             stats.add(sampler.measure("server: create from warm pool (POST /v1/sandboxes)", () -> created.add(client.create()), () -> {

@@ -57,7 +57,8 @@ public final class AuditLog implements AutoCloseable {
     private sealed interface Entry permits Pending, Flush, Prune {
     }
 
-    private record Pending(Instant time, String kind, String actor, String sandbox, String detail) implements Entry {
+    /** A record to write; its detail a {@link AuditRecord#snapshot}, written as canonical JSON by the writer, off the caller's thread. */
+    private record Pending(Instant time, String kind, String actor, String sandbox, Object detail) implements Entry {
     }
 
     private record Flush(CountDownLatch done, boolean stop) implements Entry {
@@ -159,7 +160,7 @@ public final class AuditLog implements AutoCloseable {
         if (queue == null) {
             return;
         }
-        Pending p = new Pending(Instant.now(), kind, actor, sandbox, AuditRecord.canonicalDetail(detail));
+        Pending p = new Pending(Instant.now(), kind, actor, sandbox, AuditRecord.snapshot(detail));
         if (closed) {
             LOG.warn("audit log closed: {} record of {} for sandbox {} not written", kind, actor, sandbox);
             return;
@@ -266,7 +267,7 @@ public final class AuditLog implements AutoCloseable {
         List<Pending> own = new ArrayList<>();
         Instant now = Instant.now();
         for (RepeatWindows.Summary s : closeAll ? windows.closeAll(now) : windows.closeDue(now)) {
-            own.add(new Pending(s.time(), s.kind(), s.actor(), s.sandbox(), AuditRecord.canonicalDetail(s.detail())));
+            own.add(new Pending(s.time(), s.kind(), s.actor(), s.sandbox(), AuditRecord.snapshot(s.detail())));
         }
         long lost = dropped.getAndSet(0);
         if (lost > 0) {
@@ -274,7 +275,7 @@ public final class AuditLog implements AutoCloseable {
             d.put("event", "dropped");
             d.put("records", lost);
             d.put("reason", "the queue of " + QUEUE + " records stayed full for " + MAX_ENQUEUE_WAIT_MILLIS + " ms");
-            own.add(new Pending(now, AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.canonicalDetail(d)));
+            own.add(new Pending(now, AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.snapshot(d)));
         }
         return own;
     }
@@ -298,7 +299,7 @@ public final class AuditLog implements AutoCloseable {
             d.put("reason", cut.reason());
             d.put("retentionSeconds", settings.retention().toSeconds());
             d.put("maxRecords", settings.maxRecords());
-            write(List.of(), List.of(new Pending(Instant.now(), AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.canonicalDetail(d))));
+            write(List.of(), List.of(new Pending(Instant.now(), AuditRecord.AUDIT, Audit.SERVER, null, AuditRecord.snapshot(d))));
         } catch (SQLException e) {
             LOG.error("cannot prune the audit log: {}", e.getMessage());
         }
@@ -336,7 +337,8 @@ public final class AuditLog implements AutoCloseable {
                     }
                 }
                 for (Pending p : records) {
-                    AuditRecord r = new AuditRecord(seq + 1, TIME.format(p.time()), p.kind(), p.actor(), p.sandbox(), p.detail(), hash, null);
+                    AuditRecord r = new AuditRecord(seq + 1, TIME.format(p.time()), p.kind(), p.actor(), p.sandbox(),
+                            AuditRecord.canonicalJson(p.detail()), hash, null);
                     String h = r.computeHash();
                     ps.setLong(1, r.seq());
                     ps.setString(2, r.time());

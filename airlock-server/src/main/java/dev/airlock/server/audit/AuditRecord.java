@@ -64,12 +64,20 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
         return out;
     }
 
-    /** Canonical JSON of a detail map: keys sorted at every level, nulls left out. */
-    static String canonicalDetail(Map<String, ?> detail) {
-        return JSON.writeValueAsString(sorted(detail));
+    /**
+     * A detail map as its canonical JSON will have it ({@link #canonicalJson}), copied now: keys sorted at every level, nulls left out,
+     * maps and lists copied, any other value that is not a plain immutable one turned into its JSON
+     * tree. A caller's map may change once it has been recorded; the copy does not.
+     */
+    static Object snapshot(Map<String, ?> detail) {
+        return sorted(detail);
     }
 
-    @SuppressWarnings("unchecked")
+    /** The canonical JSON of a {@link #snapshot}: keys sorted at every level, nulls left out. */
+    static String canonicalJson(Object snapshot) {
+        return JSON.writeValueAsString(snapshot);
+    }
+
     private static Object sorted(Object value) {
         if (value instanceof Map<?, ?> m) {
             TreeMap<String, Object> t = new TreeMap<>();
@@ -83,7 +91,11 @@ public record AuditRecord(long seq, String time, String kind, String actor, Stri
         if (value instanceof List<?> l) {
             return l.stream().map(AuditRecord::sorted).toList();
         }
-        return value;
+        if (value == null || value instanceof String || value instanceof Boolean || value instanceof Integer || value instanceof Long
+                || value instanceof Double || value instanceof Enum<?>) {
+            return value;
+        }
+        return value instanceof JsonNode tree ? tree.deepCopy() : JSON.valueToTree(value);
     }
 
     /** The export format: one JSON object per record (a line of {@code airlock audit --json}). */

@@ -53,6 +53,35 @@ class AuditWriterTest {
         }
     }
 
+    /**
+     * A record's detail is written as canonical JSON by the writer thread, off the caller's: what it
+     * writes is the detail as it was when recorded, whatever the caller does to its map afterwards.
+     */
+    @Test
+    void aRecordIsWrittenAsItsDetailWasWhenRecorded(@TempDir Path dir) throws Exception {
+        Path db = dir.resolve("airlock.db");
+        try (AuditLog log = AuditLog.open(db)) {
+            java.util.Map<String, Object> detail = new java.util.HashMap<>();
+            List<String> argv = new ArrayList<>(List.of("python3", "-c", "pass"));
+            java.util.Map<String, Object> nested = new java.util.HashMap<>(Map.of("memory", "512m"));
+            detail.put("zeta", 1);
+            detail.put("argv", argv);
+            detail.put("limits", nested);
+            detail.put("skipped", null);
+            log.record(AuditRecord.FILE, "cli", "al-test-snapshot", detail);
+            detail.put("zeta", 2);
+            argv.add("changed");
+            nested.put("memory", "1g");
+            log.flush(10_000);
+        }
+        try (AuditReader reader = AuditReader.open(db)) {
+            List<AuditRecord> written = reader.query(new AuditReader.Query(null, AuditRecord.FILE, null, 0));
+            assertThat(written).singleElement().extracting(AuditRecord::detail)
+                    .isEqualTo("{\"argv\":[\"python3\",\"-c\",\"pass\"],\"limits\":{\"memory\":\"512m\"},\"zeta\":1}");
+            assertThat(reader.verify().ok()).isTrue();
+        }
+    }
+
     @Test
     void aFloodFromManyThreadsIsWrittenOrCountedInOneChain(@TempDir Path dir) throws Exception {
         Path db = dir.resolve("airlock.db");
