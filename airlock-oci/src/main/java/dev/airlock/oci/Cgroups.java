@@ -34,6 +34,59 @@ final class Cgroups {
         return ROOT.resolve(controller);
     }
 
+    /** The mounted hierarchies, listed once: the host's cgroup mounts do not change while Airlock runs. */
+    private static volatile List<Path> hierarchies;
+
+    /** The parent of the sandboxes' cgroups ({@value #PARENT}) in every hierarchy, whether made yet or not. */
+    private static List<Path> parents() {
+        List<Path> listed = hierarchies;
+        if (listed == null) {
+            List<Path> found = new ArrayList<>();
+            if (isV2()) {
+                found.add(ROOT);
+            } else {
+                try (DirectoryStream<Path> mounted = Files.newDirectoryStream(ROOT)) {
+                    mounted.forEach(found::add);
+                } catch (IOException e) {
+                    return List.of(); // no cgroups mounted: nothing of ours can be there (not remembered: they may be mounted later)
+                }
+            }
+            listed = List.copyOf(found);
+            hierarchies = listed;
+        }
+        return listed.stream().map(h -> h.resolve(PARENT)).toList();
+    }
+
+    /**
+     * Sandbox {@code id}'s cgroups, one a hierarchy, as they are now: each directory found by its
+     * path, so the cost does not grow with the number of sandboxes, as {@link #find}'s does.
+     */
+    static List<Path> of(String id) {
+        return parents().stream().map(p -> p.resolve(id)).filter(c -> Files.isDirectory(c, java.nio.file.LinkOption.NOFOLLOW_LINKS)).toList();
+    }
+
+    /**
+     * Whether any process is left in sandbox {@code id}'s cgroups, its exec cgroups included: the v2
+     * hierarchy's {@code cgroup.events} says ("populated"), on a v2 host or beside v1 controllers;
+     * null where there is none to ask (a v1-only host) or the cgroup is gone.
+     */
+    static Boolean populated(String id) {
+        Path v2 = v2Root();
+        if (v2 == null) {
+            return null;
+        }
+        try {
+            for (String line : Files.readAllLines(v2.resolve(PARENT).resolve(id).resolve("cgroup.events"))) {
+                if (line.startsWith("populated ")) {
+                    return !line.endsWith(" 0");
+                }
+            }
+        } catch (IOException e) {
+            return null;
+        }
+        return null;
+    }
+
     /**
      * The cgroup v2 hierarchy the runtime also places sandboxes in: the whole tree on a v2 host,
      * the unified mount beside the v1 controllers on a hybrid one; null on a v1-only host.
@@ -92,19 +145,7 @@ final class Cgroups {
     /** Every sandbox cgroup directory on the host whose name starts with {@code prefix}. */
     static List<Path> find(String prefix) {
         List<Path> found = new ArrayList<>();
-        List<Path> parents = new ArrayList<>();
-        if (isV2()) {
-            parents.add(ROOT.resolve(PARENT));
-        } else {
-            try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(ROOT)) {
-                for (Path h : hierarchies) {
-                    parents.add(h.resolve(PARENT));
-                }
-            } catch (IOException e) {
-                return found;
-            }
-        }
-        for (Path parent : parents) {
+        for (Path parent : parents()) {
             if (!Files.isDirectory(parent)) {
                 continue;
             }
@@ -126,6 +167,13 @@ final class Cgroups {
      * (empty) cgroups of executions below it ({@link ExecCgroups}).
      */
     static boolean remove(Path cgroup) {
+        try {
+            // the common case first: no execution's cgroup is left below it (listing its files costs a stat each)
+            Files.deleteIfExists(cgroup);
+            return true;
+        } catch (IOException busy) {
+            // executions' cgroups below it, or a process still in it: below
+        }
         try {
             try (DirectoryStream<Path> children = Files.newDirectoryStream(cgroup, Files::isDirectory)) {
                 for (Path child : children) {

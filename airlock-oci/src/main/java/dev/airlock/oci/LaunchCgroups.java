@@ -32,19 +32,13 @@ final class LaunchCgroups {
         try {
             Path v2 = Cgroups.v2Root();
             if (!Cgroups.isV2()) {
-                try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(Cgroups.v1Hierarchy("memory").getParent())) {
-                    for (Path h : hierarchies) {
-                        if (Files.isSymbolicLink(h) || !Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS) || h.equals(v2)
-                                || !Files.exists(h.resolve("cgroup.procs"))) {
-                            continue;
-                        }
-                        Path parent = h.resolve(Cgroups.PARENT);
-                        Files.createDirectories(parent);
-                        Path dir = parent.resolve(id);
-                        Files.createDirectory(dir);
-                        made.add(dir);
-                        limitV1(h.getFileName().toString(), dir, resources);
-                    }
+                for (Path h : v1Hierarchies(v2)) {
+                    Path parent = h.resolve(Cgroups.PARENT);
+                    Files.createDirectories(parent);
+                    Path dir = parent.resolve(id);
+                    Files.createDirectory(dir);
+                    made.add(dir);
+                    limitV1(h.getFileName().toString(), dir, resources);
                 }
             }
             if (v2 != null) {
@@ -66,6 +60,28 @@ final class LaunchCgroups {
             remove(id);
             throw AirlockException.unavailable("cannot make the cgroups of sandbox " + id + ": " + e.getMessage());
         }
+    }
+
+    /** The v1 hierarchies a sandbox gets a cgroup in, found once (the host's cgroup mounts do not change while Airlock runs). */
+    private static volatile List<Path> v1Hierarchies;
+
+    /** Every mounted v1 hierarchy: not a link to another (cpu to cpu,cpuacct), not the v2 one ({@code v2}), with processes of its own. */
+    private static List<Path> v1Hierarchies(Path v2) throws IOException {
+        List<Path> found = v1Hierarchies;
+        if (found == null) {
+            List<Path> listed = new ArrayList<>();
+            try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(Cgroups.v1Hierarchy("memory").getParent())) {
+                for (Path h : hierarchies) {
+                    if (!Files.isSymbolicLink(h) && Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS) && !h.equals(v2)
+                            && Files.exists(h.resolve("cgroup.procs"))) {
+                        listed.add(h);
+                    }
+                }
+            }
+            found = List.copyOf(listed);
+            v1Hierarchies = found;
+        }
+        return found;
     }
 
     /** A new v1 cpuset group has no cpus or memory nodes: it takes its parent's, as runc gives it. */
@@ -154,11 +170,12 @@ final class LaunchCgroups {
 
     /** Removes the sandbox's cgroups that are empty (with its executions' below them); true when none is left. */
     static boolean remove(String id) {
+        if (Boolean.TRUE.equals(Cgroups.populated(id))) {
+            return false; // a process is still leaving: no rmdir that could only fail
+        }
         boolean all = true;
-        for (Path c : Cgroups.find(id)) {
-            if (c.getFileName().toString().equals(id)) {
-                all &= Cgroups.remove(c) && !Files.exists(c);
-            }
+        for (Path c : Cgroups.of(id)) {
+            all &= Cgroups.remove(c) && !Files.exists(c);
         }
         return all;
     }

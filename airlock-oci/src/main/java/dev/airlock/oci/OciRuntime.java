@@ -306,7 +306,7 @@ final class OciRuntime {
         boolean interrupted = Thread.interrupted();
         try {
             while (true) {
-                List<Path> left = Cgroups.find(id).stream().filter(c -> !Cgroups.remove(c) || Files.isDirectory(c)).toList();
+                List<Path> left = Cgroups.of(id).stream().filter(c -> !Cgroups.remove(c) || Files.isDirectory(c)).toList();
                 if (left.isEmpty() || System.currentTimeMillis() >= deadline) {
                     return;
                 }
