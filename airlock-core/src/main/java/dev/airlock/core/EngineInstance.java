@@ -124,7 +124,9 @@ public final class EngineInstance implements AutoCloseable {
 
     /** Makes {@code dir} (and its parents) and sets its mode, whatever the umask. */
     public static void createDirectory(Path dir, Set<PosixFilePermission> mode) throws IOException {
-        Files.createDirectories(dir);
+        if (!Files.isDirectory(dir)) {
+            Files.createDirectories(dir);
+        }
         Files.setPosixFilePermissions(dir, mode);
     }
 

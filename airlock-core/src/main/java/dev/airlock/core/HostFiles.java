@@ -16,10 +16,12 @@ public final class HostFiles {
 
     /** Deletes a tree without following any symbolic link in it; a missing tree is fine. */
     public static void deleteTree(Path top) {
-        if (!Files.exists(top, LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
         try {
+            // asked without an exception for what is not there (Files.exists makes one, with its stack, to say no)
+            if (!Files.isDirectory(top, LinkOption.NOFOLLOW_LINKS)) {
+                Files.deleteIfExists(top);
+                return;
+            }
             Files.walkFileTree(top, new SimpleFileVisitor<>() {
                 @Override
                 public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {

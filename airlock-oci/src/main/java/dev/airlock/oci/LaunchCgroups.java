@@ -33,8 +33,7 @@ final class LaunchCgroups {
             Path v2 = Cgroups.v2Root();
             if (!Cgroups.isV2()) {
                 for (Path h : v1Hierarchies(v2)) {
-                    Path parent = h.resolve(Cgroups.PARENT);
-                    Files.createDirectories(parent);
+                    Path parent = existing(h.resolve(Cgroups.PARENT));
                     Path dir = parent.resolve(id);
                     Files.createDirectory(dir);
                     made.add(dir);
@@ -42,8 +41,7 @@ final class LaunchCgroups {
                 }
             }
             if (v2 != null) {
-                Path parent = v2.resolve(Cgroups.PARENT);
-                Files.createDirectories(parent);
+                Path parent = existing(v2.resolve(Cgroups.PARENT));
                 if (Cgroups.isV2()) {
                     enable(v2);
                     enable(parent);
@@ -60,6 +58,11 @@ final class LaunchCgroups {
             remove(id);
             throw AirlockException.unavailable("cannot make the cgroups of sandbox " + id + ": " + e.getMessage());
         }
+    }
+
+    /** {@code dir}, made if it is not there (asked first: making one that is there costs an exception, with its stack). */
+    private static Path existing(Path dir) throws IOException {
+        return Files.isDirectory(dir) ? dir : Files.createDirectories(dir);
     }
 
     /** The v1 hierarchies a sandbox gets a cgroup in, found once (the host's cgroup mounts do not change while Airlock runs). */
