@@ -164,6 +164,8 @@ class BenchCommandTest {
                 "airlock exec into a sandbox: python3 -c pass",
                 "airlock exec into a sandbox: true",
                 "airlock create from warm pool",
+                "server: GET /health round trip (the floor of a REST case)",
+                "server: GET /health through the JDK's HttpClient",
                 "server: create from warm pool (POST /v1/sandboxes)",
                 "server: exec true (POST .../exec)",
                 "server: exec python3 -c pass",

@@ -22,10 +22,10 @@ public final class CgroupFreezer {
 
     /** Freezes or thaws {@code cgroup} and waits until the kernel says it is. */
     public static void freeze(Path cgroup, boolean freeze) throws IOException {
-        if (Files.exists(cgroup.resolve("cgroup.freeze"))) {
+        if (Files.isRegularFile(cgroup.resolve("cgroup.freeze"))) {
             Files.writeString(cgroup.resolve("cgroup.freeze"), freeze ? "1" : "0", StandardCharsets.US_ASCII);
             awaitLine(cgroup.resolve("cgroup.events"), freeze ? "frozen 1" : "frozen 0");
-        } else if (Files.exists(cgroup.resolve("freezer.state"))) {
+        } else if (Files.isRegularFile(cgroup.resolve("freezer.state"))) {
             Files.writeString(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED", StandardCharsets.US_ASCII);
             awaitLine(cgroup.resolve("freezer.state"), freeze ? "FROZEN" : "THAWED");
         }

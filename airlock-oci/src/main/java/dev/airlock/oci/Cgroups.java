@@ -26,7 +26,25 @@ final class Cgroups {
     }
 
     static boolean isV2() {
-        return Files.exists(ROOT.resolve("cgroup.controllers"));
+        return layout().v2;
+    }
+
+    /** Whether the host is cgroup v2 alone, and where its v2 hierarchy is: found once, as they do not change while Airlock runs. */
+    private record Layout(boolean v2, Path v2Root) {
+    }
+
+    private static volatile Layout layout;
+
+    private static Layout layout() {
+        Layout found = layout;
+        if (found == null) {
+            // isRegularFile, not exists: asked without an exception for the file that is not there
+            boolean v2 = Files.isRegularFile(ROOT.resolve("cgroup.controllers"));
+            Path unified = ROOT.resolve("unified");
+            found = new Layout(v2, v2 ? ROOT : Files.isRegularFile(unified.resolve("cgroup.controllers")) ? unified : null);
+            layout = found;
+        }
+        return found;
     }
 
     /** The v1 hierarchy of one controller ({@code freezer}, {@code memory}...), mounted or not. */
@@ -92,11 +110,7 @@ final class Cgroups {
      * the unified mount beside the v1 controllers on a hybrid one; null on a v1-only host.
      */
     static Path v2Root() {
-        if (isV2()) {
-            return ROOT;
-        }
-        Path unified = ROOT.resolve("unified");
-        return Files.exists(unified.resolve("cgroup.controllers")) ? unified : null;
+        return layout().v2Root;
     }
 
     /** Kernel OOM kills inside the sandbox's memory cgroup so far; 0 when it cannot be read. */

@@ -107,7 +107,7 @@ final class LaunchCgroups {
                 if (limit > 0) {
                     Files.writeString(dir.resolve("memory.limit_in_bytes"), Long.toString(limit));
                     long swap = resources.path("memory").path("swap").asLong(0);
-                    if (swap > 0 && Files.exists(dir.resolve("memory.memsw.limit_in_bytes"))) {
+                    if (swap > 0 && Files.isRegularFile(dir.resolve("memory.memsw.limit_in_bytes"))) {
                         Files.writeString(dir.resolve("memory.memsw.limit_in_bytes"), Long.toString(swap));
                     }
                 }
@@ -178,7 +178,7 @@ final class LaunchCgroups {
         }
         boolean all = true;
         for (Path c : Cgroups.of(id)) {
-            all &= Cgroups.remove(c) && !Files.exists(c);
+            all &= Cgroups.remove(c) && !Files.isDirectory(c, LinkOption.NOFOLLOW_LINKS);
         }
         return all;
     }
