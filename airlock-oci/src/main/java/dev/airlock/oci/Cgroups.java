@@ -55,8 +55,11 @@ final class Cgroups {
     /** The mounted hierarchies, listed once: the host's cgroup mounts do not change while Airlock runs. */
     private static volatile List<Path> hierarchies;
 
-    /** The parent of the sandboxes' cgroups ({@value #PARENT}) in every hierarchy, whether made yet or not. */
-    private static List<Path> parents() {
+    /**
+     * Every hierarchy: the whole tree on a v2 host; else each entry of {@code /sys/fs/cgroup}, links
+     * to another (cpu to cpu,cpuacct) and the unified v2 mount of a hybrid host included.
+     */
+    static List<Path> hierarchies() {
         List<Path> listed = hierarchies;
         if (listed == null) {
             List<Path> found = new ArrayList<>();
@@ -72,7 +75,12 @@ final class Cgroups {
             listed = List.copyOf(found);
             hierarchies = listed;
         }
-        return listed.stream().map(h -> h.resolve(PARENT)).toList();
+        return listed;
+    }
+
+    /** The parent of the sandboxes' cgroups ({@value #PARENT}) in every hierarchy, whether made yet or not. */
+    private static List<Path> parents() {
+        return hierarchies().stream().map(h -> h.resolve(PARENT)).toList();
     }
 
     /**

@@ -5,7 +5,6 @@ import dev.airlock.core.CgroupFreezer;
 import tools.jackson.databind.JsonNode;
 
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -65,23 +64,15 @@ final class LaunchCgroups {
         return Files.isDirectory(dir) ? dir : Files.createDirectories(dir);
     }
 
-    /** The v1 hierarchies a sandbox gets a cgroup in, found once (the host's cgroup mounts do not change while Airlock runs). */
+    /** The v1 hierarchies a sandbox gets a cgroup in ({@link #v1Hierarchies}), picked once from {@link Cgroups#hierarchies}. */
     private static volatile List<Path> v1Hierarchies;
 
     /** Every mounted v1 hierarchy: not a link to another (cpu to cpu,cpuacct), not the v2 one ({@code v2}), with processes of its own. */
-    private static List<Path> v1Hierarchies(Path v2) throws IOException {
+    private static List<Path> v1Hierarchies(Path v2) {
         List<Path> found = v1Hierarchies;
         if (found == null) {
-            List<Path> listed = new ArrayList<>();
-            try (DirectoryStream<Path> hierarchies = Files.newDirectoryStream(Cgroups.v1Hierarchy("memory").getParent())) {
-                for (Path h : hierarchies) {
-                    if (!Files.isSymbolicLink(h) && Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS) && !h.equals(v2)
-                            && Files.exists(h.resolve("cgroup.procs"))) {
-                        listed.add(h);
-                    }
-                }
-            }
-            found = List.copyOf(listed);
+            found = Cgroups.hierarchies().stream().filter(h -> !Files.isSymbolicLink(h) && Files.isDirectory(h, LinkOption.NOFOLLOW_LINKS)
+                    && !h.equals(v2) && Files.isRegularFile(h.resolve("cgroup.procs"))).toList();
             v1Hierarchies = found;
         }
         return found;
