@@ -206,7 +206,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         Baselines.Results baselines = Baselines.measure(sampler, config);
         List<Stats> latency = new ArrayList<>(baselines.all());
-        latency.addAll(EngineCases.warm(sampler, config, baselines.bareTrue(), notes));
+        latency.addAll(EngineCases.warm(sampler, config, baselines, notes));
         latency.addAll(ServerCases.measure(sampler, config));
         latency.add(EngineCases.cold(sampler, config));
         if (image != null) {

@@ -154,7 +154,7 @@ class BenchCommandTest {
     }
 
     private static List<String> expectedCases(List<String> workingTiers, List<String> notes) {
-        List<String> cases = new ArrayList<>(List.of("bare: python3 -c pass", "bare: true"));
+        List<String> cases = new ArrayList<>(List.of("bare: python3 -c pass", "bare: python3 -c pass, p99", "bare: true"));
         if (Files.isExecutable(Path.of("/usr/bin/bwrap"))) {
             cases.add("bubblewrap: python3 -c pass");
         }

@@ -15,6 +15,12 @@ public record Stats(String section, String name, double median, double p10, doub
         return new Stats(section, name, percentile(samples, 0.5), percentile(samples, 0.1), percentile(samples, 0.9), unit, null, null);
     }
 
+    /** A latency row "{@code name}, p99": the 99th percentile of {@code samples} (the largest, below 100 samples). */
+    public static Stats p99(String name, double[] samples) {
+        double p99 = percentile(samples, 0.99);
+        return new Stats(LATENCY, name + ", p99", p99, p99, p99, "ms", null, null);
+    }
+
     /** The sample at quantile {@code q} (0 to 1) of {@code samples}, nearest rank from below; the largest at 0.99 of fewer than 100. */
     public static double percentile(double[] samples, double q) {
         double[] s = samples.clone();
