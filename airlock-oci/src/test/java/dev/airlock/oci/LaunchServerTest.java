@@ -182,6 +182,33 @@ class LaunchServerTest {
         }
     }
 
+    /**
+     * A server that answers what no version of airlock-launch says is not trusted with another
+     * start: the start fails saying what it answered, and the server is stopped. This one is a
+     * script, so that the host's side is tested alone.
+     */
+    @Test
+    void aServerThatAnswersNonsenseIsStopped() throws Exception {
+        Path impostor = work.resolve("impostor");
+        Path pid = work.resolve("impostor.pid");
+        Files.writeString(impostor, "#!/bin/sh\necho $$ > " + pid + "\nread request\nprintf '%s\\tnonsense\\n' \"${request%%\t*}\"\n"
+                + "exec sleep 600\n");
+        Files.setAttribute(impostor, "unix:mode", 0755);
+        LaunchServer lying = new LaunchServer(impostor, 2, 1);
+        try {
+            assertThatThrownBy(() -> lying.start("al-test-lied-to", work.resolve("unused.spec"), work.resolve("unused.log")))
+                    .isInstanceOf(AirlockException.class)
+                    .hasMessageContaining("airlock-launch serve answered 'nonsense' for sandbox al-test-lied-to, which is not an answer of"
+                            + " this version: the server was stopped");
+            ProcessHandle stopped = ProcessHandle.of(Long.parseLong(Files.readString(pid).strip())).orElse(null);
+            if (stopped != null) {
+                assertThat(stopped.onExit().get(10, TimeUnit.SECONDS).isAlive()).as("the server that said it").isFalse();
+            }
+        } finally {
+            lying.close();
+        }
+    }
+
     /** The server started since {@code before} was listed, once it runs. */
     private static ProcessHandle awaitServer(List<ProcessHandle> before) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
