@@ -133,7 +133,8 @@ final class LaunchServer {
     }
 
     private void open() throws IOException {
-        Process p = new ProcessBuilder(binary.toString(), "serve", Integer.toString(maxStarts), Integer.toString(startSeconds)).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Process p = new ProcessBuilder(binary.toString(), "serve", Integer.toString(maxStarts), Integer.toString(startSeconds))
+                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
         process = p;
         requests = p.getOutputStream();
         Thread.ofPlatform().daemon().name("airlock-launch-answers").start(() -> readAnswers(p));
