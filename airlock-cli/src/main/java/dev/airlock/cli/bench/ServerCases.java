@@ -31,13 +31,14 @@ public final class ServerCases {
             // through the JDK's HttpClient, for the difference a client library's threads make
             Stats floor = sampler.measure("server: GET /health round trip (the floor of a REST case)", client::health);
             stats.add(floor);
-            HttpClient jdk = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             HttpRequest health = HttpRequest.newBuilder(server.uri().resolve("/health")).build();
-            stats.add(sampler.measure("server: GET /health through the JDK's HttpClient", () -> {
-                if (jdk.send(health, HttpResponse.BodyHandlers.ofString()).statusCode() != 200) {
-                    throw new IllegalStateException("GET /health did not answer 200");
-                }
-            }).relativeTo(floor));
+            try (HttpClient jdk = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build()) {
+                stats.add(sampler.measure("server: GET /health through the JDK's HttpClient", () -> {
+                    if (jdk.send(health, HttpResponse.BodyHandlers.ofString()).statusCode() != 200) {
+                        throw new IllegalStateException("GET /health did not answer 200");
+                    }
+                }).relativeTo(floor));
+            }
             Sampler.Case quiet = client::awaitPoolReady;
             List<String> created = new ArrayList<>();
             stats.add(sampler.measure("server: create from warm pool (POST /v1/sandboxes)", () -> created.add(client.create()), () -> {
