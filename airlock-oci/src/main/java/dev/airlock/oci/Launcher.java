@@ -7,7 +7,6 @@ import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxId;
 import dev.airlock.core.Trace;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -28,8 +27,8 @@ import java.util.Map;
  *
  * <p>What runc does from the bundle is split: the host makes the sandbox's cgroups and writes their
  * limits ({@link LaunchCgroups}), compiles the bundle's
- * seccomp profile to a BPF program ({@link SeccompFilter}), and turns {@code config.json} into
- * the launcher's plain spec ({@link #spec}); the launcher makes the sandbox's user namespace as the sandbox's host
+ * seccomp profile to a BPF program ({@link SeccompFilter}), and turns the bundle's configuration
+ * (taken in memory: no {@code config.json} is written) into the launcher's plain spec ({@link #spec}); the launcher makes the sandbox's user namespace as the sandbox's host
  * uid, joins it and new ones, places PID 1 in the cgroups, mounts, pivots, drops privileges, installs the filter and executes the
  * agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
  * its whole pid namespace), its cgroups frozen or removed, its record read.
@@ -42,7 +41,6 @@ final class Launcher {
     static final String NAME = "airlock";
     static final Path STATE = Path.of("/run/airlock-launch");
     private static final Path RECORDS = STATE.resolve("sandboxes");
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     /** How long a delete waits for the sandbox's processes to be gone from its cgroups. */
     private static final long DELETE_WAIT_MILLIS = 10_000;
 
@@ -99,17 +97,11 @@ final class Launcher {
     }
 
     /**
-     * Starts the sandbox of {@code bundle} ({@code config.json}, as {@link OciConfig#write} made it,
-     * with a user namespace to join) and returns the host pid of its PID 1, the agent.
+     * Starts the sandbox of {@code config} (as {@link OciConfig#config} made it, with a user
+     * namespace to join), writing the launcher's spec into {@code bundle}, and returns the host pid of
+     * its PID 1, the agent.
      */
-    long run(SandboxId id, Path bundle, Path log) {
-        JsonNode config;
-        try {
-            config = JSON.readTree(Files.readAllBytes(bundle.resolve("config.json")));
-        } catch (IOException e) {
-            throw AirlockException.internal("cannot read the bundle of sandbox " + id + ": " + e.getMessage(), e);
-        }
-        Trace.mark("launch: bundle read");
+    long run(SandboxId id, Path bundle, JsonNode config, Path log) {
         List<Path> cgroups = LaunchCgroups.make(id.value(), config.path("linux").path("resources"));
         Trace.mark("launch: cgroups made");
         try {
@@ -137,6 +129,10 @@ final class Launcher {
      * 130 ms here). Only host root can write there, and a file is written aside and renamed into place.
      */
     private static Path compiled(JsonNode profile) throws IOException {
+        Compiled last = lastCompiled;
+        if (last != null && last.profile.equals(profile) && Files.exists(last.program)) {
+            return last.program;
+        }
         byte[] text = profile.toString().getBytes(StandardCharsets.UTF_8);
         String name;
         try {
@@ -154,8 +150,19 @@ final class Launcher {
                 Files.deleteIfExists(aside);
             }
         }
+        // a copy: the caller's tree is its own to change
+        lastCompiled = new Compiled(profile.deepCopy(), program);
         return program;
     }
+
+    /**
+     * The profile compiled last and its program. Every sandbox of a driver has the same profile, so
+     * a start compares it with this one instead of serializing and hashing it again.
+     */
+    private record Compiled(JsonNode profile, Path program) {
+    }
+
+    private static volatile Compiled lastCompiled;
 
     /**
      * The launcher's spec for {@code config}: every control of the bundle as a line the launcher

@@ -111,9 +111,9 @@ final class OciConfig {
      * @param runDir      the host directory mounted at /run/airlock (the agent's socket)
      * @param cgroupsPath where the runtime creates the sandbox's cgroup
      */
-    static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
-                        Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
-        return write(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, null, seccomp);
+    static ObjectNode config(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
+                             Path runDir, String cgroupsPath, long hostIdBase, ObjectNode seccomp) {
+        return config(image, limits, agentArgs, env, runDir, null, List.of(), List.of(), cgroupsPath, hostIdBase, null, null, seccomp);
     }
 
     /**
@@ -130,9 +130,9 @@ final class OciConfig {
      * @param workspace the host mount to bind at /workspace (a {@link WorkspaceOverlay} of a
      *                  snapshot's files); null for a fresh tmpfs of the sandbox's disk size
      */
-    static byte[] write(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
-                        Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
-                        String cgroupsPath, long hostIdBase, String userNamespace, Path workspace, ObjectNode seccomp) {
+    static ObjectNode config(SandboxRoot image, Limits limits, List<String> agentArgs, Map<String, String> env,
+                             Path runDir, Path inputsDir, List<HostInputs.Resolved> inputs, List<Mount> procViews,
+                             String cgroupsPath, long hostIdBase, String userNamespace, Path workspace, ObjectNode seccomp) {
         ObjectNode root = JSON.createObjectNode();
         root.put("ociVersion", "1.0.2");
 
@@ -210,19 +210,26 @@ final class OciConfig {
         MASKED_PATHS.forEach(masked::add);
         ArrayNode readonly = linux.putArray("readonlyPaths");
         READONLY_PATHS.forEach(readonly::add);
+        // the caller's profile itself, not a copy: every change below (weaken, forGvisor) is made to a copy of the whole
         linux.set("seccomp", seccomp);
-        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+        return root;
+    }
+
+    /** {@code config} as the bundle's {@code config.json}. */
+    static byte[] json(ObjectNode config) {
+        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(config);
     }
 
     /**
-     * {@code config} (as made by {@link #write}) with the given controls left out: the seccomp
-     * section, the network namespace. Only {@code airlock verify --unsafe} asks for this.
+     * A copy of {@code config} (as made by {@link #config}) with the given controls left out: the
+     * seccomp section, the network namespace; {@code config} itself when none is. Only {@code airlock
+     * verify --unsafe} asks for this.
      */
-    static byte[] weaken(byte[] config, Set<Weakening> weakenings) {
+    static ObjectNode weaken(ObjectNode config, Set<Weakening> weakenings) {
         if (weakenings.isEmpty()) {
             return config;
         }
-        ObjectNode root = (ObjectNode) JSON.readTree(config);
+        ObjectNode root = config.deepCopy();
         ObjectNode linux = (ObjectNode) root.get("linux");
         if (weakenings.contains(Weakening.NO_SECCOMP)) {
             linux.remove("seccomp");
@@ -236,11 +243,11 @@ final class OciConfig {
             });
             linux.set("namespaces", kept);
         }
-        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+        return root;
     }
 
     /**
-     * {@code config} (as made by {@link #write}) as gVisor's runsc takes it. Four changes, each
+     * A copy of {@code config} (as made by {@link #config}) as gVisor's runsc takes it. Four changes, each
      * because runsc cannot take the runc form; every other control is left as it is:
      * <ul>
      *   <li>no user namespace and no id mappings: runsc's gofer (its file server) cannot set up the
@@ -258,8 +265,8 @@ final class OciConfig {
      *       falls back to clone only on ENOSYS, which the Sentry (not implementing clone3) gives.</li>
      * </ul>
      */
-    static byte[] forGvisor(byte[] config) {
-        ObjectNode root = (ObjectNode) JSON.readTree(config);
+    static ObjectNode forGvisor(ObjectNode config) {
+        ObjectNode root = config.deepCopy();
         ObjectNode linux = (ObjectNode) root.get("linux");
         ArrayNode kept = JSON.createArrayNode();
         linux.get("namespaces").forEach(ns -> {
@@ -304,7 +311,7 @@ final class OciConfig {
                 }
             });
         }
-        return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(root);
+        return root;
     }
 
     /** The agent's command line: its limits, its egress bridge when it has one, and the socket it connects to. */

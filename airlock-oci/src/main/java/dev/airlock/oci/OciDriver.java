@@ -213,13 +213,14 @@ public final class OciDriver implements IsolationDriver {
                         ? SandboxUserNamespace.create(agentBinary, hostIdBase, dir.resolve("runtime.log")) : null) {
                     Trace.mark("user namespace made");
                     Path workspace = spec.workspaceBase() == null || !layersWorkspace() ? null : layWorkspace(dir, spec, hostIdBase);
-                    byte[] bundle = OciConfig.write(root, spec.limits(),
+                    ObjectNode bundle = OciConfig.weaken(runtime.adapt(OciConfig.config(root, spec.limits(),
                             OciConfig.agentCommand(spec.limits(), bridged, SOCKET_NAME), OciConfig.agentEnvironment(), runDir, inputsDir, inputs, procViews,
-                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp);
-                    Files.write(dir.resolve("config.json"), OciConfig.weaken(runtime.adapt(bundle), config.weakenings()));
+                            Cgroups.pathOf(id.value()), hostIdBase, userNamespace == null ? null : userNamespace.path(), workspace, seccomp)),
+                            config.weakenings());
+                    runtime.writeBundle(dir, bundle);
                     Trace.mark("bundle written");
                     started = true;
-                    agentHostPid = checkpoint == null ? runtime.runDetached(id, dir, dir.resolve("runtime.log"))
+                    agentHostPid = checkpoint == null ? runtime.runDetached(id, dir, bundle, dir.resolve("runtime.log"))
                             : runtime.restoreDetached(id, dir, checkpoint, dir.resolve("runtime.log"));
                     Trace.mark("runtime run returned");
                     if (userNamespace != null) {

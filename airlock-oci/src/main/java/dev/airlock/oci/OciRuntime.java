@@ -3,6 +3,7 @@ package dev.airlock.oci;
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Printable;
 import dev.airlock.core.SandboxId;
+import tools.jackson.databind.node.ObjectNode;
 
 import java.io.File;
 import java.io.IOException;
@@ -115,9 +116,21 @@ final class OciRuntime {
         return name.equals("runsc");
     }
 
-    /** The bundle's configuration ({@link OciConfig#write}) as this runtime takes it: {@link OciConfig#forGvisor} for runsc. */
-    byte[] adapt(byte[] config) {
+    /** The bundle's configuration ({@link OciConfig#config}) as this runtime takes it: {@link OciConfig#forGvisor} for runsc. */
+    ObjectNode adapt(ObjectNode config) {
         return isGvisor() ? OciConfig.forGvisor(config) : config;
+    }
+
+    /**
+     * Writes {@code config} into {@code bundle} as its {@code config.json}, which runc, crun and runsc
+     * read. Airlock's own runtime takes it in memory instead ({@link #runDetached}) and writes its
+     * launcher's spec there ({@link Launcher#run}): a JSON file written and parsed back in the same
+     * process was half of the host's Java work for a create.
+     */
+    void writeBundle(Path bundle, ObjectNode config) throws IOException {
+        if (launcher == null) {
+            Files.write(bundle.resolve("config.json"), OciConfig.json(config));
+        }
     }
 
     /**
@@ -184,13 +197,14 @@ final class OciRuntime {
     }
 
     /**
-     * Creates and starts the container in the background ({@code run --detach}). The runtime's own
-     * messages go to {@code log}; they are read back only if it fails.
+     * Creates and starts the container in the background ({@code run --detach}) from {@code bundle},
+     * whose configuration is {@code config} ({@link #writeBundle} has written it there for runc). The
+     * runtime's own messages go to {@code log}; they are read back only if it fails.
      *
      * @return the host pid of the container's first process (the agent)
      */
-    long runDetached(SandboxId id, Path bundle, Path log) {
-        return startDetached(id, bundle, log, null);
+    long runDetached(SandboxId id, Path bundle, ObjectNode config, Path log) {
+        return startDetached(id, bundle, config, log, null);
     }
 
     /**
@@ -201,7 +215,7 @@ final class OciRuntime {
      * @return the host pid of the container's first process
      */
     long restoreDetached(SandboxId id, Path bundle, Path image, Path log) {
-        return startDetached(id, bundle, log, image);
+        return startDetached(id, bundle, null, log, image);
     }
 
     /**
@@ -235,9 +249,9 @@ final class OciRuntime {
                 || runtimeError.contains("\"rro\"");
     }
 
-    private long startDetached(SandboxId id, Path bundle, Path log, Path image) {
+    private long startDetached(SandboxId id, Path bundle, ObjectNode config, Path log, Path image) {
         if (launcher != null) {
-            return launcher.run(id, bundle, log);
+            return launcher.run(id, bundle, config, log);
         }
         Path pidFile = bundle.resolve("init.pid");
         Result r = image == null

@@ -39,7 +39,19 @@ final class ProcViews {
     private static final String HOST_BTIME = KernelFiles.readOrEmpty(Path.of("/proc/stat")).lines()
             .filter(l -> l.startsWith("btime ")).findFirst().orElse("btime 0");
 
+    /** cpuinfo and stat for 1 to (the host's processors) CPUs: they depend on nothing else, so they are made once. */
+    private static final List<String> CPUINFO = perCount(ProcViews::cpuinfo);
+    private static final List<String> STAT = perCount(ProcViews::stat);
+
     private ProcViews() {
+    }
+
+    private static List<String> perCount(java.util.function.IntFunction<String> view) {
+        List<String> views = new ArrayList<>();
+        for (int cpus = 1; cpus <= Math.max(1, HOST_CPUS.size()); cpus++) {
+            views.add(view.apply(cpus));
+        }
+        return List.copyOf(views);
     }
 
     /** Writes the views into {@code dir} (created) and returns their read-only mounts over /proc. */
@@ -48,8 +60,8 @@ final class ProcViews {
         int cpus = (int) Math.max(1, Math.min(Math.ceil(limits.cpus()), Math.max(1, HOST_CPUS.size())));
         Map<String, String> views = new LinkedHashMap<>();
         views.put("meminfo", meminfo(limits.memoryBytes()));
-        views.put("cpuinfo", cpuinfo(cpus));
-        views.put("stat", stat(cpus));
+        views.put("cpuinfo", CPUINFO.get(cpus - 1));
+        views.put("stat", STAT.get(cpus - 1));
         views.put("loadavg", "0.00 0.00 0.00 1/1 1\n");
         views.put("diskstats", "");
         views.put("swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
@@ -65,20 +77,30 @@ final class ProcViews {
     }
 
     static String meminfo(long memoryBytes) {
-        long kib = memoryBytes / 1024;
-        StringBuilder sb = new StringBuilder();
+        String kib = Long.toString(memoryBytes / 1024);
+        StringBuilder sb = new StringBuilder(MEMINFO_ZEROS.length() + 100);
         line(sb, "MemTotal", kib);
         line(sb, "MemFree", kib);
         line(sb, "MemAvailable", kib);
+        return sb.append(MEMINFO_ZEROS).toString();
+    }
+
+    /** The rows of meminfo that are always 0. */
+    private static final String MEMINFO_ZEROS = zeros();
+
+    private static String zeros() {
+        StringBuilder sb = new StringBuilder();
         for (String zero : List.of("Buffers", "Cached", "SwapCached", "Active", "Inactive", "SwapTotal", "SwapFree", "Dirty",
                 "Writeback", "AnonPages", "Mapped", "Shmem", "Slab", "SReclaimable", "SUnreclaim")) {
-            line(sb, zero, 0);
+            line(sb, zero, "0");
         }
         return sb.toString();
     }
 
-    private static void line(StringBuilder sb, String field, long kib) {
-        sb.append(String.format("%-16s%8d kB\n", field + ":", kib));
+    /** One row as the kernel writes it ("%-16s%8lu kB"; a create makes three, so without String.format). */
+    private static void line(StringBuilder sb, String field, String kib) {
+        sb.append(field).append(':').repeat(' ', Math.max(0, 15 - field.length())).repeat(' ', Math.max(0, 8 - kib.length()))
+                .append(kib).append(" kB\n");
     }
 
     static String cpuinfo(int cpus) {

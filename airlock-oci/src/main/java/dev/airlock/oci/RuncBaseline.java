@@ -6,7 +6,6 @@ import dev.airlock.core.Limits;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -37,10 +36,9 @@ public final class RuncBaseline implements AutoCloseable {
             runtime.createSandboxDirectory(bundle);
             Path runDir = bundle.resolve("run");
             StateDirectory.createTraversable(runDir);
-            byte[] bundleConfig = OciConfig.write(image, Limits.DEFAULTS, command,
+            runtime.writeBundle(bundle, runtime.adapt(OciConfig.config(image, Limits.DEFAULTS, command,
                     Map.of("PATH", "/usr/bin:/bin"), runDir, Cgroups.pathOf("al-" + state.name() + "-baseline"),
-                    hostIdBase, Seccomp.defaultProfile());
-            Files.write(bundle.resolve("config.json"), runtime.adapt(bundleConfig));
+                    hostIdBase, Seccomp.defaultProfile())));
         } catch (IOException | RuntimeException e) {
             uidSlots.release(hostIdBase);
             state.close();

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.OptionalLong;
 
 /**
@@ -22,12 +23,12 @@ final class ServerLimits {
     }
 
     static void checkInheritable(Limits limits) {
-        check("open files", "Max open files", limits.openFiles(), "ulimit -Hn, or LimitNOFILE= in a systemd unit");
-        check("file size", "Max file size", limits.fileSizeBytes(), "ulimit -Hf, or LimitFSIZE= in a systemd unit");
+        List<String> rows = limitRows();
+        check("open files", hardLimit(rows, "Max open files"), limits.openFiles(), "ulimit -Hn, or LimitNOFILE= in a systemd unit");
+        check("file size", hardLimit(rows, "Max file size"), limits.fileSizeBytes(), "ulimit -Hf, or LimitFSIZE= in a systemd unit");
     }
 
-    private static void check(String what, String row, long wanted, String command) {
-        OptionalLong hard = hardLimit(row);
+    private static void check(String what, OptionalLong hard, long wanted, String command) {
         if (hard.isPresent() && wanted > hard.getAsLong()) {
             throw AirlockException.invalid("the sandbox's " + what + " limit of " + wanted + " is above the Airlock server's own hard limit of "
                     + hard.getAsLong() + ", which sandboxes inherit: ask for at most that, or start the server with a higher limit ("
@@ -37,16 +38,28 @@ final class ServerLimits {
 
     /** The hard limit of one row of /proc/self/limits; empty when unlimited or unreadable. */
     static OptionalLong hardLimit(String row) {
+        return hardLimit(limitRows(), row);
+    }
+
+    /** The rows of /proc/self/limits, read once per check; none when unreadable (the agent then reports a limit it cannot set). */
+    private static List<String> limitRows() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/limits"), StandardCharsets.US_ASCII)) {
-                if (line.startsWith(row)) {
-                    String[] fields = line.substring(row.length()).trim().split("\\s+");
-                    return fields.length >= 2 && !fields[1].equals("unlimited")
-                            ? OptionalLong.of(Long.parseLong(fields[1])) : OptionalLong.empty();
+            return Files.readAllLines(Path.of("/proc/self/limits"), StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            return List.of();
+        }
+    }
+
+    private static OptionalLong hardLimit(List<String> rows, String row) {
+        for (String line : rows) {
+            if (line.startsWith(row)) {
+                String[] fields = line.substring(row.length()).trim().split("\\s+");
+                try {
+                    return fields.length >= 2 && !fields[1].equals("unlimited") ? OptionalLong.of(Long.parseLong(fields[1])) : OptionalLong.empty();
+                } catch (NumberFormatException e) {
+                    return OptionalLong.empty();
                 }
             }
-        } catch (IOException | NumberFormatException e) {
-            // unknown: let the agent report it
         }
         return OptionalLong.empty();
     }

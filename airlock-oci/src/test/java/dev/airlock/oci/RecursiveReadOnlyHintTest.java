@@ -27,7 +27,7 @@ class RecursiveReadOnlyHintTest {
         OciRuntime runc = standIn(dir, "level=error msg=\"runc run failed: unable to start container process: error during container"
                 + " init: error mounting \\\"/usr\\\" to rootfs at \\\"/usr\\\": mount_setattr /usr: invalid argument\"");
 
-        assertThatThrownBy(() -> runc.runDetached(ID, dir, dir.resolve("log")))
+        assertThatThrownBy(() -> runc.runDetached(ID, dir, null, dir.resolve("log")))
                 .isInstanceOf(AirlockException.class)
                 .hasMessageContaining("could not start sandbox " + ID + ": level=error")
                 .hasMessageContaining("mount_setattr /usr: invalid argument")
@@ -39,7 +39,7 @@ class RecursiveReadOnlyHintTest {
     void anotherFailureIsToldAsItIsWithoutTheHint(@TempDir Path dir) throws IOException {
         OciRuntime runc = standIn(dir, "level=error msg=\"runc run failed: container with given ID already exists\"");
 
-        assertThatThrownBy(() -> runc.runDetached(ID, dir, dir.resolve("log")))
+        assertThatThrownBy(() -> runc.runDetached(ID, dir, null, dir.resolve("log")))
                 .hasMessageContaining("container with given ID already exists")
                 .satisfies(e -> org.assertj.core.api.Assertions.assertThat(e.getMessage()).doesNotContain("recursively read-only"));
     }
