@@ -62,7 +62,8 @@ final class BenchCommand implements Callable<Integer> {
     boolean json;
 
     @Option(names = "--tiers", split = ",", paramLabel = "TIER",
-            description = "Isolation tiers to compare: container, gvisor, microvm (default: every one; one that does not work here is a note).")
+            description = "Isolation tiers to compare: container, gvisor, microvm (default: every one; one that does not work here is a note);"
+                    + " also which tiers' memory snapshots are measured.")
     List<String> tiers;
 
     @Option(names = "--image", paramLabel = "NAME", description = "Also measure a cold one-shot in this stored image (it must have"
@@ -182,7 +183,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (snapshotsOnly) {
-            List<Stats> snapshots = SnapshotCases.measure(progress, config, snapshotRuns, quick, notes);
+            List<Stats> snapshots = SnapshotCases.measure(progress, config, chosenTiers, snapshotRuns, quick, notes);
             print(new Report(machine, Map.of(SnapshotCases.SECTION, method.get(SnapshotCases.SECTION)), snapshots, List.of(), List.of(),
                     List.of(), notes));
             return 0;
@@ -220,7 +221,7 @@ final class BenchCommand implements Callable<Integer> {
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
         cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
-        cases.addAll(SnapshotCases.measure(progress, config, snapshotRuns, quick, notes));
+        cases.addAll(SnapshotCases.measure(progress, config, chosenTiers, snapshotRuns, quick, notes));
         if (cluster != null) {
             cases.addAll(ClusterCases.measure(sampler, config, cluster, clusterSecret, quick ? 5 : 20));
         }
