@@ -26,11 +26,11 @@ import java.util.Map;
  * second binary and no state of a runtime's own beyond one record per sandbox.
  *
  * <p>What runc does from the bundle is split: the host makes the sandbox's cgroups and writes their
- * limits ({@link LaunchCgroups}), compiles the bundle's
- * seccomp profile to a BPF program ({@link SeccompFilter}), and turns the bundle's configuration
- * (taken in memory: no {@code config.json} is written) into the launcher's plain spec ({@link #spec}); the launcher makes the sandbox's user namespace as the sandbox's host
- * uid, joins it and new ones, places PID 1 in the cgroups, mounts, pivots, drops privileges, installs the filter and executes the
- * agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
+ * limits ({@link LaunchCgroups}), compiles the bundle's seccomp profile to a BPF program ({@link
+ * SeccompFilter}), and turns the bundle's configuration (taken in memory: no {@code config.json} is
+ * written) into the launcher's plain spec ({@link #spec}); the launcher makes the sandbox's user
+ * namespace as the sandbox's host uid, joins it and new ones, places PID 1 in the cgroups, mounts,
+ * pivots, drops privileges, installs the filter and executes the agent. Deleting, freezing and listing need no program: the sandbox's PID 1 is killed (which ends
  * its whole pid namespace), its cgroups frozen or removed, its record read.
  *
  * <p>Records: /run/airlock-launch/sandboxes/ID holds "PID START" (the host pid of the sandbox's PID 1
