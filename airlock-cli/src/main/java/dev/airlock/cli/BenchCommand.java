@@ -142,7 +142,8 @@ final class BenchCommand implements Callable<Integer> {
         method.put(ThroughputCases.SECTION, String.format("%d runs per client per round, 1 warm-up round, median of %d round(s); ratio: airlock / bare",
                 perClient, rounds));
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
-                + ", created and destroyed 4 at a time through one engine, no pool; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable"
+                + ", created and destroyed 4 at a time through one engine, no pool, after " + MemoryCases.warmUpSeconds(quick)
+                + " s of unmeasured creates and destroys; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable"
                 + " just before creating them - with them) / N, ratio: host / cgroup median; create rate: N / seconds to create them all,"
                 + " ratio: to plain runc run + delete of true one at a time (median of 10); destroy rate: N / seconds to destroy them all,"
                 + " ratio: to the create rate");
@@ -189,7 +190,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (densityOnly) {
-            List<Stats> density = MemoryCases.measure(progress, config, max, settleMillis, notes);
+            List<Stats> density = MemoryCases.measure(progress, config, max, settleMillis, quick, notes);
             print(new Report(machine, Map.of(MemoryCases.SECTION, method.get(MemoryCases.SECTION)), density, List.of(), List.of(),
                     List.of(), notes));
             return 0;
@@ -219,7 +220,7 @@ final class BenchCommand implements Callable<Integer> {
         tierOutcomes.forEach(t -> cases.addAll(t.cases()));
         cases.addAll(InterpreterCases.measure(sampler, config, interpreterImage, notes));
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
-        cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, notes));
+        cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, quick, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
         cases.addAll(SnapshotCases.measure(progress, config, chosenTiers, snapshotRuns, quick, notes));
         if (cluster != null) {
