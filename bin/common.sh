@@ -80,7 +80,7 @@ airlock_build_if_stale() {
 
 # The JDK's ahead-of-time cache of the CLI (JEP 483, 514, 515): its classes loaded and linked, and
 # method profiles, from a training run of a one-shot `airlock run`, so that a short command does not
-# load and link them again (picocli's classes, built for Java 5, stay out: the JDK cannot cache them).
+# load and link them again (picocli among them: airlock-cli compiles it from its source, as the JDK cannot cache a Java 5 class).
 # One cache per install, in the user's cache directory, named by a fingerprint of the JDK, the JVM's
 # flags and every jar on the class path (path, size, time), so a rebuild or another JDK gets a new one.
 # The first `airlock run` without one trains it in the background, writing nothing to the terminal;
