@@ -134,7 +134,8 @@ final class BenchCommand implements Callable<Integer> {
         OciDriverConfig config = engineOptions.driverConfig();
         List<TierCases.Tier> chosenTiers = TierCases.choose(TierCases.known(config), tiers);
         Map<String, String> method = new LinkedHashMap<>();
-        method.put(Stats.LATENCY, String.format("median of %d runs after %d warm-up runs, one request at a time", n, w));
+        method.put(Stats.LATENCY, String.format("median of %d runs after %d warm-up runs, one request at a time; the server's after %d s"
+                + " of unmeasured requests", n, w, Sampler.warmUpSeconds(quick)));
         method.put(TierCases.SECTION, String.format("the latency method; ms, ratio to bare python3 -c pass (exec true: to bare true);"
                 + " idle memory: memory cgroup usage, MiB, median over %d fresh sandboxes", idleSandboxes));
         method.put(InterpreterCases.SECTION, "the latency method, in one sandbox of --interpreter-image; ratio: to the row above it,"
@@ -142,7 +143,7 @@ final class BenchCommand implements Callable<Integer> {
         method.put(ThroughputCases.SECTION, String.format("%d runs per client per round, 1 warm-up round, median of %d round(s); ratio: airlock / bare",
                 perClient, rounds));
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
-                + ", created and destroyed 4 at a time through one engine, no pool, after " + MemoryCases.warmUpSeconds(quick)
+                + ", created and destroyed 4 at a time through one engine, no pool, after " + Sampler.warmUpSeconds(quick)
                 + " s of unmeasured creates and destroys; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable"
                 + " just before creating them - with them) / N, ratio: host / cgroup median; create rate: N / seconds to create them all,"
                 + " ratio: to plain runc run + delete of true one at a time (median of 10); destroy rate: N / seconds to destroy them all,"
@@ -209,7 +210,7 @@ final class BenchCommand implements Callable<Integer> {
         Baselines.Results baselines = Baselines.measure(sampler, config);
         List<Stats> latency = new ArrayList<>(baselines.all());
         latency.addAll(EngineCases.warm(sampler, config, baselines, notes));
-        latency.addAll(ServerCases.measure(sampler, config));
+        latency.addAll(ServerCases.measure(sampler, config, Sampler.warmUpSeconds(quick)));
         latency.add(EngineCases.cold(sampler, config));
         if (image != null) {
             latency.add(EngineCases.coldImage(sampler, config, image));

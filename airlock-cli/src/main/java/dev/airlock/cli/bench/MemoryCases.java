@@ -31,7 +31,7 @@ import java.util.concurrent.Future;
  * its create and destroy rates (sandboxes per second, {@value #CREATORS} at a time), the create
  * rate beside plain runc starting and ending containers one at a time. First, unmeasured, the
  * engine creates and destroys sandboxes {@value #CREATORS} at a time for a while ({@link
- * #warmUpSeconds}): the rates are a long-running server's, whose JIT has compiled the create path,
+ * Sampler#warmUpSeconds}): the rates are a long-running server's, whose JIT has compiled the create path,
  * not a fresh JVM's (a few hundred creates in, the rate here was still rising). A level the host has no
  * room for ({@link HostLimits}) is a note naming the limit, and the larger ones are skipped. At
  * the end the leak check must find nothing of them.
@@ -61,11 +61,6 @@ public final class MemoryCases {
         return levels;
     }
 
-    /** How long the unmeasured creates and destroys before the levels last: 15 s, 1 s with {@code --quick}. */
-    public static int warmUpSeconds(boolean quick) {
-        return quick ? 1 : 15;
-    }
-
     public static List<Stats> measure(Progress progress, OciDriverConfig config, int max, long settleMillis, boolean quick, List<String> notes)
             throws Exception {
         List<Stats> results = new ArrayList<>();
@@ -75,7 +70,8 @@ public final class MemoryCases {
         try (Engine engine = new Engine(new OciDriver(config), 0, SandboxSpec.defaults());
              ExecutorService creators = Executors.newFixedThreadPool(CREATORS)) {
             prefix = "al-" + engine.driver().instance() + "-";
-            warmUp(progress, engine, creators, warmUpSeconds(quick));
+            Sampler.warmUp(progress, "memory", Sampler.warmUpSeconds(quick),
+                    () -> inParallel(creators, CREATORS, i -> engine.create(SandboxSpec.defaults()).close()));
             for (int level : levels(max)) {
                 String limit = HostLimits.shortOf(level);
                 if (limit != null) {
@@ -160,24 +156,6 @@ public final class MemoryCases {
         Stats create = single(label + ": create rate, " + CREATORS + " at a time", level / createSeconds, "/s");
         Stats destroy = single(label + ": destroy rate, " + CREATORS + " at a time", level / destroySeconds, "/s");
         return List.of(cgroup, host.relativeTo(cgroup), create.relativeTo(runc), destroy.relativeTo(create));
-    }
-
-    /** Creates and destroys sandboxes, {@value #CREATORS} at a time, until {@code seconds} have passed. */
-    private static void warmUp(Progress progress, Engine engine, ExecutorService creators, int seconds) throws Exception {
-        progress.begin("memory: warm-up (" + seconds + " s of creates and destroys, unmeasured)", seconds);
-        long end = System.nanoTime() + seconds * 1_000_000_000L;
-        int second = 0;
-        try {
-            while (System.nanoTime() < end) {
-                inParallel(creators, CREATORS, i -> engine.create(SandboxSpec.defaults()).close());
-                int passed = (int) (seconds - (end - System.nanoTime()) / 1_000_000_000L);
-                for (; second < Math.min(passed, seconds); second++) {
-                    progress.step();
-                }
-            }
-        } finally {
-            progress.end();
-        }
     }
 
     /** A figure measured once for the whole level. */

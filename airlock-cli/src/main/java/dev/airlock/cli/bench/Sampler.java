@@ -18,6 +18,32 @@ public final class Sampler {
         this.progress = progress;
     }
 
+    /**
+     * How long a section that measures a long-running server first works unmeasured, so that what it times is the
+     * server's steady state rather than its JIT compiling the paths (a fresh JVM's first hundreds of requests): 15 s,
+     * 1 s with {@code --quick}.
+     */
+    public static int warmUpSeconds(boolean quick) {
+        return quick ? 1 : 15;
+    }
+
+    /** Runs {@code round} again and again, unmeasured, until {@code seconds} have passed; {@code what} names it in the progress. */
+    public static void warmUp(Progress progress, String what, int seconds, Case round) throws Exception {
+        progress.begin(what + ": warm-up (" + seconds + " s, unmeasured)", seconds);
+        long start = System.nanoTime();
+        int reported = 0;
+        try {
+            while (reported < seconds) {
+                round.once();
+                for (long passed = (System.nanoTime() - start) / 1_000_000_000L; reported < Math.min(passed, seconds); reported++) {
+                    progress.step();
+                }
+            }
+        } finally {
+            progress.end();
+        }
+    }
+
     public Progress progress() {
         return progress;
     }

@@ -15,18 +15,32 @@ import java.util.List;
 
 import static dev.airlock.cli.bench.Baselines.PYTHON;
 
-/** The same requests through the REST API of a real server on a loopback socket, and through its E2B door. */
+/**
+ * The same requests through the REST API of a real server on a loopback socket, and through its E2B door. First, for a
+ * while, the server creates, runs and deletes sandboxes unmeasured ({@link Sampler#warmUpSeconds}): the figures are a
+ * long-running server's, not those of a JVM (the bench's client is in it too) still compiling the request paths.
+ */
 public final class ServerCases {
 
     private ServerCases() {
     }
 
-    public static List<Stats> measure(Sampler sampler, OciDriverConfig driver) throws Exception {
+    public static List<Stats> measure(Sampler sampler, OciDriverConfig driver, int warmUpSeconds) throws Exception {
         List<Stats> stats = new ArrayList<>();
         Path dataDir = Files.createTempDirectory("airlock-bench");
         ServerConfig config = ServerConfig.defaults().withPort(0).withDataDir(dataDir).withPoolSize(1).withDriver(driver.toSettings());
         try (AirlockServer server = AirlockServer.start(config)) {
             BenchClient client = new BenchClient(server.uri(), server.token());
+            E2bBenchClient e2b = new E2bBenchClient(server.e2bUri(), dev.airlock.server.e2b.E2bDoor.apiKey(server.token()));
+            Sampler.warmUp(sampler.progress(), "server", warmUpSeconds, () -> {
+                client.health();
+                String one = client.create();
+                client.exec(one, PYTHON, "-c", "pass");
+                client.delete(one);
+                E2bBenchClient.Created door = e2b.create(300);
+                e2b.run(door, "true");
+                e2b.kill(door);
+            });
             // the floor of every REST case: the round trip of the benchmark's client (PlainHttp) and the loopback; then the same
             // through the JDK's HttpClient, for the difference a client library's threads make
             Stats floor = sampler.measure("server: GET /health round trip (the floor of a REST case)", client::health);
@@ -68,7 +82,6 @@ public final class ServerCases {
                 client.delete(one);
             }, quiet);
             stats.add(rest);
-            E2bBenchClient e2b = new E2bBenchClient(server.e2bUri(), dev.airlock.server.e2b.E2bDoor.apiKey(server.token()));
             stats.add(sampler.measure("server: time to first command through the E2B door (create, process Start true, kill)", () -> {
                 E2bBenchClient.Created one = e2b.create(300);
                 e2b.run(one, "true");

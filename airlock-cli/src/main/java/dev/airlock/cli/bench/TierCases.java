@@ -171,7 +171,7 @@ public final class TierCases {
         try (Engine pooled = new Engine(tier.open(), 1, spec)) {
             cases.add(EngineCases.warmOneShot(sampler, t + "one-shot, warm pool: python pass", pooled).relativeTo(base.bare()));
             try (Sandbox sandbox = pooled.create(spec)) {
-                cases.add(EngineCases.execTrue(sampler, t + "exec true into a running sandbox", sandbox).relativeTo(base.bareTrue()));
+                cases.add(EngineCases.execTrue(sampler, t + "exec true into a running sandbox", pooled, sandbox).relativeTo(base.bareTrue()));
             }
             pooled.awaitQuiet(EngineCases.QUIET);
             Stats memory = idleMemory(sampler.progress(), t + "idle memory per sandbox (memory cgroup), MiB", pooled, idle, settleMillis,
