@@ -128,7 +128,7 @@ final class Launcher {
      * profile's SHA-256 (compiling costs a cold process such as a one-shot {@code airlock run} about
      * 130 ms here). Only host root can write there, and a file is written aside and renamed into place.
      */
-    private static Path compiled(JsonNode profile) throws IOException {
+    static Path compiled(JsonNode profile) throws IOException {
         Compiled last = lastCompiled;
         if (last != null && last.profile.equals(profile) && Files.exists(last.program)) {
             return last.program;

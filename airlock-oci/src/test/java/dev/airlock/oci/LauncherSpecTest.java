@@ -4,10 +4,17 @@ import dev.airlock.core.AirlockException;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -39,6 +46,46 @@ class LauncherSpecTest {
     private static String spec(JsonNode bundle) {
         return Launcher.spec(bundle, List.of(Path.of("/sys/fs/cgroup/memory/airlock/x")), Path.of("/run/airlock-launch/f.bpf"),
                 Path.of("/run/airlock/x/runtime.log"));
+    }
+
+    /**
+     * A start compares its profile with the one compiled last instead of hashing it again: a profile that differs in one
+     * rule, or the same tree changed after it was compiled, must still get a program of its own.
+     */
+    @Test
+    void aSeccompProfileChangedInOneRuleGetsItsOwnProgram() throws IOException {
+        Files.createDirectories(Launcher.STATE);
+        Set<Path> before = programs();
+        ObjectNode profile = Seccomp.defaultProfile();
+        Path original = Launcher.compiled(profile);
+        List<Path> made = new ArrayList<>();
+        try {
+            ObjectNode fewer = profile.deepCopy();
+            ArrayNode names = (ArrayNode) fewer.get("syscalls").get(0).get("names");
+            names.remove(names.size() - 1);
+            Path changed = Launcher.compiled(fewer);
+            made.add(changed);
+            assertThat(changed).isNotEqualTo(original);
+            assertThat(Files.readAllBytes(changed)).isNotEqualTo(Files.readAllBytes(original));
+            assertThat(Launcher.compiled(profile)).isEqualTo(original);
+
+            ((ArrayNode) profile.get("syscalls").get(0).get("names")).remove(0);
+            Path afterward = Launcher.compiled(profile);
+            made.add(afterward);
+            assertThat(afterward).isNotEqualTo(original).isNotEqualTo(changed);
+        } finally {
+            for (Path p : made) {
+                if (!before.contains(p)) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+    }
+
+    private static Set<Path> programs() throws IOException {
+        try (Stream<Path> files = Files.list(Launcher.STATE)) {
+            return files.collect(Collectors.toSet());
+        }
     }
 
     @Test
