@@ -30,3 +30,6 @@ for jar in "$tree"/lib/*.jar; do
   fi
   printf ' %s: %s\n' "$name" "${license:-no license declared in the jar; see its project}"
 done
+# compiled into airlock-cli.jar from its published source (airlock-cli/pom.xml), so in no jar of its own
+echo " picocli (in airlock-cli.jar, compiled from its source): Copyright 2017 Remko Popma, Apache License 2.0 (as its source"
+echo " says); on Debian systems the complete text of the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0."
