@@ -129,13 +129,14 @@ final class BenchCommand implements Callable<Integer> {
         int snapshotRuns = quick ? 3 : 7;
         int idleSandboxes = quick ? 3 : 10;
         long settleMillis = quick ? 1000 : 3000;
+        int warmUpSeconds = Sampler.warmUpSeconds(quick);
         int[] tailClients = quick ? new int[] {1, 3} : new int[] {1, 10, 50};
         int tailSamples = quick ? 3 : 100;
         OciDriverConfig config = engineOptions.driverConfig();
         List<TierCases.Tier> chosenTiers = TierCases.choose(TierCases.known(config), tiers);
         Map<String, String> method = new LinkedHashMap<>();
         method.put(Stats.LATENCY, String.format("median of %d runs after %d warm-up runs, one request at a time; the server's after %d s"
-                + " of unmeasured requests", n, w, Sampler.warmUpSeconds(quick)));
+                + " of unmeasured requests", n, w, warmUpSeconds));
         method.put(TierCases.SECTION, String.format("the latency method; ms, ratio to bare python3 -c pass (exec true: to bare true);"
                 + " idle memory: memory cgroup usage, MiB, median over %d fresh sandboxes", idleSandboxes));
         method.put(InterpreterCases.SECTION, "the latency method, in one sandbox of --interpreter-image; ratio: to the row above it,"
@@ -143,7 +144,7 @@ final class BenchCommand implements Callable<Integer> {
         method.put(ThroughputCases.SECTION, String.format("%d runs per client per round, 1 warm-up round, median of %d round(s); ratio: airlock / bare",
                 perClient, rounds));
         method.put(MemoryCases.SECTION, "idle sandboxes at " + MemoryCases.levels(max)
-                + ", created and destroyed 4 at a time through one engine, no pool, after " + Sampler.warmUpSeconds(quick)
+                + ", created and destroyed 4 at a time through one engine, no pool, after " + warmUpSeconds
                 + " s of unmeasured creates and destroys; cgroup: median/p10/p90 over sandboxes; host: (MemAvailable"
                 + " just before creating them - with them) / N, ratio: host / cgroup median; create rate: N / seconds to create them all,"
                 + " ratio: to plain runc run + delete of true one at a time (median of 10); destroy rate: N / seconds to destroy them all,"
@@ -191,7 +192,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (densityOnly) {
-            List<Stats> density = MemoryCases.measure(progress, config, max, settleMillis, quick, notes);
+            List<Stats> density = MemoryCases.measure(progress, config, max, settleMillis, warmUpSeconds, notes);
             print(new Report(machine, Map.of(MemoryCases.SECTION, method.get(MemoryCases.SECTION)), density, List.of(), List.of(),
                     List.of(), notes));
             return 0;
@@ -210,7 +211,7 @@ final class BenchCommand implements Callable<Integer> {
         Baselines.Results baselines = Baselines.measure(sampler, config);
         List<Stats> latency = new ArrayList<>(baselines.all());
         latency.addAll(EngineCases.warm(sampler, config, baselines, notes));
-        latency.addAll(ServerCases.measure(sampler, config, Sampler.warmUpSeconds(quick)));
+        latency.addAll(ServerCases.measure(sampler, config, warmUpSeconds));
         latency.add(EngineCases.cold(sampler, config));
         if (image != null) {
             latency.add(EngineCases.coldImage(sampler, config, image));
@@ -221,7 +222,7 @@ final class BenchCommand implements Callable<Integer> {
         tierOutcomes.forEach(t -> cases.addAll(t.cases()));
         cases.addAll(InterpreterCases.measure(sampler, config, interpreterImage, notes));
         cases.addAll(ThroughputCases.measure(progress, config, CLIENTS, rounds, perClient));
-        cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, quick, notes));
+        cases.addAll(MemoryCases.measure(progress, config, max, settleMillis, warmUpSeconds, notes));
         cases.addAll(EgressCases.measure(progress, config, egressRuns, notes));
         cases.addAll(SnapshotCases.measure(progress, config, chosenTiers, snapshotRuns, quick, notes));
         if (cluster != null) {

@@ -61,7 +61,7 @@ public final class MemoryCases {
         return levels;
     }
 
-    public static List<Stats> measure(Progress progress, OciDriverConfig config, int max, long settleMillis, boolean quick, List<String> notes)
+    public static List<Stats> measure(Progress progress, OciDriverConfig config, int max, long settleMillis, int warmUpSeconds, List<String> notes)
             throws Exception {
         List<Stats> results = new ArrayList<>();
         Stats runc = runcRate(progress, config);
@@ -70,7 +70,7 @@ public final class MemoryCases {
         try (Engine engine = new Engine(new OciDriver(config), 0, SandboxSpec.defaults());
              ExecutorService creators = Executors.newFixedThreadPool(CREATORS)) {
             prefix = "al-" + engine.driver().instance() + "-";
-            Sampler.warmUp(progress, "memory", Sampler.warmUpSeconds(quick),
+            Sampler.warmUp(progress, "memory", warmUpSeconds,
                     () -> inParallel(creators, CREATORS, i -> engine.create(SandboxSpec.defaults()).close()));
             for (int level : levels(max)) {
                 String limit = HostLimits.shortOf(level);
