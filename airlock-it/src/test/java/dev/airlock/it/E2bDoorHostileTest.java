@@ -195,7 +195,7 @@ class E2bDoorHostileTest {
 
     /**
      * A stream of a process that prints without end, never read: the server holds no more of it than
-     * the socket's buffers (its writes block, and the idle timeout cuts a write blocked 30 s), the
+     * the socket's buffers (its writes block, and the idle timeout cuts a write blocked 60 s), the
      * process's output on disk is bounded by the sandbox's budget, and the process runs on, as under
      * envd, until it is killed; then the socket ends. Over a minute of waiting: the full lane's.
      */

@@ -34,7 +34,12 @@ import java.util.concurrent.TimeUnit;
 public final class ConnectionGuard implements AutoCloseable {
 
     static final int MAX_CONNECTIONS = 512;
-    static final Duration IDLE_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * Longer than the JDK's HttpClient (the SDK's and the tests') keeps an idle connection for reuse, 30 s:
+     * a server that closed it then would race the client's next request on it, which fails with no byte
+     * of answer (the client retries only GET and HEAD by itself).
+     */
+    static final Duration IDLE_TIMEOUT = Duration.ofSeconds(60);
     static final Duration CROWDED_IDLE_TIMEOUT = Duration.ofSeconds(1);
     static final Duration HEAD_DEADLINE = Duration.ofSeconds(10);
     static final Duration SCAN_EVERY = Duration.ofSeconds(1);
