@@ -78,57 +78,5 @@ airlock_build_if_stale() {
   fi
 }
 
-# The JDK's ahead-of-time cache of the CLI (JEP 483, 514, 515): its classes loaded and linked, and
-# method profiles, from a training run of a one-shot `airlock run`, so that a short command does not
-# load and link them again (picocli among them: airlock-cli compiles it from its source, as the JDK cannot cache a Java 5 class).
-# One cache per install, in the user's cache directory, named by a fingerprint of the JDK, the JVM's
-# flags and every jar on the class path (path, size, time), so a rebuild or another JDK gets a new one.
-# The first `airlock run` without one trains it in the background, writing nothing to the terminal;
-# the commands that follow use it once it is there. A cache that is missing or does not match is
-# harmless: the JVM starts without it, and its AOT messages are off. AIRLOCK_AOT=0 turns it all off.
-# (No cache directory, as without a HOME: no cache.)
-airlock_cache_home=${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}
-AIRLOCK_AOT_DIR=${airlock_cache_home:+$airlock_cache_home/airlock/aot/${AIRLOCK_HOME//\//_}}
-
-# airlock_aot_file JVM_FLAG... sets AIRLOCK_AOT_FILE, the cache for these flags and the jars as built now.
-airlock_aot_file() {
-  local fingerprint
-  fingerprint=$({ echo "$JAVA_HOME $AIRLOCK_JAVA_MAJOR $*"; stat -c '%n %s %Y' "$AIRLOCK_JAR" "${AIRLOCK_JAR%/*}"/lib/*.jar; } | cksum)
-  AIRLOCK_AOT_FILE="$AIRLOCK_AOT_DIR/${fingerprint%% *}.aot"
-}
-
-# airlock_aot_train CACHE JVM_FLAG... creates CACHE in the background with a training run of
-# `airlock run --lang python --code pass` (a sandbox, so only where `airlock run` works), unless
-# another command is training it already; with AIRLOCK_AOT=foreground it waits for the training
-# (for benchmarks, which must not measure beside it). Older caches of this install go when it is done.
-airlock_aot_train() {
-  local cache=$1; shift
-  mkdir -p "$AIRLOCK_AOT_DIR" || return 0
-  # a lock left by a training run that was killed lets a later one try again
-  find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.lock' -mmin +15 -exec rm -rf {} + 2>/dev/null || true
-  if ! mkdir "$cache.lock" 2>/dev/null; then
-    if [ "${AIRLOCK_AOT:-}" = foreground ]; then
-      local waited=0
-      while [ -d "$cache.lock" ] && [ $waited -lt 600 ]; do sleep 1; waited=$((waited + 1)); done
-    fi
-    return 0
-  fi
-  if [ "${AIRLOCK_AOT:-}" = foreground ]; then
-    airlock_aot_training_run "$cache" "$@" </dev/null >/dev/null 2>&1
-  else
-    airlock_aot_training_run "$cache" "$@" </dev/null >/dev/null 2>&1 &
-  fi
-}
-
-airlock_aot_training_run() {
-  local cache=$1; shift
-  local partial="$cache.$BASHPID.partial"
-  "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -jar "$AIRLOCK_JAR" run --lang python --code pass \
-    >"$AIRLOCK_AOT_DIR/training.log" 2>&1 || true
-  if [ -s "$partial" ]; then
-    find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "$(basename "$cache")" -delete || true
-    mv -f "$partial" "$cache" || true
-  fi
-  rm -f "$partial" "$partial.config"
-  rmdir "$cache.lock" || true
-}
+# The CLI's AOT cache (bin/aot.sh), shared with the installed launcher (packaging/launcher.sh)
+source "$airlock_bin_dir/aot.sh"

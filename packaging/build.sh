@@ -36,6 +36,7 @@ mkdir -p "$tree/bin" "$tree/lib"
 cp airlock-cli/target/airlock-cli.jar "$tree/"
 cp airlock-cli/target/lib/*.jar "$tree/lib/"
 install -m 0755 packaging/launcher.sh "$tree/bin/airlock"
+install -m 0644 bin/aot.sh "$tree/bin/aot.sh"
 # the Java modules the jars use (jdeps), and the few they reach only by name
 modules=$("$JAVA_HOME/bin/jdeps" --ignore-missing-deps --print-module-deps --multi-release 25 \
   --class-path "$tree/lib/*" "$tree/airlock-cli.jar")

@@ -90,14 +90,16 @@ class PackageInstallTest {
     /**
      * Runs {@code command} inside the Debian root: in a mount namespace of its own whose root the
      * Debian root is (pivot_root), not a chroot, in which the kernel refuses to create the user
-     * namespaces Airlock's sandboxes are made in.
+     * namespaces Airlock's sandboxes are made in. With no AOT cache for the CLI: its training would run
+     * on in the background, in a root the test removes (PackageTest trains and uses one).
      */
     private static PackageTest.Result inRoot(Duration timeout, String... command) throws Exception {
         List<String> all = new ArrayList<>(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
                 "mount --rbind \"$0\" \"$0\" && cd \"$0\" && mkdir -p .host && pivot_root . .host && /.host/bin/umount -l /.host && rmdir /.host"
                         + " && exec \"$@\"", root.toString()));
         all.addAll(List.of(command));
-        return PackageTest.run(all, Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "HOME", "/root"), PackageTest.HOME, timeout);
+        return PackageTest.run(all, Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "HOME", "/root", "AIRLOCK_AOT", "0"), PackageTest.HOME,
+                timeout);
     }
 
     /** A Debian 12 root made by mmdebstrap with apt and the packages {@code include} names (comma-separated). */

@@ -83,19 +83,25 @@ class PackageTest {
         }
     }
 
-    @Test
-    void theTarballRunsASandboxFromAnyDirectoryWithItsOwnRuntime(@TempDir Path dir) throws Exception {
+    /** The tarball unpacked into {@code dir}: its one top directory. */
+    private static Path unpack(Path dir) throws IOException, InterruptedException {
         assertThat(run(List.of("tar", "-xzf", built.tarball().toString(), "-C", dir.toString()), Map.of(), dir, Duration.ofMinutes(2)).code())
                 .isZero();
-        Path unpacked;
         try (var entries = Files.list(dir)) {
-            unpacked = entries.findFirst().orElseThrow();
+            return entries.findFirst().orElseThrow();
         }
+    }
+
+    @Test
+    void theTarballRunsASandboxFromAnyDirectoryWithItsOwnRuntime(@TempDir Path dir) throws Exception {
+        Path unpacked = unpack(dir);
         assertThat(unpacked.getFileName().toString()).startsWith("airlock-");
         assertThat(unpacked.resolve("runtime/bin/java")).isExecutable();
         assertThat(unpacked.resolve("runtime/jmods")).doesNotExist();
-        // no JDK to find: the PATH holds the system's tools only, and JAVA_HOME names nothing
-        Map<String, String> bare = Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "JAVA_HOME", "/nonexistent", "HOME", dir.toString());
+        // no JDK to find: the PATH holds the system's tools only, and JAVA_HOME names nothing; no AOT cache
+        // trained in the background beside the test (the next test's business)
+        Map<String, String> bare = Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "JAVA_HOME", "/nonexistent", "HOME", dir.toString(),
+                "AIRLOCK_AOT", "0");
         Result version = run(List.of(unpacked.resolve("bin/airlock").toString(), "--version"), bare, dir, Duration.ofMinutes(1));
         assertThat(version.code()).as(version.output()).isZero();
         // under a umask that takes read and enter from group and others (systemd's UMask=0077, a careful
@@ -109,6 +115,38 @@ class PackageTest {
         Files.createDirectories(link.getParent());
         Files.createSymbolicLink(link, unpacked.resolve("bin/airlock"));
         assertThat(run(List.of(link.toString(), "--version"), bare, dir, Duration.ofMinutes(1)).code()).isZero();
+    }
+
+    /**
+     * An installed CLI starts its short commands from the JDK's AOT cache, as a checkout's does (about
+     * twice as fast, README): the first {@code run} trains one in the user's cache directory (here in
+     * the foreground), and the next command's JVM, told to refuse to start without a usable cache
+     * ({@code -XX:AOTMode=on}), starts: the launcher found the cache and it fits the runtime and jars.
+     */
+    @Test
+    void theTarballsShortCommandsStartFromAnAotCacheOfTheirOwn(@TempDir Path dir) throws Exception {
+        Path airlock = unpack(dir).resolve("bin/airlock");
+        Map<String, String> bare = Map.of("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "HOME", dir.toString());
+        List<String> run = List.of(airlock.toString(), "run", "--lang", "python", "--code", "print(6*7)");
+        Map<String, String> requireCache = new java.util.HashMap<>(bare);
+        requireCache.put("JAVA_TOOL_OPTIONS", "-XX:AOTMode=on");
+        // without a cache (AIRLOCK_AOT=0: none is looked for or trained) such a JVM does not start
+        Map<String, String> off = new java.util.HashMap<>(requireCache);
+        off.put("AIRLOCK_AOT", "0");
+        assertThat(run(List.of(airlock.toString(), "--version"), off, dir, Duration.ofMinutes(1)).code()).isNotZero();
+
+        Map<String, String> train = new java.util.HashMap<>(bare);
+        train.put("AIRLOCK_AOT", "foreground");
+        Result first = run(run, train, dir, Duration.ofMinutes(3));
+        assertThat(first.code()).as(first.output()).isZero();
+        assertThat(first.output()).contains("42");
+        assertThat(dir.resolve(".cache/airlock/aot")).as("the user's AOT cache directory after a first run").isDirectory();
+        try (var files = Files.walk(dir.resolve(".cache/airlock/aot"))) {
+            assertThat(files.filter(f -> f.toString().endsWith(".aot")).count()).as("AOT caches trained").isEqualTo(1);
+        }
+        Result next = run(run, requireCache, dir, Duration.ofMinutes(2));
+        assertThat(next.code()).as(next.output()).isZero();
+        assertThat(next.output()).contains("42");
     }
 
     @Test
