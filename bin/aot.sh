@@ -1,8 +1,8 @@
 # The JDK's ahead-of-time cache of the CLI (JEP 483, 514, 515): its classes loaded and linked, and
 # method profiles, from a training run of a one-shot `airlock run`, so that a short command does not
 # load and link them again (picocli among them: airlock-cli compiles it from its source, as the JDK cannot cache a Java 5 class).
-# Sourced by bin/common.sh (a checkout) and by the installed launcher (packaging/launcher.sh), with
-# JAVA_HOME (the Java runtime), AIRLOCK_HOME and AIRLOCK_JAR set.
+# Sourced by bin/common.sh (a checkout) and by the installed launcher (packaging/launcher.sh) once
+# AIRLOCK_HOME is set; its functions need JAVA_HOME (the Java runtime) and AIRLOCK_JAR too.
 # One cache per install, in the user's cache directory, named by a fingerprint of the Java runtime, the
 # JVM's flags and every jar on the class path (path, size, time), so a rebuild, an upgraded package or
 # another JDK gets a new one. The first `airlock run` without one trains it in the background, writing

@@ -81,8 +81,7 @@ class ConnectionBoundsTest {
     /**
      * A kept-alive connection outlives the time the JDK's HttpClient keeps one for reuse (30 s): a
      * server that closed it then would race the client's next request, which fails with no byte of
-     * answer and is not retried unless a GET or HEAD (the likely cause of a DELETE's one failure in
-     * RestFuzzTest's full lane). Over half a minute of waiting: the full lane's.
+     * answer and is not retried unless a GET or HEAD. Over half a minute of waiting: the full lane's.
      */
     @Test
     @Tag("full")
