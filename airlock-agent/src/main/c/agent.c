@@ -53,6 +53,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -87,7 +88,7 @@ enum { FT_FILE = 0, FT_DIRECTORY = 1, FT_SYMLINK = 2, FT_OTHER = 3 };
 #define MAX_LIST 10000                 /* entries one LIST may report */
 #define MAX_REMOVE_DEPTH 128           /* directory levels a recursive REMOVE descends (one fd each) */
 #define MAX_WALK_DEPTH 256             /* largest maxDepth a WALK may ask for (one fd each level) */
-#define KILL_WAIT_TRIES 500            /* KILL_ALL waits up to 500 x 10 ms for the processes to be gone */
+#define KILL_WAIT_MS 5000              /* KILL_ALL waits up to 5 s for the processes to be gone */
 #define MAX_BRIDGES 64                 /* egress connections spliced at once; more are refused */
 #define BRIDGE_BUF (32 * 1024)         /* per direction of one egress connection */
 #define MAX_PORTS 32                   /* port streams (PORT_OPEN) open at once; more are refused with EMFILE */
@@ -160,6 +161,7 @@ _Static_assert(sizeof out_frame > 5 + 4 + 2 * (4 + PATH_MAX) + 1 + 8 + 4 + 8, "o
  */
 
 static pid_t self;                     /* our pid: 1, or any in test mode */
+static int sigchld_fd = -1;            /* the signalfd for SIGCHLD, made by main */
 
 /*
  * The spare supervisor (SPARE): forked ahead of time and waiting, so that the host can place it in
@@ -1473,17 +1475,47 @@ static void walk_tree(uint32_t id, const char *path, uint32_t max_entries, uint3
 
 /* ---- KILL_ALL: every process but us, before the host collects what the sandbox leaves */
 
+static long monotonic_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long) t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Waits until a child ends (its SIGCHLD on the signalfd, drained here; the caller reaps) or
+ * `ms` pass. Every child that ends after the drain raises SIGCHLD again, so a caller that
+ * drains, then reaps, then waits here misses none.
+ */
+static void await_child_end(int ms) {
+    if (sigchld_fd < 0) {
+        usleep((useconds_t) ms * 1000);
+        return;
+    }
+    struct pollfd p = { .fd = sigchld_fd, .events = POLLIN };
+    if (poll(&p, 1, ms) > 0) {
+        struct signalfd_siginfo info;
+        while (read(sigchld_fd, &info, sizeof info) > 0) {
+        }
+    }
+}
+
+/*
+ * Kills, reaps, and goes on as soon as the last child is gone: the spare supervisor is always
+ * one, and dies within a millisecond, so waking on SIGCHLD instead of every 10 ms takes most of
+ * a sandbox's teardown off the caller's path. Kills again at each wake: a fork may have raced.
+ */
 static void kill_all(uint32_t id) {
     quiesced = 1;
-    for (int tries = 0; tries < KILL_WAIT_TRIES; tries++) {
-        signal_everything();           /* again each turn: a fork may have raced the last kill */
+    long deadline = monotonic_ms() + KILL_WAIT_MS;
+    for (long left = KILL_WAIT_MS; left > 0; left = deadline - monotonic_ms()) {
+        signal_everything();
         reap_children();               /* EXIT for each exec, as usual */
         siginfo_t info;
         if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
             send_ids(T_DONE, id, 0, 0, 1);
             return;
         }
-        usleep(10 * 1000);
+        await_child_end(left < 10 ? (int) left : 10);
     }
     send_failed_errno(id, EBUSY, "processes of the sandbox were still alive 5 s after SIGKILL");
 }
@@ -2693,6 +2725,7 @@ int main(int argc, char **argv) {
         perror("airlock-agent: signalfd");
         return 1;
     }
+    sigchld_fd = sigfd;
     if (egress_port != 0) {
         /* Before HELLO, so the host knows the port is taken by us once the sandbox is up. */
         egress_listen_on(egress_port);
