@@ -1,5 +1,5 @@
 # The JDK's ahead-of-time cache of the CLI (JEP 483, 514, 515): its classes loaded and linked, and
-# method profiles, from a training run of a one-shot `airlock run`, so that a short command does not
+# method profiles, from a training run of a one-shot `airlock run` (and of `run --server`), so that a short command does not
 # load and link them again (picocli among them: airlock-cli compiles it from its source, as the JDK cannot cache a Java 5 class).
 # Sourced by bin/common.sh (a checkout) and by the installed launcher (packaging/launcher.sh) once
 # AIRLOCK_HOME is set; its functions need JAVA_HOME (the Java runtime) and AIRLOCK_JAR too.
@@ -29,8 +29,9 @@ airlock_aot_cache() {
   fi
 }
 
-# airlock_aot_train CACHE JVM_FLAG... creates CACHE in the background with a training run of
-# `airlock run --lang python --code pass` (a sandbox, so only where `airlock run` works), unless
+# airlock_aot_train CACHE JVM_FLAG... creates CACHE in the background with a training run
+# (dev.airlock.cli.AotTraining: `airlock run --lang python --code pass`, a sandbox, so only where
+# `airlock run` works; then `run --server` against a stand-in server), unless
 # another command is training it already; with AIRLOCK_AOT=foreground it waits for the training
 # (for benchmarks, which must not measure beside it). Older caches of this install go when it is done.
 airlock_aot_train() {
@@ -55,7 +56,7 @@ airlock_aot_train() {
 airlock_aot_training_run() {
   local cache=$1; shift
   local partial="$cache.$BASHPID.partial"
-  "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -jar "$AIRLOCK_JAR" run --lang python --code pass \
+  "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -cp "$AIRLOCK_JAR" dev.airlock.cli.AotTraining \
     >"$AIRLOCK_AOT_DIR/training.log" 2>&1 || true
   if [ -s "$partial" ]; then
     find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "$(basename "$cache")" -delete || true

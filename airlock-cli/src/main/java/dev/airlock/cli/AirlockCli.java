@@ -33,7 +33,8 @@ public final class AirlockCli {
 
     static {
         // Picocli's default factory looks for Groovy's Closure class once per JVM unless told not to: a class that is not
-        // there, so the lookup opens every jar of the class path (about 55 ms of a one-shot `airlock run`). Airlock has no Groovy.
+        // there, so the lookup opens every jar of the class path (about 50 ms). Airlock has no Groovy. (A command that starts
+        // a process opens them all there anyway: JDK 25's ProcessBuilder looks up its System.Logger, a service lookup.)
         if (System.getProperty("picocli.disable.closures") == null) {
             System.setProperty("picocli.disable.closures", "true");
         }

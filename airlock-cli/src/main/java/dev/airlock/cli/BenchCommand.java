@@ -161,7 +161,7 @@ final class BenchCommand implements Callable<Integer> {
                 + " (MemAvailable drop, once) of " + SnapshotCases.microvmForkCount(quick) + " forks to that of as many cold guests; the"
                 + " microVM warm pool's refill rate (guests/s, once), restored from its booted guest against booted",
                 snapshotRuns, SnapshotCases.sizes(quick)));
-        method.put(CliCases.SECTION, CliCases.method(n, w));
+        method.put(CliCases.SECTION, CliCases.method(n, w, warmUpSeconds));
         if (cluster != null) {
             method.put(ClusterCases.SECTION, ClusterCases.method(quick ? 5 : 20));
         }
@@ -203,7 +203,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         // first, on a host no engine of this benchmark has touched yet; reported last
-        List<Stats> cli = CliCases.measure(progress, n, w, notes);
+        List<Stats> cli = CliCases.measure(progress, n, w, warmUpSeconds, config, notes);
         if (cliOnly) {
             print(new Report(machine, Map.of(CliCases.SECTION, method.get(CliCases.SECTION)), cli, List.of(), List.of(), List.of(), notes));
             return 0;

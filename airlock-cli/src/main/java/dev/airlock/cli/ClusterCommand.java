@@ -24,7 +24,7 @@ final class ClusterCommand {
     @Command(name = "nodes", mixinStandardHelpOptions = true, description = "List the cluster's nodes: state, address, tiers, sandboxes.")
     static final class Nodes implements Callable<Integer> {
         @Mixin
-        ApprovalsCommand.Connection connection = new ApprovalsCommand.Connection();
+        ServerConnection connection = new ServerConnection();
 
         @Option(names = "--json", description = "Print the server's JSON.")
         boolean json;
@@ -50,7 +50,7 @@ final class ClusterCommand {
     @Command(name = "drain", mixinStandardHelpOptions = true, description = "Stop placing sandboxes on a node (its sandboxes run on); --undo resumes.")
     static final class Drain implements Callable<Integer> {
         @Mixin
-        ApprovalsCommand.Connection connection = new ApprovalsCommand.Connection();
+        ServerConnection connection = new ServerConnection();
 
         @Parameters(paramLabel = "NODE", description = "The node, as 'airlock cluster nodes' names it.")
         String node;

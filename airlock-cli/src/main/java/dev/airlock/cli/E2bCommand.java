@@ -24,7 +24,7 @@ final class E2bCommand {
 
         @Option(names = "--token-file", paramLabel = "FILE", description = "File holding the client's Airlock token (env AIRLOCK_TOKEN_FILE;"
                 + " default: the data directory's token, /var/lib/airlock/token or $AIRLOCK_DATA_DIR/token).")
-        Path tokenFile = ApprovalsCommand.defaultTokenFile();
+        Path tokenFile = ServerConnection.defaultTokenFile();
 
         @Override
         public Integer call() {

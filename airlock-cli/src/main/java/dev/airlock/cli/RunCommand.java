@@ -7,25 +7,36 @@ import dev.airlock.core.ExecResult;
 import dev.airlock.core.Language;
 import dev.airlock.core.Limits;
 import dev.airlock.core.OutputListener;
+import dev.airlock.core.Printable;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.RunResult;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.core.Trace;
+import dev.airlock.server.policy.TokenFile;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
+import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -37,6 +48,9 @@ final class RunCommand implements Callable<Integer> {
     /** Exit status when the run hit its time limit, as timeout(1) does. */
     static final int EXIT_TIMED_OUT = 124;
     static final int EXIT_CANCELLED = 130;
+    /** The longest timeout a server takes for a run (its REST API's bound), what --server waits for when --timeout is not given. */
+    private static final double SERVER_LONGEST_TIMEOUT_SECONDS = 24 * 3600;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Option(names = "--lang", required = true, paramLabel = "LANG",
             description = "python, javascript, bash, sh or java.")
@@ -80,12 +94,28 @@ final class RunCommand implements Callable<Integer> {
     @Mixin
     EngineOptions engineOptions = new EngineOptions();
 
+    @Option(names = "--server", description = "Run on the Airlock server at --url (a running 'airlock serve', whose warm sandboxes"
+            + " take the code: this command makes none), as the client whose token --token-file holds. That client's profile sets"
+            + " the image and the limits, so --image, --env, the limits but --timeout and the engine's options are refused with it;"
+            + " the output comes when the run ends.")
+    boolean onServer;
+
+    @Mixin
+    ServerConnection server = new ServerConnection();
+
+    @Spec
+    CommandSpec command;
+
     @Override
     public Integer call() {
         Trace.mark("command line parsed");
+        checkOptionsForWhereItRuns();
         Language lang = Language.parse(language);
         String code = readCode();
         byte[] stdin = readStdin();
+        if (onServer) {
+            return runOnServer(lang, code, stdin);
+        }
         SandboxSpec spec = new SandboxSpec(image, limits.apply(Limits.DEFAULTS), parseEnv());
         RunRequest request = new RunRequest(lang, code, stdin, spec);
 
@@ -123,16 +153,106 @@ final class RunCommand implements Callable<Integer> {
     }
 
     static int exitStatus(ExecResult r) {
-        return switch (r.endReason()) {
+        return exitStatus(r.endReason(), r.exitCode());
+    }
+
+    private static int exitStatus(EndReason reason, int exitCode) {
+        return switch (reason) {
             case TIMED_OUT -> EXIT_TIMED_OUT;
             case CANCELLED -> EXIT_CANCELLED;
-            default -> r.exitCode();
+            default -> exitCode;
         };
+    }
+
+    /**
+     * Refuses the options that do not apply where the code runs: on a server, those that set up a
+     * sandbox here (the server's policy does); here, those that name a server.
+     */
+    private void checkOptionsForWhereItRuns() {
+        ParseResult parsed = command.commandLine().getParseResult();
+        List<String> given = new ArrayList<>();
+        if (onServer) {
+            List<OptionSpec> local = new ArrayList<>(command.mixins().get("limits").options());
+            local.addAll(command.mixins().get("engineOptions").options());
+            local.add(command.findOption("--image"));
+            local.add(command.findOption("--env"));
+            for (OptionSpec o : local) {
+                if (parsed.hasMatchedOption(o) && !o.longestName().equals("--timeout")) {
+                    given.add(o.longestName());
+                }
+            }
+            if (!given.isEmpty()) {
+                throw AirlockException.invalid("with --server the server makes the sandbox, as its policy's profile for the client says,"
+                        + " so these options do not apply: " + String.join(", ", given) + "; leave them out, or run here without --server");
+            }
+            return;
+        }
+        for (OptionSpec o : command.mixins().get("server").options()) {
+            if (parsed.hasMatchedOption(o)) {
+                given.add(o.longestName());
+            }
+        }
+        if (!given.isEmpty()) {
+            throw AirlockException.invalid("these options name the server that --server runs on: " + String.join(", ", given)
+                    + "; give --server too, or leave them out to run here");
+        }
+    }
+
+    /**
+     * POST /v1/run to the server, over {@link PlainHttp}: a JVM that loaded the JDK's HttpClient for
+     * this one call would spend longer on that than the server on the run. The output is printed once
+     * the run ended (the server answers a run whole); Ctrl-C ends this process, its connection with
+     * it, and the server then cancels the run.
+     */
+    private int runOnServer(Language lang, String code, byte[] stdin) {
+        limits.apply(Limits.DEFAULTS);   // checks --timeout
+        ObjectNode body = JSON.createObjectNode().put("language", lang.id()).put("code", code);
+        if (stdin.length > 0) {
+            body.put("stdinBase64", Base64.getEncoder().encodeToString(stdin));
+        }
+        if (limits.timeoutSeconds != null) {
+            body.put("timeoutSeconds", limits.timeoutSeconds);
+        }
+        URI url = server.server();
+        String token = TokenFile.read(server.tokenFile);
+        // the run's answer comes when it ends: a read waits for its timeout (the server's longest when none is given) and a margin
+        double waitSeconds = (limits.timeoutSeconds != null ? limits.timeoutSeconds : SERVER_LONGEST_TIMEOUT_SECONDS) + 60;
+        PlainHttp.Response answer;
+        try (PlainHttp http = new PlainHttp(url, token, server.tls(url), (int) Math.min(Integer.MAX_VALUE, waitSeconds * 1000))) {
+            answer = http.send("POST", "/v1/run", body.toString());
+        } catch (java.io.IOException e) {
+            throw server.unreachable(e);
+        }
+        JsonNode n = answer.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(answer.body());
+        if (answer.status() >= 300) {
+            throw ServerConnection.refused(answer.status(), n);
+        }
+        EndReason reason;
+        try {
+            reason = EndReason.valueOf(n.path("endReason").asString("").toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw AirlockException.internal("the server at " + url + " answered a run without a known endReason: "
+                    + Printable.of(answer.body(), 200), e);
+        }
+        if (json) {
+            System.out.println(n);
+        } else {
+            System.out.print(n.path("stdout").asString(""));
+            System.out.flush();
+            System.err.print(n.path("stderr").asString(""));
+            if (reason != EndReason.EXITED && reason != EndReason.SIGNALED) {
+                System.err.println("airlock: " + Printable.of(n.path("message").asString(reason.name().toLowerCase(Locale.ROOT)), 1000));
+            }
+            if (n.path("truncated").asBoolean(false)) {
+                System.err.println("airlock: output was truncated at the output limit of the client's profile");
+            }
+        }
+        return exitStatus(reason, n.path("exitCode").asInt(-1));
     }
 
     static String toJson(RunResult run) {
         ExecResult r = run.result();
-        ObjectNode node = JsonMapper.builder().build().createObjectNode();
+        ObjectNode node = JSON.createObjectNode();
         node.put("stdout", r.stdoutText());
         node.put("stderr", r.stderrText());
         node.put("exitCode", r.exitCode());

@@ -1,5 +1,6 @@
 package dev.airlock.cli.bench;
 
+import dev.airlock.cli.PlainHttp;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
@@ -18,7 +19,7 @@ final class BenchClient {
     private final PlainHttp http;
 
     BenchClient(URI base, String token) {
-        this.http = new PlainHttp(base, token);
+        this.http = new PlainHttp(base, token, null, PlainHttp.BENCH_READ_TIMEOUT_MILLIS);
     }
 
     /** {@code GET /health}, which must answer 200: the round trip of the client and the loopback, with next to no work of the server's. */

@@ -1,6 +1,9 @@
 package dev.airlock.cli.bench;
 
 import dev.airlock.cli.AirlockCli;
+import dev.airlock.oci.OciDriverConfig;
+import dev.airlock.server.AirlockServer;
+import dev.airlock.server.config.ServerConfig;
 
 import java.io.File;
 import java.io.IOException;
@@ -18,7 +21,8 @@ import static dev.airlock.cli.bench.Baselines.PYTHON;
 
 /**
  * The CLI one-shot as a user types it, {@code bin/airlock run --lang python --code pass} (a JVM, an
- * engine, one sandbox), beside the same program bare and under Anthropic's sandbox-runtime
+ * engine, one sandbox) and {@code run --server} (a JVM asking a running server, whose warm pool takes
+ * the code), beside the same program bare and under Anthropic's sandbox-runtime
  * ({@code srt -c 'python3 -c pass'}, when srt is installed; it is a baseline, never required). The
  * commands take turns, one of each per round, so that a change in the host's load weighs on all
  * of them alike; the ratios are to bare and, for the CLI, also to srt.
@@ -35,19 +39,23 @@ public final class CliCases {
     static final String SRT = "cli: srt -c 'python3 -c pass' (sandbox-runtime)";
     static final String AIRLOCK = "cli: bin/airlock run --lang python --code pass";
     static final String AIRLOCK_VS_SRT = "cli: bin/airlock run, ratio to srt";
+    static final String ON_SERVER = "cli: bin/airlock run --server --lang python --code pass (a running server)";
+    static final String ON_SERVER_VS_SRT = "cli: bin/airlock run --server, ratio to srt";
     private static final long COMMAND_TIMEOUT_SECONDS = 120;
 
     private CliCases() {
     }
 
     /** The method line of this section. */
-    public static String method(int runs, int warmup) {
+    public static String method(int runs, int warmup, int serverWarmUpSeconds) {
         return String.format("%d rounds after %d warm-up rounds, each command once per round in turn; ms; ratio: to bare"
-                + " (the last row: to srt)", runs, warmup);
+                + " (the rows 'ratio to srt': to srt); --server: a server of this JVM on loopback, its pool of 1 full again before the"
+                + " next command, after %d s of unmeasured runs on it", runs, warmup, serverWarmUpSeconds);
     }
 
     /** Measures the section, or adds a note to {@code notes} saying why it was not measured. */
-    public static List<Stats> measure(Progress progress, int runs, int warmup, List<String> notes) throws Exception {
+    public static List<Stats> measure(Progress progress, int runs, int warmup, int serverWarmUpSeconds, OciDriverConfig driver,
+                                      List<String> notes) throws Exception {
         Path airlock = binAirlock();
         if (airlock == null) {
             notes.add("cli: not measured: the benchmark runs from " + codeSource() + ", not from the built jar beside bin/airlock"
@@ -76,24 +84,42 @@ public final class CliCases {
             return List.of();
         }
 
+        Path dataDir = Files.createTempDirectory("airlock-bench-cli");
         Map<String, double[]> samples = new LinkedHashMap<>();
-        commands.keySet().forEach(name -> samples.put(name, new double[runs]));
-        progress.begin("cli: " + String.join(", ", commands.keySet().stream().map(n -> n.substring(5)).toList()), warmup + runs);
-        for (int round = 0; round < warmup + runs; round++) {
-            for (Map.Entry<String, List<String>> c : commands.entrySet()) {
-                long t0 = System.nanoTime();
-                String failed = run(c.getValue(), Map.of());
-                long t1 = System.nanoTime();
-                if (failed != null) {
-                    throw new IllegalStateException("benchmark command failed: " + failed);
+        try (AirlockServer server = AirlockServer.start(ServerConfig.defaults().withPort(0).withE2bPort(ServerConfig.E2B_OFF)
+                .withDataDir(dataDir).withPoolSize(1).withDriver(driver.toSettings()))) {
+            BenchClient client = new BenchClient(server.uri(), server.token());
+            commands.put(ON_SERVER, List.of(airlock.toString(), "run", "--server", "--url", server.uri().toString(), "--token-file",
+                    dataDir.resolve("token").toString(), "--lang", "python", "--code", "pass"));
+            Sampler.warmUp(progress, "cli: the server for run --server", serverWarmUpSeconds, () -> {
+                String one = client.create();
+                client.exec(one, PYTHON, "-c", "pass");
+                client.delete(one);
+            });
+            commands.keySet().forEach(name -> samples.put(name, new double[runs]));
+            progress.begin("cli: " + String.join(", ", commands.keySet().stream().map(n -> n.substring(5)).toList()), warmup + runs);
+            for (int round = 0; round < warmup + runs; round++) {
+                for (Map.Entry<String, List<String>> c : commands.entrySet()) {
+                    client.awaitPoolReady();   // the server's refill is done: it weighs on no command measured
+                    long t0 = System.nanoTime();
+                    String failed = run(c.getValue(), Map.of());
+                    long t1 = System.nanoTime();
+                    if (failed != null) {
+                        throw new IllegalStateException("benchmark command failed: " + failed);
+                    }
+                    if (round >= warmup) {
+                        samples.get(c.getKey())[round - warmup] = (t1 - t0) / 1e6;
+                    }
                 }
-                if (round >= warmup) {
-                    samples.get(c.getKey())[round - warmup] = (t1 - t0) / 1e6;
-                }
+                progress.step();
             }
-            progress.step();
+            progress.end();
+            client.awaitPoolReady();   // no refill cut short by the server's close
+        } finally {
+            try (var files = Files.walk(dataDir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
         }
-        progress.end();
 
         Stats bare = Stats.of(SECTION, BARE, "ms", samples.get(BARE));
         List<Stats> results = new ArrayList<>(List.of(bare));
@@ -101,12 +127,14 @@ public final class CliCases {
         if (srtStats != null) {
             results.add(srtStats.relativeTo(bare));
         }
-        Stats cli = Stats.of(SECTION, AIRLOCK, "ms", samples.get(AIRLOCK));
-        results.add(cli.relativeTo(bare));
-        if (srtStats != null) {
-            Stats vsSrt = cli.relativeTo(srtStats);
-            results.add(new Stats(SECTION, AIRLOCK_VS_SRT, vsSrt.median(), vsSrt.p10(), vsSrt.p90(), vsSrt.unit(), vsSrt.baseline(),
-                    vsSrt.ratio()));
+        for (String[] rows : new String[][] {{AIRLOCK, AIRLOCK_VS_SRT}, {ON_SERVER, ON_SERVER_VS_SRT}}) {
+            Stats cli = Stats.of(SECTION, rows[0], "ms", samples.get(rows[0]));
+            results.add(cli.relativeTo(bare));
+            if (srtStats != null) {
+                Stats vsSrt = cli.relativeTo(srtStats);
+                results.add(new Stats(SECTION, rows[1], vsSrt.median(), vsSrt.p10(), vsSrt.p90(), vsSrt.unit(), vsSrt.baseline(),
+                        vsSrt.ratio()));
+            }
         }
         return results;
     }

@@ -1,4 +1,4 @@
-package dev.airlock.cli.bench;
+package dev.airlock.cli;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
@@ -11,43 +11,61 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 
-/**
- * HTTP/1.1 on one kept-alive connection, written and read on the caller's thread: what the benchmark
- * times is the server's work and the loopback, not a client library's. The JDK's {@code HttpClient}
- * hands each request between its own threads (the caller, its selector, its executor), which on this
- * 2-core host cost 1 to 4 ms a request, more than the server's work for a create from the pool;
- * {@code airlock bench} measures {@code GET /health} through both, so the difference is on record.
- * One request at a time (calls are serialized); a connection the server closed between requests is
- * opened again once.
- */
-final class PlainHttp implements AutoCloseable {
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.SSLSocketFactory;
 
-    /** The longest a request may wait for its answer (a fork of ten microVMs under TCG takes tens of seconds). */
-    private static final int READ_TIMEOUT_MILLIS = 15 * 60 * 1000;
-    /** The largest answer the benchmark reads (its largest, a page of the audit log, is far smaller). */
+/**
+ * HTTP/1.1 on one kept-alive connection, written and read on the caller's thread, for the CLI's calls
+ * whose cost is measured: {@code airlock bench} (what it times is the server's work and the loopback,
+ * not a client library's) and {@code airlock run --server} (a one-shot whose JVM exists for one call).
+ * The JDK's {@code HttpClient} hands each request between its own threads (the caller, its selector,
+ * its executor), which on a 2-core host costs 1 to 4 ms a request, more than the server's work for a
+ * create from the pool ({@code airlock bench} measures {@code GET /health} through both), and a JVM
+ * that starts it for one call pays for its classes and its default TLS context first, whatever the
+ * scheme: a few hundred milliseconds. One request at a time (calls are serialized); a connection the
+ * server closed between requests is opened again once.
+ */
+public final class PlainHttp implements AutoCloseable {
+
+    /** The longest a request of the benchmark may wait for its answer (a fork of ten microVMs under TCG takes tens of seconds). */
+    public static final int BENCH_READ_TIMEOUT_MILLIS = 15 * 60 * 1000;
+    /** The largest answer read (the benchmark's largest, a page of the audit log, and a run's, its output and files, are far smaller). */
     private static final int MAX_BODY_BYTES = 64 << 20;
 
-    record Response(int status, String body) {
+    public record Response(int status, String body) {
     }
 
     private final String host;
     private final int port;
+    /** The path of the base URL, put before each request's ("" for none). */
+    private final String prefix;
     private final String authorization;
+    private final SSLSocketFactory tls;
+    private final int readTimeoutMillis;
     private Socket socket;
     private OutputStream out;
     private InputStream in;
 
-    PlainHttp(URI base, String token) {
-        if (!"http".equals(base.getScheme())) {
-            throw new IllegalArgumentException("the benchmark's client speaks plain HTTP to a loopback server, not " + base);
+    /**
+     * @param base              the server: http, or https when {@code tls} is given
+     * @param tls               makes the connection's TLS, verifying the server's certificate and name; null: plain HTTP
+     * @param readTimeoutMillis the longest a request may wait for (the next bytes of) its answer
+     */
+    public PlainHttp(URI base, String token, SSLSocketFactory tls, int readTimeoutMillis) {
+        if (!(tls == null ? "http" : "https").equals(base.getScheme()) || base.getHost() == null) {
+            throw new IllegalArgumentException("not an " + (tls == null ? "http" : "https") + " URL with a host: " + base);
         }
         this.host = base.getHost();
-        this.port = base.getPort();
+        this.port = base.getPort() >= 0 ? base.getPort() : tls == null ? 80 : 443;
+        this.prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
         this.authorization = "Bearer " + token;
+        this.tls = tls;
+        this.readTimeoutMillis = readTimeoutMillis;
     }
 
     /** {@code method path} with {@code body} (JSON; null: none) and its answer. */
-    synchronized Response send(String method, String path, String body) throws IOException {
+    public synchronized Response send(String method, String path, String body) throws IOException {
         boolean reused = socket != null;
         if (!reused) {
             connect();
@@ -71,16 +89,31 @@ final class PlainHttp implements AutoCloseable {
     }
 
     private void connect() throws IOException {
-        socket = new Socket(host, port);
-        socket.setTcpNoDelay(true);
-        socket.setSoTimeout(READ_TIMEOUT_MILLIS);
+        Socket plain = new Socket(host, port);
+        try {
+            plain.setTcpNoDelay(true);
+            plain.setSoTimeout(readTimeoutMillis);
+            if (tls == null) {
+                socket = plain;
+            } else {
+                SSLSocket secured = (SSLSocket) tls.createSocket(plain, host, port, true);
+                SSLParameters parameters = secured.getSSLParameters();
+                parameters.setEndpointIdentificationAlgorithm("HTTPS");
+                secured.setSSLParameters(parameters);
+                secured.startHandshake();
+                socket = secured;
+            }
+        } catch (IOException | RuntimeException e) {
+            plain.close();
+            throw e;
+        }
         out = socket.getOutputStream();
         in = new BufferedInputStream(socket.getInputStream(), 16 * 1024);
     }
 
     private void write(String method, String path, String body) throws IOException {
         byte[] content = body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
-        StringBuilder head = new StringBuilder(256).append(method).append(' ').append(path).append(" HTTP/1.1\r\n")
+        StringBuilder head = new StringBuilder(256).append(method).append(' ').append(prefix).append(path).append(" HTTP/1.1\r\n")
                 .append("Host: ").append(host).append(':').append(port).append("\r\n")
                 .append("Authorization: ").append(authorization).append("\r\n");
         if (body != null) {
