@@ -21,7 +21,11 @@ import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
-import tools.jackson.databind.JsonNode;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.core.ObjectReadContext;
+import tools.jackson.core.json.JsonFactory;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ObjectNode;
 
@@ -50,7 +54,6 @@ final class RunCommand implements Callable<Integer> {
     static final int EXIT_CANCELLED = 130;
     /** The longest timeout a server takes for a run (its REST API's bound), what --server waits for when --timeout is not given. */
     private static final double SERVER_LONGEST_TIMEOUT_SECONDS = 24 * 3600;
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Option(names = "--lang", required = true, paramLabel = "LANG",
             description = "python, javascript, bash, sh or java.")
@@ -199,6 +202,33 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /**
+     * Appends {@code text} as a JSON string (RFC 8259: the quotation mark, the reverse solidus and the
+     * control characters escaped). Written here rather than with Jackson: the first use of a mapper
+     * costs a one-shot about 25 ms, more than the rest of its request.
+     */
+    private static StringBuilder jsonString(StringBuilder out, String text) {
+        out.append('"');
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            switch (c) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        out.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        out.append(c);
+                    }
+                }
+            }
+        }
+        return out.append('"');
+    }
+
+    /**
      * POST /v1/run to the server, over {@link PlainHttp}: a JVM that loaded the JDK's HttpClient for
      * this one call would spend longer on that than the server on the run. The output is printed once
      * the run ended (the server answers a run whole); Ctrl-C ends this process, its connection with
@@ -206,13 +236,16 @@ final class RunCommand implements Callable<Integer> {
      */
     private int runOnServer(Language lang, String code, byte[] stdin) {
         limits.apply(Limits.DEFAULTS);   // checks --timeout
-        ObjectNode body = JSON.createObjectNode().put("language", lang.id()).put("code", code);
+        StringBuilder body = new StringBuilder(code.length() + 64).append("{\"language\":");
+        jsonString(body, lang.id()).append(",\"code\":");
+        jsonString(body, code);
         if (stdin.length > 0) {
-            body.put("stdinBase64", Base64.getEncoder().encodeToString(stdin));
+            body.append(",\"stdinBase64\":\"").append(Base64.getEncoder().encodeToString(stdin)).append('"');
         }
         if (limits.timeoutSeconds != null) {
-            body.put("timeoutSeconds", limits.timeoutSeconds);
+            body.append(",\"timeoutSeconds\":").append(limits.timeoutSeconds);
         }
+        body.append('}');
         URI url = server.server();
         String token = TokenFile.read(server.tokenFile);
         // the run's answer comes when it ends: a read waits for its timeout (the server's longest when none is given) and a margin
@@ -223,36 +256,74 @@ final class RunCommand implements Callable<Integer> {
         } catch (java.io.IOException e) {
             throw server.unreachable(e);
         }
-        JsonNode n = answer.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(answer.body());
         if (answer.status() >= 300) {
-            throw ServerConnection.refused(answer.status(), n);
+            JsonMapper json = JsonMapper.builder().build();
+            throw ServerConnection.refused(answer.status(), answer.body().isBlank() ? json.createObjectNode() : json.readTree(answer.body()));
         }
-        EndReason reason;
-        try {
-            reason = EndReason.valueOf(n.path("endReason").asString("").toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw AirlockException.internal("the server at " + url + " answered a run without a known endReason: "
-                    + Printable.of(answer.body(), 200), e);
-        }
+        ServerRun run = ServerRun.parse(answer.body(), url);
+        // as UTF-8 bytes, as the program wrote them, whatever this process's locale (a PrintStream would encode by it)
         if (json) {
-            System.out.println(n);
-        } else {
-            System.out.print(n.path("stdout").asString(""));
+            System.out.writeBytes((answer.body() + "\n").getBytes(StandardCharsets.UTF_8));
             System.out.flush();
-            System.err.print(n.path("stderr").asString(""));
-            if (reason != EndReason.EXITED && reason != EndReason.SIGNALED) {
-                System.err.println("airlock: " + Printable.of(n.path("message").asString(reason.name().toLowerCase(Locale.ROOT)), 1000));
+        } else {
+            System.out.writeBytes(run.stdout().getBytes(StandardCharsets.UTF_8));
+            System.out.flush();
+            System.err.writeBytes(run.stderr().getBytes(StandardCharsets.UTF_8));
+            System.err.flush();
+            if (run.endReason() != EndReason.EXITED && run.endReason() != EndReason.SIGNALED) {
+                System.err.println("airlock: " + Printable.of(run.message() != null ? run.message()
+                        : run.endReason().name().toLowerCase(Locale.ROOT), 1000));
             }
-            if (n.path("truncated").asBoolean(false)) {
+            if (run.truncated()) {
                 System.err.println("airlock: output was truncated at the output limit of the client's profile");
             }
         }
-        return exitStatus(reason, n.path("exitCode").asInt(-1));
+        return exitStatus(run.endReason(), run.exitCode());
+    }
+
+    /**
+     * The fields of a server's run answer that the CLI shows, read with Jackson's streaming parser:
+     * a JsonMapper's making and first use cost a one-shot about 30 ms (its configuration, its date
+     * formats), more than the rest of the call.
+     */
+    record ServerRun(String stdout, String stderr, int exitCode, EndReason endReason, String message, boolean truncated) {
+
+        static ServerRun parse(String answer, URI server) {
+            String stdout = "";
+            String stderr = "";
+            String message = null;
+            String endReason = null;
+            int exitCode = -1;
+            boolean truncated = false;
+            try (JsonParser p = JsonFactory.builder().build().createParser(ObjectReadContext.empty(), answer)) {
+                if (p.nextToken() != JsonToken.START_OBJECT) {
+                    throw new IllegalArgumentException("not a JSON object");
+                }
+                while (p.nextToken() == JsonToken.PROPERTY_NAME) {
+                    String name = p.currentName();
+                    JsonToken value = p.nextToken();
+                    switch (name) {
+                        case "stdout" -> stdout = p.getValueAsString("");
+                        case "stderr" -> stderr = p.getValueAsString("");
+                        case "message" -> message = p.getValueAsString();
+                        case "endReason" -> endReason = p.getValueAsString();
+                        case "exitCode" -> exitCode = p.getValueAsInt(-1);
+                        case "truncated" -> truncated = value == JsonToken.VALUE_TRUE;
+                        default -> p.skipChildren();
+                    }
+                }
+                return new ServerRun(stdout, stderr, exitCode, EndReason.valueOf(String.valueOf(endReason).toUpperCase(Locale.ROOT)),
+                        message, truncated);
+            } catch (JacksonException | IllegalArgumentException e) {
+                throw AirlockException.internal("the server at " + server + " answered a run with what is not a run's result ("
+                        + e.getMessage() + "): " + Printable.of(answer, 200), e);
+            }
+        }
     }
 
     static String toJson(RunResult run) {
         ExecResult r = run.result();
-        ObjectNode node = JSON.createObjectNode();
+        ObjectNode node = JsonMapper.builder().build().createObjectNode();
         node.put("stdout", r.stdoutText());
         node.put("stderr", r.stderrText());
         node.put("exitCode", r.exitCode());

@@ -87,6 +87,21 @@ class RunOnServerTest {
         assertThat(records.toString()).contains("POST /v1/run").contains("local");
     }
 
+    /**
+     * The request is JSON the CLI writes itself: code holding every kind of character JSON escapes
+     * (a quotation mark, a backslash, a tab, a newline, a carriage return, other control characters)
+     * and characters beyond ASCII reaches the interpreter as it was given.
+     */
+    @Test
+    void codeWithQuotesBackslashesControlCharactersAndNonAsciiArrivesIntact() throws Exception {
+        String literal = "\t|\u0001\u001f\u0007|\\\"|é 😀";   // in the Python string: a tab, three controls, \" (a quote), é, an emoji
+        Path file = dir.resolve("escapes.py");   // a file, read as UTF-8: an argument's characters would depend on the locale
+        Files.writeString(file, "import sys\r\ns = \"" + literal + "\"\nsys.stdout.write(s)");
+        CliProcess cli = run("--lang", "python", "--file", file.toString());
+        assertThat(cli.exitCode()).as(cli.stderr()).isZero();
+        assertThat(cli.stdout()).isEqualTo("\t|\u0001\u001f\u0007|\"|é 😀");
+    }
+
     @Test
     void aTimeoutEndsWith124AndTheServersSentence() throws Exception {
         CliProcess cli = run("--lang", "sh", "--code", "sleep 30", "--timeout", "1");
