@@ -151,6 +151,19 @@ class ApiTlsTest {
                 .hasMessageContaining(key.toString());
     }
 
+    /** {@code run --server} over HTTPS, with its own client (not the JDK's HttpClient): as the commands above. */
+    @Test
+    void runOnTheServerOverHttpsTrustsTheServerGivenItsCaFileAndSaysWhatToGiveWithoutIt() {
+        String[] call = {"run", "--server", "--url", "https://localhost:" + server.uri().getPort(), "--token-file",
+                dir.resolve("data/token").toString(), "--lang", "sh", "--code", "echo over tls"};
+        InProcessCli trusted = InProcessCli.run(concat(call, "--ca-file", cert.toString()));
+        assertThat(trusted.exit()).as(trusted.err()).isZero();
+        assertThat(trusted.out()).isEqualTo("over tls\n");
+        InProcessCli untrusted = InProcessCli.run(call);
+        assertThat(untrusted.exit()).isEqualTo(3);
+        assertThat(untrusted.err()).contains("does not trust", "--ca-file");
+    }
+
     private static String[] concat(String[] a, String... more) {
         return java.util.stream.Stream.concat(java.util.Arrays.stream(a), java.util.Arrays.stream(more)).toArray(String[]::new);
     }
