@@ -23,8 +23,6 @@ import java.time.Duration;
  */
 final class ServerConnection {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
-
     /** The token a command presents unless told otherwise: $AIRLOCK_TOKEN_FILE, else the data directory's. */
     static Path defaultTokenFile() {
         return Path.of(System.getenv().getOrDefault("AIRLOCK_TOKEN_FILE",
@@ -62,7 +60,9 @@ final class ServerConnection {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted");
         }
-        JsonNode n = r.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(r.body());
+        // made here, not when the class loads: run --server holds these options and reads no answer with a mapper (~20 ms)
+        JsonMapper json = JsonMapper.builder().build();
+        JsonNode n = r.body().isBlank() ? json.createObjectNode() : json.readTree(r.body());
         if (r.statusCode() >= 300) {
             throw refused(r.statusCode(), n);
         }
