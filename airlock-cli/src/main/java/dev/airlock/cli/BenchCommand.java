@@ -202,7 +202,7 @@ final class BenchCommand implements Callable<Integer> {
             print(new Report(machine, Map.of(TailCases.SECTION, method.get(TailCases.SECTION)), List.of(), List.of(), List.of(), tails, notes));
             return 0;
         }
-        // first, on a host no engine of this benchmark has touched yet; reported last
+        // first, before the other sections load this JVM (its own server for run --server is closed when it ends); reported last
         List<Stats> cli = CliCases.measure(progress, n, w, warmUpSeconds, config, notes);
         if (cliOnly) {
             print(new Report(machine, Map.of(CliCases.SECTION, method.get(CliCases.SECTION)), cli, List.of(), List.of(), List.of(), notes));
