@@ -257,8 +257,7 @@ final class RunCommand implements Callable<Integer> {
             throw server.unreachable(e);
         }
         if (answer.status() >= 300) {
-            JsonMapper json = JsonMapper.builder().build();
-            throw ServerConnection.refused(answer.status(), answer.body().isBlank() ? json.createObjectNode() : json.readTree(answer.body()));
+            throw ServerConnection.refused(answer.status(), ServerConnection.parse(answer.body()));
         }
         ServerRun run = ServerRun.parse(answer.body(), url);
         // as UTF-8 bytes, as the program wrote them, whatever this process's locale (a PrintStream would encode by it)

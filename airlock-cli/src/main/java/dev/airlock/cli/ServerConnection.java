@@ -60,13 +60,20 @@ final class ServerConnection {
             Thread.currentThread().interrupt();
             throw AirlockException.unavailable("interrupted");
         }
-        // made here, not when the class loads: run --server holds these options and reads no answer with a mapper (~20 ms)
-        JsonMapper json = JsonMapper.builder().build();
-        JsonNode n = r.body().isBlank() ? json.createObjectNode() : json.readTree(r.body());
+        JsonNode n = parse(r.body());
         if (r.statusCode() >= 300) {
             throw refused(r.statusCode(), n);
         }
         return n;
+    }
+
+    /**
+     * A server's answer as JSON (an empty object when blank). The mapper is made here, not when the
+     * class loads: run --server holds these options and reads its answers without one (~20 ms).
+     */
+    static JsonNode parse(String body) {
+        JsonMapper json = JsonMapper.builder().build();
+        return body.isBlank() ? json.createObjectNode() : json.readTree(body);
     }
 
     /** --url, without a trailing slash. */
