@@ -52,25 +52,36 @@ class ApiTlsTest {
 
     /** A self-signed certificate for {@code names} (DNS) and 127.0.0.1, with its key, as PEM files in {@code dir}. */
     private static KeyPair issue(Path certFile, Path keyFile, String... names) throws Exception {
-        KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
-        g.initialize(new ECGenParameterSpec("secp256r1"));
-        KeyPair keys = g.generateKeyPair();
-        X500Name subject = new X500Name("CN=" + names[0]);
-        Instant now = Instant.now();
-        var b = new JcaX509v3CertificateBuilder(subject, BigInteger.valueOf(now.toEpochMilli()), Date.from(now.minus(1, ChronoUnit.HOURS)),
-                Date.from(now.plus(1, ChronoUnit.DAYS)), subject, keys.getPublic());
-        GeneralName[] alt = new GeneralName[names.length + 1];
-        for (int i = 0; i < names.length; i++) {
-            alt[i] = new GeneralName(GeneralName.dNSName, names[i]);
-        }
-        alt[names.length] = new GeneralName(GeneralName.iPAddress, "127.0.0.1");
-        b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(alt));
-        X509Certificate c = new JcaX509CertificateConverter().getCertificate(b.build(new JcaContentSignerBuilder("SHA256withECDSA")
-                .build(keys.getPrivate())));
+        KeyPair keys = keyPair();
+        X509Certificate c = selfSigned(keys, true, names);
         Files.writeString(certFile, pem(c));
         Files.writeString(keyFile, pem(new org.bouncycastle.openssl.jcajce.JcaPKCS8Generator(keys.getPrivate(), null).generate()));
         certificate = certificate == null ? c : certificate;
         return keys;
+    }
+
+    private static KeyPair keyPair() throws Exception {
+        KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+        g.initialize(new ECGenParameterSpec("secp256r1"));
+        return g.generateKeyPair();
+    }
+
+    /** A certificate for {@code names} (DNS), and 127.0.0.1 when {@code loopback}, signed by its own key. */
+    private static X509Certificate selfSigned(KeyPair keys, boolean loopback, String... names) throws Exception {
+        X500Name subject = new X500Name("CN=" + names[0]);
+        Instant now = Instant.now();
+        var b = new JcaX509v3CertificateBuilder(subject, BigInteger.valueOf(now.toEpochMilli()), Date.from(now.minus(1, ChronoUnit.HOURS)),
+                Date.from(now.plus(1, ChronoUnit.DAYS)), subject, keys.getPublic());
+        java.util.List<GeneralName> alt = new java.util.ArrayList<>();
+        for (String name : names) {
+            alt.add(new GeneralName(GeneralName.dNSName, name));
+        }
+        if (loopback) {
+            alt.add(new GeneralName(GeneralName.iPAddress, "127.0.0.1"));
+        }
+        b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(alt.toArray(GeneralName[]::new)));
+        return new JcaX509CertificateConverter().getCertificate(b.build(new JcaContentSignerBuilder("SHA256withECDSA")
+                .build(keys.getPrivate())));
     }
 
     private static String pem(Object o) throws IOException {
@@ -162,6 +173,43 @@ class ApiTlsTest {
         InProcessCli untrusted = InProcessCli.run(call);
         assertThat(untrusted.exit()).isEqualTo(3);
         assertThat(untrusted.err()).contains("does not trust", "--ca-file");
+    }
+
+    /**
+     * Hostile: a server whose certificate the CA file vouches for but which names another host (an
+     * attacker's, holding a certificate from the same authority) gets no request, so no token: run
+     * --server checks the name, not only the authority.
+     */
+    @Test
+    void runOnTheServerSendsNoTokenToACertificateForAnotherName() throws Exception {
+        KeyPair keys = keyPair();
+        X509Certificate elsewhere = selfSigned(keys, false, "elsewhere.test");
+        Path ca = dir.resolve("elsewhere.pem");
+        Files.writeString(ca, pem(elsewhere));
+        java.security.KeyStore store = java.security.KeyStore.getInstance("PKCS12");
+        store.load(null, null);
+        store.setKeyEntry("server", keys.getPrivate(), "x".toCharArray(), new java.security.cert.Certificate[] {elsewhere});
+        javax.net.ssl.KeyManagerFactory managers = javax.net.ssl.KeyManagerFactory.getInstance(javax.net.ssl.KeyManagerFactory.getDefaultAlgorithm());
+        managers.init(store, "x".toCharArray());
+        javax.net.ssl.SSLContext tls = javax.net.ssl.SSLContext.getInstance("TLS");
+        tls.init(managers.getKeyManagers(), null, null);
+        java.util.concurrent.atomic.AtomicInteger received = new java.util.concurrent.atomic.AtomicInteger();
+        try (java.net.ServerSocket listener = tls.getServerSocketFactory().createServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Thread impostor = Thread.ofVirtual().start(() -> {
+                try (java.net.Socket s = listener.accept()) {
+                    s.setSoTimeout(10_000);
+                    received.addAndGet(s.getInputStream().readNBytes(1).length);
+                } catch (IOException e) {
+                    // the client gave up during the handshake
+                }
+            });
+            InProcessCli cli = InProcessCli.run("run", "--server", "--url", "https://127.0.0.1:" + listener.getLocalPort(), "--token-file",
+                    dir.resolve("data/token").toString(), "--ca-file", ca.toString(), "--lang", "sh", "--code", "true");
+            impostor.join(15_000);
+            assertThat(cli.exit()).as(cli.err()).isEqualTo(3);
+            assertThat(cli.err()).contains("127.0.0.1");
+            assertThat(received.get()).as("bytes of a request sent to a server whose certificate names another host").isZero();
+        }
     }
 
     private static String[] concat(String[] a, String... more) {
