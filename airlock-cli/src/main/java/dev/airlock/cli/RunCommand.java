@@ -52,8 +52,6 @@ final class RunCommand implements Callable<Integer> {
     /** Exit status when the run hit its time limit, as timeout(1) does. */
     static final int EXIT_TIMED_OUT = 124;
     static final int EXIT_CANCELLED = 130;
-    /** The longest timeout a server takes for a run (its REST API's bound), what --server waits for when --timeout is not given. */
-    private static final double SERVER_LONGEST_TIMEOUT_SECONDS = 24 * 3600;
 
     @Option(names = "--lang", required = true, paramLabel = "LANG",
             description = "python, javascript, bash, sh or java.")
@@ -249,7 +247,7 @@ final class RunCommand implements Callable<Integer> {
         URI url = server.server();
         String token = TokenFile.read(server.tokenFile);
         // the run's answer comes when it ends: a read waits for its timeout (the server's longest when none is given) and a margin
-        double waitSeconds = (limits.timeoutSeconds != null ? limits.timeoutSeconds : SERVER_LONGEST_TIMEOUT_SECONDS) + 60;
+        double waitSeconds = (limits.timeoutSeconds != null ? limits.timeoutSeconds : Limits.MAX_TIMEOUT.toSeconds()) + 60;
         PlainHttp.Response answer;
         try (PlainHttp http = new PlainHttp(url, token, server.tls(url), (int) Math.min(Integer.MAX_VALUE, waitSeconds * 1000))) {
             answer = http.send("POST", "/v1/run", body.toString());

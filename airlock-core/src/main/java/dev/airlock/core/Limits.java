@@ -30,6 +30,9 @@ public record Limits(
 
     private static final long KIB = 1024, MIB = 1024 * KIB, GIB = 1024 * MIB;
 
+    /** The longest timeout of an execution, here and on a server (its REST API refuses a longer one); declared before DEFAULTS, whose check reads it. */
+    public static final Duration MAX_TIMEOUT = Duration.ofHours(24);
+
     public static final Limits DEFAULTS = new Limits(
             512 * MIB, 256, 1.0, Duration.ofSeconds(30), 1 * MIB, 64 * MIB, 1024, 128 * MIB);
 
@@ -39,7 +42,7 @@ public record Limits(
         if (!(cpus >= 0.01 && cpus <= 1024)) {
             throw AirlockException.invalid("cpus " + cpus + " is out of range: give a number of cores from 0.01 to 1024");
         }
-        if (timeout == null || timeout.compareTo(Duration.ofMillis(10)) < 0 || timeout.compareTo(Duration.ofHours(24)) > 0) {
+        if (timeout == null || timeout.compareTo(Duration.ofMillis(10)) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
             throw AirlockException.invalid("timeout " + timeout + " is out of range: give 10ms to 24h");
         }
         checkRange("output", outputBytes, 0, 1 * GIB, true);

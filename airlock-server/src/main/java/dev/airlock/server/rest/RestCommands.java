@@ -2,6 +2,7 @@ package dev.airlock.server.rest;
 
 import dev.airlock.core.AirlockException;
 import dev.airlock.core.Language;
+import dev.airlock.core.Limits;
 import dev.airlock.core.RunRequest;
 import dev.airlock.core.SandboxSpec;
 import dev.airlock.core.TerminalSize;
@@ -35,8 +36,6 @@ final class RestCommands {
             "background", "tty", "rows", "cols");
     static final Set<String> CELL_FIELDS = Set.of("code", "timeoutSeconds");
     static final Set<String> RUN_FIELDS = Set.of("language", "code", "stdin", "stdinBase64", "files", "timeoutSeconds");
-    /** The longest execution timeout a body may name. */
-    private static final Duration MAX_TIMEOUT = Duration.ofHours(24);
 
     private final Duration maxTtl;
 
@@ -66,7 +65,7 @@ final class RestCommands {
             case SIZE -> Json.size(n, f.wireName());
             case SECONDS -> {
                 Double seconds = Json.number(n, f.wireName());
-                yield seconds == null ? null : seconds("limits." + f.wireName(), seconds, MAX_TIMEOUT).toMillis() / 1000.0;
+                yield seconds == null ? null : seconds("limits." + f.wireName(), seconds, Limits.MAX_TIMEOUT).toMillis() / 1000.0;
             }
             case COUNT, DECIMAL -> Json.number(n, f.wireName());
         });
@@ -143,7 +142,7 @@ final class RestCommands {
 
     static Duration timeout(JsonNode body) {
         Double timeout = Json.number(body, "timeoutSeconds");
-        return timeout == null ? null : seconds("timeoutSeconds", timeout, MAX_TIMEOUT);
+        return timeout == null ? null : seconds("timeoutSeconds", timeout, Limits.MAX_TIMEOUT);
     }
 
     private static byte[] stdin(JsonNode body) {
