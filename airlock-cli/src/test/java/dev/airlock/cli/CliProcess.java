@@ -67,6 +67,31 @@ public final class CliProcess {
         return process.exitValue();
     }
 
+    /**
+     * Ends the CLI as Ctrl-C does: SIGINT. A process started with SIGINT ignored keeps it ignored
+     * (a background job of a non-interactive shell, or under nohup, and so its children: this JVM's
+     * CLI too); then SIGTERM, which the JVM handles alike (its shutdown hooks run). Returns the
+     * signal sent.
+     */
+    public String interrupt() throws IOException, InterruptedException {
+        String signal = ignoresSigint(process.pid()) ? "TERM" : "INT";
+        int status = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).start().waitFor();
+        if (status != 0) {
+            throw new AssertionError("kill -" + signal + " " + process.pid() + " exited " + status);
+        }
+        return signal;
+    }
+
+    /** Whether process {@code pid} ignores SIGINT (its SigIgn mask in /proc, bit 1 for signal 2). */
+    private static boolean ignoresSigint(long pid) throws IOException {
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("SigIgn:")) {
+                return (Long.parseUnsignedLong(line.substring(7).strip(), 16) & 2) != 0;
+            }
+        }
+        throw new AssertionError("no SigIgn line in /proc/" + pid + "/status");
+    }
+
     public int exitCode() {
         return process.exitValue();
     }
