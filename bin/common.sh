@@ -4,7 +4,7 @@
 
 airlock_bin_dir=${BASH_SOURCE[0]%/*}
 [ "$airlock_bin_dir" = "${BASH_SOURCE[0]}" ] && airlock_bin_dir=.
-AIRLOCK_HOME=$(cd "$airlock_bin_dir/.." && pwd)
+AIRLOCK_HOME=$(cd -P "$airlock_bin_dir/.." && pwd)
 
 airlock_find_java() {
   local candidate
@@ -78,5 +78,5 @@ airlock_build_if_stale() {
   fi
 }
 
-# The CLI's AOT cache (bin/aot.sh), shared with the installed launcher (packaging/launcher.sh)
+# The CLI's JVM flags and AOT cache (bin/aot.sh), shared with the installed launcher (packaging/launcher.sh)
 source "$airlock_bin_dir/aot.sh"

@@ -12,13 +12,15 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 
 /**
- * The training workload of the CLI's AOT cache (bin/aot.sh): the JVM that runs it records the
+ * The training workload of the CLI's AOT caches (bin/aot.sh): the JVM that runs it records the
  * classes it loads and links, and the method profiles, so that the short commands that follow
- * start with them ready. It runs what a user runs most: {@code airlock run} here (a sandbox of
- * this host, its python), then {@code airlock run --server} against a stand-in server on loopback
- * that answers one run as a server does, so that the client side of a run on a server (its HTTP,
- * its JSON, its token) is in the cache too, not loaded and verified cold on every call. Prints
- * what each step exited with; exits with the first failure's status.
+ * start with them ready. For the {@code run} cache (the argument {@code run}, or none) it runs what a
+ * user runs most: {@code airlock run} here (a sandbox of this host, its python), then
+ * {@code airlock run --server} against a stand-in server on loopback that answers one run as a
+ * server does, so that the client side of a run on a server (its HTTP, its JSON, its token) is in
+ * the cache too. For the {@code client} cache, which only {@code run --server} starts from, that
+ * second step alone: no sandbox, no engine, so the cache holds only what a call to a server loads.
+ * Prints what each step exited with; exits with the first failure's status.
  */
 public final class AotTraining {
 
@@ -30,9 +32,17 @@ public final class AotTraining {
     }
 
     public static void main(String[] args) throws Exception {
+        String kind = args.length == 0 ? "run" : args[0];
+        if (!kind.equals("run") && !kind.equals("client")) {
+            System.err.println("airlock aot training: unknown cache kind '" + kind + "': give run or client");
+            System.exit(AirlockCli.EXIT_USAGE);
+        }
         ProcessUmask.letSandboxesRead();
-        int here = AirlockCli.execute("run", "--lang", "python", "--code", "pass");
-        System.err.println("airlock aot training: run exited " + here);
+        int here = 0;
+        if (kind.equals("run")) {
+            here = AirlockCli.execute("run", "--lang", "python", "--code", "pass");
+            System.err.println("airlock aot training: run exited " + here);
+        }
         int onServer = runOnStandIn();
         System.err.println("airlock aot training: run --server exited " + onServer);
         System.exit(here != 0 ? here : onServer);

@@ -147,6 +147,27 @@ class PackageTest {
         Result next = run(run, requireCache, dir, Duration.ofMinutes(2));
         assertThat(next.code()).as(next.output()).isZero();
         assertThat(next.output()).contains("42");
+
+        // run --server has a cache of its own, trained on that client path alone (a stand-in server, no sandbox); the call
+        // below finds no server (a port nothing listens on), so it exits 3 with that message, once its JVM has started
+        Path token = dir.resolve("token");
+        Files.writeString(token, "t".repeat(40));
+        Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        int closed;
+        try (var socket = new java.net.ServerSocket(0)) {
+            closed = socket.getLocalPort();
+        }
+        List<String> onServer = List.of(airlock.toString(), "run", "--server", "--url", "http://127.0.0.1:" + closed, "--token-file",
+                token.toString(), "--lang", "python", "--code", "pass");
+        Result trained = run(onServer, train, dir, Duration.ofMinutes(2));
+        assertThat(trained.code()).as(trained.output()).isEqualTo(3);
+        try (var files = Files.walk(dir.resolve(".cache/airlock/aot"))) {
+            assertThat(files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(".aot")).toList()).as("AOT caches trained")
+                    .hasSize(2).anyMatch(f -> f.endsWith("-client.aot"));
+        }
+        Result fromItsCache = run(onServer, requireCache, dir, Duration.ofMinutes(1));
+        assertThat(fromItsCache.code()).as(fromItsCache.output()).isEqualTo(3);
+        assertThat(fromItsCache.output()).contains("cannot reach the server");
     }
 
     @Test

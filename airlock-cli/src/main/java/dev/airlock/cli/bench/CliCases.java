@@ -29,8 +29,9 @@ import static dev.airlock.cli.bench.Baselines.PYTHON;
  *
  * <p>Measured only when the benchmark itself runs from the built jar beside {@code bin/airlock}
  * ({@code bin/airlock bench}): from class directories (the tests) bin/airlock would first rebuild
- * the project, so the section is then a note. An untimed run with {@code AIRLOCK_AOT=foreground}
- * first lets bin/airlock train its AOT cache, so no training runs beside the measured ones.
+ * the project, so the section is then a note. An untimed run of each with {@code AIRLOCK_AOT=foreground}
+ * first lets bin/airlock train its AOT caches ({@code run}'s and {@code run --server}'s), so no
+ * training runs beside the measured ones.
  */
 public final class CliCases {
 
@@ -91,6 +92,10 @@ public final class CliCases {
             BenchClient client = new BenchClient(server.uri(), server.token());
             commands.put(ON_SERVER, List.of(airlock.toString(), "run", "--server", "--url", server.uri().toString(), "--token-file",
                     dataDir.resolve("token").toString(), "--lang", "python", "--code", "pass"));
+            String untrained = run(commands.get(ON_SERVER), Map.of("AIRLOCK_AOT", "foreground"));
+            if (untrained != null) {
+                throw new IllegalStateException("benchmark command failed: " + untrained);
+            }
             Sampler.warmUp(progress, "cli: the server for run --server", serverWarmUpSeconds, () -> {
                 String one = client.create();
                 client.exec(one, PYTHON, "-c", "pass");
