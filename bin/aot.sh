@@ -49,18 +49,18 @@ airlock_aot_cache() {
   fi
   AIRLOCK_AOT_CACHE=
   [ "${AIRLOCK_AOT:-1}" != 0 ] && [ -n "$AIRLOCK_AOT_DIR" ] || return 0
-  local fingerprint cache
+  local fingerprint run_cache cache
   fingerprint=$({ echo "$JAVA_HOME ${flags[*]}"; stat -c '%n %s %Y' "$JAVA_HOME/lib/modules" "$AIRLOCK_JAR" "${AIRLOCK_JAR%/*}"/lib/*.jar; } | cksum)
-  fingerprint=${fingerprint%% *}
-  cache="$AIRLOCK_AOT_DIR/$fingerprint.aot"
-  [ "$kind" = client ] && cache="$AIRLOCK_AOT_DIR/$fingerprint-client.aot"
+  run_cache="$AIRLOCK_AOT_DIR/${fingerprint%% *}.aot"
+  cache=$run_cache
+  [ "$kind" = client ] && cache="${run_cache%.aot}-client.aot"
   if [ ! -f "$cache" ] && [ "${1:-}" = run ]; then
     airlock_aot_train "$cache" "$kind" "${flags[@]}"
   fi
   if [ -f "$cache" ]; then
     AIRLOCK_AOT_CACHE=$cache
-  elif [ -f "$AIRLOCK_AOT_DIR/$fingerprint.aot" ]; then
-    AIRLOCK_AOT_CACHE=$AIRLOCK_AOT_DIR/$fingerprint.aot
+  elif [ -f "$run_cache" ]; then
+    AIRLOCK_AOT_CACHE=$run_cache
   fi
 }
 

@@ -35,8 +35,9 @@ final class LimitOptions {
     String disk;
 
     Limits apply(Limits base) {
-        if (timeoutSeconds != null && (timeoutSeconds.isNaN() || timeoutSeconds <= 0 || timeoutSeconds > 86_400)) {
-            throw AirlockException.invalid("timeout " + timeoutSeconds + "s is out of range: give 0.01 to 86400 seconds");
+        long most = Limits.MAX_TIMEOUT.toSeconds();
+        if (timeoutSeconds != null && (timeoutSeconds.isNaN() || timeoutSeconds <= 0 || timeoutSeconds > most)) {
+            throw AirlockException.invalid("timeout " + timeoutSeconds + "s is out of range: give 0.01 to " + most + " seconds");
         }
         return LimitChanges.read(name -> true, this::value).applyTo(base);
     }
