@@ -8,9 +8,11 @@
 # server about 30 ms sooner (README, "The CLI one-shot").
 # Sourced by bin/common.sh (a checkout) and by the installed launcher (packaging/launcher.sh) once
 # AIRLOCK_HOME is set; its functions need JAVA_HOME (the Java runtime) and AIRLOCK_JAR too.
-# Caches live in the user's cache directory, named by a fingerprint of the Java runtime, the
-# JVM's flags and every jar on the class path (path, size, time), so a rebuild, an upgraded package or
-# another JDK gets new ones. The first `airlock run` without its cache trains it in the background, writing
+# Caches live in the user's cache directory, named by a hash of the Java runtime's path and the JVM's
+# flags; a cache is used only while it is newer than the runtime's modules and every jar on the class
+# path, so a rebuild or an upgraded package trains it again. All of it in shell builtins: each process
+# started here (stat, cksum) cost every command ~4 ms. The first `airlock run` without its cache trains it
+# in the background, writing
 # nothing to the terminal; the commands that follow use it once it is there. A cache that is missing
 # or does not match is harmless: the JVM starts without it, and its AOT messages are off.
 # AIRLOCK_AOT=0 turns it all off. (No cache directory, as without a HOME: no cache.)
@@ -36,8 +38,8 @@ airlock_jvm_flags() {
 
 # airlock_aot_cache JVM_FLAG... -- ARG... sets AIRLOCK_AOT_CACHE to the cache for these JVM flags, the jars as
 # built now and the CLI's arguments ARG (`client` for `run --server`, `run` for any other command), or to
-# nothing while there is none; a `run` whose cache is missing starts its training, and a `run --server`
-# meanwhile starts from the `run` cache when there is one.
+# nothing while there is none; a `run` whose cache is missing or stale starts its training, and a
+# `run --server` meanwhile starts from the `run` cache when that one is current.
 airlock_aot_cache() {
   local flags=() kind=run arg
   while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
@@ -49,19 +51,39 @@ airlock_aot_cache() {
   fi
   AIRLOCK_AOT_CACHE=
   [ "${AIRLOCK_AOT:-1}" != 0 ] && [ -n "$AIRLOCK_AOT_DIR" ] || return 0
-  local fingerprint run_cache cache
-  fingerprint=$({ echo "$JAVA_HOME ${flags[*]}"; stat -c '%n %s %Y' "$JAVA_HOME/lib/modules" "$AIRLOCK_JAR" "${AIRLOCK_JAR%/*}"/lib/*.jar; } | cksum)
-  run_cache="$AIRLOCK_AOT_DIR/${fingerprint%% *}.aot"
+  airlock_hash "$JAVA_HOME ${flags[*]}"
+  local run_cache="$AIRLOCK_AOT_DIR/$AIRLOCK_HASH.aot" cache
   cache=$run_cache
   [ "$kind" = client ] && cache="${run_cache%.aot}-client.aot"
-  if [ ! -f "$cache" ] && [ "${1:-}" = run ]; then
+  if ! airlock_aot_current "$cache" && [ "${1:-}" = run ]; then
     airlock_aot_train "$cache" "$kind" "${flags[@]}"
   fi
-  if [ -f "$cache" ]; then
+  if airlock_aot_current "$cache"; then
     AIRLOCK_AOT_CACHE=$cache
-  elif [ -f "$run_cache" ]; then
+  elif airlock_aot_current "$run_cache"; then
     AIRLOCK_AOT_CACHE=$run_cache
   fi
+}
+
+# airlock_aot_current CACHE: whether CACHE exists and nothing it was trained from changed after its
+# training started: the Java runtime's modules, the CLI's jar, its lib directory and each jar in it.
+airlock_aot_current() {
+  local jar
+  [ -f "$1" ] || return 1
+  for jar in "$JAVA_HOME/lib/modules" "$AIRLOCK_JAR" "${AIRLOCK_JAR%/*}/lib" "${AIRLOCK_JAR%/*}"/lib/*.jar; do
+    [ "$jar" -nt "$1" ] && return 1
+  done
+  return 0
+}
+
+# airlock_hash STRING sets AIRLOCK_HASH to a 32-bit hash of STRING (djb2, in decimal), in builtins.
+airlock_hash() {
+  local s=$1 i c h=5381
+  for ((i = 0; i < ${#s}; i++)); do
+    printf -v c '%d' "'${s:i:1}"
+    h=$(( (h * 33 + c) & 0xffffffff ))
+  done
+  AIRLOCK_HASH=$h
 }
 
 # airlock_aot_train CACHE KIND JVM_FLAG... creates CACHE in the background with a training run
@@ -92,13 +114,15 @@ airlock_aot_train() {
 airlock_aot_training_run() {
   local cache=$1 kind=$2; shift 2
   local partial="$cache.$BASHPID.partial" name=${cache##*/}
+  # the cache takes the time its training started: a jar rebuilt while it trains leaves it stale
+  : > "$cache.lock/started"
   "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -cp "$AIRLOCK_JAR" dev.airlock.cli.AotTraining "$kind" \
     >"$AIRLOCK_AOT_DIR/training-$kind.log" 2>&1 || true
   if [ -s "$partial" ]; then
-    # the caches of other fingerprints (an older build, another JDK) go; this one's other kind stays
+    # a cache of another hash (another JDK, other flags) goes; this one's other kind stays
     find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "${name%%[.-]*}.aot" ! -name "${name%%[.-]*}-*.aot" -delete || true
-    mv -f "$partial" "$cache" || true
+    touch -r "$cache.lock/started" "$partial" && mv -f "$partial" "$cache" || true
   fi
   rm -f "$partial" "$partial.config"
-  rmdir "$cache.lock" || true
+  rm -rf "$cache.lock" || true
 }

@@ -4,13 +4,17 @@
 
 airlock_bin_dir=${BASH_SOURCE[0]%/*}
 [ "$airlock_bin_dir" = "${BASH_SOURCE[0]}" ] && airlock_bin_dir=.
-AIRLOCK_HOME=$(cd -P "$airlock_bin_dir/.." && pwd)
+# the checkout, links resolved (cd -P), without a subshell: each process a command starts here costs it ~3 ms
+airlock_cwd=$PWD
+CDPATH= cd -P "$airlock_bin_dir/.." && AIRLOCK_HOME=$PWD
+cd "$airlock_cwd" || { echo "airlock: cannot change back to the working directory $airlock_cwd" >&2; exit 3; }
+unset airlock_cwd
 
 airlock_find_java() {
   local candidate
   for candidate in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25* /usr/lib/jvm/java-25* /usr/lib/jvm/jdk-25*; do
     [ -n "$candidate" ] && [ -x "$candidate/bin/java" ] || continue
-    AIRLOCK_JAVA_MAJOR=$(airlock_java_major "$candidate")
+    airlock_java_major "$candidate"
     if [ "$AIRLOCK_JAVA_MAJOR" -ge 25 ] 2>/dev/null; then
       export JAVA_HOME="$candidate"
       return 0
@@ -20,8 +24,9 @@ airlock_find_java() {
   exit 3
 }
 
-# airlock_java_major JDK prints the feature version (25...) of the JDK at JDK, from its release file: starting
-# that JVM just to ask (java -version) would cost every command a JVM start. A JDK without one is asked.
+# airlock_java_major JDK sets AIRLOCK_JAVA_MAJOR to the feature version (25...) of the JDK at JDK, from its
+# release file: starting that JVM just to ask (java -version) would cost every command a JVM start. A JDK
+# without one is asked.
 airlock_java_major() {
   local line version=""
   if [ -r "$1/release" ]; then
@@ -33,7 +38,7 @@ airlock_java_major() {
     version=$("$1/bin/java" -version 2>&1 | sed -n 's/.* version "\([^"]*\)".*/\1/p' | head -n 1)
   fi
   version=${version#1.}
-  echo "${version%%[!0-9]*}"
+  AIRLOCK_JAVA_MAJOR=${version%%[!0-9]*}
 }
 
 # airlock_ensure_packages CMD:PACKAGE ... installs PACKAGE (Debian) when CMD is missing; a CMD
