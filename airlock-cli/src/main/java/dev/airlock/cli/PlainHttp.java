@@ -23,8 +23,11 @@ import javax.net.ssl.SSLSocketFactory;
  * its executor), which on a 2-core host costs 1 to 4 ms a request, more than the server's work for a
  * create from the pool ({@code airlock bench} measures {@code GET /health} through both), and a JVM
  * that starts it for one call pays for its classes and its default TLS context first, whatever the
- * scheme: a few hundred milliseconds. One request at a time (calls are serialized); a connection the
- * server closed between requests is opened again once.
+ * scheme: a few hundred milliseconds. One request at a time (calls are serialized). A connection the
+ * server closed between requests is opened again once for a request that may be sent twice (not a
+ * {@code POST}: the server may have carried it out before it closed); a {@code POST} goes on a new
+ * connection instead once the old one has been idle for {@link #REUSED_FOR} (the server closes idle
+ * ones after 60 s).
  */
 public final class PlainHttp implements AutoCloseable {
 
@@ -32,6 +35,8 @@ public final class PlainHttp implements AutoCloseable {
     public static final int BENCH_READ_TIMEOUT_MILLIS = 15 * 60 * 1000;
     /** The largest answer read (the benchmark's largest, a page of the audit log, and a run's, its output and files, are far smaller). */
     private static final int MAX_BODY_BYTES = 64 << 20;
+    /** How long a connection stays in use for a POST: well under the server's 60 s idle timeout (ConnectionGuard). */
+    static final java.time.Duration REUSED_FOR = java.time.Duration.ofSeconds(20);
 
     public record Response(int status, String body) {
     }
@@ -46,6 +51,8 @@ public final class PlainHttp implements AutoCloseable {
     private Socket socket;
     private OutputStream out;
     private InputStream in;
+    /** {@link System#nanoTime} of the last answer read on the connection. */
+    private long idleSince;
 
     /**
      * @param base              the server: http, or https when {@code tls} is given
@@ -66,22 +73,33 @@ public final class PlainHttp implements AutoCloseable {
 
     /** {@code method path} with {@code body} (JSON; null: none) and its answer. */
     public synchronized Response send(String method, String path, String body) throws IOException {
+        boolean once = method.equals("POST");
+        if (socket != null && once && System.nanoTime() - idleSince > REUSED_FOR.toNanos()) {
+            close();
+        }
         boolean reused = socket != null;
         if (!reused) {
             connect();
         }
         try {
             write(method, path, body);
-            return read(method);
+            Response answer = read(method);
+            idleSince = System.nanoTime();
+            return answer;
         } catch (ClosedBeforeAnswer e) {
             close();
             if (!reused) {
                 throw e;
             }
+            if (once) {
+                throw new IOException(e.getMessage() + " (a POST is not sent again: the server may have carried it out)", e);
+            }
             // the server closed the kept-alive connection before it read this request: once more, on a new one
             connect();
             write(method, path, body);
-            return read(method);
+            Response answer = read(method);
+            idleSince = System.nanoTime();
+            return answer;
         } catch (IOException | RuntimeException e) {
             close();
             throw e;
