@@ -119,8 +119,9 @@ airlock_aot_training_run() {
   "$JAVA_HOME/bin/java" "$@" -XX:AOTCacheOutput="$partial" -cp "$AIRLOCK_JAR" dev.airlock.cli.AotTraining "$kind" \
     >"$AIRLOCK_AOT_DIR/training-$kind.log" 2>&1 || true
   if [ -s "$partial" ]; then
-    # a cache of another hash (another JDK, other flags) goes; this one's other kind stays
-    find "$AIRLOCK_AOT_DIR" -maxdepth 1 -name '*.aot' ! -name "${name%%[.-]*}.aot" ! -name "${name%%[.-]*}-*.aot" -delete || true
+    # a cache of another hash (another JDK, other flags) goes, and the log older versions kept; this one's other kind stays
+    find "$AIRLOCK_AOT_DIR" -maxdepth 1 \( -name '*.aot' ! -name "${name%%[.-]*}.aot" ! -name "${name%%[.-]*}-*.aot" -o -name training.log \) \
+      -delete || true
     touch -r "$cache.lock/started" "$partial" && mv -f "$partial" "$cache" || true
   fi
   rm -f "$partial" "$partial.config"
