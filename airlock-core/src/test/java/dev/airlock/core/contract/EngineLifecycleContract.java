@@ -95,6 +95,19 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     }
 
     @Test
+    void anExecutableScriptWithoutAnInterpreterLineRunsWithTheShell() throws Exception {
+        try (Sandbox sandbox = engine.create(spec())) {
+            // no "#!": the kernel refuses it (ENOEXEC), and execvp's rule is to run it with /bin/sh, whatever libc the agent has
+            sandbox.writeFile("/workspace/plain", "echo ran by sh: $0 $1\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            assertThat(sandbox.exec(ExecRequest.of("chmod", "755", "/workspace/plain")).exitCode()).isZero();
+            ExecResult byPath = sandbox.exec(ExecRequest.of("/workspace/plain", "one"));
+            assertThat(byPath.stdoutText()).as(byPath.message()).isEqualTo("ran by sh: /workspace/plain one\n");
+            ExecResult byName = sandbox.exec(ExecRequest.of("plain", "two").withEnv(java.util.Map.of("PATH", "/nowhere:/workspace:/usr/bin:/bin")));
+            assertThat(byName.stdoutText()).as(byName.message()).isEqualTo("ran by sh: /workspace/plain two\n");
+        }
+    }
+
+    @Test
     void outputStreamsWhileTheProgramRuns() throws Exception {
         CountDownLatch firstLine = new CountDownLatch(1);
         try (Sandbox sandbox = engine.create(spec())) {
