@@ -599,76 +599,6 @@ static _Noreturn void child_fail(int report_fd, const char *fmt, const char *arg
     _exit(127);
 }
 
-/*
- * execve of path, and when the kernel cannot execute the file (ENOEXEC: a script without "#!") the
- * same file through /bin/sh, as POSIX asks of execvp and glibc does; musl's execvpe does not. Returns
- * with errno set when neither ran.
- */
-static void exec_file(const char *path, char *const argv[], char *const envp[]) {
-    execve(path, argv, envp);
-    if (errno != ENOEXEC) {
-        return;
-    }
-    static char *sh_argv[MAX_STRINGS + 2];
-    int n = 0;
-    sh_argv[n++] = "sh";
-    sh_argv[n++] = (char *) path;
-    for (int i = 1; argv[i] != NULL && n < MAX_STRINGS + 1; i++) {
-        sh_argv[n++] = argv[i];
-    }
-    sh_argv[n] = NULL;
-    execve("/bin/sh", sh_argv, envp);
-    errno = ENOEXEC;
-}
-
-/*
- * execvpe with glibc's behaviour whatever libc the agent is built with: a name without '/' is looked
- * up in PATH (the command's environment, installed as environ; without one, "/bin:/usr/bin"), each
- * candidate run by exec_file; a candidate that is there but not allowed is skipped and reported
- * (EACCES) if nothing else runs. Returns with errno set.
- */
-static void exec_command(char *const argv[], char *const envp[]) {
-    const char *file = argv[0];
-    if (file[0] == '\0') {
-        errno = ENOENT;
-        return;
-    }
-    if (strchr(file, '/') != NULL) {
-        exec_file(file, argv, envp);
-        return;
-    }
-    const char *path = getenv("PATH");
-    if (path == NULL) {
-        path = "/bin:/usr/bin";
-    }
-    size_t file_len = strlen(file);
-    int denied = 0;
-    for (const char *dir = path; ; ) {
-        const char *end = strchr(dir, ':');
-        size_t dir_len = end == NULL ? strlen(dir) : (size_t) (end - dir);
-        char candidate[PATH_MAX];
-        if (dir_len + 1 + file_len < sizeof candidate) {
-            /* an empty entry is the current directory, as in execvp */
-            if (dir_len == 0) {
-                snprintf(candidate, sizeof candidate, "%s", file);
-            } else {
-                snprintf(candidate, sizeof candidate, "%.*s/%s", (int) dir_len, dir, file);
-            }
-            exec_file(candidate, argv, envp);
-            if (errno == EACCES) {
-                denied = 1;
-            } else if (errno != ENOENT && errno != ENOTDIR) {
-                return;
-            }
-        }
-        if (end == NULL) {
-            break;
-        }
-        dir = end + 1;
-    }
-    errno = denied ? EACCES : ENOENT;
-}
-
 /* The command, forked by its supervisor: its own session, its pipes as 0-2, then exec. */
 static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, const char *cwd, int tty) {
     setsid();
@@ -701,9 +631,9 @@ static _Noreturn void child_exec(int in_r, int out_w, int err_w, int report_fd, 
     if (chdir(cwd) < 0) {
         child_fail(report_fd, "cannot change directory to %s: %s", cwd);
     }
-    /* PATH is looked up in the command's environment: install it first. */
+    /* execvpe looks PATH up in the caller's environment, not in envp, so install env first. */
     environ = env_buf;
-    exec_command(argv_buf, env_buf);
+    execvpe(argv_buf[0], argv_buf, env_buf);
     child_fail(report_fd, "%s: %s", argv_buf[0]);
 }
 

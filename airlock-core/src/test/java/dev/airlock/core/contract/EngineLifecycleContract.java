@@ -97,7 +97,7 @@ public abstract class EngineLifecycleContract extends ContractTestBase {
     @Test
     void anExecutableScriptWithoutAnInterpreterLineRunsWithTheShell() throws Exception {
         try (Sandbox sandbox = engine.create(spec())) {
-            // no "#!": the kernel refuses it (ENOEXEC), and execvp's rule is to run it with /bin/sh, whatever libc the agent has
+            // no "#!": the kernel refuses it (ENOEXEC), and execvp's rule (POSIX, glibc's; not musl's) is to run it with /bin/sh
             sandbox.writeFile("/workspace/plain", "echo ran by sh: $0 $1\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
             assertThat(sandbox.exec(ExecRequest.of("chmod", "755", "/workspace/plain")).exitCode()).isZero();
             ExecResult byPath = sandbox.exec(ExecRequest.of("/workspace/plain", "one"));
