@@ -95,7 +95,9 @@ final class WarmPool implements AutoCloseable {
                 }
                 handedOverAt.set(0);
                 while (!closed && ready.size() < size) {
-                    ready.addLast(create.get());
+                    AttachedSandbox made = create.get();
+                    made.sandbox().prepareForUse();
+                    ready.addLast(made);
                 }
             } catch (InterruptedException e) {
                 return;

@@ -28,8 +28,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>Moving a process into a cgroup waits for an RCU grace period (milliseconds, most of an exec's
  * cost on a quiet host), so it is done ahead: a spare supervisor, forked by the agent and placed in
- * the next execution's cgroup before anything waits for it, takes the next execution. The sandbox
- * asks for its first spare when it is made ({@link #prepareFirstSpare}); an execution that takes a
+ * the next execution's cgroup before anything waits for it, takes the next execution. A pooled
+ * sandbox asks for its first spare while it waits in the pool ({@link #prepareFirstSpare}); any other
+ * asks at its first execution, which then waits for it (a sandbox created and left idle costs no
+ * spare: it was a fifth of an idle create's CPU on a 2-core host). An execution that takes a
  * spare has the agent fork the next one first, which is placed in the background. An execution that
  * comes while a spare is being placed waits for it (its move is under way; a move of its own would
  * wait for that one's), at most {@link #SPARE_WAIT}, then is held and placed as before. So a spare
@@ -71,6 +73,7 @@ final class CgroupedAgent implements SandboxAgent {
     public AgentProcess start(ExecRequest request, OutputListener listener) throws IOException {
         AtomicReference<Path> cgroup = new AtomicReference<>();
         ExecPlacement placement = pid -> cgroup.set(cgroups.place(pid));
+        prepare(agent::spare);   // none ready or on its way (a first execution): one now, which takeSpare waits for
         Spare spare = takeSpare();
         AgentProcess process = spare == null ? agent.start(request, listener, placement)
                 : agent.startInSpare(request, listener, placement, spare.pid(), next -> prepare(() -> next));
@@ -92,7 +95,7 @@ final class CgroupedAgent implements SandboxAgent {
         int pid() throws IOException, InterruptedException;
     }
 
-    /** Has the agent fork the sandbox's first spare supervisor, and places it, in the background. */
+    /** Has the agent fork the sandbox's first spare supervisor, and places it, in the background (a pooled sandbox's). */
     void prepareFirstSpare() {
         prepare(agent::spare);
     }

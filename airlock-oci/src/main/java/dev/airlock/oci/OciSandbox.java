@@ -39,9 +39,15 @@ final class OciSandbox implements DriverSandbox {
         if (execCgroups == null) {
             this.agent = client;
         } else {
-            CgroupedAgent cgrouped = new CgroupedAgent(client, execCgroups);
+            this.agent = new CgroupedAgent(client, execCgroups);
+        }
+    }
+
+    /** A pooled sandbox's first spare supervisor, placed before its run comes (a sandbox not pooled makes it at its first execution). */
+    @Override
+    public void prepareForUse() {
+        if (agent instanceof CgroupedAgent cgrouped) {
             cgrouped.prepareFirstSpare();
-            this.agent = cgrouped;
         }
     }
 
