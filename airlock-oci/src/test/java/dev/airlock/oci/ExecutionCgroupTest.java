@@ -1,6 +1,7 @@
 package dev.airlock.oci;
 
 import dev.airlock.core.EndReason;
+import dev.airlock.core.Engine;
 import dev.airlock.core.ExecRequest;
 import dev.airlock.core.ExecResult;
 import dev.airlock.core.Execution;
@@ -257,6 +258,27 @@ class ExecutionCgroupTest extends SandboxTestBase {
                 }
             }
         }
+    }
+
+    @Test
+    void aSandboxLeftIdleHasNoSpareAndAPooledOneHasItsSpareBeforeItsRun() throws Exception {
+        try (Sandbox idle = engine.create(SandboxSpec.defaults())) {
+            Thread.sleep(500);   // a spare asked for at creation would be forked and placed by now (milliseconds)
+            assertThat(commands(processesOf(idle))).as("a sandbox not pooled, before its first execution: its agent alone")
+                    .containsExactly("airlock-agent");
+            ok(exec(idle, "true"));
+            awaitProcessCount(idle, n -> n == IDLE, "after its first execution: the agent and the spare it made");
+        }
+        try (Engine pooled = new Engine(new OciDriver(CONFIG), 1, SandboxSpec.defaults());
+             Sandbox taken = awaitPooled(pooled)) {
+            awaitProcessCount(taken, n -> n == IDLE, "a pooled sandbox, before its run: the agent and its spare");
+        }
+    }
+
+    /** A sandbox of {@code pooled}'s warm pool, once the pool has one. */
+    private static Sandbox awaitPooled(Engine pooled) throws IOException {
+        awaitUntil(() -> pooled.warmPoolReady() > 0);
+        return pooled.create(SandboxSpec.defaults());
     }
 
     private static void awaitProcessCount(Sandbox sb, Predicate<Integer> condition, String what) {
