@@ -55,10 +55,13 @@ airlock_aot_cache() {
   local run_cache="$AIRLOCK_AOT_DIR/$AIRLOCK_HASH.aot" cache
   cache=$run_cache
   [ "$kind" = client ] && cache="${run_cache%.aot}-client.aot"
-  if ! airlock_aot_current "$cache" && [ "${1:-}" = run ]; then
+  local current=0
+  airlock_aot_current "$cache" && current=1
+  if [ $current = 0 ] && [ "${1:-}" = run ]; then
     airlock_aot_train "$cache" "$kind" "${flags[@]}"
+    airlock_aot_current "$cache" && current=1   # trained in the foreground (AIRLOCK_AOT=foreground), or by another command
   fi
-  if airlock_aot_current "$cache"; then
+  if [ $current = 1 ]; then
     AIRLOCK_AOT_CACHE=$cache
   elif airlock_aot_current "$run_cache"; then
     AIRLOCK_AOT_CACHE=$run_cache
